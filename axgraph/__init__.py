@@ -1,0 +1,34 @@
+"""axgraph: tensor programs over named axes (`import axgraph as ng`).
+
+This module is the public namespace and only re-exports; each name lives in
+the module of its concept (see docs/architecture.md).
+"""
+from .autodiff import deriv
+from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, axis, make_axes,
+                   make_axis, make_axis_role, make_name_scope)
+from .errors import (AxesError, AxgraphError, AxisLengthError, DTypeError, DuplicateAxisError,
+                     ExecutionError, FeedError, GraphError, IncompatibleAxesError,
+                     NotDifferentiableError, UnmatchedAxesError)
+from .op_graph.control import (AssignOp, SetItem, assign, sequential, set_item, value_of)
+from .op_graph.dot import dot
+from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, greater, greater_equal,
+                                   less, less_equal, log, maximum, minimum, multiply, negative,
+                                   not_equal, power, reciprocal, relu, safelog, sign, sin, sqrt,
+                                   square, subtract, tanh)
+from .op_graph.nn import (cross_entropy_binary, cross_entropy_binary_inner, cross_entropy_multi,
+                          one_hot, sigmoid, softmax, squared_L2)
+from .op_graph.op import Op
+from .op_graph.random import normal, set_random_seed, uniform
+from .op_graph.reductions import (argmax, argmin, batch_size, max, mean, min, prod, sum,
+                                  tensor_size, variance)
+from .op_graph.shape_ops import (axes_with_order, broadcast, cast_axes, concat_along_axis,
+                                 flatten, flatten_at, pad, slice_along_axis, stack, tensor_slice,
+                                 unflatten)
+from .op_graph.tensors import (AssignableTensorOp, constant, persistent_tensor, placeholder,
+                               temporary, variable)
+from .transformers import make_transformer, transformer_choices
+from .transformers.nptransform import NumPyTransformer
+
+__version__ = "0.1.0"
+
+__all__ = [name for name in dir() if not name.startswith("_")]

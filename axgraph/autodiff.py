@@ -1,0 +1,357 @@
+"""Reverse-mode differentiation of axes graphs (seed 001 `deriv`).
+
+`deriv` computes nothing: it adds adjoint ops to the graph and returns the
+op holding d(cost)/d(wrt). Each op class has one entry in ADJOINTS: given the
+op and the adjoint of its value, it returns one adjoint per arg (None where
+no gradient flows). Adjoints are then summed over broadcast axes and put in
+the arg's axis order, so table entries can be written as the math reads.
+
+Ops whose value is piecewise constant (comparisons, sign, argmax/argmin,
+one_hot, random draws, sizes) pass no gradient: their derivative is zero
+wherever it exists. An op with no entry raises NotDifferentiableError.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .axes import Axes
+from .debug_info import user_location
+from .errors import IncompatibleAxesError, NotDifferentiableError
+from .op_graph import control, dot as dot_ops, elementwise as ew, nn, random, reductions as red
+from .op_graph import shape_ops as so
+from .op_graph.op import Op, as_op
+from .op_graph.tensors import AssignableTensorOp, constant
+
+Adjoint = Callable[[Op, Op], Sequence[Optional[Op]]]
+ADJOINTS: Dict[type, Adjoint] = {}
+
+
+def adjoint(*op_classes):
+    """Register the decorated function as the adjoint rule of `op_classes`."""
+
+    def register(rule: Adjoint) -> Adjoint:
+        for op_class in op_classes:
+            ADJOINTS[op_class] = rule
+        return rule
+
+    return register
+
+
+def _no_gradient(op: Op, delta: Op):
+    return [None] * len(op.args)
+
+
+ZERO_DERIVATIVE_OPS = (ew.Sign, ew.Equal, ew.NotEqual, ew.Less, ew.LessEqual, ew.Greater,
+                       ew.GreaterEqual, red.ArgMax, red.ArgMin, red.TensorSize, nn.OneHotOp,
+                       random.UniformOp, random.NormalOp)
+adjoint(*ZERO_DERIVATIVE_OPS)(_no_gradient)
+
+
+# -- elementwise ------------------------------------------------------------------
+
+def _as_float(mask: Op, like: Op) -> Op:
+    """A boolean mask as 0/1 values of `like`'s type."""
+    return ew.Multiply(mask, constant(1, dtype=like.dtype))
+
+
+@adjoint(ew.Negative)
+def _negative(op, d):
+    return [-d]
+
+
+@adjoint(ew.Absolute)
+def _absolute(op, d):
+    return [d * ew.sign(op.args[0])]
+
+
+@adjoint(ew.Square)
+def _square(op, d):
+    return [d * 2.0 * op.args[0]]
+
+
+@adjoint(ew.Sqrt)
+def _sqrt(op, d):
+    return [d * 0.5 / op]
+
+
+@adjoint(ew.Exp)
+def _exp(op, d):
+    return [d * op]
+
+
+@adjoint(ew.Log)
+def _log(op, d):
+    return [d / op.args[0]]
+
+
+@adjoint(ew.Safelog)
+def _safelog(op, d):
+    x = op.args[0]
+    return [d / x * _as_float(ew.greater(x, math.exp(-50.0)), d)]
+
+
+@adjoint(ew.Reciprocal)
+def _reciprocal(op, d):
+    return [-d * op * op]
+
+
+@adjoint(ew.Tanh)
+def _tanh(op, d):
+    return [d * (1.0 - op * op)]
+
+
+@adjoint(ew.Sigmoid)
+def _sigmoid(op, d):
+    return [d * op * (1.0 - op)]
+
+
+@adjoint(ew.Sin)
+def _sin(op, d):
+    return [d * ew.cos(op.args[0])]
+
+
+@adjoint(ew.Cos)
+def _cos(op, d):
+    return [-d * ew.sin(op.args[0])]
+
+
+@adjoint(ew.Relu)
+def _relu(op, d):
+    return [d * _as_float(ew.greater(op.args[0], 0.0), d)]
+
+
+@adjoint(ew.Add)
+def _add(op, d):
+    return [d, d]
+
+
+@adjoint(ew.Subtract)
+def _subtract(op, d):
+    return [d, -d]
+
+
+@adjoint(ew.Multiply)
+def _multiply(op, d):
+    x, y = op.args
+    return [d * y, d * x]
+
+
+@adjoint(ew.Divide)
+def _divide(op, d):
+    x, y = op.args
+    return [d / y, -d * op / y]
+
+
+@adjoint(ew.Power)
+def _power(op, d):
+    x, y = op.args
+    return [d * y * ew.power(x, y - 1.0), d * op * ew.log(x)]
+
+
+@adjoint(ew.Maximum, ew.Minimum)
+def _extremum(op, d):
+    x, y = op.args
+    picks_x = ew.greater_equal(x, y) if isinstance(op, ew.Maximum) else ew.less_equal(x, y)
+    mask = _as_float(picks_x, d)
+    return [d * mask, d * (1.0 - mask)]
+
+
+# -- reductions and contraction ---------------------------------------------------
+
+@adjoint(red.Sum)
+def _sum(op, d):
+    return [so.broadcast(d, op.args[0].axes)]
+
+
+@adjoint(red.Prod)
+def _prod(op, d):
+    return [d * op / op.args[0]]
+
+
+@adjoint(red.Max, red.Min)
+def _max(op, d):
+    # The subgradient that splits d evenly among the positions attaining the extremum.
+    x = op.args[0]
+    hits = _as_float(ew.equal(x, op), d)
+    return [d * hits / red.sum(hits, reduction_axes=op.reduction_axes)]
+
+
+@adjoint(dot_ops.DotOp)
+def _dot(op, d):
+    x, y = op.args
+    x_unmatched, y_unmatched = x.axes - op.x_reduce, y.axes - op.y_reduce
+    to_x = {id(b): a for a, b in op.pairs}
+    to_y = {id(a): b for a, b in op.pairs}
+    dx = dot_ops.DotOp(d, y, pairs=[(b, b) for b in y_unmatched])
+    dx = so.cast_axes(dx, list(x_unmatched) + [to_x[id(b)] for b in dx.axes[len(x_unmatched):]])
+    dy = dot_ops.DotOp(x, d, pairs=[(a, a) for a in x_unmatched])
+    dy = so.cast_axes(dy, [to_y[id(a)] for a in dy.axes[:len(dy.axes) - len(y_unmatched)]]
+                      + list(y_unmatched))
+    return [dx, dy]
+
+
+# -- shape ops -----------------------------------------------------------------------
+
+@adjoint(so.BroadcastOp)
+def _broadcast(op, d):
+    return [red.sum(d, out_axes=op.args[0].axes)]
+
+
+@adjoint(so.AxesCastOp)
+def _cast_axes(op, d):
+    return [so.cast_axes(d, op.args[0].axes)]
+
+
+@adjoint(so.ReorderAxes)
+def _reorder(op, d):
+    return [so.axes_with_order(d, op.args[0].axes)]
+
+
+@adjoint(so.Flatten)
+def _flatten(op, d):
+    return [so.Unflatten(d, op.args[0].axes)]
+
+
+@adjoint(so.Unflatten)
+def _unflatten(op, d):
+    return [so.Flatten(d, op.args[0].axes)]
+
+
+@adjoint(so.TensorSliceOp)
+def _tensor_slice(op, d):
+    return [so.SliceAdjointOp(d, op.args[0].axes, op.slices)]
+
+
+@adjoint(so.SliceAdjointOp)
+def _slice_adjoint(op, d):
+    return [so.TensorSliceOp(d, op.slices, axes=op.args[0].axes)]
+
+
+@adjoint(so.ConcatOp)
+def _concat(op, d):
+    position = op.axes.index(next(a for a in op.axes if a not in op.args[0].axes))
+    grads, start = [], 0
+    for x, concat_axis in zip(op.args, op.concat_axes):
+        stop = start + concat_axis.length
+        slices = tuple(slice(start, stop) if i == position else slice(None)
+                       for i in range(len(op.axes)))
+        grads.append(so.TensorSliceOp(d, slices, axes=x.axes))
+        start = stop
+    return grads
+
+
+@adjoint(so.StackOp)
+def _stack(op, d):
+    return [so.slice_along_axis(d, op.axis, i) for i in range(len(op.args))]
+
+
+@adjoint(so.PadOp)
+def _pad(op, d):
+    x = op.args[0]
+    slices = tuple(slice(before, before + axis.length)
+                   for axis, (before, _) in zip(x.axes, op.paddings))
+    return [so.TensorSliceOp(d, slices, axes=x.axes)]
+
+
+# -- control ------------------------------------------------------------------------
+
+@adjoint(control.SequentialOp)
+def _sequential(op, d):
+    return [None] * (len(op.args) - 1) + [d]
+
+
+@adjoint(control.ValueOfOp)
+def _value_of(op, d):
+    return [d]
+
+
+# -- driver -------------------------------------------------------------------------
+
+def _find_rule(op: Op) -> Adjoint:
+    for op_class in type(op).__mro__:
+        rule = ADJOINTS.get(op_class)
+        if rule is not None:
+            return rule
+    raise op.error(NotDifferentiableError,
+                   f"{type(op).__name__} has no derivative (ops with a derivative: "
+                   f"see axgraph.autodiff.ADJOINTS)")
+
+
+def _fit_to(delta: Op, target: Op) -> Op:
+    """delta summed over axes `target` lacks, then in target's axis order."""
+    extra = delta.axes - target.axes
+    if extra:
+        delta = red.sum(delta, reduction_axes=extra)
+    missing = target.axes - delta.axes
+    if missing:
+        delta = so.broadcast(delta, target.axes)
+    return so.axes_with_order(delta, target.axes)
+
+
+def _is_float(op: Op) -> bool:
+    return op.dtype.kind == "f"
+
+
+def deriv(cost, wrt, error=None) -> Op:
+    """An op whose value is d(cost)/d(wrt), with wrt's axes (seed 001).
+
+    For a cost with axes, `error` is the adjoint seed (same axes as cost):
+    the result is then the vector-Jacobian product sum(error * d cost/d wrt).
+    """
+    return deriv_many(cost, [wrt], error=error)[0]
+
+
+def deriv_many(cost, wrts: Sequence[Op], error=None) -> List[Op]:
+    """d(cost)/d(w) for each w in `wrts`, sharing one backward pass."""
+    cost = as_op(cost)
+    if error is None:
+        if cost.axes:
+            raise IncompatibleAxesError(
+                f"deriv: cost {cost.name} has axes {cost.axes}; reduce it to a scalar (ng.sum, "
+                f"ng.mean) or pass error= with those axes", user_location())
+        error = constant(1, dtype=cost.dtype)
+    else:
+        error = as_op(error)
+        if not error.axes.is_equal_set(cost.axes):
+            raise IncompatibleAxesError(
+                f"deriv: error {error.axes} must have the axes of cost {cost.name} {cost.axes}",
+                user_location())
+    adjoints: Dict[Op, Op] = {cost: so.axes_with_order(error, cost.axes)}
+    for op in sorted(_ops_between(cost, wrts), key=lambda o: o._serial, reverse=True):
+        delta = adjoints.get(op)
+        if delta is None or op.is_assignable:
+            continue
+        for arg, contribution in zip(op.args, _find_rule(op)(op, delta)):
+            if contribution is None or not _is_float(arg):
+                continue
+            contribution = _fit_to(as_op(contribution), arg)
+            previous = adjoints.get(arg)
+            adjoints[arg] = contribution if previous is None else previous + contribution
+    results = []
+    for wrt in wrts:
+        found = adjoints.get(wrt)
+        if found is None:
+            found = so.broadcast(constant(0, dtype=wrt.dtype), wrt.axes)
+        results.append(found)
+    return results
+
+
+def _ops_between(cost: Op, wrts: Sequence[Op]) -> List[Op]:
+    """Ops on some path from any of `wrts` to `cost` (through args)."""
+    upstream: List[Op] = []
+    seen, stack = set(), [cost]
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        upstream.append(op)
+        stack.extend(op.args)
+    reaches: Dict[Op, bool] = {}
+    targets = set(wrts)
+    for op in sorted(upstream, key=lambda o: o._serial):
+        reaches[op] = op in targets or any(reaches.get(arg, False) for arg in op.args)
+    return [op for op in upstream if reaches[op]]

@@ -1,0 +1,59 @@
+"""One exception hierarchy for the whole library.
+
+Every error names what went wrong (the op, the axes or shapes) and where the
+user built it, so a failure deep inside a computation points back at user code.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+
+class AxgraphError(Exception):
+    """Root of every error axgraph raises on purpose."""
+
+    def __init__(self, message: str, location: Optional[Tuple[str, int]] = None):
+        self.message = message
+        self.location = location
+        if location is not None:
+            message = f"{message}\n  (at {location[0]}:{location[1]})"
+        super().__init__(message)
+
+
+class AxesError(AxgraphError, ValueError):
+    """Axes that cannot be used the way they were asked to be."""
+
+
+class DuplicateAxisError(AxesError):
+    """An axis appears twice in one Axes (seed 000: at most once per tensor)."""
+
+
+class IncompatibleAxesError(AxesError):
+    """Axes whose lengths or sets do not fit the operation."""
+
+
+class UnmatchedAxesError(AxesError):
+    """Axes that were required to pair with others and found no partner."""
+
+
+class AxisLengthError(AxesError):
+    """An axis length is unset where a length is needed, or is invalid."""
+
+
+class DTypeError(AxgraphError, TypeError):
+    """An element type that the operation does not accept."""
+
+
+class FeedError(AxgraphError, ValueError):
+    """A value passed to a computation does not fit its placeholder."""
+
+
+class GraphError(AxgraphError, ValueError):
+    """A malformed graph: assigning to a constant, a cycle, a missing value."""
+
+
+class ExecutionError(AxgraphError, RuntimeError):
+    """A computation failed while running (bad label values, shapes fed late, ...)."""
+
+
+class NotDifferentiableError(AxgraphError, TypeError):
+    """deriv() reached an op that has no derivative."""

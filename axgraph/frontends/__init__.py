@@ -1,0 +1,1 @@
+"""Frontends that build axes graphs: neon layers (more to come)."""

@@ -1,0 +1,100 @@
+"""Ops run for their effect or their order: assign, SetItem, sequential, value_of.
+
+An assign writes a stored tensor. Every op created afterwards depends on it
+(``other_deps``), so a graph reads in creation order, as the program does
+(seed 001). ``with ng.Op.saved_user_deps():`` keeps an assign out of that
+main stream until a computation names it.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..axes import Axes
+from ..debug_info import user_location
+from ..errors import GraphError, IncompatibleAxesError
+from .op import Op, add_user_dep, as_op
+from .shape_ops import _normalized_slices
+
+_MISSING = object()
+
+
+class AssignOp(Op):
+    """tensor[item] = value; has no value of its own (a computation returns None)."""
+
+    is_tensor_op = False
+    lvalue_args = 1
+
+    def __init__(self, tensor, value, item=None, name: Optional[str] = None):
+        tensor, value = as_op(tensor), as_op(value)
+        if not tensor.is_assignable:
+            raise GraphError(f"assign: {tensor.name} is not a stored tensor; only constants, "
+                             f"placeholders, variables and persistent tensors can be assigned",
+                             user_location())
+        if tensor.constant:
+            raise GraphError(f"assign: {tensor.name} is a constant", user_location())
+        self.tensor = tensor
+        self.item = None if item is None else _normalized_slices(tensor, item)
+        if self.item is None:
+            extra = value.axes - tensor.axes
+            if extra:
+                raise IncompatibleAxesError(
+                    f"assign to {tensor.name} {tensor.axes}: value {value.name} has axes {extra} "
+                    f"that the tensor lacks", user_location())
+        super().__init__(tensor, value, name=name)
+        add_user_dep(self)
+
+    @property
+    def value(self) -> Op:
+        """The op whose value is written."""
+        return self.args[1]
+
+
+class SetItem(AssignOp):
+    """``SetItem(tensor, value)`` or ``SetItem(tensor, item, value)`` (seed 001)."""
+
+    def __init__(self, tensor, item, value=_MISSING, name: Optional[str] = None):
+        if value is _MISSING:
+            item, value = None, item
+        super().__init__(tensor, value, item=item, name=name)
+
+
+class SequentialOp(Op):
+    """Runs `ops` one after another; its value is the last op's value."""
+
+    def __init__(self, ops: Sequence[Op], name: Optional[str] = None):
+        ops = [as_op(op) for op in ops]
+        if not ops:
+            raise GraphError("sequential needs at least one op", user_location())
+        last = ops[-1]
+        if not last.is_tensor_op:
+            raise GraphError(f"sequential: the last op {last.name} has no value to return",
+                             user_location())
+        super().__init__(*ops, axes=last.axes, dtype=last.dtype, name=name)
+
+
+class ValueOfOp(Op):
+    """A copy of a tensor's value at this point of the schedule."""
+
+    def __init__(self, tensor, name: Optional[str] = None):
+        tensor = as_op(tensor)
+        super().__init__(tensor, axes=tensor.axes, dtype=tensor.dtype, name=name)
+
+
+def assign(lvalue, rvalue, name: Optional[str] = None) -> AssignOp:
+    """Write `rvalue` into the stored tensor `lvalue` (broadcasting over its axes)."""
+    return AssignOp(lvalue, rvalue, name=name)
+
+
+def set_item(tensor, item, value, name: Optional[str] = None) -> AssignOp:
+    """Write `value` into the region `item` (one int or slice per axis) of `tensor`."""
+    return SetItem(tensor, item, value, name=name)
+
+
+def sequential(ops: Sequence[Op], name: Optional[str] = None) -> Op:
+    """Run `ops` in order (each after everything before it); value of the last."""
+    return SequentialOp(ops, name=name)
+
+
+def value_of(tensor, name: Optional[str] = None) -> Op:
+    """The value `tensor` has when this op runs, kept even if it is assigned later."""
+    return ValueOfOp(tensor, name=name)

@@ -1,0 +1,46 @@
+"""Tensor contraction by axes (seed 000 'dual offsets').
+
+``dot(x, y)`` contracts every axis the two share and every dual pair: an
+axis ``A + k`` of x with ``A + k + 1`` of y. The result has x's unmatched
+axes, then y's.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..axes import Axes, dual_pairs
+from ..debug_info import user_location
+from ..errors import IncompatibleAxesError
+from .op import Op, as_op
+
+
+class DotOp(Op):
+    """Contraction of x and y over `pairs` ((x axis, y axis) tuples).
+
+    `pairs` defaults to seed 000's rule; autodiff passes them explicitly.
+    """
+
+    def __init__(self, x, y, name: Optional[str] = None, dtype=None, pairs=None):
+        x, y = as_op(x), as_op(y)
+        try:
+            self.pairs = dual_pairs(x.axes, y.axes) if pairs is None else list(pairs)
+        except IncompatibleAxesError as error:
+            raise IncompatibleAxesError(f"dot of {x.name} {x.axes} and {y.name} {y.axes}: "
+                                        f"{error.message}", user_location()) from None
+        for axis_x, axis_y in self.pairs:
+            if None not in (axis_x.length, axis_y.length) and axis_x.length != axis_y.length:
+                raise IncompatibleAxesError(
+                    f"dot pairs {axis_x.name} ({axis_x.length}) of {x.name} with {axis_y.name} "
+                    f"({axis_y.length}) of {y.name}: lengths differ", user_location())
+        self.x_reduce = Axes(a for a, _ in self.pairs)
+        self.y_reduce = Axes(b for _, b in self.pairs)
+        axes = (x.axes - self.x_reduce) + (y.axes - self.y_reduce)
+        dtype = np.result_type(x.dtype, y.dtype) if dtype is None else dtype
+        super().__init__(x, y, axes=axes, dtype=dtype, name=name)
+
+
+def dot(x, y, name: Optional[str] = None, dtype=None) -> Op:
+    """Contract x and y over their shared axes and dual pairs (seed 000)."""
+    return DotOp(x, y, name=name, dtype=dtype)

@@ -1,0 +1,140 @@
+"""Neural-network building blocks composed of core axes ops.
+
+softmax and sigmoid attach a *schema* to their result (seed 001): a record
+of how it was computed, so that a cross entropy built on it can use the
+stable log-domain form instead of taking the log of a rounded probability.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from ..axes import Axes, AxesLike, Axis
+from ..debug_info import user_location
+from ..dtypes import DEFAULT_DTYPE
+from ..errors import IncompatibleAxesError
+from . import elementwise as ew
+from . import reductions as red
+from .op import Op, as_op
+
+
+@dataclass(eq=False)
+class Softmax:
+    """Schema on a softmax result: its logits and normalization axes."""
+
+    x: Op
+    normalization_axes: Axes
+    shifted: Op  # x - max(x), the log-numerator
+    log_denominator: Op  # log(sum(exp(shifted)))
+
+    def log_softmax(self) -> Op:
+        """log(softmax(x)) without rounding the probability first."""
+        return self.shifted - self.log_denominator
+
+
+@dataclass(eq=False)
+class SigmoidSchema:
+    """Schema on a sigmoid result: its logits."""
+
+    x: Op
+
+
+def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) -> Op:
+    """exp(x) / sum(exp(x)) over `normalization_axes` (default: all but batch/time)."""
+    x = as_op(x)
+    if normalization_axes is None:
+        normalization_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
+    normalization_axes = Axes(normalization_axes)
+    shifted = x - red.max(x, reduction_axes=normalization_axes)
+    exps = ew.exp(shifted)
+    denominator = red.sum(exps, reduction_axes=normalization_axes)
+    result = ew.divide(exps, denominator, name=name)
+    result.schemas.append(Softmax(x, normalization_axes, shifted, ew.log(denominator)))
+    return result
+
+
+def sigmoid(x, name: Optional[str] = None, dtype=None) -> Op:
+    """1 / (1 + exp(-x)), remembering x for a stable cross_entropy_binary."""
+    x = as_op(x)
+    result = ew.Sigmoid(x, name=name, dtype=dtype)
+    result.schemas.append(SigmoidSchema(x))
+    return result
+
+
+def _find_schema(op: Op, kind):
+    for schema in op.schemas:
+        if isinstance(schema, kind):
+            return schema
+    return None
+
+
+def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
+                        enable_softmax_opt: bool = True, name: Optional[str] = None) -> Op:
+    """-sum(t * log(y)) over the non-batch axes (one value per example).
+
+    When y is a softmax, log(y) is taken in the log domain (stable).
+    `usebits` reports the result in bits instead of nats.
+    """
+    y, t = as_op(y), as_op(t)
+    _check_same_axes("cross_entropy_multi", y, t)
+    schema = _find_schema(y, Softmax) if enable_softmax_opt else None
+    log_y = schema.log_softmax() if schema is not None else ew.safelog(y)
+    result = -red.sum(t * log_y, out_axes=out_axes)
+    if usebits:
+        result = result * (1.0 / math.log(2.0))
+    if name is not None:
+        result.name = name
+    return result
+
+
+def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
+    """Elementwise -(t log y + (1 - t) log(1 - y)), stable when y is a sigmoid."""
+    y, t = as_op(y), as_op(t)
+    schema = _find_schema(y, SigmoidSchema) if enable_sig_opt else None
+    if schema is not None:
+        x = schema.x
+        # softplus form: max(x, 0) - x t + log(1 + exp(-|x|))
+        return ew.maximum(x, 0.0) - x * t + ew.log(1.0 + ew.exp(-ew.absolute(x)))
+    return -(t * ew.safelog(y) + (1.0 - t) * ew.safelog(1.0 - y))
+
+
+def cross_entropy_binary(y, t, out_axes: AxesLike = None, enable_sig_opt: bool = True,
+                         name: Optional[str] = None) -> Op:
+    """Binary cross entropy summed over the non-batch axes (one value per example)."""
+    y, t = as_op(y), as_op(t)
+    _check_same_axes("cross_entropy_binary", y, t)
+    return red.sum(cross_entropy_binary_inner(y, t, enable_sig_opt), out_axes=out_axes, name=name)
+
+
+def _check_same_axes(what: str, y: Op, t: Op) -> None:
+    if not y.axes.is_equal_set(t.axes):
+        raise IncompatibleAxesError(
+            f"{what}: prediction {y.name} {y.axes} and target {t.name} {t.axes} must have the "
+            f"same axes", user_location())
+
+
+class OneHotOp(Op):
+    """1 where the `axis` position equals x's value, else 0; axes (axis,) + x.axes."""
+
+    def __init__(self, x, axis: Axis, dtype=None, name: Optional[str] = None):
+        x = as_op(x)
+        if axis in x.axes:
+            raise IncompatibleAxesError(f"one_hot: {axis.name} is already an axis of {x.name}",
+                                        user_location())
+        super().__init__(x, axes=Axes(axis) + x.axes, dtype=dtype or DEFAULT_DTYPE, name=name)
+        self.axis = axis
+
+
+def one_hot(x, axis: Axis, dtype=None, name: Optional[str] = None) -> Op:
+    """One-hot encode integer labels x along `axis` (its length = number of classes)."""
+    return OneHotOp(x, axis, dtype=dtype, name=name)
+
+
+def squared_L2(x, out_axes: AxesLike = None, reduction_axes: AxesLike = None,
+               name: Optional[str] = None) -> Op:
+    """Sum of squares of x: over all axes unless `out_axes`/`reduction_axes` say otherwise."""
+    x = as_op(x)
+    if out_axes is None and reduction_axes is None:
+        reduction_axes = x.axes
+    return red.sum(x * x, reduction_axes=reduction_axes, out_axes=out_axes, name=name)

@@ -1,0 +1,168 @@
+"""Reductions over named axes (seed 000 'Axes Reduction').
+
+``reduction_axes`` names the axes to reduce, in any order; ``out_axes`` names
+the axes to keep (and their order) instead. An empty ``reduction_axes``
+reduces nothing. With neither, every axis but the batch and recurrent ones is
+reduced, neon's default: a loss keeps one value per example.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from ..axes import Axes, AxesLike
+from ..debug_info import user_location
+from ..dtypes import INDEX_DTYPE
+from ..errors import IncompatibleAxesError, UnmatchedAxesError
+from .op import Op, as_op
+
+
+def resolve_reduction_axes(x: Op, reduction_axes: AxesLike, out_axes: AxesLike,
+                           what: str) -> Tuple[Axes, Axes]:
+    """(reduction_axes, out_axes) from whichever of the two the user gave."""
+    if reduction_axes is None and out_axes is None:
+        reduction_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
+        return reduction_axes, x.axes - reduction_axes
+    if reduction_axes is not None:
+        reduction_axes = Axes(reduction_axes)
+        _check_subset(x, reduction_axes, what, "reduction_axes")
+    if out_axes is not None:
+        out_axes = Axes(out_axes)
+        _check_subset(x, out_axes, what, "out_axes")
+    if reduction_axes is None:
+        return x.axes - out_axes, out_axes
+    if out_axes is None:
+        return reduction_axes, x.axes - reduction_axes
+    if not (reduction_axes + out_axes).is_equal_set(x.axes):
+        raise IncompatibleAxesError(
+            f"{what}: reduction_axes {reduction_axes} and out_axes {out_axes} must split "
+            f"the axes {x.axes} of {x.name} between them",
+            user_location(),
+        )
+    return reduction_axes, out_axes
+
+
+def _check_subset(x: Op, axes: Axes, what: str, argument: str) -> None:
+    missing = axes - x.axes
+    if missing:
+        raise UnmatchedAxesError(
+            f"{what}: {argument} {missing} are not axes of {x.name} {x.axes}", user_location()
+        )
+
+
+class ReductionOp(Op):
+    """Reduces `reduction_axes` of x; the result has `out_axes`."""
+
+    def __init__(self, x, reduction_axes: AxesLike = None, out_axes: AxesLike = None,
+                 name: Optional[str] = None, dtype=None):
+        x = as_op(x)
+        self.reduction_axes, out_axes = resolve_reduction_axes(
+            x, reduction_axes, out_axes, type(self).__name__)
+        super().__init__(x, axes=out_axes, dtype=self._result_dtype(x, dtype), name=name)
+
+    def _result_dtype(self, x: Op, dtype):
+        return x.dtype if dtype is None else dtype
+
+
+class Sum(ReductionOp):
+    """Sum over the reduction axes."""
+
+
+class Prod(ReductionOp):
+    """Product over the reduction axes."""
+
+
+class Max(ReductionOp):
+    """Largest value over the reduction axes."""
+
+
+class Min(ReductionOp):
+    """Smallest value over the reduction axes."""
+
+
+class IndexReduction(ReductionOp):
+    """A reduction giving an index (int32), flattened over the reduction axes in order."""
+
+    def _result_dtype(self, x: Op, dtype):
+        return INDEX_DTYPE if dtype is None else dtype
+
+
+class ArgMax(IndexReduction):
+    """Index of the largest value over the reduction axes."""
+
+
+class ArgMin(IndexReduction):
+    """Index of the smallest value over the reduction axes."""
+
+
+class TensorSize(Op):
+    """The number of elements along `size_axes` (a scalar, known at run time)."""
+
+    def __init__(self, size_axes: Axes, name: Optional[str] = None, dtype=None):
+        super().__init__(axes=(), dtype=dtype, name=name)
+        self.size_axes = Axes(size_axes)
+
+
+def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
+    """Sum of x over `reduction_axes` (or keeping `out_axes`)."""
+    return Sum(x, reduction_axes, out_axes, name=name, dtype=dtype)
+
+
+def prod(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
+    """Product of x over `reduction_axes` (or keeping `out_axes`)."""
+    return Prod(x, reduction_axes, out_axes, name=name, dtype=dtype)
+
+
+def max(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
+    """Largest value of x over `reduction_axes` (or keeping `out_axes`)."""
+    return Max(x, reduction_axes, out_axes, name=name, dtype=dtype)
+
+
+def min(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
+    """Smallest value of x over `reduction_axes` (or keeping `out_axes`)."""
+    return Min(x, reduction_axes, out_axes, name=name, dtype=dtype)
+
+
+def argmax(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
+    """Index (int32) of the largest value over `reduction_axes`."""
+    return ArgMax(x, reduction_axes, out_axes, name=name, dtype=dtype)
+
+
+def argmin(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
+    """Index (int32) of the smallest value over `reduction_axes`."""
+    return ArgMin(x, reduction_axes, out_axes, name=name, dtype=dtype)
+
+
+def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None,
+                dtype=None) -> Op:
+    """Number of elements of x along `reduction_axes` (all axes if none given)."""
+    x = as_op(x)
+    if reduction_axes is None and out_axes is None:
+        size_axes = x.axes
+    else:
+        size_axes, _ = resolve_reduction_axes(x, reduction_axes, out_axes, "tensor_size")
+    return TensorSize(size_axes, name=name, dtype=dtype)
+
+
+def batch_size(x, name=None, dtype=None) -> Op:
+    """Number of examples in x: the product of its batch axes' lengths."""
+    x = as_op(x)
+    return TensorSize(x.axes.batch_axes(), name=name, dtype=dtype)
+
+
+def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:
+    """Arithmetic mean of x over `reduction_axes` (or keeping `out_axes`)."""
+    x = as_op(x)
+    reduction_axes, out_axes = resolve_reduction_axes(x, reduction_axes, out_axes, "mean")
+    total = Sum(x, reduction_axes, out_axes)
+    result = total / TensorSize(reduction_axes, dtype=total.dtype)
+    if name is not None:
+        result.name = name
+    return result
+
+
+def variance(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:
+    """Population variance of x over `reduction_axes`: mean((x - mean(x))**2)."""
+    x = as_op(x)
+    reduction_axes, out_axes = resolve_reduction_axes(x, reduction_axes, out_axes, "variance")
+    centered = x - mean(x, reduction_axes, out_axes)
+    return mean(centered * centered, reduction_axes, out_axes, name=name)

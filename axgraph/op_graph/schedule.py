@@ -1,0 +1,75 @@
+"""Execution order of an axes graph.
+
+An op runs after its args and its other_deps. Among ops that are ready at the
+same time, the one created first runs first, so a graph executes in the order
+the program built it (seed 001: assigns take effect in creation order).
+`sequential([a, b, c])` adds the edges that make everything b needs (and has
+not already been needed by a) run after a, and so on.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Dict, Iterable, List, Set
+
+from ..errors import GraphError
+from .control import SequentialOp
+from .op import Op
+
+
+def reachable(roots: Iterable[Op]) -> List[Op]:
+    """Ops reachable from `roots` through args and other_deps."""
+    seen: Set[Op] = set()
+    order: List[Op] = []
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        order.append(op)
+        stack.extend(op.args)
+        stack.extend(op.control_deps())
+    return order
+
+
+def schedule(roots: Iterable[Op]) -> List[Op]:
+    """All ops `roots` need, in an order that honours every dependency."""
+    ops = reachable(roots)
+    successors: Dict[Op, List[Op]] = {op: [] for op in ops}
+    pending: Dict[Op, int] = {op: 0 for op in ops}
+
+    def edge(before: Op, after: Op) -> None:
+        successors[before].append(after)
+        pending[after] += 1
+
+    for op in ops:
+        for dep in set(op.args) | set(op.control_deps()):
+            edge(dep, op)
+        if isinstance(op, SequentialOp):
+            _sequential_edges(op, edge)
+
+    ready = [(op._serial, op) for op in ops if pending[op] == 0]
+    heapq.heapify(ready)
+    order: List[Op] = []
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for after in successors[op]:
+            pending[after] -= 1
+            if pending[after] == 0:
+                heapq.heappush(ready, (after._serial, after))
+    if len(order) != len(ops):
+        stuck = sorted((op for op in ops if pending[op]), key=lambda op: op._serial)
+        raise GraphError("the graph has a dependency cycle through "
+                         + ", ".join(op.name for op in stuck[:5]))
+    return order
+
+
+def _sequential_edges(op: SequentialOp, edge) -> None:
+    done: Set[Op] = set(reachable([op.args[0]]))
+    for previous, step in zip(op.args, op.args[1:]):
+        for needed in reachable([step]):
+            if needed not in done:
+                edge(previous, needed)
+                done.add(needed)
+        done.update(reachable([step]))

@@ -1,0 +1,380 @@
+"""Ops that move values between axes without arithmetic.
+
+broadcast, cast_axes, axes_with_order, flatten/unflatten, slicing, concat,
+stack and pad. Each checks its axes when built and says which ones are wrong.
+"""
+from __future__ import annotations
+
+import builtins
+import numbers
+import operator
+from typing import Optional, Sequence, Tuple, Union
+
+from ..axes import Axes, AxesLike, Axis, FlattenedAxis, make_axis
+from ..debug_info import user_location
+from ..errors import AxisLengthError, IncompatibleAxesError, UnmatchedAxesError
+from .op import Op, as_op
+
+
+def _fail(error_class, message: str):
+    return error_class(message, user_location())
+
+
+class BroadcastOp(Op):
+    """x repeated along the new axes of `axes` (a superset of x's axes)."""
+
+    def __init__(self, x, axes: AxesLike, name: Optional[str] = None):
+        x, axes = as_op(x), Axes(axes)
+        missing = x.axes - axes
+        if missing:
+            raise _fail(UnmatchedAxesError,
+                        f"broadcast of {x.name} {x.axes} to {axes}: the new axes must include "
+                        f"{missing}")
+        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+
+
+class AxesCastOp(Op):
+    """The same values under other axes of the same lengths, matched by position."""
+
+    def __init__(self, x, axes: AxesLike, name: Optional[str] = None):
+        x, axes = as_op(x), Axes(axes)
+        if len(axes) != len(x.axes):
+            raise _fail(IncompatibleAxesError,
+                        f"cast_axes of {x.name} {x.axes} to {axes}: {len(x.axes)} axes cannot "
+                        f"become {len(axes)}")
+        for old, new in zip(x.axes, axes):
+            if None not in (old.length, new.length) and old.length != new.length:
+                raise _fail(IncompatibleAxesError,
+                            f"cast_axes of {x.name}: axis {old.name} ({old.length}) cannot become "
+                            f"{new.name} ({new.length})")
+        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+
+
+class ReorderAxes(Op):
+    """x with the same axes in another order (a transpose)."""
+
+    def __init__(self, x, axes: AxesLike, name: Optional[str] = None):
+        x, axes = as_op(x), Axes(axes)
+        if not axes.is_equal_set(x.axes):
+            raise _fail(IncompatibleAxesError,
+                        f"axes_with_order of {x.name}: {axes} must be a reordering of {x.axes}")
+        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+
+
+class Flatten(Op):
+    """Groups of consecutive axes become single FlattenedAxis axes."""
+
+    def __init__(self, x, axes: Axes, name: Optional[str] = None):
+        x = as_op(x)
+        components = []
+        for axis in axes:
+            components.extend(axis.axes if isinstance(axis, FlattenedAxis) else (axis,))
+        if not Axes(components).is_equal_set(x.axes) or len(components) != len(x.axes):
+            raise _fail(IncompatibleAxesError,
+                        f"flatten of {x.name} {x.axes} to {axes}: the flattened axes must cover "
+                        f"each axis of {x.name} once")
+        x = x if Axes(components) == x.axes else ReorderAxes(x, components)
+        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+
+
+class Unflatten(Op):
+    """Each FlattenedAxis of x split back into the axes it stands for."""
+
+    def __init__(self, x, axes: Axes, name: Optional[str] = None):
+        x = as_op(x)
+        expanded = []
+        for axis in x.axes:
+            expanded.extend(axis.axes if isinstance(axis, FlattenedAxis) else (axis,))
+        if Axes(expanded) != axes:
+            raise _fail(IncompatibleAxesError,
+                        f"unflatten of {x.name} {x.axes}: expected {Axes(expanded)}, got {axes}")
+        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+
+
+Index = Union[int, slice]
+
+
+class TensorSliceOp(Op):
+    """A region of x: an int drops its axis, a slice keeps a (new) axis."""
+
+    def __init__(self, x, slices: Tuple[Index, ...], axes: AxesLike = None,
+                 name: Optional[str] = None):
+        x = as_op(x)
+        self.slices = _normalized_slices(x, slices)
+        result_axes = _sliced_axes(x, self.slices, axes)
+        super().__init__(x, axes=result_axes, dtype=x.dtype, name=name)
+
+
+class SliceAdjointOp(Op):
+    """Zeros with the axes of a sliced tensor, `delta` written at `slices`.
+
+    The inverse placement of TensorSliceOp, used by its derivative.
+    """
+
+    def __init__(self, delta, axes: Axes, slices: Tuple[Index, ...], name: Optional[str] = None):
+        delta = as_op(delta)
+        self.slices = slices
+        super().__init__(delta, axes=axes, dtype=delta.dtype, name=name)
+
+
+def _normalized_slices(x: Op, slices) -> Tuple[Index, ...]:
+    if not isinstance(slices, tuple):
+        slices = (slices,)
+    if any(item is Ellipsis for item in slices):
+        at = slices.index(Ellipsis)
+        rest = slices[at + 1:]
+        if any(item is Ellipsis for item in rest):
+            raise _fail(IncompatibleAxesError, f"slicing {x.name}: at most one ... is allowed")
+        fill = (slice(None),) * builtins.max(len(x.axes) - len(slices) + 1, 0)
+        slices = slices[:at] + fill + rest
+    if len(slices) > len(x.axes):
+        raise _fail(IncompatibleAxesError,
+                    f"slicing {x.name} {x.axes}: {len(slices)} indices for {len(x.axes)} axes")
+    slices = slices + (slice(None),) * (len(x.axes) - len(slices))
+    normalized = []
+    for axis, item in zip(x.axes, slices):
+        if isinstance(item, slice):
+            if item.step == 0:
+                raise _fail(IncompatibleAxesError,
+                            f"slicing {x.name}: the step for axis {axis.name} must not be zero")
+            normalized.append(item)
+            continue
+        try:
+            index = int(item)
+        except (TypeError, ValueError):
+            raise _fail(IncompatibleAxesError,
+                        f"slicing {x.name}: index {item!r} for axis {axis.name} is neither an int "
+                        f"nor a slice") from None
+        if axis.length is not None and not -axis.length <= index < axis.length:
+            raise _fail(IncompatibleAxesError,
+                        f"slicing {x.name}: index {index} is out of range for axis {axis.name} "
+                        f"of length {axis.length}")
+        normalized.append(index)
+    return tuple(normalized)
+
+
+def _sliced_axes(x: Op, slices: Tuple[Index, ...], axes: AxesLike) -> Axes:
+    kept = [(axis, item) for axis, item in zip(x.axes, slices) if isinstance(item, slice)]
+    if axes is not None:
+        axes = Axes(axes)
+        if len(axes) != len(kept):
+            raise _fail(IncompatibleAxesError,
+                        f"slicing {x.name}: {len(kept)} axes remain but {len(axes)} were given")
+        for (axis, item), new in zip(kept, axes):
+            length = _slice_length(axis, item)
+            if None not in (length, new.length) and length != new.length:
+                raise _fail(IncompatibleAxesError,
+                            f"slicing {x.name}: axis {axis.name} sliced by {item} has length "
+                            f"{length}, but {new.name} has length {new.length}")
+        return axes
+    result = []
+    for axis, item in kept:
+        if item == slice(None):
+            result.append(axis)
+            continue
+        length = _slice_length(axis, item)
+        if length is None:
+            raise _fail(AxisLengthError,
+                        f"slicing {x.name}: axis {axis.name} needs a length before it is sliced")
+        result.append(make_axis(length=length, name=axis.name, roles=axis.roles))
+    return Axes(result)
+
+
+def _slice_length(axis: Axis, item: slice) -> Optional[int]:
+    if axis.length is None:
+        return None
+    return len(range(*item.indices(axis.length)))
+
+
+class ConcatOp(Op):
+    """Tensors joined along one axis each; all other axes shared."""
+
+    def __init__(self, xs: Sequence[Op], concat_axes: Sequence[Axis], axis: Axis,
+                 name: Optional[str] = None):
+        self.concat_axes = tuple(concat_axes)
+        first = xs[0]
+        axes = Axes(axis if a is concat_axes[0] else a for a in first.axes)
+        super().__init__(*xs, axes=axes, dtype=first.dtype, name=name)
+
+
+class StackOp(Op):
+    """Tensors of the same axes stacked along a new axis."""
+
+    def __init__(self, xs: Sequence[Op], axis: Axis, pos: int, name: Optional[str] = None):
+        first = xs[0]
+        axes = list(first.axes)
+        axes.insert(pos, axis)
+        super().__init__(*xs, axes=axes, dtype=first.dtype, name=name)
+        self.axis, self.pos = axis, pos
+
+
+class PadOp(Op):
+    """x surrounded by zeros: `paddings` gives (before, after) per axis."""
+
+    def __init__(self, x, paddings: Tuple[Tuple[int, int], ...], axes: Axes,
+                 name: Optional[str] = None):
+        self.paddings = paddings
+        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+
+
+def broadcast(x, axes: AxesLike, name: Optional[str] = None) -> Op:
+    """x repeated along new axes; `axes` must include x's, in any order."""
+    x, axes = as_op(x), Axes(axes)
+    if axes == x.axes:
+        return x
+    return BroadcastOp(x, axes, name=name)
+
+
+def cast_axes(x, axes: AxesLike, name: Optional[str] = None) -> Op:
+    """Relabel x's axes, position by position, with axes of the same lengths."""
+    return AxesCastOp(x, axes, name=name)
+
+
+def axes_with_order(x, axes: AxesLike, name: Optional[str] = None) -> Op:
+    """x with its axes in the order `axes` gives."""
+    x, axes = as_op(x), Axes(axes)
+    if axes == x.axes:
+        return x
+    return ReorderAxes(x, axes, name=name)
+
+
+def flatten(x, axes: AxesLike = None, name: Optional[str] = None) -> Op:
+    """Flatten x's axes into one FlattenedAxis (or into the flattened `axes` given)."""
+    x = as_op(x)
+    if axes is None:
+        if len(x.axes) <= 1:
+            return x
+        axes = Axes(FlattenedAxis.of(x.axes))
+    return Flatten(x, Axes(axes), name=name)
+
+
+def flatten_at(x, idx: int, name: Optional[str] = None) -> Op:
+    """Flatten x's axes before `idx` into one axis and the rest into another."""
+    x = as_op(x)
+    groups = [Axes(x.axes[:idx]), Axes(x.axes[idx:])]
+    axes = [g[0] if len(g) == 1 else FlattenedAxis.of(g) for g in groups if len(g)]
+    return Flatten(x, Axes(axes), name=name)
+
+
+def unflatten(x, axes: AxesLike = None, name: Optional[str] = None) -> Op:
+    """Split every FlattenedAxis of x back into the axes it stands for."""
+    x = as_op(x)
+    expanded = []
+    for axis in x.axes:
+        expanded.extend(axis.axes if isinstance(axis, FlattenedAxis) else (axis,))
+    expanded = Axes(expanded)
+    if expanded == x.axes:
+        return x
+    result = Unflatten(x, expanded, name=name)
+    return result if axes is None else axes_with_order(result, axes)
+
+
+def tensor_slice(x, slices, axes: AxesLike = None, name: Optional[str] = None) -> Op:
+    """Slice x with one int or slice per axis, in x's axis order (`x[...]` does this)."""
+    return TensorSliceOp(x, slices, axes=axes, name=name)
+
+
+def slice_along_axis(x, axis: Axis, idx: Index, name: Optional[str] = None) -> Op:
+    """Slice x along one axis: an int removes the axis, a slice keeps a shorter one."""
+    x = as_op(x)
+    if axis not in x.axes:
+        raise _fail(UnmatchedAxesError, f"slice_along_axis: {axis!r} is not an axis of {x.name} "
+                                        f"{x.axes}")
+    slices = tuple(idx if a is axis else slice(None) for a in x.axes)
+    return TensorSliceOp(x, slices, name=name)
+
+
+def concat_along_axis(xs: Sequence, axis: Axis, name: Optional[str] = None) -> Op:
+    """Join tensors along `axis`.
+
+    Each tensor holds `axis` itself or an axis of the same name (lengths may
+    differ); every other axis is shared. The result gets a new axis of that
+    name whose length is the sum.
+    """
+    xs = [as_op(x) for x in xs]
+    if not xs:
+        raise _fail(IncompatibleAxesError, "concat_along_axis needs at least one tensor")
+    concat_axes = []
+    for x in xs:
+        if axis in x.axes:
+            concat_axes.append(axis)
+            continue
+        found = x.axes.find_by_name(axis.name)
+        if len(found) != 1:
+            raise _fail(UnmatchedAxesError,
+                        f"concat_along_axis: {x.name} {x.axes} has no axis {axis.name} to join along")
+        concat_axes.append(found[0])
+    rest = xs[0].axes - Axes(concat_axes[0])
+    for x, concat_axis in zip(xs, concat_axes):
+        if not (x.axes - Axes(concat_axis)).is_equal_set(rest):
+            raise _fail(IncompatibleAxesError,
+                        f"concat_along_axis: {x.name} {x.axes} must share every axis but "
+                        f"{axis.name} with {xs[0].name} {xs[0].axes}")
+    lengths = [a.length for a in concat_axes]
+    total = None if None in lengths else builtins.sum(lengths)
+    new_axis = make_axis(length=total, name=axis.name, roles=axis.roles)
+    xs = [axes_with_order(x, [c if a is concat_axes[0] else a for a in xs[0].axes])
+          for x, c in zip(xs, concat_axes)]
+    return ConcatOp(xs, concat_axes, new_axis, name=name)
+
+
+def stack(xs: Sequence, axis: Axis, pos: int = 0, name: Optional[str] = None) -> Op:
+    """Stack tensors with the same axes along a new `axis` placed at `pos`."""
+    xs = [as_op(x) for x in xs]
+    if not xs:
+        raise _fail(IncompatibleAxesError, "stack needs at least one tensor")
+    if axis.length is None:
+        axis.length = len(xs)
+    if axis.length != len(xs):
+        raise _fail(IncompatibleAxesError,
+                    f"stack of {len(xs)} tensors along {axis.name} of length {axis.length}")
+    for x in xs:
+        if not x.axes.is_equal_set(xs[0].axes):
+            raise _fail(IncompatibleAxesError,
+                        f"stack: {x.name} {x.axes} and {xs[0].name} {xs[0].axes} differ in axes")
+    if axis in xs[0].axes:
+        raise _fail(IncompatibleAxesError, f"stack: {axis.name} is already an axis of the tensors")
+    if not 0 <= pos <= len(xs[0].axes):
+        raise _fail(IncompatibleAxesError, f"stack: position {pos} is outside 0..{len(xs[0].axes)}")
+    xs = [axes_with_order(x, xs[0].axes) for x in xs]
+    return StackOp(xs, axis, pos, name=name)
+
+
+def pad(x, paddings, axes: AxesLike = None, name: Optional[str] = None) -> Op:
+    """Pad x with zeros: one int (both sides) or (before, after) per axis of x."""
+    x = as_op(x)
+    paddings = list(paddings)
+    if len(paddings) != len(x.axes):
+        raise _fail(IncompatibleAxesError,
+                    f"pad of {x.name} {x.axes}: {len(paddings)} paddings for {len(x.axes)} axes")
+    pairs = []
+    for axis, item in zip(x.axes, paddings):
+        try:
+            before, after = (item, item) if isinstance(item, numbers.Integral) else tuple(item)
+            before, after = operator.index(before), operator.index(after)
+        except TypeError:
+            raise _fail(IncompatibleAxesError,
+                        f"pad of {x.name}: padding {item!r} for {axis.name} must be an int or "
+                        f"a (before, after) pair of ints") from None
+        if before < 0 or after < 0:
+            raise _fail(IncompatibleAxesError, f"pad of {x.name}: negative padding for {axis.name}")
+        pairs.append((int(before), int(after)))
+    if axes is None:
+        new_axes = []
+        for axis, (before, after) in zip(x.axes, pairs):
+            if before == after == 0:
+                new_axes.append(axis)
+            elif axis.length is None:
+                raise _fail(AxisLengthError, f"pad of {x.name}: axis {axis.name} needs a length")
+            else:
+                new_axes.append(make_axis(length=axis.length + before + after, name=axis.name,
+                                          roles=axis.roles))
+        axes = Axes(new_axes)
+    else:
+        axes = Axes(axes)
+        for axis, new, (before, after) in zip(x.axes, axes, pairs):
+            if None not in (axis.length, new.length) and axis.length + before + after != new.length:
+                raise _fail(IncompatibleAxesError,
+                            f"pad of {x.name}: {axis.name} padded by ({before}, {after}) cannot "
+                            f"have the length {new.length} of {new.name}")
+    return PadOp(x, tuple(pairs), axes, name=name)

@@ -1,0 +1,207 @@
+"""Helpers for testing axes graphs, as users of Nervana Graph write them.
+
+    with ExecutorFactory() as ex:
+        f = ex.executor(y, x)
+        ng_value = f(x_value)
+        jacobian = ex.derivative(y, x)(x_value)
+        numeric = ex.numeric_derivative(y, x, 1e-6)(x_value)
+
+The backend is `AXGRAPH_TRANSFORMER` from the environment ("numpy" unless
+set), so one test suite can run against each backend.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Callable, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from .autodiff import deriv
+from .axes import Axes, AxesLike
+from .op_graph.op import Op
+from .op_graph.tensors import placeholder
+from .transformers import Transformer, make_transformer
+
+#: Default tolerances by element type, used where a transformer states none.
+TOLERANCES = {np.dtype(np.float16): (1e-2, 1e-3), np.dtype(np.float32): (1e-5, 1e-6),
+              np.dtype(np.float64): (1e-10, 1e-12)}
+
+_active: List["ExecutorFactory"] = []
+
+
+def default_backend() -> str:
+    """The backend tests run on: $AXGRAPH_TRANSFORMER, else "numpy"."""
+    return os.environ.get("AXGRAPH_TRANSFORMER", "numpy")
+
+
+class ExecutorFactory:
+    """Owns one transformer; builds executors and Jacobians on it."""
+
+    def __init__(self, backend: Optional[str] = None, **options):
+        self.backend = backend or default_backend()
+        self.transformer: Transformer = make_transformer(self.backend, **options)
+
+    def __enter__(self) -> "ExecutorFactory":
+        _active.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if _active and _active[-1] is self:
+            _active.pop()
+        self.transformer.close()
+
+    def executor(self, results, *parameters):
+        """A computation of `results` taking `parameters` positionally."""
+        return self.transformer.computation(results, *parameters)
+
+    def derivative(self, f: Op, px: Op, *parameters: Op) -> Callable[..., np.ndarray]:
+        """A function of (x value, *parameter values) giving the Jacobian df/dx.
+
+        The Jacobian has shape f.axes lengths + px.axes lengths and is built
+        with `deriv`, one backward pass per element of f.
+        """
+        if not f.axes:
+            computation = self.executor(deriv(f, px), px, *parameters)
+            return lambda x, *values: np.asarray(computation(x, *values))
+        seed = placeholder(f.axes, dtype=f.dtype)
+        computation = self.executor(deriv(f, px, error=seed), seed, px, *parameters)
+
+        def jacobian(x, *values) -> np.ndarray:
+            f_shape = _lengths(f.axes, (px,) + parameters, (x,) + values)
+            result = np.empty(f_shape + np.shape(x), dtype=np.result_type(f.dtype, px.dtype))
+            one_hot = np.zeros(f_shape, dtype=f.dtype)
+            for index in np.ndindex(*f_shape):
+                one_hot[index] = 1
+                result[index] = computation(one_hot, x, *values)
+                one_hot[index] = 0
+            return result
+
+        return jacobian
+
+    def numeric_derivative(self, f: Op, px: Op, dx: float, *parameters: Op) -> Callable[..., np.ndarray]:
+        """A function of (x value, *parameter values) giving df/dx by central differences."""
+        computation = self.executor(f, px, *parameters)
+        return lambda x, *values: numeric_jacobian(lambda v: computation(v, *values), x, dx)
+
+    def get_tensor_view_value(self, op: Op) -> np.ndarray:
+        """The current value of a stored tensor (a copy)."""
+        return np.array(self.executor(op)(), copy=True)
+
+
+def _lengths(axes: Axes, fed_ops, fed_values):
+    """Lengths of `axes`, taking unset ones from the shapes of fed values."""
+    lengths = []
+    bound = {}
+    for op, value in zip(fed_ops, fed_values):
+        for axis, length in zip(op.axes, np.shape(value)):
+            bound[axis.base] = length
+    for axis in axes:
+        length = axis.length if axis.length is not None else bound.get(axis.base)
+        if length is None:
+            raise ValueError(f"the length of {axis.name} is unknown; set it before differentiating")
+        lengths.append(length)
+    return tuple(lengths)
+
+
+def numeric_jacobian(function: Callable[[np.ndarray], np.ndarray], x, dx: float) -> np.ndarray:
+    """Central-difference Jacobian of `function` at x: shape f(x).shape + x.shape."""
+    x = np.array(x, dtype=np.float64 if np.asarray(x).dtype.kind != "f" else np.asarray(x).dtype)
+    f0 = np.asarray(function(x))
+    result = np.empty(f0.shape + x.shape, dtype=np.result_type(f0.dtype, x.dtype))
+    for index in np.ndindex(*x.shape):
+        saved = x[index]
+        x[index] = saved + dx
+        plus = np.asarray(function(x), dtype=result.dtype)
+        x[index] = saved - dx
+        minus = np.asarray(function(x), dtype=result.dtype)
+        x[index] = saved
+        result[(Ellipsis,) + index] = (plus - minus) / (2 * dx)
+    return result
+
+
+@contextlib.contextmanager
+def executor(results, *parameters, backend: Optional[str] = None) -> Iterator:
+    """A computation on a fresh transformer that is closed afterwards."""
+    with ExecutorFactory(backend) as factory:
+        yield factory.executor(results, *parameters)
+
+
+def numeric_derivative(f: Op, px: Op, dx: float, *parameters: Op) -> Callable[..., np.ndarray]:
+    """Central-difference Jacobian function on the active (or a new) executor factory."""
+    return _factory().numeric_derivative(f, px, dx, *parameters)
+
+
+def check_derivative(f: Op, px: Op, delta: float, x_value, parameters: Sequence[Op] = (),
+                     parameter_values: Sequence = (), rtol: Optional[float] = None,
+                     atol: Optional[float] = None) -> None:
+    """Assert that deriv's Jacobian of f at x_value matches finite differences.
+
+    Build the graph in float64 (dtype=np.float64) for a tight comparison.
+    """
+    factory = _factory()
+    symbolic = factory.derivative(f, px, *parameters)(x_value, *parameter_values)
+    numeric = factory.numeric_derivative(f, px, delta, *parameters)(x_value, *parameter_values)
+    rtol = 1e-4 if rtol is None else rtol
+    atol = 1e-6 if atol is None else atol
+    np.testing.assert_allclose(symbolic, numeric, rtol=rtol, atol=atol,
+                               err_msg=f"deriv of {f.name} with respect to {px.name}")
+
+
+def _factory() -> ExecutorFactory:
+    if _active:
+        return _active[-1]
+    return ExecutorFactory()
+
+
+def assert_allclose(actual, desired, rtol: Optional[float] = None, atol: Optional[float] = None,
+                    err_msg: str = "") -> None:
+    """np.testing.assert_allclose with tolerances suited to the values' type.
+
+    The active transformer may state its own (`default_rtol`/`default_atol`),
+    for backends that reassociate floating-point sums.
+    """
+    dtype = np.result_type(np.asarray(actual).dtype, np.float16)
+    default_rtol, default_atol = TOLERANCES.get(np.dtype(dtype), (1e-5, 1e-6))
+    if _active:
+        transformer = _active[-1].transformer
+        default_rtol = getattr(transformer, "default_rtol", default_rtol)
+        default_atol = getattr(transformer, "default_atol", default_atol)
+    np.testing.assert_allclose(actual, desired,
+                               rtol=default_rtol if rtol is None else rtol,
+                               atol=default_atol if atol is None else atol, err_msg=err_msg)
+
+
+class RandomTensorGenerator:
+    """Reproducible random arrays shaped by axes."""
+
+    def __init__(self, seed: int = 0, dtype=np.float32):
+        self.seed = seed
+        self.dtype = np.dtype(dtype)
+        self.reset(seed)
+
+    def reset(self, seed: Optional[int] = None) -> None:
+        """Restart the stream (from `seed` if given)."""
+        self.rng = np.random.default_rng(self.seed if seed is None else seed)
+
+    def _shape(self, axes: AxesLike):
+        return Axes(axes).with_lengths_checked().lengths
+
+    def uniform(self, low: float, high: float, axes: AxesLike, dtype=None) -> np.ndarray:
+        """Uniform samples in [low, high)."""
+        return self.rng.uniform(low, high, self._shape(axes)).astype(dtype or self.dtype)
+
+    def normal(self, loc: float, scale: float, axes: AxesLike, dtype=None) -> np.ndarray:
+        """Normal samples of mean `loc` and std `scale`."""
+        return self.rng.normal(loc, scale, self._shape(axes)).astype(dtype or self.dtype)
+
+    def discrete_uniform(self, low: float, high: float, quantum: float, axes: AxesLike,
+                         dtype=None) -> np.ndarray:
+        """Uniform samples from {low, low + quantum, ...} below high."""
+        steps = int(np.floor((high - low) / quantum))
+        picks = self.rng.integers(0, steps, self._shape(axes), endpoint=True)
+        return (low + quantum * picks).astype(dtype or self.dtype)
+
+    def random_integers(self, low: int, high: int, axes: AxesLike, dtype=np.int32) -> np.ndarray:
+        """Uniform integers in [low, high] (high inclusive)."""
+        return self.rng.integers(low, high, self._shape(axes), endpoint=True).astype(dtype)

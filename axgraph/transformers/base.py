@@ -1,0 +1,184 @@
+"""Transformer and Computation: what every backend shares.
+
+A transformer owns the stored tensors (persistent values live as long as it
+does); a computation is a callable made from result ops and the placeholders
+passed positionally to it. This module does the argument handling and the
+checks of fed values; backends supply `_execute`.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..axes import Axis, FlattenedAxis
+from ..debug_info import user_location
+from ..dtypes import can_feed
+from ..errors import FeedError
+from ..op_graph.op import Op, current_user_deps
+from ..op_graph.schedule import schedule
+from ..op_graph.tensors import AssignableTensorOp
+
+
+class LengthBindings:
+    """Axis lengths for one call: set lengths, plus lengths bound from fed data."""
+
+    def __init__(self):
+        self._bound: Dict[Axis, int] = {}
+
+    def get(self, axis: Axis) -> Optional[int]:
+        """The length of `axis` if known, else None."""
+        if isinstance(axis, FlattenedAxis):
+            parts = [self.get(a) for a in axis.axes]
+            return None if None in parts else int(np.prod(parts, dtype=np.int64))
+        base = axis.base
+        return base.length if base.length is not None else self._bound.get(base)
+
+    def length(self, axis: Axis, op: Optional[Op] = None) -> int:
+        """The length of `axis`, or a FeedError saying how to provide it."""
+        found = self.get(axis)
+        if found is None:
+            where = f" (needed by {op.name})" if op is not None else ""
+            raise FeedError(
+                f"axis {axis.name} has no length{where}: set {axis.name}.length or feed a "
+                f"placeholder that has this axis", op.location if op is not None else None)
+        return found
+
+    def lengths(self, axes, op: Optional[Op] = None) -> Tuple[int, ...]:
+        """Lengths of all `axes`."""
+        return tuple(self.length(a, op) for a in axes)
+
+    def bind(self, axis: Axis, length: int) -> None:
+        """Record the length of an axis whose length is not set."""
+        self._bound[axis.base] = int(length)
+
+
+class Computation:
+    """A callable computing `results` from values of `parameters`.
+
+    Call with the parameters' values positionally (each in its placeholder's
+    axis order) or as ``feed_dict={placeholder: value}``. A single result op
+    gives one array, a list or tuple gives a tuple, a set gives a dict, and an
+    op without a value (an assign) gives None.
+    """
+
+    def __init__(self, transformer: "Transformer", results, parameters: Sequence[Op]):
+        self.transformer = transformer
+        self._location = user_location()
+        self.result_kind, self.results = _normalize_results(results)
+        self.parameters: Tuple[AssignableTensorOp, ...] = tuple(parameters)
+        for parameter in self.parameters:
+            if not (isinstance(parameter, AssignableTensorOp) and parameter.input):
+                raise FeedError(f"computation parameters must be placeholders; {parameter!r} "
+                                f"is not", self._location)
+        if len(set(self.parameters)) != len(self.parameters):
+            raise FeedError("a placeholder is listed twice among the computation's parameters",
+                            self._location)
+        # Like every op made now, the computation follows the main-stream assigns.
+        self.control_deps = current_user_deps()
+        self.ops: List[Op] = schedule(list(self.results) + list(self.control_deps))
+        self.placeholders = [op for op in self.ops
+                             if isinstance(op, AssignableTensorOp) and op.input]
+
+    def __call__(self, *values, feed_dict: Optional[Dict[Op, Any]] = None):
+        feeds = self._collect_feeds(values, feed_dict or {})
+        bindings = LengthBindings()
+        checked = {placeholder: _checked_feed(placeholder, value, bindings)
+                   for placeholder, value in feeds.items()}
+        outputs = self.transformer._run(self, checked, bindings)
+        return self._package(outputs)
+
+    def _collect_feeds(self, values, feed_dict) -> Dict[Op, Any]:
+        if len(values) > len(self.parameters):
+            raise FeedError(f"computation takes {len(self.parameters)} placeholder values, got "
+                            f"{len(values)}", user_location())
+        feeds: Dict[Op, Any] = dict(zip(self.parameters, values))
+        used = set(self.placeholders) | set(self.parameters)
+        for placeholder, value in feed_dict.items():
+            if placeholder in feeds:
+                raise FeedError(f"{placeholder.name} is given both positionally and in feed_dict",
+                                user_location())
+            if placeholder not in used:
+                raise FeedError(f"feed_dict names {getattr(placeholder, 'name', placeholder)}, "
+                                f"which this computation does not use", user_location())
+            feeds[placeholder] = value
+        missing = [p for p in self.parameters if p not in feeds]
+        if missing:
+            raise FeedError("missing values for placeholders "
+                            + ", ".join(f"{p.name} {p.axes}" for p in missing), user_location())
+        return feeds
+
+    def _package(self, outputs: List[Optional[np.ndarray]]):
+        if self.result_kind == "single":
+            return outputs[0]
+        if self.result_kind == "dict":
+            return dict(zip(self.results, outputs))
+        return tuple(outputs)
+
+
+def _normalize_results(results) -> Tuple[str, Tuple[Op, ...]]:
+    if isinstance(results, Op):
+        return "single", (results,)
+    if isinstance(results, (set, frozenset)):
+        return "dict", tuple(sorted(results, key=lambda op: op._serial))
+    if isinstance(results, (list, tuple)):
+        for result in results:
+            if not isinstance(result, Op):
+                raise TypeError(f"computation results must be ops, not {result!r}")
+        return "sequence", tuple(results)
+    raise TypeError(f"computation results must be an op or a list, tuple or set of ops, "
+                    f"not {results!r}")
+
+
+def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindings) -> np.ndarray:
+    array = np.asarray(value)
+    expected = f"{placeholder.name} with axes {placeholder.axes}"
+    if array.dtype.kind not in "biuf" or not can_feed(array.dtype, placeholder.dtype):
+        raise FeedError(f"{expected} takes {placeholder.dtype} values; got {array.dtype}",
+                        user_location())
+    if array.ndim != len(placeholder.axes):
+        raise FeedError(f"{expected} takes a {len(placeholder.axes)}-d array; got shape "
+                        f"{array.shape}", user_location())
+    for axis, length in zip(placeholder.axes, array.shape):
+        known = bindings.get(axis)
+        if known is None:
+            bindings.bind(axis, length)
+        elif known != length:
+            raise FeedError(f"{expected} takes shape {tuple(bindings.get(a) for a in placeholder.axes)}"
+                            f"; got {array.shape} (axis {axis.name} is {known})", user_location())
+    return np.array(array, dtype=placeholder.dtype, copy=True)
+
+
+class Transformer(abc.ABC):
+    """Owns stored tensors and makes computations; use as a context manager."""
+
+    #: The registry name (set by `register_transformer`).
+    transformer_name = "abstract"
+
+    def __init__(self):
+        self.closed = False
+
+    def computation(self, results, *parameters) -> Computation:
+        """A callable computing `results`; `parameters` are fed positionally."""
+        if self.closed:
+            raise RuntimeError("this transformer is closed")
+        return self._make_computation(results, parameters)
+
+    def _make_computation(self, results, parameters) -> Computation:
+        return Computation(self, results, parameters)
+
+    @abc.abstractmethod
+    def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
+             bindings: LengthBindings) -> List[Optional[np.ndarray]]:
+        """Execute `computation` once; one output per result (None for no value)."""
+
+    def close(self) -> None:
+        """Release stored tensors; the transformer cannot be used afterwards."""
+        self.closed = True
+
+    def __enter__(self) -> "Transformer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,153 @@
+"""The reference transformer: interprets the axes graph op by op in NumPy.
+
+Obviously correct rather than fast; every other backend is tested against
+it. Ops run in the schedule order (creation order where free); stored
+tensors are read when the op reading them runs, so assigns take effect in
+program order, and results that are stored tensors are read at the end.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..errors import AxgraphError, AxisLengthError, ExecutionError, FeedError
+from ..op_graph.op import Op
+from ..op_graph.schedule import schedule
+from ..op_graph.tensors import AssignableTensorOp
+from .base import Computation, LengthBindings, Transformer
+from .numpy_kernels import run_kernel
+
+
+class RunContext:
+    """What kernels may ask during one call: lengths, stored values, RNGs."""
+
+    def __init__(self, transformer: "NumPyTransformer", bindings: LengthBindings):
+        self.transformer = transformer
+        self.bindings = bindings
+
+    def length(self, axis, op: Optional[Op] = None) -> int:
+        return self.bindings.length(axis, op)
+
+    def lengths(self, axes, op: Optional[Op] = None):
+        return self.bindings.lengths(axes, op)
+
+    def read(self, tensor: AssignableTensorOp) -> np.ndarray:
+        try:
+            return self.transformer.state[tensor]
+        except KeyError:
+            raise _no_value_error(tensor) from None
+
+    def write(self, tensor: AssignableTensorOp, value: np.ndarray) -> None:
+        check_shape(tensor, value, self.bindings)
+        self.transformer.state[tensor] = value
+
+    def rng(self, op: Op) -> np.random.Generator:
+        rngs = self.transformer.rngs
+        if op not in rngs:
+            rngs[op] = np.random.default_rng(op.seed)
+        return rngs[op]
+
+
+def _no_value_error(tensor: AssignableTensorOp) -> FeedError:
+    if tensor.input:
+        hint = "pass its value to the computation (as a parameter or in feed_dict)"
+    else:
+        hint = "give it an initial_value or assign it before it is read"
+    return tensor.error(FeedError, f"{tensor.axes} has no value: {hint}")
+
+
+def check_shape(op: Op, value: np.ndarray, bindings: LengthBindings) -> None:
+    """Check a computed value against op's axes, binding lengths not yet known."""
+    if value.ndim != len(op.axes):
+        raise op.error(ExecutionError, f"computed a {value.ndim}-d value for axes {op.axes}")
+    for axis, length in zip(op.axes, value.shape):
+        known = bindings.get(axis)
+        if known is None:
+            bindings.bind(axis, length)
+        elif known != length:
+            raise op.error(AxisLengthError,
+                           f"computed shape {value.shape} for axes {op.axes}: axis {axis.name} "
+                           f"has length {known} (was a length changed after the op was built?)")
+
+
+class NumPyTransformer(Transformer):
+    """Runs axes graphs with NumPy, one fresh array per op (the reference)."""
+
+    transformer_name = "numpy"
+
+    def __init__(self):
+        super().__init__()
+        self.state: Dict[AssignableTensorOp, np.ndarray] = {}
+        self.initialized: set = set()
+        self.rngs: Dict[Op, np.random.Generator] = {}
+
+    def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
+             bindings: LengthBindings) -> List[Optional[np.ndarray]]:
+        ctx = RunContext(self, bindings)
+        tensors = [op for op in computation.ops if isinstance(op, AssignableTensorOp)]
+        temporaries = [t for t in tensors if not t.persistent]
+        try:
+            with np.errstate(all="ignore"):
+                self._initialize([t for t in tensors if t.persistent and t not in self.initialized],
+                                 ctx)
+                self._initialize(temporaries, ctx)
+                self.state.update(feeds)
+                _check_readable(computation.ops, self.state)
+                values = self._execute(computation.ops, ctx)
+                return [self._output(result, values) for result in computation.results]
+        finally:
+            for tensor in temporaries:
+                self.state.pop(tensor, None)
+
+    def _initialize(self, tensors: List[AssignableTensorOp], ctx: RunContext) -> None:
+        init_ops = [init for tensor in tensors for init in tensor.initializers]
+        if init_ops:
+            self._execute(schedule(init_ops), ctx)
+        self.initialized.update(t for t in tensors if t.persistent)
+
+    def _execute(self, ops: List[Op], ctx: RunContext) -> Dict[Op, np.ndarray]:
+        values: Dict[Op, np.ndarray] = {}
+        for op in ops:
+            if op.is_assignable:
+                continue  # read when a consumer runs
+            args = [None if i < op.lvalue_args or not arg.is_tensor_op else
+                    (ctx.read(arg) if arg.is_assignable else values[arg])
+                    for i, arg in enumerate(op.args)]
+            try:
+                value = run_kernel(op, ctx, args)
+            except AxgraphError:
+                raise
+            except Exception as error:  # a NumPy failure: name the op and the user's line
+                raise op.error(ExecutionError, f"{type(op).__name__} failed: {error}") from error
+            if op.is_tensor_op:
+                value = np.asarray(value).astype(op.dtype, copy=False)
+                check_shape(op, value, ctx.bindings)
+                values[op] = value
+        return values
+
+    def _output(self, result: Op, values: Dict[Op, np.ndarray]) -> Optional[np.ndarray]:
+        if not result.is_tensor_op:
+            return None
+        if result.is_assignable:
+            return np.array(self.state[result], copy=True)
+        value = values[result]
+        if not (value.flags.owndata and value.flags.writeable):
+            value = np.array(value, copy=True)
+        return value
+
+    def close(self) -> None:
+        self.state.clear()
+        self.rngs.clear()
+        super().close()
+
+
+def _check_readable(ops: List[Op], state: Dict[Op, np.ndarray]) -> None:
+    """Fail before running anything if a stored tensor is read before it has a value."""
+    written = set(state)
+    for op in ops:
+        for i, arg in enumerate(op.args):
+            if i >= op.lvalue_args and arg.is_assignable and arg not in written:
+                raise _no_value_error(arg)
+        if op.lvalue_args:
+            written.add(op.args[0])

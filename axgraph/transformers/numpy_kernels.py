@@ -1,0 +1,264 @@
+"""NumPy kernels for the reference transformer: op class -> function.
+
+Every value is an ndarray whose dimensions follow its op's `axes` in order.
+A kernel gets the op, the run context and its args' values, and returns the
+op's value (or None for ops run for effect). Kernels are plain and obviously
+correct; speed is the business of the other backends.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Sequence
+
+import numpy as np
+
+from ..axes import Axes
+from ..errors import ExecutionError
+from ..op_graph import control, dot, elementwise as ew, nn, random, reductions as red
+from ..op_graph import shape_ops as so
+from ..op_graph.tensors import AssignableTensorOp, InitializeOp
+
+Kernel = Callable[..., np.ndarray]
+KERNELS: Dict[type, Kernel] = {}
+
+
+def kernel(*op_classes):
+    """Register the decorated function as the kernel of `op_classes`."""
+
+    def register(function: Kernel) -> Kernel:
+        for op_class in op_classes:
+            KERNELS[op_class] = function
+        return function
+
+    return register
+
+
+def align(value: np.ndarray, from_axes: Axes, to_axes: Axes) -> np.ndarray:
+    """View `value` (dims in `from_axes` order) with dims in `to_axes` order.
+
+    Axes of `to_axes` missing from `from_axes` become dims of length 1, so the
+    result broadcasts against any array laid out in `to_axes` order.
+    """
+    present = [a for a in to_axes if a in from_axes]
+    value = np.transpose(value, [from_axes.index(a) for a in present]) if present else value
+    shape, source = [], iter(value.shape)
+    for axis in to_axes:
+        shape.append(next(source) if axis in from_axes else 1)
+    return value.reshape(shape)
+
+
+# -- elementwise ----------------------------------------------------------------
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _safelog(x):
+    return np.log(np.maximum(x, np.exp(-50.0)))
+
+
+UNARY_FUNCTIONS = {
+    ew.Negative: np.negative, ew.Absolute: np.absolute, ew.Sign: np.sign,
+    ew.Square: np.square, ew.Sqrt: np.sqrt, ew.Exp: np.exp, ew.Log: np.log,
+    ew.Safelog: _safelog, ew.Reciprocal: lambda x: 1.0 / x, ew.Tanh: np.tanh,
+    ew.Sigmoid: _sigmoid, ew.Sin: np.sin, ew.Cos: np.cos,
+    ew.Relu: lambda x: np.maximum(x, np.zeros((), x.dtype)),
+}
+
+BINARY_FUNCTIONS = {
+    ew.Add: np.add, ew.Subtract: np.subtract, ew.Multiply: np.multiply,
+    ew.Divide: np.true_divide, ew.Power: np.power, ew.Maximum: np.maximum,
+    ew.Minimum: np.minimum, ew.Equal: np.equal, ew.NotEqual: np.not_equal, ew.Less: np.less,
+    ew.LessEqual: np.less_equal, ew.Greater: np.greater, ew.GreaterEqual: np.greater_equal,
+}
+
+
+@kernel(*UNARY_FUNCTIONS)
+def _unary(op, ctx, x):
+    return UNARY_FUNCTIONS[type(op)](x.astype(op.dtype, copy=False))
+
+
+@kernel(*BINARY_FUNCTIONS)
+def _binary(op, ctx, x, y):
+    x_arg, y_arg = op.args
+    function = BINARY_FUNCTIONS[type(op)]
+    if not op.bool_result:
+        x, y = x.astype(op.dtype, copy=False), y.astype(op.dtype, copy=False)
+    result = function(align(x, x_arg.axes, op.axes), align(y, y_arg.axes, op.axes))
+    return np.broadcast_to(result, ctx.lengths(op.axes, op))
+
+
+# -- reductions -----------------------------------------------------------------
+
+REDUCTIONS = {red.Sum: np.sum, red.Prod: np.prod, red.Max: np.max, red.Min: np.min}
+
+
+@kernel(*REDUCTIONS)
+def _reduce(op, ctx, x):
+    (arg,) = op.args
+    positions = tuple(arg.axes.index(a) for a in op.reduction_axes)
+    if op.reduction_axes and 0 in x.shape and type(op) in (red.Max, red.Min):
+        raise ExecutionError(f"{op.name}: {type(op).__name__.lower()} over an empty axis",
+                             op.location)
+    result = REDUCTIONS[type(op)](x.astype(op.dtype, copy=False), axis=positions)
+    kept = arg.axes - op.reduction_axes
+    return align(np.asarray(result), kept, op.axes)
+
+
+@kernel(red.ArgMax, red.ArgMin)
+def _arg_reduce(op, ctx, x):
+    (arg,) = op.args
+    kept = arg.axes - op.reduction_axes
+    order = [arg.axes.index(a) for a in kept] + [arg.axes.index(a) for a in op.reduction_axes]
+    moved = np.transpose(x, order)
+    moved = moved.reshape(moved.shape[:len(kept)] + (-1,))
+    if moved.shape[-1] == 0:
+        raise ExecutionError(f"{op.name}: arg-reduction over an empty axis", op.location)
+    pick = np.argmax if isinstance(op, red.ArgMax) else np.argmin
+    return align(pick(moved, axis=-1).astype(op.dtype), kept, op.axes)
+
+
+@kernel(red.TensorSize)
+def _tensor_size(op, ctx):
+    return np.asarray(np.prod(ctx.lengths(op.size_axes, op), dtype=np.int64), dtype=op.dtype)
+
+
+@kernel(dot.DotOp)
+def _dot(op, ctx, x, y):
+    x_arg, y_arg = op.args
+    x_positions = [x_arg.axes.index(a) for a in op.x_reduce]
+    y_positions = [y_arg.axes.index(b) for b in op.y_reduce]
+    result = np.tensordot(x.astype(op.dtype, copy=False), y.astype(op.dtype, copy=False),
+                          axes=(x_positions, y_positions))
+    return np.asarray(result)
+
+
+# -- shape ops ------------------------------------------------------------------
+
+@kernel(so.BroadcastOp)
+def _broadcast(op, ctx, x):
+    return np.broadcast_to(align(x, op.args[0].axes, op.axes), ctx.lengths(op.axes, op))
+
+
+@kernel(so.AxesCastOp, so.Unflatten, so.Flatten)
+def _reshape(op, ctx, x):
+    return x.reshape(ctx.lengths(op.axes, op))
+
+
+@kernel(so.ReorderAxes)
+def _reorder(op, ctx, x):
+    arg_axes = op.args[0].axes
+    return np.transpose(x, [arg_axes.index(a) for a in op.axes])
+
+
+@kernel(so.TensorSliceOp)
+def _slice(op, ctx, x):
+    return x[op.slices]
+
+
+@kernel(so.SliceAdjointOp)
+def _slice_adjoint(op, ctx, delta):
+    result = np.zeros(ctx.lengths(op.axes, op), dtype=op.dtype)
+    result[op.slices] = delta
+    return result
+
+
+@kernel(so.ConcatOp)
+def _concat(op, ctx, *xs):
+    position = op.args[0].axes.index(op.concat_axes[0])
+    return np.concatenate(xs, axis=position)
+
+
+@kernel(so.StackOp)
+def _stack(op, ctx, *xs):
+    return np.stack(xs, axis=op.pos)
+
+
+@kernel(so.PadOp)
+def _pad(op, ctx, x):
+    return np.pad(x, op.paddings)
+
+
+# -- nn, random -----------------------------------------------------------------
+
+@kernel(nn.OneHotOp)
+def _one_hot(op, ctx, x):
+    classes = ctx.length(op.axis, op)
+    labels = np.asarray(x)
+    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
+        raise ExecutionError(f"{op.name}: one_hot labels must be whole numbers", op.location)
+    labels = labels.astype(np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        raise ExecutionError(f"{op.name}: labels must lie in [0, {classes}) for axis "
+                             f"{op.axis.name}; got {labels.min()}..{labels.max()}", op.location)
+    return (labels[np.newaxis] == np.arange(classes).reshape((-1,) + (1,) * labels.ndim)).astype(op.dtype)
+
+
+@kernel(random.UniformOp)
+def _uniform(op, ctx):
+    return ctx.rng(op).uniform(op.low, op.high, ctx.lengths(op.axes, op)).astype(op.dtype)
+
+
+@kernel(random.NormalOp)
+def _normal(op, ctx):
+    return ctx.rng(op).normal(op.loc, op.scale, ctx.lengths(op.axes, op)).astype(op.dtype)
+
+
+# -- stored tensors and control -------------------------------------------------
+
+@kernel(AssignableTensorOp)
+def _read_tensor(op, ctx):
+    return ctx.read(op)
+
+
+@kernel(InitializeOp)
+def _initialize(op, ctx):
+    tensor = op.tensor
+    ctx.write(tensor, tensor.initial_array(ctx.lengths(tensor.axes, tensor)))
+
+
+@kernel(control.AssignOp)
+def _assign(op, ctx, _current, value):
+    tensor, value_op = op.tensor, op.value
+    shape = ctx.lengths(tensor.axes, tensor)
+    if op.item is None:
+        new = np.broadcast_to(align(value, value_op.axes, tensor.axes), shape)
+        ctx.write(tensor, np.array(new, dtype=tensor.dtype))
+        return None
+    new = np.array(ctx.read(tensor), dtype=tensor.dtype)
+    region_axes = Axes(a for a, item in zip(tensor.axes, op.item) if isinstance(item, slice))
+    if value_op.axes.issubset(region_axes):
+        value = align(value, value_op.axes, region_axes)
+    try:
+        new[op.item] = value
+    except ValueError as error:
+        raise ExecutionError(f"{op.name}: cannot write {value_op.name} {value_op.axes} into "
+                             f"{tensor.name}{list(op.item)}: {error}", op.location) from None
+    ctx.write(tensor, new)
+    return None
+
+
+@kernel(control.SequentialOp)
+def _sequential(op, ctx, *values):
+    last = op.args[-1]
+    return ctx.read(last) if last.is_assignable else values[-1]
+
+
+@kernel(control.ValueOfOp)
+def _value_of(op, ctx, x):
+    return np.array(x, copy=True)
+
+
+def find_kernel(op_class: type) -> Kernel:
+    """The kernel of `op_class` or of its nearest registered base class."""
+    for candidate in op_class.__mro__:
+        found = KERNELS.get(candidate)
+        if found is not None:
+            KERNELS[op_class] = found
+            return found
+    raise ExecutionError(f"the numpy transformer has no kernel for {op_class.__name__}")
+
+
+def run_kernel(op, ctx, values: Sequence[np.ndarray]):
+    """Apply op's kernel to its args' values."""
+    return find_kernel(type(op))(op, ctx, *values)

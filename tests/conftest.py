@@ -1,0 +1,41 @@
+"""Shared fixtures: every execution test runs on each backend in BACKENDS.
+
+Later backends join by adding their registry name here; the tests then run
+against them unchanged (differential testing against the reference).
+"""
+import numpy as np
+import pytest
+
+import axgraph as ng
+
+BACKENDS = ["numpy"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """Registry name of the transformer under test."""
+    return request.param
+
+
+@pytest.fixture
+def transformer(backend):
+    """A fresh transformer of the backend under test, closed afterwards."""
+    with ng.make_transformer(backend) as t:
+        yield t
+
+
+@pytest.fixture
+def rng():
+    """A NumPy generator with a fixed seed, so failures reproduce."""
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def isolated_assigns():
+    """Keep each test's assigns out of every other test's computations.
+
+    Seed 001 makes every op depend on the assigns created before it; inside
+    this context that main stream starts empty and ends with the test.
+    """
+    with ng.Op.saved_user_deps():
+        yield
