@@ -9,7 +9,7 @@ from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, axi
 from .errors import (AxesError, AxgraphError, AxisLengthError, DTypeError, DuplicateAxisError,
                      ExecutionError, FeedError, GraphError, IncompatibleAxesError,
                      NotDifferentiableError, UnmatchedAxesError)
-from .op_graph.control import (AssignOp, SetItem, assign, sequential, set_item, value_of)
+from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
 from .op_graph.dot import dot
 from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, greater, greater_equal,
                                    less, less_equal, log, maximum, minimum, multiply, negative,

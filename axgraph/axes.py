@@ -10,6 +10,7 @@ import itertools
 import math
 from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
+from .debug_info import user_location
 from .errors import AxisLengthError, DuplicateAxisError, IncompatibleAxesError
 
 _axis_serials = itertools.count()
@@ -288,7 +289,8 @@ class Axes:
                 seen.add(id(axis))
             raise DuplicateAxisError(
                 f"an axis may occur at most once in a tensor's axes; "
-                f"{', '.join(map(repr, repeated))} repeated in {list(axes)}"
+                f"{', '.join(map(repr, repeated))} repeated in {list(axes)}",
+                user_location(),
             )
         self._axes = axes
         self._ids = ids

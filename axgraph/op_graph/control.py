@@ -72,6 +72,15 @@ class SequentialOp(Op):
         super().__init__(*ops, axes=last.axes, dtype=last.dtype, name=name)
 
 
+class DoAllOp(Op):
+    """Runs `ops` one after another, like sequential, and has no value."""
+
+    is_tensor_op = False
+
+    def __init__(self, ops: Sequence[Op], name: Optional[str] = None):
+        super().__init__(*ops, name=name)
+
+
 class ValueOfOp(Op):
     """A copy of a tensor's value at this point of the schedule."""
 
@@ -93,6 +102,11 @@ def set_item(tensor, item, value, name: Optional[str] = None) -> AssignOp:
 def sequential(ops: Sequence[Op], name: Optional[str] = None) -> Op:
     """Run `ops` in order (each after everything before it); value of the last."""
     return SequentialOp(ops, name=name)
+
+
+def doall(ops: Sequence[Op], name: Optional[str] = None) -> Op:
+    """Run `ops` in order for their effect (e.g. all of an optimizer's updates)."""
+    return DoAllOp([as_op(op) for op in ops], name=name)
 
 
 def value_of(tensor, name: Optional[str] = None) -> Op:

@@ -44,11 +44,6 @@ def add_user_dep(op: "Op") -> None:
     _deps_state.stack[-1] = _deps_state.stack[-1] + (op,)
 
 
-def reset_user_deps() -> None:
-    """Forget the main-stream assigns: later ops depend on none of them."""
-    _deps_state.stack = [()]
-
-
 class Op(NameableValue, DebugInfo):
     """A node of the axes graph. Create ops through the `ng.*` functions."""
 

@@ -12,7 +12,7 @@ import heapq
 from typing import Dict, Iterable, List, Set
 
 from ..errors import GraphError
-from .control import SequentialOp
+from .control import DoAllOp, SequentialOp
 from .op import Op
 
 
@@ -45,7 +45,7 @@ def schedule(roots: Iterable[Op]) -> List[Op]:
     for op in ops:
         for dep in set(op.args) | set(op.control_deps()):
             edge(dep, op)
-        if isinstance(op, SequentialOp):
+        if isinstance(op, (SequentialOp, DoAllOp)):
             _sequential_edges(op, edge)
 
     ready = [(op._serial, op) for op in ops if pending[op] == 0]
@@ -65,7 +65,9 @@ def schedule(roots: Iterable[Op]) -> List[Op]:
     return order
 
 
-def _sequential_edges(op: SequentialOp, edge) -> None:
+def _sequential_edges(op: Op, edge) -> None:
+    if not op.args:
+        return
     done: Set[Op] = set(reachable([op.args[0]]))
     for previous, step in zip(op.args, op.args[1:]):
         for needed in reachable([step]):

@@ -93,7 +93,7 @@ class NumPyTransformer(Transformer):
                                  ctx)
                 self._initialize(temporaries, ctx)
                 self.state.update(feeds)
-                _check_readable(computation.ops, self.state)
+                _check_readable(computation.ops, computation.results, self.state)
                 values = self._execute(computation.ops, ctx)
                 return [self._output(result, values) for result in computation.results]
         finally:
@@ -142,7 +142,7 @@ class NumPyTransformer(Transformer):
         super().close()
 
 
-def _check_readable(ops: List[Op], state: Dict[Op, np.ndarray]) -> None:
+def _check_readable(ops: List[Op], results, state: Dict[Op, np.ndarray]) -> None:
     """Fail before running anything if a stored tensor is read before it has a value."""
     written = set(state)
     for op in ops:
@@ -151,3 +151,6 @@ def _check_readable(ops: List[Op], state: Dict[Op, np.ndarray]) -> None:
                 raise _no_value_error(arg)
         if op.lvalue_args:
             written.add(op.args[0])
+    for result in results:
+        if result.is_assignable and result not in written:
+            raise _no_value_error(result)

@@ -244,6 +244,11 @@ def _sequential(op, ctx, *values):
     return ctx.read(last) if last.is_assignable else values[-1]
 
 
+@kernel(control.DoAllOp)
+def _do_all(op, ctx, *values):
+    return None
+
+
 @kernel(control.ValueOfOp)
 def _value_of(op, ctx, x):
     return np.array(x, copy=True)
