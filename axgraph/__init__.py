@@ -10,14 +10,17 @@ from .errors import (AxesError, AxgraphError, AxisLengthError, DTypeError, Dupli
                      ExecutionError, FeedError, GraphError, IncompatibleAxesError,
                      NotDifferentiableError, UnmatchedAxesError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
+from .op_graph.convolution import convolution, deconvolution
 from .op_graph.dot import dot
+from .op_graph.lookup import lookuptable
 from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, greater, greater_equal,
                                    less, less_equal, log, maximum, minimum, multiply, negative,
                                    not_equal, power, reciprocal, relu, safelog, sign, sin, sqrt,
                                    square, subtract, tanh)
 from .op_graph.nn import (cross_entropy_binary, cross_entropy_binary_inner, cross_entropy_multi,
-                          one_hot, sigmoid, softmax, squared_L2)
+                          dropout, moments, one_hot, sigmoid, softmax, squared_L2)
 from .op_graph.op import Op
+from .op_graph.pooling import pooling
 from .op_graph.random import normal, set_random_seed, uniform
 from .op_graph.reductions import (argmax, argmin, batch_size, max, mean, min, prod, sum,
                                   tensor_size, variance)

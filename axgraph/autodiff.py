@@ -20,7 +20,8 @@ import numpy as np
 from .axes import Axes
 from .debug_info import user_location
 from .errors import IncompatibleAxesError, NotDifferentiableError
-from .op_graph import control, dot as dot_ops, elementwise as ew, nn, random, reductions as red
+from .op_graph import control, convolution as conv, dot as dot_ops, elementwise as ew, lookup, nn
+from .op_graph import pooling, random, reductions as red
 from .op_graph import shape_ops as so
 from .op_graph.op import Op, as_op
 from .op_graph.tensors import AssignableTensorOp, constant
@@ -89,8 +90,10 @@ def _log(op, d):
 
 @adjoint(ew.Safelog)
 def _safelog(op, d):
+    # Flat below the floor: no gradient there, and no 0 * inf at x = 0.
     x = op.args[0]
-    return [d / x * _as_float(ew.greater(x, math.exp(-50.0)), d)]
+    floor = math.exp(-50.0)
+    return [d * _as_float(ew.greater(x, floor), d) / ew.maximum(x, floor)]
 
 
 @adjoint(ew.Reciprocal)
@@ -168,7 +171,17 @@ def _sum(op, d):
 
 @adjoint(red.Prod)
 def _prod(op, d):
-    return [d * op / op.args[0]]
+    # d prod / d x_i is the product of the other elements, also where some are 0:
+    # with no zero it is prod / x_i; with one zero only that element gets the
+    # product of the nonzero ones; with two or more, every derivative is 0.
+    x = op.args[0]
+    is_zero = _as_float(ew.equal(x, 0.0), d)
+    nonzero_x = x + is_zero
+    nonzero_product = red.prod(nonzero_x, reduction_axes=op.reduction_axes)
+    zeros = red.sum(is_zero, reduction_axes=op.reduction_axes)
+    no_zero = _as_float(ew.equal(zeros, 0.0), d)
+    one_zero = _as_float(ew.equal(zeros, 1.0), d)
+    return [d * nonzero_product * (no_zero / nonzero_x + one_zero * is_zero)]
 
 
 @adjoint(red.Max, red.Min)
@@ -254,6 +267,51 @@ def _pad(op, d):
     slices = tuple(slice(before, before + axis.length)
                    for axis, (before, _) in zip(x.axes, op.paddings))
     return [so.TensorSliceOp(d, slices, axes=x.axes)]
+
+
+# -- neural-network ops ----------------------------------------------------------------
+# Convolution, its data transpose and its filter gradient are each linear in
+# both args, so the adjoint of each is made of the other two.
+
+def _conv_member(op_class, first, second, op, axes):
+    return op_class(first, second, op.x_layout, op.w_layout, op.y_layout, axes, op.geometry)
+
+
+@adjoint(conv.ConvolutionOp)
+def _convolution(op, d):
+    x, w = op.args
+    return [_conv_member(conv.ConvBackpropDataOp, d, w, op, x.axes),
+            _conv_member(conv.ConvBackpropFilterOp, d, x, op, w.axes)]
+
+
+@adjoint(conv.ConvBackpropDataOp)
+def _convolution_backprop_data(op, d):
+    dy, w = op.args
+    return [_conv_member(conv.ConvolutionOp, d, w, op, dy.axes),
+            _conv_member(conv.ConvBackpropFilterOp, dy, d, op, w.axes)]
+
+
+@adjoint(conv.ConvBackpropFilterOp)
+def _convolution_backprop_filter(op, d):
+    dy, x = op.args
+    return [_conv_member(conv.ConvolutionOp, x, d, op, dy.axes),
+            _conv_member(conv.ConvBackpropDataOp, dy, d, op, x.axes)]
+
+
+@adjoint(pooling.PoolingOp)
+def _pooling(op, d):
+    return [pooling.PoolingBackpropOp(d, op.args[0], op)]
+
+
+@adjoint(lookup.LookupTableOp)
+def _lookuptable(op, d):
+    return [lookup.LookupTableBackpropOp(d, op.args[1], op), None]
+
+
+@adjoint(lookup.LookupTableBackpropOp)
+def _lookuptable_backprop(op, d):
+    table = op.lookup
+    return [lookup.LookupTableOp(d, op.args[1], table.vocab_axis, table.pad_idx), None]
 
 
 # -- control ------------------------------------------------------------------------

@@ -188,8 +188,11 @@ class RandomTensorGenerator:
         return Axes(axes).with_lengths_checked().lengths
 
     def uniform(self, low: float, high: float, axes: AxesLike, dtype=None) -> np.ndarray:
-        """Uniform samples in [low, high)."""
-        return self.rng.uniform(low, high, self._shape(axes)).astype(dtype or self.dtype)
+        """Uniform samples in [low, high), also after rounding to `dtype`."""
+        dtype = np.dtype(dtype or self.dtype)
+        values = self.rng.uniform(low, high, self._shape(axes)).astype(dtype)
+        below_high = np.nextafter(dtype.type(high), dtype.type(low))
+        return np.where(values >= dtype.type(high), below_high, values).astype(dtype)
 
     def normal(self, loc: float, scale: float, axes: AxesLike, dtype=None) -> np.ndarray:
         """Normal samples of mean `loc` and std `scale`."""
@@ -197,8 +200,8 @@ class RandomTensorGenerator:
 
     def discrete_uniform(self, low: float, high: float, quantum: float, axes: AxesLike,
                          dtype=None) -> np.ndarray:
-        """Uniform samples from {low, low + quantum, ...} below high."""
-        steps = int(np.floor((high - low) / quantum))
+        """Uniform samples from the grid low, low + quantum, ... up to high (inclusive)."""
+        steps = int(np.floor((high - low) / quantum + 1e-9))
         picks = self.rng.integers(0, steps, self._shape(axes), endpoint=True)
         return (low + quantum * picks).astype(dtype or self.dtype)
 

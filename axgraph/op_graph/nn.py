@@ -138,3 +138,36 @@ def squared_L2(x, out_axes: AxesLike = None, reduction_axes: AxesLike = None,
     if out_axes is None and reduction_axes is None:
         reduction_axes = x.axes
     return red.sum(x * x, reduction_axes=reduction_axes, out_axes=out_axes, name=name)
+
+
+def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None) -> Op:
+    """Inverted dropout: keep each value with probability `keep`, scaled by 1/keep.
+
+    The mask is drawn afresh on every call (reproducibly by `seed`) and is
+    shared along x's batch axis only where x has none; expected values are
+    unchanged, so inference simply skips the op.
+    """
+    from .random import uniform
+
+    x = as_op(x)
+    if not 0.0 < keep <= 1.0:
+        raise IncompatibleAxesError(f"dropout: keep must lie in (0, 1], not {keep}", user_location())
+    if keep == 1.0:
+        return x
+    mask = ew.less(uniform(x.axes, seed=seed, dtype=x.dtype), keep)
+    return ew.multiply(x, ew.Multiply(mask, 1.0 / keep, dtype=x.dtype), name=name)
+
+
+def moments(x, reduction_axes: AxesLike = None, name: Optional[str] = None):
+    """(mean, variance) over `reduction_axes`: by default the batch and recurrent axes.
+
+    These are batch normalization's statistics: one value per feature.
+    """
+    x = as_op(x)
+    if reduction_axes is None:
+        reduction_axes = Axes(a for a in x.axes if a.is_batch or a.is_recurrent)
+    mean = red.mean(x, reduction_axes=reduction_axes)
+    variance = red.mean(ew.square(x - mean), reduction_axes=reduction_axes)
+    if name is not None:
+        mean.name, variance.name = f"{name}_mean", f"{name}_variance"
+    return mean, variance

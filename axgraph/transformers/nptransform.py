@@ -16,6 +16,7 @@ from ..op_graph.op import Op
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
 from .base import Computation, LengthBindings, Transformer
+from . import numpy_nn_kernels  # noqa: F401  (registers the nn kernels)
 from .numpy_kernels import run_kernel
 
 

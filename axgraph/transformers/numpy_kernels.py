@@ -73,15 +73,23 @@ BINARY_FUNCTIONS = {
 }
 
 
+def by_class(table: Dict[type, Callable], op) -> Callable:
+    """The entry of `table` for op's class or its nearest base (user subclasses)."""
+    for op_class in type(op).__mro__:
+        if op_class in table:
+            return table[op_class]
+    raise KeyError(type(op).__name__)
+
+
 @kernel(*UNARY_FUNCTIONS)
 def _unary(op, ctx, x):
-    return UNARY_FUNCTIONS[type(op)](x.astype(op.dtype, copy=False))
+    return by_class(UNARY_FUNCTIONS, op)(x.astype(op.dtype, copy=False))
 
 
 @kernel(*BINARY_FUNCTIONS)
 def _binary(op, ctx, x, y):
     x_arg, y_arg = op.args
-    function = BINARY_FUNCTIONS[type(op)]
+    function = by_class(BINARY_FUNCTIONS, op)
     if not op.bool_result:
         x, y = x.astype(op.dtype, copy=False), y.astype(op.dtype, copy=False)
     result = function(align(x, x_arg.axes, op.axes), align(y, y_arg.axes, op.axes))
@@ -97,10 +105,10 @@ REDUCTIONS = {red.Sum: np.sum, red.Prod: np.prod, red.Max: np.max, red.Min: np.m
 def _reduce(op, ctx, x):
     (arg,) = op.args
     positions = tuple(arg.axes.index(a) for a in op.reduction_axes)
-    if op.reduction_axes and 0 in x.shape and type(op) in (red.Max, red.Min):
+    if op.reduction_axes and 0 in x.shape and isinstance(op, (red.Max, red.Min)):
         raise ExecutionError(f"{op.name}: {type(op).__name__.lower()} over an empty axis",
                              op.location)
-    result = REDUCTIONS[type(op)](x.astype(op.dtype, copy=False), axis=positions)
+    result = by_class(REDUCTIONS, op)(x.astype(op.dtype, copy=False), axis=positions)
     kept = arg.axes - op.reduction_axes
     return align(np.asarray(result), kept, op.axes)
 

@@ -1,0 +1,302 @@
+"""Convolution and its transposes, with axes found by role (seed 000).
+
+Inputs have a channel axis (role Channel), one to three spatial axes (roles
+Depth, Height, Width) and a batch axis; filters have an input-channel axis
+(Channel), spatial axes (Depth/Height/Width) and an output-channel axis
+(Channelout). The user's axes may come in any order: each op records which
+axis plays which part and the kernels shuffle dimensions accordingly.
+
+Output spatial lengths follow the usual rule
+``out = (in + 2 * pad - dilation * (filter - 1) - 1) // stride + 1``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence, Tuple
+
+from ..axes import Axes, AxesLike, Axis, make_axis
+from ..debug_info import user_location
+from ..errors import IncompatibleAxesError, UnmatchedAxesError
+from .op import Op, as_op
+
+SPATIAL_ROLES = ("depth", "height", "width")
+OUTPUT_NAMES = {"depth": "M", "height": "P", "width": "Q"}
+PARAM_KEYS = {"pad": "padding", "str": "strides", "dil": "dilation"}
+
+
+def role_names(axis: Axis) -> set:
+    """Lower-case names of an axis's roles (roles are matched by name)."""
+    return {role.name.lower() for role in axis.roles}
+
+
+def _fail(error_class, message: str):
+    return error_class(message, user_location())
+
+
+@dataclass(frozen=True)
+class FeatureLayout:
+    """Which axis of a feature map is the batch, the channel and each spatial dim."""
+
+    batch: Axis
+    channel: Axis
+    spatial: Tuple[Axis, ...]  # in depth, height, width order
+
+    @property
+    def canonical(self) -> Tuple[Axis, ...]:
+        """Axes in the (N, C, spatial...) order the kernels compute in."""
+        return (self.batch, self.channel) + self.spatial
+
+    @property
+    def spatial_roles(self) -> Tuple[str, ...]:
+        return tuple(_spatial_role(a) for a in self.spatial)
+
+
+@dataclass(frozen=True)
+class FilterLayout:
+    """Which axis of a filter is the output channel, the input channel, each spatial dim."""
+
+    out_channel: Axis
+    in_channel: Axis
+    spatial: Tuple[Axis, ...]
+
+    @property
+    def canonical(self) -> Tuple[Axis, ...]:
+        """Axes in the (K, C, spatial...) order the kernels compute in."""
+        return (self.out_channel, self.in_channel) + self.spatial
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """Per spatial dim: padding, stride and dilation."""
+
+    padding: Tuple[int, ...]
+    strides: Tuple[int, ...]
+    dilation: Tuple[int, ...]
+
+    def output_length(self, dim: int, length: int, filter_length: int) -> int:
+        span = self.dilation[dim] * (filter_length - 1) + 1
+        return (length + 2 * self.padding[dim] - span) // self.strides[dim] + 1
+
+    def input_length(self, dim: int, length: int, filter_length: int) -> int:
+        """The smallest input length whose convolution has `length` outputs."""
+        span = self.dilation[dim] * (filter_length - 1) + 1
+        return (length - 1) * self.strides[dim] - 2 * self.padding[dim] + span
+
+
+def _spatial_role(axis: Axis) -> str:
+    for role in SPATIAL_ROLES:
+        if role in role_names(axis):
+            return role
+    raise AssertionError(f"{axis.name} has no spatial role")
+
+
+def _by_role(axes: Axes, role: str) -> Optional[Axis]:
+    found = [a for a in axes if role in role_names(a)]
+    return found[0] if len(found) == 1 else None
+
+
+def _spatial_axes(axes: Axes) -> Tuple[Axis, ...]:
+    by_role = {}
+    for axis in axes:
+        names = role_names(axis) & set(SPATIAL_ROLES)
+        for role in names:
+            by_role[role] = axis
+    return tuple(by_role[role] for role in SPATIAL_ROLES if role in by_role)
+
+
+def feature_layout(x: Op, what: str) -> FeatureLayout:
+    """Classify x's axes by role; anything unplaceable is an error."""
+    batch = x.axes.batch_axis()
+    channel = _by_role(x.axes, "channel") or _by_role(x.axes, "channelout")
+    spatial = _spatial_axes(x.axes)
+    if batch is None or channel is None or not spatial:
+        raise _fail(UnmatchedAxesError,
+                    f"{what}: cannot tell the batch, channel and spatial axes of {x.name} {x.axes}; "
+                    f"give them the roles of axgraph.frontends.neon.ar (Channel, Depth, Height, "
+                    f"Width) and a batch axis named N")
+    extra = x.axes - Axes((batch, channel) + spatial)
+    if extra:
+        raise _fail(UnmatchedAxesError, f"{what}: axes {extra} of {x.name} have no role here")
+    return FeatureLayout(batch, channel, spatial)
+
+
+def _related(axes: Axes, axis: Optional[Axis]) -> Optional[Axis]:
+    """The axis of `axes` that is `axis` or one of its duals."""
+    if axis is None:
+        return None
+    found = [a for a in axes if a.base is axis.base]
+    return found[0] if len(found) == 1 else None
+
+
+def filter_layout(w: Op, what: str, match_in: Optional[Axis] = None,
+                  match_out: Optional[Axis] = None) -> FilterLayout:
+    """Classify a filter's axes by role.
+
+    A filter axis that is the feature map's own channel axis (or its dual)
+    takes that part first (`match_in` for convolution, `match_out` for
+    deconvolution); the roles Channel and Channelout decide the rest.
+    """
+    in_channel = _related(w.axes, match_in)
+    out_channel = _related(w.axes, match_out)
+    if in_channel is None:
+        in_channel = _by_role(w.axes - Axes(out_channel or ()), "channel")
+    if out_channel is None:
+        out_channel = _by_role(w.axes - Axes(in_channel or ()), "channelout")
+    spatial = _spatial_axes(w.axes)
+    if out_channel is None or in_channel is None or not spatial:
+        raise _fail(UnmatchedAxesError,
+                    f"{what}: filter {w.name} {w.axes} needs axes with the roles Channel, "
+                    f"Channelout and Depth/Height/Width")
+    extra = w.axes - Axes((out_channel, in_channel) + spatial)
+    if extra:
+        raise _fail(UnmatchedAxesError, f"{what}: filter axes {extra} of {w.name} have no role")
+    return FilterLayout(out_channel, in_channel, spatial)
+
+
+def conv_geometry(params: Optional[Dict], spatial_roles: Sequence[str], padding=None, strides=None,
+                  dilation=None) -> ConvGeometry:
+    """Geometry from ngraph-style params (pad_h, str_w, dil_d, ...) or keywords."""
+    params = dict(params or {})
+    values = {"padding": padding, "strides": strides, "dilation": dilation}
+    defaults = {"padding": 0, "strides": 1, "dilation": 1}
+    result = {}
+    for prefix, field in PARAM_KEYS.items():
+        given = values[field]
+        per_dim = []
+        for i, role in enumerate(spatial_roles):
+            key = f"{prefix}_{role[0]}"
+            if given is not None:
+                value = given if isinstance(given, int) else given[i]
+            else:
+                value = params.pop(key, defaults[field])
+            per_dim.append(int(value))
+        result[field] = tuple(per_dim)
+    for key in list(params):
+        if key.split("_")[0] in PARAM_KEYS:
+            params.pop(key)  # a parameter for a spatial dim this tensor lacks
+    if any(s < 1 for s in result["strides"]) or any(d < 1 for d in result["dilation"]) or any(
+            p < 0 for p in result["padding"]):
+        raise _fail(IncompatibleAxesError, f"convolution geometry {result} is invalid: strides and "
+                                           f"dilation must be >= 1, padding >= 0")
+    return ConvGeometry(**result)
+
+
+def _check_spatial_match(what: str, x_layout: FeatureLayout, w_layout: FilterLayout) -> None:
+    w_roles = tuple(_spatial_role(a) for a in w_layout.spatial)
+    if x_layout.spatial_roles != w_roles:
+        raise _fail(IncompatibleAxesError,
+                    f"{what}: input spatial roles {x_layout.spatial_roles} differ from the "
+                    f"filter's {w_roles}")
+
+
+def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Sequence[int],
+                 axes: AxesLike) -> Tuple[FeatureLayout, Axes]:
+    """The result's layout and axes: given ones checked by role, else new ones."""
+    if axes is None:
+        spatial = tuple(make_axis(length=n, name=OUTPUT_NAMES[_spatial_role(a)], roles=a.roles)
+                        for a, n in zip(layout.spatial, lengths))
+        out = FeatureLayout(layout.batch, channel, spatial)
+        return out, Axes((channel,) + spatial + (layout.batch,))
+    axes = Axes(axes)
+    spatial = _spatial_axes(axes)
+    out = FeatureLayout(axes.batch_axis(), channel, spatial)
+    if out.batch is None or len(spatial) != len(lengths) or not Axes(out.canonical).is_equal_set(axes):
+        raise _fail(IncompatibleAxesError,
+                    f"{what}: output axes {axes} must be {channel.name}, {len(lengths)} spatial axes "
+                    f"with roles and the batch axis")
+    for axis, length in zip(spatial, lengths):
+        if axis.length is None:
+            axis.length = length
+        elif axis.length != length:
+            raise _fail(IncompatibleAxesError,
+                        f"{what}: output axis {axis.name} has length {axis.length}; the geometry "
+                        f"gives {length}")
+    return out, axes
+
+
+def _lengths(what: str, axes: Sequence[Axis]) -> Tuple[int, ...]:
+    for axis in axes:
+        if axis.length is None:
+            raise _fail(IncompatibleAxesError, f"{what}: axis {axis.name} needs a length")
+    return tuple(a.length for a in axes)
+
+
+class ConvFamilyOp(Op):
+    """Base of the three ops of one convolution geometry.
+
+    Every member knows the input feature map's layout (`x_layout`), the
+    filter's (`w_layout`) and the output feature map's (`y_layout`); they
+    differ in which two of x, w, y they take and which one they give.
+    """
+
+    def __init__(self, first: Op, second: Op, x_layout: FeatureLayout, w_layout: FilterLayout,
+                 y_layout: FeatureLayout, axes: Axes, geometry: ConvGeometry, name=None):
+        self.x_layout, self.w_layout, self.y_layout = x_layout, w_layout, y_layout
+        self.geometry = geometry
+        super().__init__(first, second, axes=axes, dtype=first.dtype, name=name)
+
+
+class ConvolutionOp(ConvFamilyOp):
+    """(x, w) -> y: y[n, k, p] = sum over c, r of x[n, c, p * stride + r * dilation - pad] w[k, c, r]."""
+
+
+class ConvBackpropDataOp(ConvFamilyOp):
+    """(dy, w) -> dx: the transpose of convolution in x; deconvolution's forward op."""
+
+
+class ConvBackpropFilterOp(ConvFamilyOp):
+    """(dy, x) -> dw: the transpose of convolution in w."""
+
+
+def convolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None, padding=None,
+                strides=None, dilation=None, name: Optional[str] = None) -> Op:
+    """Convolve `inputs` (C, D/H/W..., N) with `filters` (C, T/R/S..., K).
+
+    `params` takes ngraph's keys (pad_h, str_w, dil_d, ...); or pass
+    `padding`, `strides`, `dilation` as an int or one value per spatial dim.
+    The result has axes (K, M/P/Q..., N): `axes` if given, else new spatial
+    axes named M, P, Q with the input's roles.
+    """
+    x, w = as_op(inputs), as_op(filters)
+    x_layout = feature_layout(x, "convolution")
+    w_layout = filter_layout(w, "convolution", match_in=x_layout.channel)
+    _check_spatial_match("convolution", x_layout, w_layout)
+    if None not in (x_layout.channel.length, w_layout.in_channel.length) and \
+            x_layout.channel.length != w_layout.in_channel.length:
+        raise _fail(IncompatibleAxesError,
+                    f"convolution: input channels {x_layout.channel.name} ({x_layout.channel.length})"
+                    f" and filter channels {w_layout.in_channel.name} ({w_layout.in_channel.length}) "
+                    f"differ")
+    geometry = conv_geometry(params, x_layout.spatial_roles, padding, strides, dilation)
+    in_lengths = _lengths("convolution", x_layout.spatial)
+    filter_lengths = _lengths("convolution", w_layout.spatial)
+    out_lengths = tuple(geometry.output_length(i, n, f)
+                        for i, (n, f) in enumerate(zip(in_lengths, filter_lengths)))
+    if min(out_lengths) < 1:
+        raise _fail(IncompatibleAxesError,
+                    f"convolution: the filter {filter_lengths} does not fit the input {in_lengths} "
+                    f"with {geometry}")
+    y_layout, out_axes = _output_axes("convolution", x_layout, w_layout.out_channel, out_lengths, axes)
+    return ConvolutionOp(x, w, x_layout, w_layout, y_layout, out_axes, geometry, name=name)
+
+
+def deconvolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None, padding=None,
+                  strides=None, dilation=None, name: Optional[str] = None) -> Op:
+    """Transposed convolution: maps (K, spatial..., N) back to (C, spatial..., N).
+
+    The filter has the same axes as for the convolution it transposes; the
+    input's channel axis matches the filter's Channelout axis.
+    """
+    x, w = as_op(inputs), as_op(filters)
+    x_layout = feature_layout(x, "deconvolution")
+    w_layout = filter_layout(w, "deconvolution", match_out=x_layout.channel)
+    _check_spatial_match("deconvolution", x_layout, w_layout)
+    geometry = conv_geometry(params, x_layout.spatial_roles, padding, strides, dilation)
+    in_lengths = _lengths("deconvolution", x_layout.spatial)
+    filter_lengths = _lengths("deconvolution", w_layout.spatial)
+    out_lengths = tuple(geometry.input_length(i, n, f)
+                        for i, (n, f) in enumerate(zip(in_lengths, filter_lengths)))
+    y_layout, out_axes = _output_axes("deconvolution", x_layout, w_layout.in_channel, out_lengths,
+                                      axes)
+    # The deconvolution's input plays the convolution's output: y and x swap parts.
+    return ConvBackpropDataOp(x, w, y_layout, w_layout, x_layout, out_axes, geometry, name=name)

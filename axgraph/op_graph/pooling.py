@@ -1,0 +1,73 @@
+"""Max and average pooling over the spatial axes of a feature map.
+
+The channel and batch axes are kept (by identity); each spatial axis of the
+input gets a new, shorter output axis with the same roles. Average pooling
+divides by the number of input positions a window covers, so padding never
+dilutes an average.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+from ..axes import AxesLike
+from ..debug_info import user_location
+from ..errors import IncompatibleAxesError
+from .convolution import (ConvGeometry, FeatureLayout, _lengths, _output_axes, conv_geometry,
+                          feature_layout)
+from .op import Op, as_op
+
+POOL_KINDS = ("max", "avg")
+WINDOW_KEYS = {"depth": "T", "height": "R", "width": "S"}
+
+
+class PoolingOp(Op):
+    """Each output position is the max (or mean) of an input window."""
+
+    def __init__(self, x: Op, x_layout: FeatureLayout, y_layout: FeatureLayout, axes,
+                 window: Tuple[int, ...], geometry: ConvGeometry, kind: str, name=None):
+        self.x_layout, self.y_layout = x_layout, y_layout
+        self.window, self.geometry, self.kind = window, geometry, kind
+        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+
+
+class PoolingBackpropOp(Op):
+    """Routes a pooling result's adjoint back to the input positions it came from."""
+
+    def __init__(self, delta: Op, x: Op, pool: PoolingOp, name=None):
+        self.pool = pool
+        super().__init__(delta, x, axes=x.axes, dtype=delta.dtype, name=name)
+
+
+def pooling(params: Optional[Dict], inputs, axes: AxesLike = None, window=None, strides=None,
+            padding=None, pool_type: Optional[str] = None, name: Optional[str] = None) -> Op:
+    """Pool `inputs` (C, D/H/W..., N) over windows of its spatial axes.
+
+    `params` takes ngraph's keys (op, R, S, T, pad_h, str_w, ...); keywords
+    `window`, `strides` (default: the window, so windows do not overlap),
+    `padding` and `pool_type` ("max" or "avg") do the same.
+    """
+    x = as_op(inputs)
+    params = dict(params or {})
+    layout = feature_layout(x, "pooling")
+    roles = layout.spatial_roles
+    kind = pool_type or params.pop("op", "max")
+    if kind not in POOL_KINDS:
+        raise IncompatibleAxesError(f"pooling: op must be one of {POOL_KINDS}, not {kind!r}",
+                                    user_location())
+    if window is None:
+        window = tuple(int(params.pop(WINDOW_KEYS[role], 1)) for role in roles)
+    elif isinstance(window, int):
+        window = (window,) * len(roles)
+    window = tuple(int(w) for w in window)
+    if strides is None and not any(key.startswith("str_") for key in params):
+        strides = window
+    geometry = conv_geometry(params, roles, padding, strides, None)
+    in_lengths = _lengths("pooling", layout.spatial)
+    out_lengths = tuple(geometry.output_length(i, n, w)
+                        for i, (n, w) in enumerate(zip(in_lengths, window)))
+    if min(out_lengths) < 1 or any(p >= w for p, w in zip(geometry.padding, window)):
+        raise IncompatibleAxesError(
+            f"pooling: window {window} with padding {geometry.padding} does not fit the input "
+            f"{in_lengths} (padding must be smaller than the window)", user_location())
+    y_layout, out_axes = _output_axes("pooling", layout, layout.channel, out_lengths, axes)
+    return PoolingOp(x, layout, y_layout, out_axes, window, geometry, kind, name=name)
