@@ -189,6 +189,13 @@ def _check_spatial_match(what: str, x_layout: FeatureLayout, w_layout: FilterLay
                     f"filter's {w_roles}")
 
 
+def _check_channels(what: str, feature: Axis, filter_axis: Axis) -> None:
+    if None not in (feature.length, filter_axis.length) and feature.length != filter_axis.length:
+        raise _fail(IncompatibleAxesError,
+                    f"{what}: input channels {feature.name} ({feature.length}) and filter axis "
+                    f"{filter_axis.name} ({filter_axis.length}) differ")
+
+
 def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Sequence[int],
                  axes: AxesLike) -> Tuple[FeatureLayout, Axes]:
     """The result's layout and axes: given ones checked by role, else new ones."""
@@ -261,12 +268,7 @@ def convolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None, 
     x_layout = feature_layout(x, "convolution")
     w_layout = filter_layout(w, "convolution", match_in=x_layout.channel)
     _check_spatial_match("convolution", x_layout, w_layout)
-    if None not in (x_layout.channel.length, w_layout.in_channel.length) and \
-            x_layout.channel.length != w_layout.in_channel.length:
-        raise _fail(IncompatibleAxesError,
-                    f"convolution: input channels {x_layout.channel.name} ({x_layout.channel.length})"
-                    f" and filter channels {w_layout.in_channel.name} ({w_layout.in_channel.length}) "
-                    f"differ")
+    _check_channels("convolution", x_layout.channel, w_layout.in_channel)
     geometry = conv_geometry(params, x_layout.spatial_roles, padding, strides, dilation)
     in_lengths = _lengths("convolution", x_layout.spatial)
     filter_lengths = _lengths("convolution", w_layout.spatial)
@@ -291,6 +293,7 @@ def deconvolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None
     x_layout = feature_layout(x, "deconvolution")
     w_layout = filter_layout(w, "deconvolution", match_out=x_layout.channel)
     _check_spatial_match("deconvolution", x_layout, w_layout)
+    _check_channels("deconvolution", x_layout.channel, w_layout.out_channel)
     geometry = conv_geometry(params, x_layout.spatial_roles, padding, strides, dilation)
     in_lengths = _lengths("deconvolution", x_layout.spatial)
     filter_lengths = _lengths("deconvolution", w_layout.spatial)

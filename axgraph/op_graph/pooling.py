@@ -43,7 +43,7 @@ def pooling(params: Optional[Dict], inputs, axes: AxesLike = None, window=None, 
     """Pool `inputs` (C, D/H/W..., N) over windows of its spatial axes.
 
     `params` takes ngraph's keys (op, R, S, T, pad_h, str_w, ...); keywords
-    `window`, `strides` (default: the window, so windows do not overlap),
+    `window`, `strides` (each dim defaults to its window size, so windows tile),
     `padding` and `pool_type` ("max" or "avg") do the same.
     """
     x = as_op(inputs)
@@ -59,8 +59,8 @@ def pooling(params: Optional[Dict], inputs, axes: AxesLike = None, window=None, 
     elif isinstance(window, int):
         window = (window,) * len(roles)
     window = tuple(int(w) for w in window)
-    if strides is None and not any(key.startswith("str_") for key in params):
-        strides = window
+    if strides is None:  # each dim's stride defaults to its window: windows tile the input
+        strides = tuple(int(params.pop(f"str_{role[0]}", size)) for role, size in zip(roles, window))
     geometry = conv_geometry(params, roles, padding, strides, None)
     in_lengths = _lengths("pooling", layout.spatial)
     out_lengths = tuple(geometry.output_length(i, n, w)
