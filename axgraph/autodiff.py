@@ -15,16 +15,13 @@ from __future__ import annotations
 import math
 from typing import Callable, Dict, List, Optional, Sequence
 
-import numpy as np
-
-from .axes import Axes
 from .debug_info import user_location
 from .errors import IncompatibleAxesError, NotDifferentiableError
 from .op_graph import control, convolution as conv, dot as dot_ops, elementwise as ew, lookup, nn
 from .op_graph import pooling, random, reductions as red
 from .op_graph import shape_ops as so
 from .op_graph.op import Op, as_op
-from .op_graph.tensors import AssignableTensorOp, constant
+from .op_graph.tensors import constant
 
 Adjoint = Callable[[Op, Op], Sequence[Optional[Op]]]
 ADJOINTS: Dict[type, Adjoint] = {}
@@ -194,15 +191,16 @@ def _max(op, d):
 
 @adjoint(dot_ops.DotOp)
 def _dot(op, d):
+    # d has axes x_rest + y_rest. dx contracts d with y over y_rest and labels
+    # y's paired axes as their x partners; dy likewise the other way round.
     x, y = op.args
-    x_unmatched, y_unmatched = x.axes - op.x_reduce, y.axes - op.y_reduce
+    x_rest, y_rest = x.axes - op.x_reduce, y.axes - op.y_reduce
     to_x = {id(b): a for a, b in op.pairs}
     to_y = {id(a): b for a, b in op.pairs}
-    dx = dot_ops.DotOp(d, y, pairs=[(b, b) for b in y_unmatched])
-    dx = so.cast_axes(dx, list(x_unmatched) + [to_x[id(b)] for b in dx.axes[len(x_unmatched):]])
-    dy = dot_ops.DotOp(x, d, pairs=[(a, a) for a in x_unmatched])
-    dy = so.cast_axes(dy, [to_y[id(a)] for a in dy.axes[:len(dy.axes) - len(y_unmatched)]]
-                      + list(y_unmatched))
+    dx = dot_ops.DotOp(d, y, pairs=[(b, b) for b in y_rest],
+                       axes=list(x_rest) + [to_x[id(b)] for b in y.axes if b in op.y_reduce])
+    dy = dot_ops.DotOp(x, d, pairs=[(a, a) for a in x_rest],
+                       axes=[to_y[id(a)] for a in x.axes if a in op.x_reduce] + list(y_rest))
     return [dx, dy]
 
 

@@ -489,24 +489,23 @@ def as_axes(value: AxesLike) -> Axes:
 
 
 def dual_pairs(left: Sequence[Axis], right: Sequence[Axis]):
-    """Pairs (l, r) contracted by dot: r is l + 1 (dual offsets), or r is l.
+    """Pairs (l, r) contracted by dot: r is l + 1 (a dual pair), or r is l.
 
-    A dual partner wins over the same axis; a right axis claimed by two left
-    axes is ambiguous and raises.
+    Dual pairs are made first; an axis both operands share is contracted only
+    if no dual pair took its right-hand copy. So ``(H, H - 1) . (H, N)``
+    pairs H - 1 with H and keeps the left H: a matrix times a vector.
     """
     right_set = Axes(right)
-    pairs, claimed = [], {}
+    duals = {}
     for axis_l in left:
         partner = axis_l.get_dual(1)
-        if partner not in right_set:
-            partner = axis_l if axis_l in right_set else None
-        if partner is None:
-            continue
-        if id(partner) in claimed:
-            raise IncompatibleAxesError(
-                f"dot is ambiguous: {partner.name} of the right operand pairs with both "
-                f"{claimed[id(partner)].name} and {axis_l.name} of the left"
-            )
-        claimed[id(partner)] = axis_l
-        pairs.append((axis_l, partner))
+        if partner in right_set:
+            duals[id(axis_l)] = partner
+    claimed = {id(partner) for partner in duals.values()}
+    pairs = []
+    for axis_l in left:
+        if id(axis_l) in duals:
+            pairs.append((axis_l, duals[id(axis_l)]))
+        elif axis_l in right_set and id(axis_l) not in claimed:
+            pairs.append((axis_l, axis_l))
     return pairs

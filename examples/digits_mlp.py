@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Dict, Tuple
+from typing import Dict
 
 import numpy as np
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..axes import Axes
 from ..debug_info import user_location
 from ..errors import GraphError, IncompatibleAxesError
 from .op import Op, add_user_dep, as_op

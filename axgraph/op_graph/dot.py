@@ -19,16 +19,14 @@ from .op import Op, as_op
 class DotOp(Op):
     """Contraction of x and y over `pairs` ((x axis, y axis) tuples).
 
-    `pairs` defaults to seed 000's rule; autodiff passes them explicitly.
+    `pairs` defaults to seed 000's rule. The result's dims are x's unpaired
+    axes, then y's; `axes` may relabel them by position (autodiff uses this
+    where the natural labels would repeat an axis).
     """
 
-    def __init__(self, x, y, name: Optional[str] = None, dtype=None, pairs=None):
+    def __init__(self, x, y, name: Optional[str] = None, dtype=None, pairs=None, axes=None):
         x, y = as_op(x), as_op(y)
-        try:
-            self.pairs = dual_pairs(x.axes, y.axes) if pairs is None else list(pairs)
-        except IncompatibleAxesError as error:
-            raise IncompatibleAxesError(f"dot of {x.name} {x.axes} and {y.name} {y.axes}: "
-                                        f"{error.message}", user_location()) from None
+        self.pairs = dual_pairs(x.axes, y.axes) if pairs is None else list(pairs)
         for axis_x, axis_y in self.pairs:
             if None not in (axis_x.length, axis_y.length) and axis_x.length != axis_y.length:
                 raise IncompatibleAxesError(
@@ -36,7 +34,13 @@ class DotOp(Op):
                     f"({axis_y.length}) of {y.name}: lengths differ", user_location())
         self.x_reduce = Axes(a for a, _ in self.pairs)
         self.y_reduce = Axes(b for _, b in self.pairs)
-        axes = (x.axes - self.x_reduce) + (y.axes - self.y_reduce)
+        natural = [a for a in x.axes if a not in self.x_reduce] + \
+                  [b for b in y.axes if b not in self.y_reduce]
+        if axes is None:
+            axes = natural
+        elif [a.length for a in Axes(axes)] != [a.length for a in natural]:
+            raise IncompatibleAxesError(f"dot result axes {Axes(axes)} do not fit the lengths of "
+                                        f"{natural}", user_location())
         dtype = np.result_type(x.dtype, y.dtype) if dtype is None else dtype
         super().__init__(x, y, axes=axes, dtype=dtype, name=name)
 

@@ -28,7 +28,8 @@ class UnaryElementWiseOp(ElementWiseOp):
     def __init__(self, x, name: Optional[str] = None, dtype=None):
         x = as_op(x)
         if dtype is None:
-            dtype = float_dtype_for(x.dtype) if self.float_result else x.dtype
+            dtype = binary_result_dtype(x, x)
+            dtype = float_dtype_for(dtype) if self.float_result else dtype
         super().__init__(x, axes=x.axes, dtype=dtype, name=name)
 
 
@@ -50,6 +51,8 @@ class BinaryElementWiseOp(ElementWiseOp):
 
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+_DEFAULT_OF_KIND = {"b": np.dtype(np.bool_), "u": np.dtype(np.int32), "i": np.dtype(np.int32),
+                    "f": np.dtype(np.float32)}
 
 
 def binary_result_dtype(x: Op, y: Op) -> np.dtype:
@@ -59,12 +62,14 @@ def binary_result_dtype(x: Op, y: Op) -> np.dtype:
     (a float meeting an int tensor gives float32).
     """
     x_weak, y_weak = getattr(x, "weak_dtype", False), getattr(y, "weak_dtype", False)
-    if x_weak == y_weak:
+    if not (x_weak or y_weak):
         return np.result_type(x.dtype, y.dtype)
+    if x_weak and y_weak:  # two Python numbers: the default type of the higher kind
+        return _DEFAULT_OF_KIND[max(x.dtype.kind, y.dtype.kind, key=_KIND_RANK.__getitem__)]
     tensor, number = (y, x) if x_weak else (x, y)
     if _KIND_RANK[number.dtype.kind] <= _KIND_RANK[tensor.dtype.kind]:
         return tensor.dtype
-    return number.dtype
+    return _DEFAULT_OF_KIND[number.dtype.kind]
 
 
 def _unary(class_name: str, doc: str, float_result: bool = False):

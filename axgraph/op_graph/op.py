@@ -212,7 +212,7 @@ def as_op(value) -> Op:
     """An Op for `value`: ops pass through, numbers and arrays become constants."""
     if isinstance(value, Op):
         return value
-    from .tensors import scalar_constant, constant
+    from .tensors import scalar_constant
 
     if isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.ndarray):
         return scalar_constant(value)

@@ -19,7 +19,6 @@ from typing import Callable, Optional, Union
 import numpy as np
 
 from ..axes import Axes, AxesLike, make_axis
-from ..dtypes import as_dtype
 from ..errors import AxisLengthError, DTypeError, GraphError
 from .op import Op
 
@@ -149,9 +148,13 @@ def constant(const, axes: AxesLike = None, dtype=None, name: Optional[str] = Non
 
 
 def scalar_constant(value) -> AssignableTensorOp:
-    """A constant for a Python number; it takes the dtype of what it meets."""
+    """A constant for a Python number; it takes the dtype of what it meets.
+
+    It is stored at full precision (float64 / int64) so that `x * 0.1` is as
+    exact in a float64 graph as NumPy's; ops give it the other operand's type.
+    """
     kind = np.asarray(value).dtype.kind
-    dtype = {"b": np.bool_, "i": np.int32, "u": np.int32}.get(kind, np.float32)
+    dtype = {"b": np.bool_, "i": np.int64, "u": np.int64}.get(kind, np.float64)
     op = AssignableTensorOp((), dtype=dtype, initial_value=value, constant=True)
     op.weak_dtype = True
     return op

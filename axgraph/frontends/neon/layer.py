@@ -1,0 +1,858 @@
+"""Layers of the neon frontend: callables that turn an op into an op.
+
+A layer builds its variables the first time it is called, from the axes of
+what it is given ("axis inference"): an Affine layer called on an input with
+feature axes (C, H, W) gets a weight with axes (Out, C - 1, H - 1, W - 1), so
+`ng.dot` contracts each input axis with its dual and the input's axes may come
+in any order. Later calls reuse the same variables (weight sharing, and the
+separate inference graph built under `inference_mode_on()`).
+
+Conventions
+-----------
+* Feature axes are an input's axes that are neither batch (`N`) nor recurrent
+  (`REC`); batch and time pass through every layer untouched.
+* New axes are named after the layer: ``<layer>_out`` (Affine),
+  ``<layer>_hidden`` (recurrent layers), ``<layer>_vocab`` / ``<layer>_embed``
+  (LookupTable). Layer names default to ``<Class>_<n>``.
+* Variables take the input's floating type (float64 graphs give float64
+  weights, which is what gradient checks need), else float32.
+* Initializers (``weight_init``, ``init``, ...) are what `ng.variable` accepts
+  as ``initial_value``: a number, an array in the variable's axes order, or a
+  callable of the variable's Axes returning such an array.
+
+Training and inference
+----------------------
+Dropout and BatchNorm behave differently when training. The switch is a
+graph-construction flag, as in ngraph-neon: calls made inside
+``with inference_mode_on():`` (also ``Layer.inference_mode_on()``) build the
+inference graph, everything else builds the training graph. Both graphs share
+the layers' variables, so one transformer can run either. Nothing is decided
+at run time, so neither graph pays for the other.
+
+BatchNorm keeps running averages of the batch statistics in persistent
+tensors. The assigns that update them are built by each training-mode call
+inside ``ng.Op.saved_user_deps()`` (so reading a value never updates them) and
+are exposed as ``layer.updates``; a training step runs them by naming them::
+
+    step = transformer.computation([loss] + model.updates + optimizer_updates, x, y)
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from typing import (Callable, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
+
+import numpy as np
+
+from ...axes import Axes, AxesLike, Axis, make_axis
+from ...debug_info import user_location
+from ...dtypes import DEFAULT_DTYPE
+from ...errors import AxgraphError, AxisLengthError, IncompatibleAxesError
+from ...op_graph import control, lookup, random
+from ...op_graph import convolution as conv
+from ...op_graph import pooling as pooling_ops
+from ...op_graph import dot as dot_ops
+from ...op_graph import elementwise as ew
+from ...op_graph import reductions as red
+from ...op_graph import shape_ops as so
+from ...op_graph.op import Op, as_op
+from ...op_graph.tensors import InitialValue, persistent_tensor, variable
+from .axis import ar as conv_roles
+from .activation import ActivationLike, Logistic, Tanh, get_activation
+
+__all__ = [
+    "LayerError", "LayerAxesError", "Layer", "Affine", "Linear", "Bias", "Dropout", "BatchNorm",
+    "LookupTable", "Convolution", "Pooling", "Recurrent", "LSTM", "GRU", "BiRNN", "Sequential",
+    "inference_mode_on", "is_inference_mode", "feature_axes",
+]
+
+
+# -- errors ---------------------------------------------------------------------------
+
+class LayerError(AxgraphError, ValueError):
+    """A layer configured with settings that cannot work (keep=0, nout=-1, ...)."""
+
+
+class LayerAxesError(IncompatibleAxesError):
+    """An input whose axes a layer cannot use (no feature axis, no REC axis, ...)."""
+
+
+# -- training / inference switch -------------------------------------------------------
+
+class _Mode(threading.local):
+    def __init__(self):
+        self.inference = False
+
+
+_mode = _Mode()
+
+
+@contextlib.contextmanager
+def inference_mode_on() -> Iterator[None]:
+    """Layers called inside build their inference graph (no dropout, running BN stats)."""
+    previous, _mode.inference = _mode.inference, True
+    try:
+        yield
+    finally:
+        _mode.inference = previous
+
+
+def is_inference_mode() -> bool:
+    """Whether layers called now build the inference graph."""
+    return _mode.inference
+
+
+# -- axes helpers ----------------------------------------------------------------------
+
+def feature_axes(axes: AxesLike) -> Axes:
+    """The axes of one example at one time step: neither batch nor recurrent."""
+    return Axes(a for a in Axes(axes) if not a.is_batch and not a.is_recurrent)
+
+
+def _float_dtype(x: Op) -> np.dtype:
+    return x.dtype if x.dtype.kind == "f" else np.dtype(DEFAULT_DTYPE)
+
+
+class _Projection:
+    """How a weight maps an input's feature axes to output axes through ng.dot.
+
+    The weight has axes ``out_axes + [a - 1 for a in in_axes]``: each input
+    axis pairs with its dual, which takes precedence over a shared axis, so a
+    recurrent weight (H, H - 1) maps a state with axis H to a new one.
+    """
+
+    def __init__(self, in_axes: Axes, out_axes: Axes):
+        self.in_axes, self.out_axes = in_axes, out_axes
+        self.weight_axes = out_axes + Axes(a - 1 for a in in_axes)
+
+    def __call__(self, weight: Op, x: Op) -> Op:
+        return dot_ops.dot(weight, x)
+
+
+def _new_axes(layer: "Layer", nout: Optional[int], axes: AxesLike, axis_name: str) -> Axes:
+    """The output axes a layer was given, or one new axis `axis_name` of length nout."""
+    if axes is not None:
+        axes = Axes(axes)
+        unusable = Axes(a for a in axes if a.is_batch or a.is_recurrent or a.length is None)
+        if not axes or unusable:
+            raise layer._fail(LayerError, f"output axes {axes} must be non-empty feature axes "
+                                          f"with lengths; {unusable} are not")
+        return axes
+    if nout is None or isinstance(nout, bool) or int(nout) != nout or nout <= 0:
+        raise layer._fail(LayerError, f"needs nout (a positive int) or axes, got nout={nout!r}")
+    return Axes(make_axis(length=int(nout), name=axis_name))
+
+
+# -- base class ------------------------------------------------------------------------
+
+class Layer:
+    """A callable op -> op whose variables are made on the first call.
+
+    Subclasses implement `_build(x)` (make variables from x's axes, once),
+    `_check_input(x)` (later calls: x must fit those variables) and
+    `_forward(x)` (the op graph of this call).
+    """
+
+    _counters: ClassVar[Dict[str, Iterator[int]]] = {}
+    inference_mode_on = staticmethod(inference_mode_on)
+
+    def __init__(self, name: Optional[str] = None):
+        kind = type(self).__name__
+        counter = Layer._counters.setdefault(kind, itertools.count())
+        self.name = name if name is not None else f"{kind}_{next(counter)}"
+        self._variables: Dict[str, Op] = {}
+        self._updates: List[Op] = []
+        self._built = False
+
+    def __call__(self, in_obj) -> Op:
+        x = as_op(in_obj)
+        if not self._built:
+            self._build(x)
+            self._built = True
+        else:
+            self._check_input(x)
+        return self._forward(x)
+
+    # -- for subclasses ----------------------------------------------------------
+    def _build(self, x: Op) -> None:
+        """Make this layer's variables for inputs like x (first call only)."""
+
+    def _check_input(self, x: Op) -> None:
+        """Raise if x does not fit the variables made by the first call."""
+
+    def _forward(self, x: Op) -> Op:
+        raise NotImplementedError
+
+    def _variable(self, key: str, axes: AxesLike, init: InitialValue, dtype) -> Op:
+        if init is None:
+            raise self._fail(LayerError, f"no initializer given for its variable {key}")
+        op = variable(axes, dtype=dtype, initial_value=init, name=f"{self.name}_{key}")
+        self._variables[key] = op
+        return op
+
+    def _fail(self, error_class, message: str) -> AxgraphError:
+        return error_class(f"{type(self).__name__} {self.name}: {message}", user_location())
+
+    def _check_features(self, x: Op, expected: Axes) -> None:
+        found = feature_axes(x.axes)
+        if not found.is_equal_set(expected):
+            raise self._fail(LayerAxesError,
+                             f"was built for inputs with feature axes {expected}, but {x.name} "
+                             f"has {found} (all axes {x.axes})")
+
+    # -- public ------------------------------------------------------------------
+    def variables(self) -> List[Op]:
+        """This layer's trainable variables (empty until the first call)."""
+        return list(self._variables.values())
+
+    @property
+    def updates(self) -> List[Op]:
+        """Assigns a training step must run (BatchNorm running averages)."""
+        return list(self._updates)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+# -- dense layers --------------------------------------------------------------------------
+
+class Linear(Layer):
+    """y = W x: maps the input's feature axes to `axes` (or a new axis of length nout)."""
+
+    def __init__(self, nout: Optional[int] = None, init: InitialValue = None,
+                 axes: AxesLike = None, name: Optional[str] = None):
+        super().__init__(name)
+        self.axes = _new_axes(self, nout, axes, f"{self.name}_out")
+        self.init = init
+        if init is None:
+            raise self._fail(LayerError, "needs init= (the weight initializer)")
+
+    def _build(self, x: Op) -> None:
+        features = feature_axes(x.axes)
+        if not features:
+            raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no feature axes to map")
+        self.in_axes = features
+        self._projection = _Projection(features, self.axes)
+        self.W = self._variable("W", self._projection.weight_axes, self.init, _float_dtype(x))
+
+    def _check_input(self, x: Op) -> None:
+        self._check_features(x, self.in_axes)
+
+    def _forward(self, x: Op) -> Op:
+        return self._projection(self.W, x)
+
+
+class Bias(Layer):
+    """y = x + b with b over the input's feature axes."""
+
+    def __init__(self, init: InitialValue = 0.0, name: Optional[str] = None):
+        super().__init__(name)
+        self.init = init
+
+    def _build(self, x: Op) -> None:
+        self.in_axes = feature_axes(x.axes)
+        self.b = self._variable("b", self.in_axes, self.init, _float_dtype(x))
+
+    def _check_input(self, x: Op) -> None:
+        self._check_features(x, self.in_axes)
+
+    def _forward(self, x: Op) -> Op:
+        return x + self.b
+
+
+class Affine(Layer):
+    """activation(batch_norm(W x + b)): a fully connected layer.
+
+    The output has `axes` (or one new axis ``<name>_out`` of length nout) and
+    the input's batch and recurrent axes. With batch_norm the bias is left out
+    (BatchNorm's beta plays its part) and `updates` holds the running-average
+    assigns.
+    """
+
+    def __init__(self, nout: Optional[int] = None, weight_init: InitialValue = None,
+                 bias_init: InitialValue = None, activation: ActivationLike = None,
+                 batch_norm: bool = False, axes: AxesLike = None, name: Optional[str] = None):
+        super().__init__(name)
+        if weight_init is None:
+            raise self._fail(LayerError, "needs weight_init=")
+        self.axes = _new_axes(self, nout, axes, f"{self.name}_out")
+        # The parts share the Affine's name, so its variables read <name>_W, <name>_b.
+        self.linear = Linear(init=weight_init, axes=self.axes, name=self.name)
+        use_bias = bias_init is not None and not batch_norm
+        self.bias = Bias(bias_init, name=self.name) if use_bias else None
+        self.batch_norm = BatchNorm(name=f"{self.name}_bn") if batch_norm else None
+        self.activation = get_activation(activation)
+        self._parts = [p for p in (self.linear, self.bias, self.batch_norm) if p is not None]
+
+    def __call__(self, in_obj) -> Op:
+        y = as_op(in_obj)
+        for part in self._parts:
+            y = part(y)
+        return self.activation(y)
+
+    def variables(self) -> List[Op]:
+        return [v for part in self._parts for v in part.variables()]
+
+    @property
+    def updates(self) -> List[Op]:
+        return self.batch_norm.updates if self.batch_norm is not None else []
+
+    @property
+    def W(self) -> Op:
+        """The weight (after the first call): axes (out..., in - 1...)."""
+        return self.linear.W
+
+    @property
+    def b(self) -> Optional[Op]:
+        """The bias over the output axes, or None."""
+        return self.bias.b if self.bias is not None else None
+
+
+# -- regularization and normalization -----------------------------------------------------
+
+class Dropout(Layer):
+    """Inverted dropout: keep each value with probability `keep`, scaled by 1/keep.
+
+    Scaling when training keeps the expected value unchanged, so inference
+    (calls inside `inference_mode_on()`) is the identity. A fresh mask is drawn
+    on every call of a computation; `seed` makes the draws reproducible.
+    (ng.dropout does the same as one function; this layer scales by a constant
+    of x's own type, so float64 graphs are exact.)
+    """
+
+    def __init__(self, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None):
+        super().__init__(name)
+        if not 0.0 < keep <= 1.0:
+            raise self._fail(LayerError, f"keep must lie in (0, 1], not {keep!r}")
+        self.keep, self.seed = float(keep), seed
+
+    def _forward(self, x: Op) -> Op:
+        if is_inference_mode() or self.keep == 1.0:
+            return x
+        draws = random.uniform(x.axes, seed=self.seed, dtype=_float_dtype(x))
+        mask = ew.less(draws, self.keep)
+        return x * mask * (1.0 / self.keep)
+
+
+class BatchNorm(Layer):
+    """gamma * (x - mean) / sqrt(var + eps) + beta per feature (Ioffe & Szegedy 2015).
+
+    Training uses the statistics of the batch (over the batch axis, the
+    recurrent axis if present and, with `spatial`, the axes with roles
+    Depth/Height/Width: per-channel statistics of feature maps; population
+    variance) and builds the assigns
+    ``gmean <- rho * gmean + (1 - rho) * mean`` (likewise gvar) as `updates`,
+    replacing those of the previous training call. Inference uses gmean and
+    gvar (persistent, initially 0 and 1).
+    """
+
+    def __init__(self, rho: float = 0.9, eps: float = 1e-3, init_gamma: InitialValue = 1.0,
+                 init_beta: InitialValue = 0.0, spatial: bool = False, name: Optional[str] = None):
+        super().__init__(name)
+        if not 0.0 <= rho <= 1.0 or eps < 0:
+            raise self._fail(LayerError,
+                             f"needs 0 <= rho <= 1 and eps >= 0, got rho={rho}, eps={eps}")
+        self.rho, self.eps = float(rho), float(eps)
+        self.init_gamma, self.init_beta = init_gamma, init_beta
+        self.spatial = spatial
+
+    def _stat_axes(self, x: Op) -> Axes:
+        spatial = set(conv.SPATIAL_ROLES) if self.spatial else set()
+        return Axes(a for a in x.axes
+                    if a.is_batch or a.is_recurrent or conv.role_names(a) & spatial)
+
+    def _build(self, x: Op) -> None:
+        self.in_axes = x.axes - self._stat_axes(x)
+        dtype = _float_dtype(x)
+        self.gamma = self._variable("gamma", self.in_axes, self.init_gamma, dtype)
+        self.beta = self._variable("beta", self.in_axes, self.init_beta, dtype)
+        self.gmean = persistent_tensor(self.in_axes, dtype=dtype, initial_value=0.0,
+                                       name=f"{self.name}_gmean")
+        self.gvar = persistent_tensor(self.in_axes, dtype=dtype, initial_value=1.0,
+                                      name=f"{self.name}_gvar")
+
+    def _check_input(self, x: Op) -> None:
+        found = x.axes - self._stat_axes(x)
+        if not found.is_equal_set(self.in_axes):
+            raise self._fail(LayerAxesError, f"was built to normalize axes {self.in_axes}, but "
+                                             f"{x.name} {x.axes} has {found}")
+
+    def _forward(self, x: Op) -> Op:
+        if is_inference_mode():
+            mean, var = self.gmean, self.gvar
+        else:
+            stat_axes = self._stat_axes(x)
+            if not stat_axes:
+                raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no batch axis to "
+                                                 f"take training statistics over")
+            mean = red.mean(x, reduction_axes=stat_axes)
+            var = red.variance(x, reduction_axes=stat_axes)
+            rho, rest = self.rho, 1.0 - self.rho
+            with Op.saved_user_deps():
+                self._updates = [
+                    control.assign(self.gmean, self.gmean * rho + mean * rest),
+                    control.assign(self.gvar, self.gvar * rho + var * rest),
+                ]
+        inv_std = ew.reciprocal(ew.sqrt(var + self.eps))
+        return (x - mean) * inv_std * self.gamma + self.beta
+
+
+# -- embeddings -----------------------------------------------------------------------------
+
+class LookupTable(Layer):
+    """Embeds integer indices: row x of a (vocab, embed) table for every index x.
+
+    The input holds integer indices with any axes (typically (REC, N)); the
+    output has the embedding axis ``<name>_embed`` in front of them. It is
+    ``ng.lookuptable`` (a gather whose gradient is a scatter-add, so only the
+    rows used are touched). With `pad_idx`, that index embeds to zeros, its row
+    starts at zero and it receives no gradient.
+    """
+
+    def __init__(self, vocab_size: int, embed_dim: int, init: InitialValue,
+                 pad_idx: Optional[int] = None, dtype=None, name: Optional[str] = None):
+        super().__init__(name)
+        for what, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim)):
+            if isinstance(value, bool) or int(value) != value or value <= 0:
+                raise self._fail(LayerError, f"{what} must be a positive int, not {value!r}")
+        if pad_idx is not None and not 0 <= pad_idx < vocab_size:
+            raise self._fail(LayerError, f"pad_idx {pad_idx} is outside [0, {vocab_size})")
+        self.vocab_axis = make_axis(length=int(vocab_size), name=f"{self.name}_vocab")
+        self.embed_axis = make_axis(length=int(embed_dim), name=f"{self.name}_embed")
+        self.axes = Axes(self.embed_axis)
+        self.init, self.pad_idx = init, pad_idx
+        self.dtype = np.dtype(dtype or DEFAULT_DTYPE)
+
+    def _initial_table(self, axes: Axes) -> np.ndarray:
+        value = self.init(axes) if callable(self.init) else self.init
+        table = np.array(np.broadcast_to(np.asarray(value, dtype=self.dtype), axes.lengths))
+        table[self.pad_idx] = 0
+        return table
+
+    def _build(self, x: Op) -> None:
+        init = self.init if self.pad_idx is None else self._initial_table
+        self.W = self._variable("W", [self.vocab_axis, self.embed_axis], init, self.dtype)
+
+    def _forward(self, x: Op) -> Op:
+        taken = Axes(a for a in (self.vocab_axis, self.embed_axis) if a in x.axes)
+        if taken or x.dtype.kind not in "iu":
+            raise self._fail(LayerAxesError, f"needs integer indices without axes "
+                                             f"{self.vocab_axis.name}/{self.embed_axis.name}; got "
+                                             f"{x.name} {x.axes} of {x.dtype}")
+        return lookup.lookuptable(self.W, x, vocab_axis=self.vocab_axis, pad_idx=self.pad_idx)
+
+
+# -- convolution and pooling ------------------------------------------------------------------
+
+#: Filter axis names for the input's spatial roles, in depth, height, width order.
+FILTER_AXIS_NAMES = {"depth": "T", "height": "R", "width": "S"}
+
+
+class _FeatureMapLayer(Layer):
+    """Shared by Convolution and Pooling: role-based layout and stable output axes.
+
+    ng.convolution / ng.pooling make new output spatial axes (M, P, Q) on
+    every call. The layer remembers the ones made for each input's spatial
+    axes and passes them back on later calls, so the training and inference
+    graphs (and any layer after this one) see the same axes.
+    """
+
+    def __init__(self, name: Optional[str] = None):
+        super().__init__(name)
+        self._out_spatial: Dict[Tuple[int, ...], Tuple[Axis, ...]] = {}
+
+    def _layout(self, x: Op) -> conv.FeatureLayout:
+        try:
+            return conv.feature_layout(x, type(self).__name__)
+        except AxgraphError as error:
+            raise self._fail(LayerAxesError, error.message) from None
+
+    def _known_axes(self, layout: conv.FeatureLayout, channel: Axis) -> Optional[Axes]:
+        known = self._out_spatial.get(tuple(id(a) for a in layout.spatial))
+        return None if known is None else Axes((channel,) + known + (layout.batch,))
+
+    def _remember(self, layout: conv.FeatureLayout, y: Op) -> Op:
+        self._out_spatial.setdefault(tuple(id(a) for a in layout.spatial), y.y_layout.spatial)
+        return y
+
+
+def _per_dim(value, what: str, layer: Layer, roles: Sequence[str]) -> Union[int, Tuple[int, ...]]:
+    """An int, or one value per spatial dim (a sequence, or a dict keyed by role letter)."""
+    if isinstance(value, dict):
+        letters = {"depth": ("d", "T"), "height": ("h", "R"), "width": ("w", "S")}
+        picked = []
+        for role in roles:
+            found = [value[k] for k in letters[role] if k in value]
+            if not found:
+                raise layer._fail(LayerError, f"{what} {value} gives nothing for the {role} axis")
+            picked.append(found[0])
+        return tuple(int(v) for v in picked)
+    if isinstance(value, int):
+        return value
+    value = tuple(int(v) for v in value)
+    if len(value) != len(roles):
+        raise layer._fail(LayerError, f"{what} {value} has {len(value)} values for the spatial "
+                                      f"axes {roles}")
+    return value
+
+
+class Convolution(_FeatureMapLayer):
+    """activation(batch_norm(conv(x, filters) + b)) over a feature map found by role.
+
+    The input needs a channel axis (role Channel or Channelout), spatial axes
+    (roles Depth/Height/Width) and a batch axis, in any order. `filter_shape`
+    is (T, R, S, K) / (R, S, K) / (S, K) for 3/2/1 spatial dims, or a dict
+    with keys among T, R, S and K. The filter has axes (K, C - 1, T/R/S - 1...):
+    the output channels ``<name>_K`` (role Channelout), then the duals of the
+    input's channel axis and of new spatial axes ``<name>_R`` ... (with the
+    input's roles), in the (out, in - 1) convention of Affine's weight.
+    The bias is per output channel; batch_norm uses per-channel statistics.
+    """
+
+    def __init__(self, filter_shape, filter_init: InitialValue, strides=1, padding=0,
+                 dilation=1, bias_init: InitialValue = None, activation: ActivationLike = None,
+                 batch_norm: bool = False, name: Optional[str] = None):
+        super().__init__(name)
+        if filter_init is None:
+            raise self._fail(LayerError, "needs filter_init=")
+        self.filter_shape, self.filter_init = filter_shape, filter_init
+        self.strides, self.padding, self.dilation = strides, padding, dilation
+        self.bias_init = None if batch_norm else bias_init
+        self.activation = get_activation(activation)
+        self.batch_norm = BatchNorm(spatial=True, name=f"{self.name}_bn") if batch_norm else None
+
+    def _shape(self, roles: Sequence[str]) -> Tuple[Tuple[int, ...], int]:
+        letters = [FILTER_AXIS_NAMES[role] for role in roles]
+        shape = self.filter_shape
+        if isinstance(shape, dict):
+            missing = [k for k in letters + ["K"] if k not in shape]
+            if missing:
+                raise self._fail(LayerError, f"filter_shape {shape} lacks {missing} for an input "
+                                             f"with spatial roles {tuple(roles)}")
+            return tuple(int(shape[k]) for k in letters), int(shape["K"])
+        shape = tuple(int(n) for n in shape)
+        if len(shape) != len(letters) + 1:
+            raise self._fail(LayerError, f"filter_shape {shape} needs {len(letters) + 1} values "
+                                         f"({', '.join(letters)}, K) for an input with spatial "
+                                         f"roles {tuple(roles)}")
+        return shape[:-1], shape[-1]
+
+    def _build(self, x: Op) -> None:
+        layout = self._layout(x)
+        roles = layout.spatial_roles
+        spatial, nout = self._shape(roles)
+        self.in_channel = layout.channel
+        self.in_roles = roles
+        self.out_channel = make_axis(length=nout, name=f"{self.name}_K",
+                                     roles=[conv_roles.Channelout])
+        self.axes = Axes(self.out_channel)
+        filter_spatial = [make_axis(length=n, name=f"{self.name}_{FILTER_AXIS_NAMES[role]}",
+                                    roles=axis.roles)
+                          for n, role, axis in zip(spatial, roles, layout.spatial)]
+        dtype = _float_dtype(x)
+        # (K, C - 1, R - 1, S - 1): out axes, then the dual "in" axes, as for Affine's
+        # weight, so that initializers see fan_in = C * R * S and fan_out = K.
+        w_axes = [self.out_channel, layout.channel - 1] + [a - 1 for a in filter_spatial]
+        self.W = self._variable("W", w_axes, self.filter_init, dtype)
+        if self.bias_init is not None:
+            self.b = self._variable("b", [self.out_channel], self.bias_init, dtype)
+
+    def _check_input(self, x: Op) -> None:
+        layout = self._layout(x)
+        if layout.channel is not self.in_channel or layout.spatial_roles != self.in_roles:
+            raise self._fail(LayerAxesError, f"was built for channel axis {self.in_channel.name} "
+                                             f"and spatial roles {self.in_roles}; {x.name} has "
+                                             f"{layout.channel.name} and {layout.spatial_roles}")
+
+    def _forward(self, x: Op) -> Op:
+        layout = self._layout(x)
+        roles = layout.spatial_roles
+        y = conv.convolution(None, x, self.W, axes=self._known_axes(layout, self.out_channel),
+                             strides=_per_dim(self.strides, "strides", self, roles),
+                             padding=_per_dim(self.padding, "padding", self, roles),
+                             dilation=_per_dim(self.dilation, "dilation", self, roles))
+        y = self._remember(layout, y)
+        if "b" in self._variables:
+            y = y + self.b
+        if self.batch_norm is not None:
+            y = self.batch_norm(y)
+        return self.activation(y)
+
+    def variables(self) -> List[Op]:
+        extra = self.batch_norm.variables() if self.batch_norm is not None else []
+        return super().variables() + extra
+
+    @property
+    def updates(self) -> List[Op]:
+        return self.batch_norm.updates if self.batch_norm is not None else []
+
+
+class Pooling(_FeatureMapLayer):
+    """Max or average pooling over the spatial axes of a feature map (no variables).
+
+    `pool_shape` is an int, one value per spatial dim, or a dict keyed by
+    T/R/S; `strides` defaults to the window (windows do not overlap).
+    """
+
+    def __init__(self, pool_shape, strides=None, padding=0, pool_type: str = "max",
+                 name: Optional[str] = None):
+        super().__init__(name)
+        if pool_type not in pooling_ops.POOL_KINDS:
+            raise self._fail(LayerError, f"pool_type must be one of {pooling_ops.POOL_KINDS}, "
+                                         f"not {pool_type!r}")
+        self.pool_shape, self.strides, self.padding = pool_shape, strides, padding
+        self.pool_type = pool_type
+
+    def _forward(self, x: Op) -> Op:
+        layout = self._layout(x)
+        roles = layout.spatial_roles
+        strides = None if self.strides is None else _per_dim(self.strides, "strides", self, roles)
+        y = pooling_ops.pooling(None, x, axes=self._known_axes(layout, layout.channel),
+                                window=_per_dim(self.pool_shape, "pool_shape", self, roles),
+                                strides=strides,
+                                padding=_per_dim(self.padding, "padding", self, roles),
+                                pool_type=self.pool_type)
+        return self._remember(layout, y)
+
+
+# -- recurrent layers ------------------------------------------------------------------------
+
+State = Union[Op, Tuple[Op, ...], None]
+
+
+class _RecurrentLayer(Layer):
+    """Unrolls a cell over the input's REC axis.
+
+    Every gate g has an input weight W_g (hidden, features - 1), a recurrent
+    weight U_g (hidden, hidden - 1) and a bias b_g (hidden). The input
+    projections W_g x + b_g are computed for all steps at once, then each
+    step is sliced out (ng.slice_along_axis), the cell is applied, and the
+    outputs are stacked back along the same REC axis (ng.stack). The initial
+    state is zero; a zero state's terms (U h_0, f * c_0) are simply left out.
+    """
+
+    #: Names of the gates; each has its own W, U and b.
+    gates: ClassVar[Tuple[str, ...]] = ()
+
+    def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
+                 activation: ActivationLike = None, bias_init: InitialValue = 0.0,
+                 return_sequence: bool = True, backward: bool = False,
+                 axis_name: Optional[str] = None, name: Optional[str] = None):
+        super().__init__(name)
+        if init is None:
+            raise self._fail(LayerError, "needs init= (the input weight initializer)")
+        self.axes = _new_axes(self, nout, None, axis_name or f"{self.name}_hidden")
+        self.init = init
+        self.init_inner = init if init_inner is None else init_inner
+        self.bias_init = bias_init
+        self.activation = get_activation(activation, Tanh())
+        self.return_sequence, self.backward = return_sequence, backward
+        self.W: Dict[str, Op] = {}
+        self.U: Dict[str, Op] = {}
+        self.b: Dict[str, Op] = {}
+
+    @property
+    def hidden_axis(self) -> Axis:
+        """The axis of the hidden state (``<name>_hidden``)."""
+        return self.axes[0]
+
+    def _time_axis(self, x: Op) -> Axis:
+        rec = x.axes.recurrent_axis()
+        if rec is None:
+            raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no recurrent (REC) "
+                                             f"axis to unroll over")
+        if rec.length is None:
+            raise self._fail(AxisLengthError, f"the recurrent axis {rec.name} of {x.name} needs a "
+                                              f"length to unroll; set {rec.name}.length")
+        return rec
+
+    def _build(self, x: Op) -> None:
+        self._time_axis(x)
+        self.in_axes = feature_axes(x.axes)
+        if not self.in_axes:
+            raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no feature axes")
+        self._input = _Projection(self.in_axes, self.axes)
+        self._recur = _Projection(self.axes, self.axes)
+        dtype = _float_dtype(x)
+        for gate in self.gates:
+            suffix = f"_{gate}" if gate else ""
+            self.W[gate] = self._variable(f"W{suffix}", self._input.weight_axes, self.init, dtype)
+            self.U[gate] = self._variable(f"U{suffix}", self._recur.weight_axes, self.init_inner,
+                                          dtype)
+            self.b[gate] = self._variable(f"b{suffix}", self.axes, self.bias_init, dtype)
+
+    def _check_input(self, x: Op) -> None:
+        self._check_features(x, self.in_axes)
+
+    def _recurrent(self, gate: str, pre: Op, h: Optional[Op]) -> Op:
+        """pre + U_gate h, or pre alone for the zero initial state."""
+        return pre if h is None else pre + self._recur(self.U[gate], h)
+
+    def _step(self, pre: Dict[str, Op], state: State) -> Tuple[Op, State]:
+        """(output, new state) from this step's input projections and the last state."""
+        raise NotImplementedError
+
+    def _forward(self, x: Op) -> Op:
+        rec = self._time_axis(x)
+        projected = {g: self._input(self.W[g], x) + self.b[g] for g in self.gates}
+        steps = range(rec.length)
+        outputs: Dict[int, Op] = {}
+        state: State = None
+        for t in (reversed(steps) if self.backward else steps):
+            pre = {g: so.slice_along_axis(projected[g], rec, t) for g in self.gates}
+            outputs[t], state = self._step(pre, state)
+        if not self.return_sequence:
+            return outputs[t]
+        passed = x.axes - self.in_axes  # batch and time, in the input's order
+        step_axes = self.axes + (passed - Axes(rec))
+        sequence = [so.axes_with_order(outputs[t], step_axes) for t in steps]
+        return so.stack(sequence, rec, pos=len(self.axes) + list(passed).index(rec))
+
+
+class Recurrent(_RecurrentLayer):
+    """Simple RNN (Elman 1990): h_t = activation(W x_t + U h_{t-1} + b), h_0 = 0."""
+
+    gates = ("",)
+
+    def _step(self, pre, state):
+        h = self.activation(self._recurrent("", pre[""], state))
+        return h, h
+
+
+class GRU(_RecurrentLayer):
+    """Gated recurrent unit (Cho et al. 2014), h_0 = 0, sigma = gate_activation:
+
+        r_t = sigma(W_r x_t + U_r h_{t-1} + b_r)            reset gate
+        z_t = sigma(W_z x_t + U_z h_{t-1} + b_z)            update gate
+        c_t = activation(W_h x_t + U_h (r_t * h_{t-1}) + b_h)  candidate
+        h_t = z_t * h_{t-1} + (1 - z_t) * c_t
+    """
+
+    gates = ("r", "z", "h")
+
+    def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
+                 activation: ActivationLike = None, gate_activation: ActivationLike = None,
+                 bias_init: InitialValue = 0.0, return_sequence: bool = True,
+                 backward: bool = False, axis_name: Optional[str] = None,
+                 name: Optional[str] = None):
+        super().__init__(nout, init, init_inner, activation, bias_init, return_sequence,
+                         backward, axis_name, name)
+        self.gate_activation = get_activation(gate_activation, Logistic())
+
+    def _step(self, pre, h):
+        sigma = self.gate_activation
+        z = sigma(self._recurrent("z", pre["z"], h))
+        if h is None:
+            candidate = self.activation(pre["h"])
+            h = (1.0 - z) * candidate
+        else:
+            r = sigma(self._recurrent("r", pre["r"], h))
+            candidate = self.activation(self._recurrent("h", pre["h"], r * h))
+            h = z * h + (1.0 - z) * candidate
+        return h, h
+
+
+class LSTM(_RecurrentLayer):
+    """Long short-term memory without peepholes (Hochreiter & Schmidhuber 1997,
+    with the forget gate of Gers et al. 2000), h_0 = c_0 = 0, sigma = gate_activation:
+
+        i_t = sigma(W_i x_t + U_i h_{t-1} + b_i)         input gate
+        f_t = sigma(W_f x_t + U_f h_{t-1} + b_f)         forget gate
+        o_t = sigma(W_o x_t + U_o h_{t-1} + b_o)         output gate
+        g_t = activation(W_g x_t + U_g h_{t-1} + b_g)    cell input
+        c_t = f_t * c_{t-1} + i_t * g_t
+        h_t = o_t * activation(c_t)
+    """
+
+    gates = ("i", "f", "o", "g")
+
+    def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
+                 activation: ActivationLike = None, gate_activation: ActivationLike = None,
+                 bias_init: InitialValue = 0.0, return_sequence: bool = True,
+                 backward: bool = False, axis_name: Optional[str] = None,
+                 name: Optional[str] = None):
+        super().__init__(nout, init, init_inner, activation, bias_init, return_sequence,
+                         backward, axis_name, name)
+        self.gate_activation = get_activation(gate_activation, Logistic())
+
+    def _step(self, pre, state):
+        h, c = state if state is not None else (None, None)
+        sigma = self.gate_activation
+        i, o = (sigma(self._recurrent(g, pre[g], h)) for g in ("i", "o"))
+        g = self.activation(self._recurrent("g", pre["g"], h))
+        c = i * g if c is None else sigma(self._recurrent("f", pre["f"], h)) * c + i * g
+        h = o * self.activation(c)
+        return h, (h, c)
+
+
+class BiRNN(Layer):
+    """A forward and a backward recurrent layer over the same input.
+
+    Returns the pair (forward, backward) of outputs, or with `sum_out` their
+    sum, or with `concat_out` their concatenation along the hidden axis (one
+    axis ``<name>_hidden`` of twice the length). `cell` picks Recurrent, LSTM
+    or GRU; extra keyword arguments go to it. With return_sequence=False the
+    backward output is its state after reading the first step.
+    """
+
+    def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
+                 activation: ActivationLike = None, bias_init: InitialValue = 0.0,
+                 return_sequence: bool = True, sum_out: bool = False, concat_out: bool = False,
+                 cell: Callable[..., _RecurrentLayer] = None, name: Optional[str] = None,
+                 **cell_options):
+        super().__init__(name)
+        if sum_out and concat_out:
+            raise self._fail(LayerError, "sum_out and concat_out exclude each other")
+        cell = Recurrent if cell is None else cell
+        self.sum_out, self.concat_out = sum_out, concat_out
+        self.fwd_rnn, self.bwd_rnn = (
+            cell(nout, init, init_inner, activation=activation, bias_init=bias_init,
+                 return_sequence=return_sequence, backward=backward,
+                 axis_name=f"{self.name}_hidden", name=f"{self.name}_{direction}", **cell_options)
+            for direction, backward in (("fwd", False), ("bwd", True))
+        )
+
+    def __call__(self, in_obj) -> Union[Op, Tuple[Op, Op]]:
+        x = as_op(in_obj)
+        fwd, bwd = self.fwd_rnn(x), self.bwd_rnn(x)
+        fwd_axis, bwd_axis = self.fwd_rnn.hidden_axis, self.bwd_rnn.hidden_axis
+        if self.sum_out:
+            return fwd + so.cast_axes(bwd, [fwd_axis if a is bwd_axis else a for a in bwd.axes])
+        if self.concat_out:
+            return so.concat_along_axis([fwd, bwd], fwd_axis)
+        return fwd, bwd
+
+    def variables(self) -> List[Op]:
+        return self.fwd_rnn.variables() + self.bwd_rnn.variables()
+
+
+# -- composition ---------------------------------------------------------------------------
+
+class Sequential(Layer):
+    """Layers (or any callables op -> op) applied one after another."""
+
+    def __init__(self, layers: Sequence[Callable[[Op], Op]], name: Optional[str] = None):
+        super().__init__(name)
+        self.layers = list(layers)
+        for layer in self.layers:
+            if not callable(layer):
+                raise self._fail(LayerError, f"{layer!r} is not callable")
+
+    def __call__(self, in_obj) -> Op:
+        y = in_obj
+        for layer in self.layers:
+            y = layer(y)
+        return y
+
+    def variables(self) -> List[Op]:
+        found: Dict[int, Op] = {}
+        for layer in self.layers:
+            for op in getattr(layer, "variables", lambda: [])():
+                found.setdefault(id(op), op)
+        return list(found.values())
+
+    @property
+    def updates(self) -> List[Op]:
+        return [op for layer in self.layers for op in getattr(layer, "updates", [])]
