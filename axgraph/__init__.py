@@ -13,7 +13,7 @@ from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set
 from .op_graph.convolution import convolution, deconvolution
 from .op_graph.dot import dot
 from .op_graph.lookup import lookuptable
-from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, greater, greater_equal,
+from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, floor, greater, greater_equal,
                                    less, less_equal, log, maximum, minimum, multiply, negative,
                                    not_equal, power, reciprocal, relu, safelog, sign, sin, sqrt,
                                    square, subtract, tanh)

@@ -39,6 +39,10 @@ class AxisLengthError(AxesError):
     """An axis length is unset where a length is needed, or is invalid."""
 
 
+class ShapeError(AxgraphError, ValueError):
+    """Shapes (or symbolic dims) that do not fit the operation."""
+
+
 class DTypeError(AxgraphError, TypeError):
     """An element type that the operation does not accept."""
 

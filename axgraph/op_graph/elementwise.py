@@ -98,6 +98,7 @@ Sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x))", float_result=True)
 Sin = _unary("Sin", "sine of x", float_result=True)
 Cos = _unary("Cos", "cosine of x", float_result=True)
 Relu = _unary("Relu", "max(x, 0)")
+Floor = _unary("Floor", "the largest whole number <= x")
 
 Add = _binary("Add", "x + y")
 Subtract = _binary("Subtract", "x - y")
@@ -114,7 +115,7 @@ Greater = _binary("Greater", "x > y", bool_result=True)
 GreaterEqual = _binary("GreaterEqual", "x >= y", bool_result=True)
 
 UNARY_OPS = (Negative, Absolute, Sign, Square, Sqrt, Exp, Log, Safelog, Reciprocal, Tanh,
-             Sigmoid, Sin, Cos, Relu)
+             Sigmoid, Sin, Cos, Relu, Floor)
 BINARY_OPS = (Add, Subtract, Multiply, Divide, Power, Maximum, Minimum, Equal, NotEqual, Less,
               LessEqual, Greater, GreaterEqual)
 
@@ -187,6 +188,11 @@ def cos(x, name=None, dtype=None) -> Op:
 def relu(x, name=None, dtype=None) -> Op:
     """max(x, 0)."""
     return Relu(x, name=name, dtype=dtype)
+
+
+def floor(x, name=None, dtype=None) -> Op:
+    """The largest whole number <= x (its derivative is zero wherever it exists)."""
+    return Floor(x, name=name, dtype=dtype)
 
 
 def add(x, y, name=None, dtype=None) -> Op:

@@ -61,7 +61,7 @@ UNARY_FUNCTIONS = {
     ew.Negative: np.negative, ew.Absolute: np.absolute, ew.Sign: np.sign,
     ew.Square: np.square, ew.Sqrt: np.sqrt, ew.Exp: np.exp, ew.Log: np.log,
     ew.Safelog: _safelog, ew.Reciprocal: lambda x: 1.0 / x, ew.Tanh: np.tanh,
-    ew.Sigmoid: _sigmoid, ew.Sin: np.sin, ew.Cos: np.cos,
+    ew.Sigmoid: _sigmoid, ew.Sin: np.sin, ew.Cos: np.cos, ew.Floor: np.floor,
     ew.Relu: lambda x: np.maximum(x, np.zeros((), x.dtype)),
 }
 

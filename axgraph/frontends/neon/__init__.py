@@ -1,4 +1,21 @@
-"""The neon frontend: standard axes and roles (layers arrive with autodiff)."""
-from .axis import ar, ax
+"""The neon frontend: layers, optimizers, initializers, data and training loop.
 
-__all__ = ["ar", "ax"]
+    from axgraph.frontends.neon import ax, Affine, Sequential, Rectlin, Softmax, \\
+        GlorotUniform, GradientDescentMomentum, ArrayIterator, fit
+
+Layers learn their input axes on the first call; optimizers turn a cost into
+one update op, so one call of a computation is one training step.
+"""
+from .activation import Explin, Identity, Logistic, Rectlin, Softmax, Tanh
+from .axis import ar, ax
+from .callbacks import Callback, EarlyStopping, FitState, MetricsHistory, ProgressBar, fit
+from .data import ArrayIterator
+from .initializers import Constant, Gaussian, GlorotUniform, Initializer, Kaiming, Uniform, fans
+from .initializers import set_seed as set_init_seed
+from .layer import (BatchNorm, Bias, BiRNN, Convolution, Dropout, GRU, LSTM, Affine, Layer,
+                    Linear, LookupTable, Pooling, Recurrent, Sequential, inference_mode_on,
+                    is_inference_mode)
+from .optimizer import (Adagrad, Adam, ExpSchedule, GradientDescentMomentum, Optimizer,
+                        PowerSchedule, RMSProp, Schedule, StepSchedule)
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,232 @@
+"""Element types and shapes of the core IR (seed 004).
+
+An `ElementType` wraps one NumPy dtype under nGraph's short name (`f32`,
+`i64`, `boolean`). `bf16` exists only when `ml_dtypes` is importable, and is
+looked up lazily (module `__getattr__`) so that importing the core never pays
+for it. A `Shape` is an immutable tuple of dims: non-negative ints or
+symbolic `Dim` expressions.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Dict, FrozenSet, Iterable, Mapping, Tuple, Union
+
+import numpy as np
+
+from ..dims import Dim, DimLike, parse
+from ..errors import DTypeError
+
+
+class ElementType:
+    """One scalar type: a short name, a NumPy dtype and a kind.
+
+    `kind` is "float", "int", "uint" or "bool"; it is stated, not derived from
+    the dtype, because extension dtypes such as bfloat16 report kind "V".
+    """
+
+    __slots__ = ("name", "dtype", "kind")
+
+    def __init__(self, name: str, dtype, kind: str):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "dtype", np.dtype(dtype))
+        object.__setattr__(self, "kind", kind)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("element types are immutable")
+
+    @property
+    def bitwidth(self) -> int:
+        return self.dtype.itemsize * 8
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_integral(self) -> bool:
+        """Signed or unsigned integers (not boolean)."""
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in ("int", "float")
+
+    @property
+    def is_boolean(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def is_numeric(self) -> bool:
+        """Anything arithmetic accepts: floats and integers, not boolean."""
+        return self.kind != "bool"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ElementType) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("ElementType", self.name))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"core.{self.name}"
+
+    def __reduce__(self):
+        return (element_type, (self.name,))
+
+
+f16 = ElementType("f16", np.float16, "float")
+f32 = ElementType("f32", np.float32, "float")
+f64 = ElementType("f64", np.float64, "float")
+i8 = ElementType("i8", np.int8, "int")
+i16 = ElementType("i16", np.int16, "int")
+i32 = ElementType("i32", np.int32, "int")
+i64 = ElementType("i64", np.int64, "int")
+u8 = ElementType("u8", np.uint8, "uint")
+u16 = ElementType("u16", np.uint16, "uint")
+u32 = ElementType("u32", np.uint32, "uint")
+u64 = ElementType("u64", np.uint64, "uint")
+boolean = ElementType("boolean", np.bool_, "bool")
+
+_BY_NAME: Dict[str, ElementType] = {t.name: t for t in
+                                    (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, boolean)}
+_BY_DTYPE: Dict[np.dtype, ElementType] = {t.dtype: t for t in _BY_NAME.values()}
+
+
+def _bf16() -> ElementType:
+    """bfloat16 from ml_dtypes, made once on first use; DTypeError without ml_dtypes."""
+    if "bf16" not in _BY_NAME:
+        try:
+            ml_dtypes = importlib.import_module("ml_dtypes")
+        except ImportError:
+            raise DTypeError("element type bf16 needs the optional package ml_dtypes "
+                             "(pip install ml_dtypes)") from None
+        made = ElementType("bf16", ml_dtypes.bfloat16, "float")
+        _BY_NAME["bf16"] = made
+        _BY_DTYPE[made.dtype] = made
+    return _BY_NAME["bf16"]
+
+
+def has_bf16() -> bool:
+    """Whether bf16 is available (ml_dtypes importable)."""
+    try:
+        _bf16()
+    except DTypeError:
+        return False
+    return True
+
+
+def __getattr__(name: str):
+    if name == "bf16":
+        try:
+            return _bf16()
+        except DTypeError as error:
+            raise AttributeError(error.message) from None
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def element_type(value) -> ElementType:
+    """The ElementType for an ElementType, its name ("f32") or a NumPy dtype."""
+    if isinstance(value, ElementType):
+        return value
+    if isinstance(value, str):
+        if value == "bf16":
+            return _bf16()
+        if value in _BY_NAME:
+            return _BY_NAME[value]
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        raise DTypeError(f"{value!r} is not an element type; use core.f32, core.i64, ...") from None
+    if dtype not in _BY_DTYPE and dtype.name == "bfloat16":
+        _bf16()
+    try:
+        return _BY_DTYPE[dtype]
+    except KeyError:
+        raise DTypeError(f"NumPy dtype {dtype} has no core element type") from None
+
+
+def element_types() -> Tuple[ElementType, ...]:
+    """Every element type available here (bf16 only with ml_dtypes)."""
+    has_bf16()
+    return tuple(_BY_NAME.values())
+
+
+# -- shapes ---------------------------------------------------------------------------
+
+def as_dim(value, what: str = "dim") -> DimLike:
+    """A dim from an int (np.integer too), a Dim, or an expression string ("2*N + 1")."""
+    if isinstance(value, str):
+        value = parse(value)
+    if isinstance(value, Dim):
+        return value
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what} must be an int or a Dim expression, not {value!r}")
+    value = int(value.__index__())
+    if value < 0:
+        raise ValueError(f"{what} must be non-negative, not {value}")
+    return value
+
+
+class Shape(tuple):
+    """The dims of a tensor, outermost first (row-major): ints and Dim expressions.
+
+    `Shape(32, 32)`, `Shape((32, 32))` and `Shape([N, 2*N + 1])` all work;
+    strings are parsed as dim expressions (`Shape("N", 3)`). Equality is
+    tuple equality, so dims compare symbolically: `N == N`, `2*N != N`.
+    """
+
+    def __new__(cls, *dims):
+        if len(dims) == 1 and not isinstance(dims[0], (str, Dim)) and hasattr(dims[0], "__iter__"):
+            dims = tuple(dims[0])
+        return super().__new__(cls, (as_dim(d, f"dim {i}") for i, d in enumerate(dims)))
+
+    @property
+    def rank(self) -> int:
+        return len(self)
+
+    @property
+    def size(self) -> DimLike:
+        """Number of elements: the product of the dims (an int or a Dim)."""
+        total: DimLike = 1
+        for d in self:
+            total = total * d
+        return total
+
+    @property
+    def is_static(self) -> bool:
+        """Whether every dim is an int."""
+        return not any(isinstance(d, Dim) for d in self)
+
+    @property
+    def free_symbols(self) -> FrozenSet[str]:
+        """Size variables used by any dim."""
+        names: set = set()
+        for d in self:
+            if isinstance(d, Dim):
+                names |= d.free_symbols
+        return frozenset(names)
+
+    def subs(self, bindings: Mapping[str, DimLike]) -> "Shape":
+        return Shape(d.subs(bindings) if isinstance(d, Dim) else d for d in self)
+
+    def evaluate(self, bindings: Mapping[str, DimLike]) -> Tuple[int, ...]:
+        """Concrete ints under `bindings` (ShapeError names an unbound variable)."""
+        return tuple(d.evaluate(bindings) if isinstance(d, Dim) else d for d in self)
+
+    def __add__(self, other) -> "Shape":
+        return Shape(tuple(self) + tuple(Shape(other)))
+
+    def __getitem__(self, item):
+        result = super().__getitem__(item)
+        return Shape(result) if isinstance(item, slice) else result
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(str(d) for d in self) + "]"
+
+    def __repr__(self) -> str:
+        return f"Shape({str(self)})"
+
+
+ShapeLike = Union[Shape, Iterable]

@@ -1,0 +1,165 @@
+"""Weight initializers of the neon frontend: callables `init(axes) -> ndarray`.
+
+Use one as a variable's initial value::
+
+    w = ng.variable([Hidden, F - 1], initial_value=GlorotUniform())
+
+The transformer calls the initializer when it first initializes the variable
+(the first computation that uses it), with the variable's axes; the array
+comes back in the axes' order.
+
+Randomness. An initializer built with ``seed=`` owns a generator started from
+that seed, so a freshly built initializer with the same seed produces the
+same sequence of draws. Without a seed it draws from one module-level stream,
+which ``set_seed(seed)`` restarts: call it before building and running a model
+to make a whole run reproducible. Every draw advances its stream, so two
+layers sharing one initializer object get different values.
+
+Fan-in and fan-out (``fans(axes)``). A weight's axes are (out axes..., in
+axes...) in the convention of ``ng.dot``, where the axes that contract with
+the input are dual axes (``F - 1``, ``axis.dual_level == -1``). So:
+
+* the in axes are the axes with ``dual_level == -1``; if there are none, the
+  last axis is the in axis;
+* the out axes are all the others;
+* fan_in and fan_out are the products of their lengths (1 for none).
+
+A bias with axes (H,) thus has fan_in = len(H), fan_out = 1; a scalar has 1, 1.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ...axes import Axes, AxesLike
+from ...errors import AxisLengthError
+
+_default_rng = np.random.default_rng(0)
+
+
+def set_seed(seed: int) -> None:
+    """Restart the stream that initializers built without ``seed=`` draw from."""
+    global _default_rng
+    _default_rng = np.random.default_rng(seed)
+
+
+def _lengths(axes: AxesLike, who: str) -> Tuple[int, ...]:
+    axes = Axes(axes)
+    unset = [axis.name for axis in axes if axis.length is None]
+    if unset:
+        raise AxisLengthError(
+            f"{who} needs the lengths of axes {axes}, but {', '.join(unset)} has none; "
+            f"set the length before the variable is initialized")
+    return tuple(int(n) for n in axes.lengths)
+
+
+def fans(axes: AxesLike) -> Tuple[int, int]:
+    """(fan_in, fan_out) of a weight with `axes` (rule in the module docstring)."""
+    axes = Axes(axes)
+    _lengths(axes, "fans")
+    inputs = [axis for axis in axes if axis.dual_level == -1]
+    if not inputs and len(axes):
+        inputs = [axes[-1]]
+    outputs = [axis for axis in axes if axis not in inputs]
+    return _product(inputs), _product(outputs)
+
+
+def _product(axes) -> int:
+    return int(math.prod(int(axis.length) for axis in axes)) if axes else 1
+
+
+class Initializer:
+    """Base: a seedable callable of axes. Subclasses implement `_draw`."""
+
+    def __init__(self, seed: Optional[int] = None):
+        self.seed = seed
+        self._rng = None if seed is None else np.random.default_rng(seed)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """This initializer's own stream if seeded, else the module's default stream."""
+        return self._rng if self._rng is not None else _default_rng
+
+    def __call__(self, axes: AxesLike) -> np.ndarray:
+        shape = _lengths(axes, repr(self))
+        return np.asarray(self._draw(Axes(axes), shape), dtype=np.float64)
+
+    def _draw(self, axes: Axes, shape: Tuple[int, ...]) -> np.ndarray:
+        raise NotImplementedError
+
+    def _params(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        seed = "" if self.seed is None else f"seed={self.seed}"
+        params = ", ".join(p for p in (self._params(), seed) if p)
+        return f"{type(self).__name__}({params})"
+
+
+class Constant(Initializer):
+    """Every element equal to `val` (neon's default for biases: 0)."""
+
+    def __init__(self, val: float = 0.0, seed: Optional[int] = None):
+        super().__init__(seed)
+        self.val = float(val)
+
+    def _draw(self, axes, shape):
+        return np.full(shape, self.val)
+
+    def _params(self):
+        return f"val={self.val}"
+
+
+class Uniform(Initializer):
+    """Samples of U[low, high)."""
+
+    def __init__(self, low: float = 0.0, high: float = 1.0, seed: Optional[int] = None):
+        super().__init__(seed)
+        if not high >= low:
+            raise ValueError(f"Uniform needs low <= high, got low={low}, high={high}")
+        self.low, self.high = float(low), float(high)
+
+    def _draw(self, axes, shape):
+        return self.rng.uniform(self.low, self.high, shape)
+
+    def _params(self):
+        return f"low={self.low}, high={self.high}"
+
+
+class Gaussian(Initializer):
+    """Samples of N(loc, scale**2)."""
+
+    def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: Optional[int] = None):
+        super().__init__(seed)
+        if scale < 0:
+            raise ValueError(f"Gaussian needs scale >= 0, got {scale}")
+        self.loc, self.scale = float(loc), float(scale)
+
+    def _draw(self, axes, shape):
+        return self.rng.normal(self.loc, self.scale, shape)
+
+    def _params(self):
+        return f"loc={self.loc}, scale={self.scale}"
+
+
+class GlorotUniform(Initializer):
+    """U[-k, k] with k = sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio 2010, as neon)."""
+
+    def _draw(self, axes, shape):
+        fan_in, fan_out = fans(axes)
+        limit = math.sqrt(6.0 / max(fan_in + fan_out, 1))
+        return self.rng.uniform(-limit, limit, shape)
+
+
+class Kaiming(Initializer):
+    """N(0, 2 / fan_in): He et al. 2015 for ReLU layers (neon's Kaiming)."""
+
+    def _draw(self, axes, shape):
+        fan_in, _ = fans(axes)
+        return self.rng.normal(0.0, math.sqrt(2.0 / max(fan_in, 1)), shape)
+
+
+__all__ = ["Constant", "Gaussian", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "fans",
+           "set_seed"]

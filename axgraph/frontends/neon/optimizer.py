@@ -1,0 +1,420 @@
+"""Optimizers of the neon frontend: one op that performs a whole training step.
+
+    optimizer = GradientDescentMomentum(0.1, momentum_coef=0.9)
+    step = ng.sequential([optimizer(loss), loss])
+    train = transformer.computation(step, x, y)   # one call = one training step
+
+The op returned by ``optimizer(cost, variables=None)`` has no value. When run
+it does, in order:
+
+1. computes the cost and the gradient of every variable (one backward pass,
+   ``deriv_many``) before any variable changes, so every gradient sees the
+   same parameters (and ``sequential([update, loss])`` returns the loss of the
+   parameters the step started from);
+2. forms each variable's *effective gradient*, in neon's order::
+
+       g = s * clip(grad, -c, c) + wdecay * theta
+
+   where c is ``gradient_clip_value`` (no clipping when None) and
+   ``s = gradient_clip_norm / max(||grad||, gradient_clip_norm)``, ``||grad||``
+   being the L2 norm of all the (unclipped) gradients together (s = 1 when
+   ``gradient_clip_norm`` is None);
+3. updates each variable and its state with its class's rule (below) at the
+   learning rate ``alpha = schedule.get_learning_rate(learning_rate, t)``;
+4. increments the iteration count t, a persistent int32 scalar that starts
+   at 0 (``optimizer.iteration``): t counts training steps, not epochs.
+
+All of it is built inside ``ng.Op.saved_user_deps()``, so the updates run only
+in computations that name the update op, never as a side effect of others.
+
+A cost with axes (one value per example) is averaged over all its axes first.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ... import autodiff
+from ...debug_info import user_location
+from ...errors import DTypeError, GraphError
+from ...op_graph import control, elementwise as ew, nn, reductions as red
+from ...op_graph.op import Op, as_op
+from ...op_graph.tensors import AssignableTensorOp, constant, persistent_tensor
+
+# -- learning-rate schedules ------------------------------------------------------
+
+
+def _const(value: float, dtype) -> Op:
+    """A scalar constant of `dtype`. (A bare Python float would be rounded to float32
+    first, which loses precision in float64 training.)"""
+    return constant(float(value), dtype=dtype)
+
+
+def _as_float(op: Op, dtype) -> Op:
+    """`op`'s value converted to `dtype` (an add of 0 whose result type is `dtype`)."""
+    return ew.add(op, 0, dtype=dtype)
+
+
+def _floor_divide(iteration: Op, k: int) -> Op:
+    """floor(t / k) for the iteration count t."""
+    return ew.floor(ew.divide(iteration, k))
+
+
+def _count_reached(iteration: Op, steps: Sequence[int], dtype) -> Op:
+    """How many of `steps` the count t has reached (t >= step), as a float."""
+    reached = [ew.multiply(ew.greater_equal(iteration, int(step)), 1, dtype=dtype) for step in steps]
+    total = reached[0]
+    for term in reached[1:]:
+        total = total + term
+    return total
+
+
+def _check_steps(step_config, what: str) -> List[int]:
+    steps = [int(s) for s in step_config]
+    if any(s < 0 for s in steps) or any(b <= a for a, b in zip(steps, steps[1:])):
+        raise ValueError(f"{what}: step_config must be increasing non-negative iterations, "
+                         f"got {list(step_config)}")
+    return steps
+
+
+class Schedule:
+    """The learning rate as a function of the iteration count t (neon's Schedule).
+
+    * ``Schedule()``: constant, ``alpha(t) = learning_rate``;
+    * ``Schedule(step_config=[2, 6], change=0.5)``: multiplied by ``change`` at
+      each listed iteration: ``alpha(t) = learning_rate * change ** #{s : t >= s}``
+      (1.0 for t < 2, 0.5 for 2 <= t < 6, 0.25 from t = 6 with learning_rate 1);
+    * ``Schedule(step_config=k, change=c)`` with an int k: multiplied by c every
+      k iterations, ``alpha(t) = learning_rate * c ** floor(t / k)``.
+    """
+
+    def __init__(self, step_config=None, change: float = 1.0):
+        if isinstance(change, (list, tuple)):
+            raise TypeError("Schedule takes one change factor; to set the rate to given values at "
+                            "given iterations use StepSchedule(step_config, change)")
+        if isinstance(step_config, bool) or not (
+                step_config is None or isinstance(step_config, (numbers.Integral, list, tuple))):
+            raise TypeError(f"Schedule step_config must be None, an int or a list of iterations, "
+                            f"not {step_config!r}")
+        if isinstance(step_config, numbers.Integral) and step_config < 1:
+            raise ValueError(f"Schedule step_config must be a positive int, got {step_config}")
+        if isinstance(step_config, (list, tuple)):
+            step_config = _check_steps(step_config, "Schedule")
+        self.step_config = step_config
+        self.change = float(change)
+
+    def get_learning_rate(self, learning_rate: float, iteration: Op, dtype=np.float32) -> Op:
+        """An op: the learning rate at iteration count `iteration` (int32 scalar op)."""
+        rate = _const(learning_rate, dtype)
+        if self.step_config is None or self.change == 1.0:
+            return rate
+        if isinstance(self.step_config, list):
+            if not self.step_config:
+                return rate
+            steps = _count_reached(iteration, self.step_config, dtype)
+        else:
+            steps = _as_float(_floor_divide(iteration, self.step_config), dtype)
+        return rate * ew.power(_const(self.change, dtype), steps)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(step_config={self.step_config!r}, change={self.change})"
+
+
+class PowerSchedule(Schedule):
+    """Multiply the rate by `change` every `step_config` iterations (neon's PowerSchedule)."""
+
+    def __init__(self, step_config: int, change: float):
+        if isinstance(step_config, bool) or not isinstance(step_config, numbers.Integral):
+            raise TypeError(f"PowerSchedule step_config must be an int, not {step_config!r}")
+        super().__init__(step_config, change)
+
+
+class StepSchedule(Schedule):
+    """Set the rate to ``change[i]`` from iteration ``step_config[i]`` on (neon's StepSchedule).
+
+    ``StepSchedule([2, 6], [0.6, 0.4])`` gives learning_rate for t < 2, 0.6 for
+    2 <= t < 6 and 0.4 from t = 6: the values replace the rate, they do not scale it.
+    """
+
+    def __init__(self, step_config: Sequence[int], change: Sequence[float]):
+        if not isinstance(step_config, (list, tuple)) or not isinstance(change, (list, tuple)):
+            raise TypeError("StepSchedule takes a list of iterations and a list of rates")
+        if len(step_config) != len(change):
+            raise ValueError(f"StepSchedule: {len(step_config)} iterations but {len(change)} rates")
+        self.step_config = _check_steps(step_config, "StepSchedule")
+        self.change = [float(c) for c in change]
+
+    def get_learning_rate(self, learning_rate: float, iteration: Op, dtype=np.float32) -> Op:
+        # A sum of jumps: alpha(t) = lr + sum_i (change[i] - change[i-1]) * [t >= s_i].
+        rate: Op = _const(learning_rate, dtype)
+        previous = float(learning_rate)
+        for step, value in zip(self.step_config, self.change):
+            reached = ew.multiply(ew.greater_equal(iteration, step), 1, dtype=dtype)
+            rate = rate + _const(value - previous, dtype) * reached
+            previous = value
+        return rate
+
+
+class ExpSchedule(Schedule):
+    """``alpha(t) = learning_rate / (1 + decay * t)`` (neon's ExpSchedule: inverse-time decay).
+
+    Despite the name this is not exponential decay; it is the formula neon's
+    ExpSchedule documents and implements, kept for compatibility.
+    """
+
+    def __init__(self, decay: float):
+        if decay < 0:
+            raise ValueError(f"ExpSchedule decay must be >= 0, got {decay}")
+        self.decay = float(decay)
+
+    def get_learning_rate(self, learning_rate: float, iteration: Op, dtype=np.float32) -> Op:
+        t = _as_float(iteration, dtype)
+        return _const(learning_rate, dtype) / (1.0 + _const(self.decay, dtype) * t)
+
+    def __repr__(self) -> str:
+        return f"ExpSchedule(decay={self.decay})"
+
+
+# -- the optimizer driver -----------------------------------------------------------
+
+
+def _check_nonnegative(name: str, value) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
+        raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    return float(value)
+
+
+class Optimizer:
+    """Base of the optimizers: gradients, clipping, weight decay, schedule, counter.
+
+    Subclasses give the per-variable rule in `_updates`. After a call,
+    `iteration` is the step counter and `learning_rate_op` the rate op of the
+    last update op built (a computation of it shows the current rate).
+    """
+
+    def __init__(self, learning_rate: float, wdecay: float = 0.0,
+                 gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None,
+                 schedule: Optional[Schedule] = None):
+        self.learning_rate = _check_nonnegative("learning_rate", learning_rate)
+        self.wdecay = _check_nonnegative("wdecay", wdecay)
+        self.gradient_clip_norm = _check_nonnegative("gradient_clip_norm", gradient_clip_norm)
+        self.gradient_clip_value = _check_nonnegative("gradient_clip_value", gradient_clip_value)
+        self.schedule = Schedule() if schedule is None else schedule
+        self.iteration: Optional[AssignableTensorOp] = None
+        self.learning_rate_op: Optional[Op] = None
+
+    def __call__(self, cost, variables: Optional[Sequence[Op]] = None) -> Op:
+        """One op, without a value, that performs a training step on `variables`."""
+        cost = as_op(cost)
+        with Op.saved_user_deps():
+            if cost.axes:
+                cost = red.mean(cost, out_axes=())
+            variables = _checked_variables(cost, variables)
+            dtype = np.result_type(*[v.dtype for v in variables])
+            gradients = autodiff.deriv_many(cost, variables)
+            iteration = persistent_tensor((), dtype=np.int32, initial_value=0,
+                                          name=f"{type(self).__name__}_iteration")
+            rate = self.schedule.get_learning_rate(self.learning_rate, iteration, dtype)
+            step_number = _as_float(iteration + 1, dtype)
+            effective = self._effective_gradients(variables, gradients)
+            shared = self._shared(step_number)
+            updates: List[Op] = []
+            for variable, gradient in zip(variables, effective):
+                updates.extend(self._updates(variable, gradient, rate, shared))
+            increment = control.assign(iteration, iteration + 1)
+            step = control.doall([cost, *effective, *updates, increment],
+                                 name=f"{type(self).__name__}_step")
+        self.iteration, self.learning_rate_op = iteration, rate
+        return step
+
+    def _effective_gradients(self, variables: List[Op], gradients: List[Op]) -> List[Op]:
+        scale = None
+        if self.gradient_clip_norm is not None:
+            squares = [nn.squared_L2(g) for g in gradients]
+            total = squares[0]
+            for term in squares[1:]:
+                total = total + term
+            norm = ew.sqrt(total)
+            clip_norm = _const(self.gradient_clip_norm, norm.dtype)
+            scale = clip_norm / ew.maximum(norm, clip_norm)
+        result = []
+        for variable, gradient in zip(variables, gradients):
+            dtype = variable.dtype
+            if self.gradient_clip_value is not None:
+                c = self.gradient_clip_value
+                gradient = ew.minimum(ew.maximum(gradient, _const(-c, dtype)), _const(c, dtype))
+            if scale is not None:
+                gradient = scale * gradient
+            if self.wdecay:
+                gradient = gradient + _const(self.wdecay, dtype) * variable
+            result.append(gradient)
+        return result
+
+    def _shared(self, step_number: Op) -> Dict[str, Op]:
+        """Scalars every variable's rule uses, built once (t, the 1-based step number, has
+        the variables' float dtype)."""
+        return {}
+
+    def _state(self, variable: Op, what: str) -> AssignableTensorOp:
+        """A zero-initialized persistent tensor shaped like `variable`."""
+        return persistent_tensor(variable.axes, dtype=variable.dtype, initial_value=0.0,
+                                 name=f"{variable.name}_{what}")
+
+    def _updates(self, variable: Op, grad: Op, rate: Op, shared: Dict[str, Op]) -> List[Op]:
+        raise NotImplementedError
+
+
+def _checked_variables(cost: Op, variables: Optional[Sequence[Op]]) -> List[AssignableTensorOp]:
+    variables = list(cost.variables() if variables is None else variables)
+    if not variables:
+        raise GraphError(f"optimizer: cost {cost.name} depends on no trainable variable",
+                         user_location())
+    seen = set()
+    for variable in variables:
+        if not (isinstance(variable, AssignableTensorOp) and variable.persistent
+                and not variable.constant and not variable.input):
+            raise GraphError(f"optimizer: {getattr(variable, 'name', variable)!r} is not a variable "
+                             f"(a persistent, non-constant stored tensor)", user_location())
+        if variable.dtype.kind != "f":
+            raise DTypeError(f"optimizer: variable {variable.name} {variable.axes} has dtype "
+                             f"{variable.dtype}; only floating-point variables can be trained",
+                             user_location())
+        if variable in seen:
+            raise GraphError(f"optimizer: variable {variable.name} is listed twice", user_location())
+        seen.add(variable)
+    return variables
+
+
+# -- the update rules ------------------------------------------------------------------
+
+
+class GradientDescentMomentum(Optimizer):
+    """Stochastic gradient descent with momentum (neon's GradientDescentMomentum).
+
+    With effective gradient g (module docstring), rate alpha, momentum mu::
+
+        v' = mu * v - alpha * g
+        theta' = theta + v'                      (nesterov=False)
+        theta' = theta + mu * v' - alpha * g     (nesterov=True)
+
+    The velocity v starts at 0.
+    """
+
+    def __init__(self, learning_rate: float, momentum_coef: float = 0.0, wdecay: float = 0.0,
+                 nesterov: bool = False, gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None, schedule: Optional[Schedule] = None):
+        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule)
+        self.momentum_coef = _check_nonnegative("momentum_coef", momentum_coef)
+        self.nesterov = bool(nesterov)
+
+    def _updates(self, variable, grad, rate, shared):
+        mu = _const(self.momentum_coef, variable.dtype)
+        velocity = self._state(variable, "velocity")
+        step = rate * grad
+        set_velocity = control.assign(velocity, mu * velocity - step)
+        delta = mu * velocity - step if self.nesterov else velocity
+        return [set_velocity, control.assign(variable, variable + delta)]
+
+
+class RMSProp(Optimizer):
+    """Root mean square propagation (neon's RMSProp).
+
+    A running average mu of the squared gradient (decay rate lambda) scales the step::
+
+        mu' = lambda * mu + (1 - lambda) * g**2
+        theta' = theta - alpha * g / (sqrt(mu' + epsilon) + epsilon)
+
+    mu starts at 0, as in neon.
+    """
+
+    def __init__(self, learning_rate: float = 1e-3, decay_rate: float = 0.9,
+                 epsilon: float = 1e-6, wdecay: float = 0.0,
+                 gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None, schedule: Optional[Schedule] = None):
+        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule)
+        if not 0.0 <= decay_rate <= 1.0:
+            raise ValueError(f"RMSProp decay_rate must lie in [0, 1], got {decay_rate}")
+        self.decay_rate = float(decay_rate)
+        self.epsilon = _check_nonnegative("epsilon", epsilon)
+
+    def _updates(self, variable, grad, rate, shared):
+        decay, keep, eps = (_const(c, variable.dtype) for c in
+                            (self.decay_rate, 1.0 - self.decay_rate, self.epsilon))
+        mean_square = self._state(variable, "mean_square")
+        set_mean = control.assign(mean_square, decay * mean_square + keep * ew.square(grad))
+        new_value = variable - rate * grad / (ew.sqrt(mean_square + eps) + eps)
+        return [set_mean, control.assign(variable, new_value)]
+
+
+class Adam(Optimizer):
+    """Adam, with bias correction (neon's Adam, as its documentation writes it).
+
+    With t the 1-based number of the step being taken::
+
+        m' = beta_1 * m + (1 - beta_1) * g
+        v' = beta_2 * v + (1 - beta_2) * g**2
+        m_hat = m' / (1 - beta_1**t),   v_hat = v' / (1 - beta_2**t)
+        theta' = theta - alpha * m_hat / (sqrt(v_hat) + epsilon)
+
+    m and v start at 0. (neon's code folds the corrections into the rate,
+    alpha * sqrt(1 - beta_2**t) / (1 - beta_1**t) * m' / (sqrt(v') + epsilon),
+    which differs only in how epsilon is scaled.)
+    """
+
+    def __init__(self, learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-8, wdecay: float = 0.0,
+                 gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None, schedule: Optional[Schedule] = None):
+        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule)
+        for name, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Adam {name} must lie in [0, 1), got {beta}")
+        self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
+        self.epsilon = _check_nonnegative("epsilon", epsilon)
+
+    def _shared(self, step_number):
+        dtype = step_number.dtype
+        return {"correction_1": 1.0 - ew.power(_const(self.beta_1, dtype), step_number),
+                "correction_2": 1.0 - ew.power(_const(self.beta_2, dtype), step_number)}
+
+    def _updates(self, variable, grad, rate, shared):
+        b1, keep_1, b2, keep_2, eps = (_const(c, variable.dtype) for c in (
+            self.beta_1, 1.0 - self.beta_1, self.beta_2, 1.0 - self.beta_2, self.epsilon))
+        m, v = self._state(variable, "m"), self._state(variable, "v")
+        set_m = control.assign(m, b1 * m + keep_1 * grad)
+        set_v = control.assign(v, b2 * v + keep_2 * ew.square(grad))
+        m_hat = m / shared["correction_1"]
+        v_hat = v / shared["correction_2"]
+        new_value = variable - rate * m_hat / (ew.sqrt(v_hat) + eps)
+        return [set_m, set_v, control.assign(variable, new_value)]
+
+
+class Adagrad(Optimizer):
+    """Adagrad (neon's Adagrad): steps shrink with the sum of squared gradients::
+
+        G' = G + g**2
+        theta' = theta - alpha * g / sqrt(G' + epsilon)
+
+    G starts at 0.
+    """
+
+    def __init__(self, learning_rate: float = 0.01, epsilon: float = 1e-8, wdecay: float = 0.0,
+                 gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None, schedule: Optional[Schedule] = None):
+        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule)
+        self.epsilon = _check_nonnegative("epsilon", epsilon)
+
+    def _updates(self, variable, grad, rate, shared):
+        total = self._state(variable, "sum_square")
+        set_total = control.assign(total, total + ew.square(grad))
+        new_value = variable - rate * grad / ew.sqrt(total + _const(self.epsilon, variable.dtype))
+        return [set_total, control.assign(variable, new_value)]
+
+
+__all__ = ["Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum", "Optimizer",
+           "PowerSchedule", "RMSProp", "Schedule", "StepSchedule"]
