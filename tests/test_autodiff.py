@@ -1097,3 +1097,23 @@ def test_softmax_cross_entropy_gradient_is_softmax_minus_target(backend, rng):
     cost = ng.sum(ng.cross_entropy_multi(ng.softmax(x), t), reduction_axes=[N])
     grad = run(backend, ng.deriv(cost, x), (x, xv), (t, tv))
     np.testing.assert_allclose(grad, softmax_np(xv) - tv, rtol=1e-10, atol=1e-12)
+
+
+def test_sigmoid_cross_entropy_gradient_is_right_where_naive_saturates(backend):
+    """The schema path gives sigmoid(x) - t even where sigmoid rounds to exactly 0 or 1."""
+    A = ng.make_axis(4, name="A")
+    N = ng.make_axis(1, name="N")
+    x = ng.placeholder([A, N])  # float32 on purpose: sigmoid(+-200) rounds to 1 or 0
+    t = ng.constant(np.array([[0.0], [1.0], [1.0], [0.0]]), [A, N])
+    xv = np.array([[200.0], [-200.0], [3.0], [-3.0]], dtype=np.float32)
+    stable = ng.deriv(ng.sum(ng.cross_entropy_binary(ng.sigmoid(x), t), out_axes=()), x)
+    naive = ng.deriv(ng.sum(ng.cross_entropy_binary(ng.sigmoid(x), t, enable_sig_opt=False),
+                            out_axes=()), x)
+    with ng.make_transformer(backend) as transformer:
+        stable_value, naive_value = transformer.computation([stable, naive], x)(xv)
+    sigmoid = 1.0 / (1.0 + np.exp(-xv.astype(np.float64)))
+    expected = sigmoid - np.array([[0.0], [1.0], [1.0], [0.0]])
+    np.testing.assert_allclose(stable_value, expected, rtol=1e-5, atol=1e-6)
+    # The naive path takes safelog of a probability rounded to exactly 0 or 1: its gradient
+    # there is lost (or infinite), never the true sigmoid(x) - t.
+    assert not np.all(np.isfinite(naive_value)) or not np.allclose(naive_value, expected, atol=0.5)

@@ -1,0 +1,87 @@
+"""Train a small convolutional network on scikit-learn's 8x8 digits.
+
+    python -m examples.digits_convnet [--epochs 15] [--backend numpy]
+
+Two 3x3 convolutions (16 and 32 channels, ReLU, 2x2 max pooling) and a
+softmax layer. Convolution finds the channel and spatial axes by their roles.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Dict
+
+import axgraph as ng
+from axgraph.frontends.neon import (Affine, ArrayIterator, Convolution, GlorotUniform,
+                                    GradientDescentMomentum, Kaiming, Pooling, ProgressBar,
+                                    Rectlin, Sequential, Softmax, ar, fit, inference_mode_on)
+
+from .digits_data import accuracy, load_digits_split
+
+
+def build_model(seed: int, classes) -> Sequential:
+    """conv 3x3x16 - pool - conv 3x3x32 - pool - softmax over `classes`."""
+    return Sequential([
+        Convolution((3, 3, 16), filter_init=Kaiming(seed=seed), padding=1, bias_init=0.0,
+                    activation=Rectlin()),
+        Pooling(2),
+        Convolution((3, 3, 32), filter_init=Kaiming(seed=seed + 1), padding=1, bias_init=0.0,
+                    activation=Rectlin()),
+        Pooling(2),
+        Affine(axes=classes, weight_init=GlorotUniform(seed=seed + 2), bias_init=0.0,
+               activation=Softmax()),
+    ])
+
+
+def train(epochs: int = 15, batch: int = 32, learning_rate: float = 0.05, momentum: float = 0.9,
+          seed: int = 0, backend: str = "numpy", verbose: bool = True) -> Dict:
+    """Train; returns the loss per epoch, the final test accuracy and the seconds taken."""
+    (train_x, train_y), (test_x, test_y) = load_digits_split(seed)
+    train_x, test_x = train_x[:, None], test_x[:, None]  # a channel dim: (examples, 1, 8, 8)
+    C = ng.make_axis(1, name="C", roles=[ar.Channel])
+    H = ng.make_axis(8, name="H", roles=[ar.Height])
+    W = ng.make_axis(8, name="W", roles=[ar.Width])
+    Y = ng.make_axis(10, name="Y")
+
+    train_set = ArrayIterator({"image": train_x, "label": train_y}, batch, shuffle=True, seed=seed)
+    inputs = train_set.make_placeholders(axes={"image": [C, H, W]})
+    model = build_model(seed, Y)
+    loss = ng.cross_entropy_multi(model(inputs["image"]), ng.one_hot(inputs["label"], axis=Y))
+    optimizer = GradientDescentMomentum(learning_rate, momentum_coef=momentum)
+    step = ng.sequential([optimizer(loss), ng.mean(loss, out_axes=())])
+
+    test_images = ng.placeholder([ng.make_axis(len(test_x), name="N"), C, H, W])
+    with inference_mode_on():
+        prediction = ng.argmax(model(test_images), reduction_axes=[Y])
+
+    started = time.perf_counter()
+    with ng.make_transformer(backend) as transformer:
+        train_step = transformer.computation(step, inputs["image"], inputs["label"])
+        predict = transformer.computation(prediction, test_images)
+        history = fit(train_step, train_set, epochs,
+                      feed=lambda b: (b["image"], b["label"]),
+                      callbacks=[ProgressBar()] if verbose else [],
+                      evaluate=lambda: {"test_accuracy": accuracy(predict, test_x, test_y)})
+        test_accuracy = accuracy(predict, test_x, test_y)
+    return {"losses": history["loss"], "test_accuracy": test_accuracy,
+            "seconds": time.perf_counter() - started}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--learning-rate", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", default="numpy", choices=ng.transformer_choices())
+    args = parser.parse_args(argv)
+    result = train(args.epochs, args.batch, args.learning_rate, seed=args.seed,
+                   backend=args.backend)
+    print(f"final test accuracy {result['test_accuracy']:.2%} after {args.epochs} epochs "
+          f"in {result['seconds']:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
