@@ -35,3 +35,12 @@ from .transformers.nptransform import NumPyTransformer
 __version__ = "0.1.0"
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+
+def __getattr__(name: str):
+    # The strict core IR is imported on first use, so `import axgraph` stays light.
+    if name == "core":
+        import importlib
+
+        return importlib.import_module(".core", __name__)
+    raise AttributeError(f"module 'axgraph' has no attribute {name!r}")

@@ -383,7 +383,9 @@ def unify(a: DimLike, b: DimLike, bindings: Optional[Mapping[str, DimLike]] = No
     prefix = f"{what}: " if what else ""
 
     def mismatch(detail: str = "") -> ShapeError:
-        shown = f"{a} vs {b}" if (left, right) == (a, b) else f"{a} vs {b} (i.e. {left} vs {right})"
+        used = sorted((free_symbols(a) | free_symbols(b)) & set(bindings))
+        known = ", ".join(f"{name} = {bindings[name]}" for name in used)
+        shown = f"{a} vs {b}" + (f" (with {known})" if known else "")
         return ShapeError(f"{prefix}dims differ: {shown}{detail}")
 
     diff = left - right

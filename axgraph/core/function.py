@@ -1,0 +1,226 @@
+"""Function: parameters in, results out, and every node between in topological order.
+
+Seed 004's rules: no parameter twice; every parameter the results use must be
+listed; results are computed into distinct arrays. A Function is immutable;
+`replace` gives a new Function with a node swapped for another of the same
+type (consumers are rebuilt through `Node.with_inputs`), which is how passes
+rewrite. `print(function)` shows one line per node.
+"""
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..debug_info import user_location
+from ..dims import Dim
+from ..errors import DTypeError, GraphError, ShapeError
+from .node import Node
+from .ops.leaves import Parameter
+from .types import ElementType, Shape
+
+
+def _as_nodes(values, what: str) -> Tuple[Node, ...]:
+    if isinstance(values, Node):
+        values = (values,)
+    if not hasattr(values, "__iter__"):
+        raise GraphError(f"Function: {what} must be a sequence of nodes, not {values!r:.60}",
+                         user_location())
+    values = tuple(values)
+    for position, value in enumerate(values):
+        if not isinstance(value, Node):
+            raise GraphError(f"Function: {what}[{position}] is {type(value).__name__}, not a "
+                             f"core node", user_location())
+    return values
+
+
+def topological_order(results: Iterable[Node]) -> List[Node]:
+    """Every node the results depend on, inputs before users, in first-visit order."""
+    order: List[Node] = []
+    seen = set()
+    for root in results:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
+    return order
+
+
+def attribute_symbols(node: Node) -> FrozenSet[str]:
+    """Size variables used by a node's attributes (Slice bounds, DimValue, shapes...)."""
+    names: set = set()
+    pending = list(node.attributes.values())
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Dim):
+            names |= value.free_symbols
+        elif isinstance(value, tuple):
+            pending.extend(value)
+    return frozenset(names)
+
+
+class Function:
+    """A computation over `parameters` that produces `results` (seed 004)."""
+
+    def __init__(self, results: Union[Node, Sequence[Node]], parameters: Sequence[Parameter],
+                 name: Optional[str] = None):
+        results = _as_nodes(results, "results")
+        parameters = _as_nodes(parameters, "parameters")
+        location = user_location()
+        if not results:
+            raise GraphError("Function: needs at least one result", location)
+        seen = set()
+        for position, parameter in enumerate(parameters):
+            if not isinstance(parameter, Parameter):
+                raise GraphError(f"Function: parameters[{position}] is a {parameter.op} node "
+                                 f"({parameter.name}), not a Parameter", location)
+            if parameter in seen:
+                raise GraphError(f"Function: parameter {parameter.name} appears twice in "
+                                 f"parameters (at {parameter.location[0]}:"
+                                 f"{parameter.location[1]})", location)
+            seen.add(parameter)
+        order = topological_order(results)
+        for node in order:
+            if isinstance(node, Parameter) and node not in seen:
+                raise GraphError(f"Function: the results use parameter {node.name} "
+                                 f"{node.type_str()} (made at {node.location[0]}:"
+                                 f"{node.location[1]}), which is not in parameters", location)
+        self._results = results
+        self._parameters = parameters
+        self._nodes = tuple(parameters) + tuple(n for n in order if n not in seen)
+        self._name = name or "function"
+        bindable = frozenset().union(*(p.shape.free_symbols for p in parameters))
+        for node in self._nodes:
+            unbound = (node.shape.free_symbols | attribute_symbols(node)) - bindable
+            if unbound:
+                raise ShapeError(f"Function: {node.op} {node.name} {node.type_str()} uses size "
+                                 f"variable(s) {', '.join(sorted(unbound))} that no parameter's "
+                                 f"shape can bind", node.location)
+
+    # -- inspection ---------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def parameters(self) -> Tuple[Parameter, ...]:
+        return self._parameters
+
+    @property
+    def results(self) -> Tuple[Node, ...]:
+        return self._results
+
+    @property
+    def nodes(self) -> Tuple[Node, ...]:
+        """Parameters first (in order), then every other node, inputs before users."""
+        return self._nodes
+
+    @property
+    def free_symbols(self) -> FrozenSet[str]:
+        """Size variables of the parameters' shapes: bound from the arguments per call."""
+        return frozenset().union(*(p.shape.free_symbols for p in self._parameters))
+
+    def users(self) -> Dict[Node, List[Node]]:
+        """Each node's consumers within this function (in node order)."""
+        result: Dict[Node, List[Node]] = {n: [] for n in self._nodes}
+        for node in self._nodes:
+            for i in node.inputs:
+                if node not in result[i]:
+                    result[i].append(node)
+        return result
+
+    # -- rewriting ------------------------------------------------------------------------
+    def replace(self, node: Node, new_node: Node) -> "Function":
+        """A new Function in which `new_node` stands wherever `node` was used.
+
+        `new_node` must have the same element type and shape. Every consumer
+        downstream is rebuilt with `with_inputs` (and so re-checked); nodes not
+        downstream are shared with this Function. `new_node` may use `node`
+        itself: uses inside `new_node`'s own graph are left alone. A Parameter
+        may only be replaced by a Parameter, which takes its place in the list.
+        """
+        return self.replace_all({node: new_node})
+
+    def replace_all(self, mapping: Mapping[Node, Node]) -> "Function":
+        """Several replacements at once (see `replace`)."""
+        location = user_location()
+        members = set(self._nodes)
+        for old, new in mapping.items():
+            if old not in members:
+                raise GraphError(f"replace: {old.name} is not a node of {self._name}", location)
+            if not isinstance(new, Node):
+                raise GraphError(f"replace: {old.name} must be replaced by a core node, not "
+                                 f"{type(new).__name__}", location)
+            if new.element_type != old.element_type:
+                raise DTypeError(f"replace: {new.name} has element type {new.element_type}, "
+                                 f"{old.name} has {old.element_type}", location)
+            if new.shape != old.shape:
+                raise ShapeError(f"replace: {new.name} has shape {new.shape}, {old.name} has "
+                                 f"{old.shape}", location)
+            if isinstance(old, Parameter) and not isinstance(new, Parameter):
+                raise GraphError(f"replace: parameter {old.name} can only be replaced by a "
+                                 f"Parameter, not {new.op}", location)
+        rebuilt: Dict[Node, Node] = {}
+        for node in self._nodes:
+            if node in mapping:
+                rebuilt[node] = mapping[node]
+            else:
+                rebuilt[node] = node.with_inputs([rebuilt[i] for i in node.inputs])
+        return Function([rebuilt[r] for r in self._results],
+                        [rebuilt[p] for p in self._parameters], self._name)
+
+    # -- printing ------------------------------------------------------------------------
+    def display_names(self) -> Dict[Node, str]:
+        """The names printing uses: user names where unique, else %0, %1, ... in node order."""
+        names: Dict[Node, str] = {}
+        used = set()
+        counter = 0
+        for node in self._nodes:
+            if node.has_user_name and node.name not in used:
+                shown = node.name
+            else:
+                shown = f"%{counter}"
+                counter += 1
+            used.add(shown)
+            names[node] = shown
+        return names
+
+    def __str__(self) -> str:
+        names = self.display_names()
+        lines = [f"{self._name}({', '.join(names[p] for p in self._parameters)}):"]
+        for node in self._nodes:
+            arguments = [names[i] for i in node.inputs]
+            arguments += [f"{key}={format_attribute(node.attributes[key])}"
+                          for key in node._attributes if key not in node._hidden]
+            lines.append(f"  {names[node]} = {node.op}({', '.join(arguments)}) : "
+                         f"{node.type_str()}")
+        lines.append("  return " + ", ".join(names[r] for r in self._results))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        params = ", ".join(p.type_str() for p in self._parameters)
+        results = ", ".join(r.type_str() for r in self._results)
+        return f"<Function {self._name}({params}) -> ({results}), {len(self._nodes)} nodes>"
+
+
+def format_attribute(value) -> str:
+    """Compact, stable text for an attribute value."""
+    if isinstance(value, (ElementType, Shape, Dim)):
+        return str(value)
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return repr(value.item())
+        if value.size <= 8:
+            return repr(value.tolist())
+        return f"<array {list(value.shape)}>"
+    if isinstance(value, tuple):
+        inner = ", ".join(format_attribute(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)

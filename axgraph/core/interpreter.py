@@ -1,0 +1,536 @@
+"""The "interpreter" backend: each core op run by a NumPy kernel from a table.
+
+A call checks every argument against its parameter (element type exactly,
+rank, dims), binds the size variables of the parameters' shapes from the
+arguments' shapes (solving `2*N + 1 == 7` where needed), runs the nodes in
+order and checks each value against its node's type, so a kernel bug or a
+symbolic bound gone negative fails at the node that caused it. Results go into
+fresh arrays, or into the caller's `out=` arrays (seed 004: distinct, and
+never one of the argument arrays).
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple
+
+import numpy as np
+
+from .. import dims
+from ..errors import AxgraphError, ExecutionError, FeedError, ShapeError
+from . import ops
+from .function import Function
+from .node import Node
+from .types import Shape
+
+Kernel = Callable[..., np.ndarray]
+KERNELS: Dict[type, Kernel] = {}
+
+
+def kernel(*op_classes: type):
+    """Register the decorated function as the NumPy kernel of `op_classes`."""
+
+    def register(function: Kernel) -> Kernel:
+        for op_class in op_classes:
+            KERNELS[op_class] = function
+        return function
+
+    return register
+
+
+class Context:
+    """What a kernel may ask besides its inputs: concrete shapes and random streams."""
+
+    def __init__(self, bindings: Mapping[str, int], generators: Mapping[Node, np.random.Generator]):
+        self.bindings = bindings
+        self.generators = generators
+
+    def shape(self, shape: Shape) -> Tuple[int, ...]:
+        return Shape(shape).evaluate(self.bindings)
+
+    def dim(self, value) -> int:
+        return dims.evaluate(value, self.bindings)
+
+
+# -- leaves ------------------------------------------------------------------------------
+
+@kernel(ops.Constant)
+def _constant(node, ctx):
+    return np.broadcast_to(node.value, ctx.shape(node.shape))
+
+
+@kernel(ops.DimValue)
+def _dim_value(node, ctx):
+    return np.asarray(ctx.dim(node.dim), dtype=node.element_type.dtype)
+
+
+@kernel(ops.RandomUniform)
+def _uniform(node, ctx):
+    draw = ctx.generators[node].uniform(node.low, node.high, ctx.shape(node.shape))
+    return draw.astype(node.element_type.dtype)
+
+
+@kernel(ops.RandomNormal)
+def _normal(node, ctx):
+    draw = ctx.generators[node].normal(node.mean, node.stddev, ctx.shape(node.shape))
+    return draw.astype(node.element_type.dtype)
+
+
+# -- elementwise ---------------------------------------------------------------------------
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+def _divide(a, b):
+    if a.dtype.kind not in "iu":
+        return np.true_divide(a, b)
+    if np.any(b == 0):
+        raise ExecutionError("integer division by zero")
+    quotient = np.floor_divide(a, b)
+    # floor -> truncation toward zero where the signs differ and there is a remainder
+    fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    return quotient + fix.astype(quotient.dtype)
+
+
+UNARY = {
+    ops.Negative: np.negative, ops.Abs: np.abs, ops.Sign: np.sign, ops.Sqrt: np.sqrt,
+    ops.Exp: np.exp, ops.Log: np.log, ops.Tanh: np.tanh, ops.Sigmoid: _sigmoid,
+    ops.Sin: np.sin, ops.Cos: np.cos, ops.Not: np.logical_not,
+}
+
+BINARY = {
+    ops.Add: np.add, ops.Subtract: np.subtract, ops.Multiply: np.multiply, ops.Divide: _divide,
+    ops.Power: np.power, ops.Maximum: np.maximum, ops.Minimum: np.minimum,
+    ops.Equal: np.equal, ops.NotEqual: np.not_equal, ops.Less: np.less,
+    ops.LessEq: np.less_equal, ops.Greater: np.greater, ops.GreaterEq: np.greater_equal,
+    ops.And: np.logical_and, ops.Or: np.logical_or,
+}
+
+
+def by_class(table: Mapping[type, Callable], node: Node) -> Callable:
+    """The entry of `table` for the node's class or its nearest base (user subclasses)."""
+    for op_class in type(node).__mro__:
+        if op_class in table:
+            return table[op_class]
+    raise KeyError(type(node).__name__)
+
+
+@kernel(*UNARY)
+def _unary(node, ctx, x):
+    return by_class(UNARY, node)(x)
+
+
+@kernel(*BINARY)
+def _binary(node, ctx, a, b):
+    return by_class(BINARY, node)(a, b)
+
+
+@kernel(ops.Select)
+def _select(node, ctx, condition, then, otherwise):
+    return np.where(condition, then, otherwise)
+
+
+@kernel(ops.Convert)
+def _convert(node, ctx, x):
+    return x.astype(node.element_type.dtype)
+
+
+# -- data movement ---------------------------------------------------------------------------
+
+@kernel(ops.Broadcast)
+def _broadcast(node, ctx, x):
+    target = ctx.shape(node.shape)
+    expanded = x.reshape([1 if i in node.axes else d for i, d in enumerate(target)])
+    return np.broadcast_to(expanded, target)
+
+
+@kernel(ops.Reshape)
+def _reshape(node, ctx, x):
+    return x.reshape(ctx.shape(node.shape))
+
+
+@kernel(ops.Transpose)
+def _transpose(node, ctx, x):
+    return np.transpose(x, node.permutation)
+
+
+@kernel(ops.Slice)
+def _slice(node, ctx, x):
+    index = []
+    for i, (low, high, step) in enumerate(zip(node.lower, node.upper, node.strides)):
+        low, high = ctx.dim(low), ctx.dim(high)
+        if not 0 <= low <= high <= x.shape[i]:
+            raise ExecutionError(f"slice bounds [{low}:{high}] of dim {i} do not fit length "
+                                 f"{x.shape[i]}")
+        index.append(slice(low, high, step))
+    return x[tuple(index)]
+
+
+@kernel(ops.Reverse)
+def _reverse(node, ctx, x):
+    return np.flip(x, node.axes) if node.axes else x
+
+
+@kernel(ops.Concat)
+def _concat(node, ctx, *xs):
+    return np.concatenate(xs, axis=node.axis)
+
+
+@kernel(ops.Pad)
+def _pad(node, ctx, x):
+    result = np.full(ctx.shape(node.shape), node.value, dtype=x.dtype)
+    if x.size:
+        result[tuple(slice(b, b + (d - 1) * (i + 1) + 1, i + 1)
+                     for b, d, i in zip(node.below, x.shape, node.interior))] = x
+    return result
+
+
+# -- contraction and reductions -----------------------------------------------------------
+
+@kernel(ops.Dot)
+def _dot(node, ctx, a, b):
+    return np.tensordot(a, b, axes=(list(node.contract_a), list(node.contract_b)))
+
+
+REDUCTIONS = {ops.Sum: np.sum, ops.Prod: np.prod, ops.Max: np.max, ops.Min: np.min}
+
+
+@kernel(*REDUCTIONS)
+def _reduce(node, ctx, x):
+    if isinstance(node, (ops.Max, ops.Min)) and any(x.shape[a] == 0 for a in node.axes):
+        raise ExecutionError(f"{node.op.lower()} over an empty dim")
+    reduce = by_class(REDUCTIONS, node)
+    if isinstance(node, (ops.Sum, ops.Prod)):
+        return reduce(x, axis=node.axes, dtype=x.dtype)  # no promotion of small ints
+    return reduce(x, axis=node.axes)
+
+
+@kernel(ops.ArgMax, ops.ArgMin)
+def _arg_reduce(node, ctx, x):
+    kept = [i for i in range(x.ndim) if i not in node.axes]
+    moved = np.transpose(x, kept + list(node.axes))
+    moved = moved.reshape(moved.shape[:len(kept)] + (-1,))
+    if moved.shape[-1] == 0:
+        raise ExecutionError(f"{node.op.lower()} over an empty dim")
+    pick = np.argmax if isinstance(node, ops.ArgMax) else np.argmin
+    return pick(moved, axis=-1).astype(node.element_type.dtype)
+
+
+@kernel(ops.Softmax)
+def _softmax(node, ctx, x):
+    if x.size == 0:
+        return x.copy()
+    shifted = np.exp(x - np.max(x, axis=node.axes, keepdims=True))
+    return shifted / np.sum(shifted, axis=node.axes, keepdims=True)
+
+
+# -- windows ----------------------------------------------------------------------------------
+
+def _pad_spatial(x: np.ndarray, below, above, value) -> np.ndarray:
+    if not any(below) and not any(above):
+        return x
+    return np.pad(x, [(0, 0), (0, 0)] + list(zip(below, above)), constant_values=value)
+
+
+def _window(offset, strides, dilation, out_lengths) -> tuple:
+    """For one window offset: the padded-input positions seen by every output position."""
+    return (slice(None), slice(None)) + tuple(
+        slice(o * d, o * d + s * (n - 1) + 1, s)
+        for o, d, s, n in zip(offset, dilation, strides, out_lengths))
+
+
+def _conv_args(node):
+    return node.strides, node.dilation, node.padding_below, node.padding_above
+
+
+@kernel(ops.Convolution)
+def _convolution(node, ctx, x, w):
+    strides, dilation, below, above = _conv_args(node)
+    out = ctx.shape(node.shape)
+    padded = _pad_spatial(x, below, above, 0)
+    result = np.zeros(out, dtype=x.dtype)
+    for offset in np.ndindex(*w.shape[2:]):
+        patch = padded[_window(offset, strides, dilation, out[2:])]  # (N, C, P...)
+        result += np.einsum("kc,nc...->nk...", w[(slice(None), slice(None)) + offset], patch)
+    return result
+
+
+@kernel(ops.ConvolutionBackpropData)
+def _convolution_backprop_data(node, ctx, w, delta):
+    strides, dilation, below, above = _conv_args(node)
+    data_shape = ctx.shape(node.shape)
+    padded = np.zeros(data_shape[:2] + tuple(n + b + a for n, b, a in
+                                             zip(data_shape[2:], below, above)), dtype=w.dtype)
+    for offset in np.ndindex(*w.shape[2:]):
+        contribution = np.einsum("kc,nk...->nc...", w[(slice(None), slice(None)) + offset], delta)
+        padded[_window(offset, strides, dilation, delta.shape[2:])] += contribution
+    crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, data_shape[2:]))
+    return padded[crop]
+
+
+@kernel(ops.ConvolutionBackpropFilters)
+def _convolution_backprop_filters(node, ctx, x, delta):
+    strides, dilation, below, above = _conv_args(node)
+    filters_shape = ctx.shape(node.shape)
+    padded = _pad_spatial(x, below, above, 0)
+    result = np.zeros(filters_shape, dtype=x.dtype)
+    for offset in np.ndindex(*filters_shape[2:]):
+        patch = padded[_window(offset, strides, dilation, delta.shape[2:])]
+        summed = [0] + list(range(2, delta.ndim))  # batch and output positions
+        result[(slice(None), slice(None)) + offset] = np.tensordot(delta, patch, (summed, summed))
+    return result
+
+
+def _lowest(dtype: np.dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _pool_geometry(node):
+    ones = (1,) * len(node.window)
+    return node.strides, ones, node.padding_below, node.padding_above
+
+
+def _window_counts(x_shape, node, out_lengths) -> np.ndarray:
+    """How many real (unpadded) inputs each window covers."""
+    strides, dilation, below, above = _pool_geometry(node)
+    ones = _pad_spatial(np.ones((1, 1) + tuple(x_shape[2:])), below, above, 0)
+    counts = np.zeros((1, 1) + tuple(out_lengths))
+    for offset in np.ndindex(*node.window):
+        counts += ones[_window(offset, strides, dilation, out_lengths)]
+    return counts
+
+
+@kernel(ops.MaxPool, ops.AvgPool)
+def _pool(node, ctx, x):
+    strides, dilation, below, above = _pool_geometry(node)
+    out = ctx.shape(node.shape)
+    is_max = isinstance(node, ops.MaxPool)
+    padded = _pad_spatial(x, below, above, _lowest(x.dtype) if is_max else 0)
+    result = None
+    for offset in np.ndindex(*node.window):
+        patch = padded[_window(offset, strides, dilation, out[2:])]
+        if result is None:
+            result = patch.copy()
+        elif is_max:
+            np.maximum(result, patch, out=result)
+        else:
+            result += patch
+    if not is_max:
+        result /= _window_counts(x.shape, node, out[2:]).astype(result.dtype)
+    return result
+
+
+@kernel(ops.MaxPoolBackprop)
+def _max_pool_backprop(node, ctx, x, delta):
+    strides, dilation, below, above = _pool_geometry(node)
+    out = delta.shape[2:]
+    padded = _pad_spatial(x, below, above, _lowest(x.dtype))
+    offsets = list(np.ndindex(*node.window))
+    best = padded[_window(offsets[0], strides, dilation, out)].copy()
+    winner = np.zeros(best.shape, dtype=np.int64)
+    for number, offset in enumerate(offsets[1:], start=1):
+        patch = padded[_window(offset, strides, dilation, out)]
+        better = patch > best  # ties keep the first maximum in window order
+        winner[better] = number
+        best[better] = patch[better]
+    gradient = np.zeros(padded.shape, dtype=delta.dtype)
+    for number, offset in enumerate(offsets):
+        gradient[_window(offset, strides, dilation, out)] += np.where(winner == number, delta, 0)
+    crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, x.shape[2:]))
+    return gradient[crop]
+
+
+@kernel(ops.AvgPoolBackprop)
+def _avg_pool_backprop(node, ctx, delta):
+    strides, dilation, below, above = _pool_geometry(node)
+    x_shape = ctx.shape(node.shape)
+    out = delta.shape[2:]
+    share = delta / _window_counts(x_shape, node, out).astype(delta.dtype)
+    gradient = np.zeros(x_shape[:2] + tuple(n + b + a for n, b, a in zip(x_shape[2:], below, above)),
+                        dtype=delta.dtype)
+    for offset in np.ndindex(*node.window):
+        gradient[_window(offset, strides, dilation, out)] += share
+    crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, x_shape[2:]))
+    return gradient[crop]
+
+
+# -- indexing -----------------------------------------------------------------------------------
+
+def _check_indices(indices: np.ndarray, length: int, what: str) -> None:
+    if indices.size and (indices.min() < 0 or indices.max() >= length):
+        raise ExecutionError(f"{what} must lie in [0, {length}); got {indices.min()}.."
+                             f"{indices.max()}")
+
+
+@kernel(ops.Gather)
+def _gather(node, ctx, params, indices):
+    _check_indices(indices, params.shape[node.axis], "indices")
+    return np.take(params, indices, axis=node.axis)
+
+
+@kernel(ops.ScatterAdd)
+def _scatter_add(node, ctx, inputs, indices, updates):
+    _check_indices(indices, inputs.shape[node.axis], "indices")
+    result = np.array(inputs, copy=True)
+    target = np.moveaxis(result, node.axis, 0)  # a view: writes land in result
+    k = indices.ndim
+    moved = np.moveaxis(updates, list(range(node.axis, node.axis + k)), list(range(k)))
+    np.add.at(target, indices, moved)
+    return result
+
+
+@kernel(ops.OneHot)
+def _one_hot(node, ctx, x):
+    shape = ctx.shape(node.shape)
+    axis = node.one_hot_axis
+    _check_indices(x, shape[axis], "one-hot values")
+    positions = np.arange(shape[axis]).reshape([-1 if i == axis else 1 for i in range(len(shape))])
+    return (np.expand_dims(x, axis) == positions).astype(x.dtype)
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def find_kernel(op_class: type) -> Kernel:
+    """The kernel of `op_class` or of its nearest registered base class."""
+    for candidate in op_class.__mro__:
+        if candidate in KERNELS:
+            return KERNELS[candidate]
+    raise ExecutionError(f"the interpreter has no kernel for {op_class.__name__}")
+
+
+def _describe(function: Function, index: int) -> str:
+    parameter = function.parameters[index]
+    return f"argument {index} (parameter {parameter.name} {parameter.type_str()})"
+
+
+class InterpretedFunction:
+    """A Function ready to call: `fn(*arrays, out=None)` returns a tuple of result arrays."""
+
+    def __init__(self, function: Function):
+        self.function = function
+        self._kernels = [(node, find_kernel(type(node))) for node in function.nodes
+                         if not isinstance(node, ops.Parameter)]
+        self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
+                            if isinstance(node, (ops.RandomUniform, ops.RandomNormal))}
+
+    # -- argument checks --------------------------------------------------------------------
+    def _arguments(self, arrays: Sequence) -> List[np.ndarray]:
+        parameters = self.function.parameters
+        if len(arrays) != len(parameters):
+            raise FeedError(f"{self.function.name} takes {len(parameters)} argument(s) "
+                            f"({', '.join(p.name for p in parameters)}), got {len(arrays)}")
+        checked = []
+        for index, (array, parameter) in enumerate(zip(arrays, parameters)):
+            if not isinstance(array, (np.ndarray, np.generic)):
+                raise FeedError(f"{_describe(self.function, index)}: expected a NumPy array, "
+                                f"got {type(array).__name__}")
+            array = np.asarray(array)
+            if array.dtype != parameter.element_type.dtype:
+                raise FeedError(f"{_describe(self.function, index)}: array has dtype "
+                                f"{array.dtype}, expected {parameter.element_type.dtype} (no "
+                                f"implicit conversion)", parameter.location)
+            if array.ndim != parameter.rank:
+                raise FeedError(f"{_describe(self.function, index)}: array has shape "
+                                f"{array.shape}, rank {array.ndim}; expected rank "
+                                f"{parameter.rank}", parameter.location)
+            checked.append(array)
+        return checked
+
+    def bind(self, arrays: Sequence[np.ndarray]) -> Dict[str, int]:
+        """Size-variable values that make every parameter's shape match its argument."""
+        equations = []
+        for index, (array, parameter) in enumerate(zip(arrays, self.function.parameters)):
+            for position, (expected, actual) in enumerate(zip(parameter.shape, array.shape)):
+                equations.append((expected, actual, f"{_describe(self.function, index)}, dim "
+                                                    f"{position} (array shape {array.shape})"))
+        try:
+            bindings, pending = dims.solve(equations)
+        except ShapeError as error:
+            raise FeedError(error.message) from None
+        if pending:
+            expected, actual, what = pending[0]
+            raise FeedError(f"{what}: cannot determine {expected} == {actual} from the "
+                            f"arguments' shapes")
+        missing = self.function.free_symbols - set(bindings)
+        if missing:
+            raise FeedError(f"size variable(s) {', '.join(sorted(missing))} cannot be bound "
+                            f"from the arguments' shapes")
+        return bindings
+
+    def _outs(self, out, arrays: Sequence[np.ndarray], shapes: Sequence[Tuple[int, ...]]):
+        results = self.function.results
+        if isinstance(out, np.ndarray):
+            out = (out,)
+        out = tuple(out)
+        if len(out) != len(results):
+            raise FeedError(f"out= has {len(out)} array(s) for {len(results)} result(s)")
+        for k, (array, node, shape) in enumerate(zip(out, results, shapes)):
+            if not isinstance(array, np.ndarray):
+                raise FeedError(f"out[{k}] must be a NumPy array, not {type(array).__name__}")
+            if array.dtype != node.element_type.dtype or array.shape != shape:
+                raise FeedError(f"out[{k}] is {array.dtype}{list(array.shape)}, but result {k} "
+                                f"({node.name}) is {node.element_type.dtype}{list(shape)}")
+            if not array.flags.writeable:
+                raise FeedError(f"out[{k}] is read-only")
+            for index, argument in enumerate(arrays):
+                if np.may_share_memory(array, argument):
+                    raise FeedError(f"out[{k}] is (or overlaps) the array of "
+                                    f"{_describe(self.function, index)}: argument arrays cannot "
+                                    f"be used as result arrays")
+            for j in range(k):
+                if np.may_share_memory(array, out[j]):
+                    raise FeedError(f"out[{k}] and out[{j}] share memory: each result needs a "
+                                    f"distinct array")
+        return out
+
+    # -- the call --------------------------------------------------------------------------------
+    def __call__(self, *arrays, out=None) -> Tuple[np.ndarray, ...]:
+        arrays = self._arguments(arrays)
+        bindings = self.bind(arrays)
+        ctx = Context(bindings, self._generators)
+        shapes = [self._shape_of(node, ctx) for node in self.function.results]
+        if out is not None:
+            out = self._outs(out, arrays, shapes)
+        values: Dict[Node, np.ndarray] = dict(zip(self.function.parameters, arrays))
+        with np.errstate(all="ignore"):
+            for node, run in self._kernels:
+                values[node] = self._run(node, run, ctx, [values[i] for i in node.inputs])
+        if out is None:
+            return tuple(np.array(values[node], copy=True) for node in self.function.results)
+        for array, node in zip(out, self.function.results):
+            np.copyto(array, values[node])
+        return out
+
+    def _shape_of(self, node: Node, ctx: Context) -> Tuple[int, ...]:
+        shape = ctx.shape(node.shape)
+        if any(d < 0 for d in shape):
+            raise ExecutionError(f"{node.op} {node.name}: shape {node.shape} is {list(shape)} "
+                                 f"with {bindings_text(ctx.bindings)}; dims cannot be negative",
+                                 node.location)
+        return shape
+
+    def _run(self, node: Node, run: Kernel, ctx: Context, inputs: List[np.ndarray]) -> np.ndarray:
+        expected = self._shape_of(node, ctx)
+        try:
+            value = np.asarray(run(node, ctx, *inputs))
+        except AxgraphError as error:
+            raise ExecutionError(f"{node.op} {node.name}: {error.message}", node.location) from None
+        except (ArithmeticError, ValueError, IndexError, TypeError) as error:
+            raise ExecutionError(f"{node.op} {node.name}: {error}", node.location) from error
+        if value.shape != expected or value.dtype != node.element_type.dtype:
+            raise ExecutionError(f"{node.op} {node.name}: computed {value.dtype}"
+                                 f"{list(value.shape)}, but the node is {node.type_str()} = "
+                                 f"{node.element_type.dtype}{list(expected)} with "
+                                 f"{bindings_text(ctx.bindings)}", node.location)
+        return value
+
+
+def bindings_text(bindings: Mapping[str, int]) -> str:
+    if not bindings:
+        return "no size variables"
+    return ", ".join(f"{k} = {v}" for k, v in sorted(bindings.items()))
+
+
+def compile_function(function: Function) -> InterpretedFunction:
+    """The interpreter's entry in the backend registry."""
+    return InterpretedFunction(function)

@@ -1,0 +1,148 @@
+"""The Node base class of the core IR (seed 004).
+
+A node has inputs (other nodes, which must exist first, so no graph can be
+cyclic), attributes fixed at construction, exactly one output with an element
+type and a shape, a name, and the user's file and line. Construction checks
+the inputs and computes the output type at once, raising an error that names
+the op and the user's line. Nodes are immutable: a pass that needs a node with
+other inputs calls `node.with_inputs(new_inputs)`, the single way to rebuild.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from types import MappingProxyType
+from typing import Any, ClassVar, FrozenSet, Iterator, Mapping, Optional, Sequence, Tuple, Type
+
+from ..debug_info import user_location
+from ..errors import AxgraphError, GraphError
+from ..names import next_serial
+from .types import ElementType, Shape
+
+Location = Tuple[str, int]
+
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def at_location(location: Optional[Location]) -> Iterator[None]:
+    """Record `location` on every node built inside, instead of the caller's line.
+
+    Lowering uses this so core nodes point at the user line that created the
+    axes op they come from, not at the line that asked for compilation.
+    """
+    previous = getattr(_state, "location", None)
+    _state.location = location
+    try:
+        yield
+    finally:
+        _state.location = previous
+
+
+def _current_location() -> Location:
+    override = getattr(_state, "location", None)
+    return override if override is not None else user_location()
+
+
+class Node:
+    """One op of the core IR with one output (element_type, shape).
+
+    Subclasses list their attribute names in `_attributes`, normalize raw
+    attribute values in `_normalize`, and check inputs and compute the output
+    type in `_infer`. Those two run again on `with_inputs`, so a rebuilt node
+    is checked exactly like a new one.
+    """
+
+    _attributes: ClassVar[Tuple[str, ...]] = ()
+    # attributes the printed type already shows (e.g. a Reshape's shape)
+    _hidden: ClassVar[FrozenSet[str]] = frozenset()
+
+    inputs: Tuple["Node", ...]
+    element_type: ElementType
+    shape: Shape
+    name: str
+    location: Location
+    attributes: Mapping[str, Any]
+
+    def __init__(self, inputs: Sequence["Node"], attributes: Mapping[str, Any],
+                 name: Optional[str] = None):
+        self._init(tuple(inputs), dict(attributes), name, _current_location())
+
+    def _init(self, inputs: Tuple["Node", ...], attributes: dict, name: Optional[str],
+              location: Location) -> None:
+        put = object.__setattr__
+        put(self, "location", location)
+        put(self, "_user_name", None)
+        if name is not None and (not isinstance(name, str) or not name):
+            raise self._fail(GraphError, f"a name must be a non-empty string, not {name!r}")
+        put(self, "_user_name", name)
+        put(self, "name", name if name is not None else f"{type(self).__name__}_{next_serial()}")
+        for position, node in enumerate(inputs):
+            if not isinstance(node, Node):
+                raise self._fail(GraphError, f"input {position} is {type(node).__name__} "
+                                 f"{node!r:.60}, not a core node (no implicit conversion: wrap "
+                                 f"values in core.Constant)")
+        put(self, "inputs", inputs)
+        attributes = self._normalize(attributes)
+        put(self, "attributes", MappingProxyType(attributes))
+        for key in self._attributes:
+            put(self, key, attributes[key])
+        element_type, shape = self._infer()
+        put(self, "element_type", element_type)
+        put(self, "shape", Shape(shape))
+
+    # -- what subclasses define ---------------------------------------------------------
+    def _normalize(self, attributes: dict) -> dict:
+        """Attribute values in canonical form; raise self._fail(...) on bad ones."""
+        return attributes
+
+    def _infer(self) -> Tuple[ElementType, Shape]:
+        """Check inputs and attributes; return the output's element type and shape."""
+        raise NotImplementedError(type(self).__name__)
+
+    # -- helpers -------------------------------------------------------------------
+    @property
+    def op(self) -> str:
+        """The op's name: its class name (`Add`, `Dot`, ...)."""
+        return type(self).__name__
+
+    @property
+    def has_user_name(self) -> bool:
+        """Whether `name` was given by the user (printing then shows it)."""
+        return self._user_name is not None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def _fail(self, error_class: Type[AxgraphError], message: str) -> AxgraphError:
+        """An error naming this op (and its user name) at the user's line."""
+        who = self.op if self._user_name is None else f"{self.op} {self._user_name!r}"
+        return error_class(f"{who}: {message}", self.location)
+
+    def with_inputs(self, new_inputs: Sequence["Node"]) -> "Node":
+        """This op, same attributes, name and location, over `new_inputs` (re-checked).
+
+        Returns self when the inputs are the same nodes; passes rebuild graphs
+        through this alone, so every rebuilt node is checked like a new one.
+        """
+        new_inputs = tuple(new_inputs)
+        if len(new_inputs) == len(self.inputs) and all(a is b for a, b in zip(new_inputs, self.inputs)):
+            return self
+        node = object.__new__(type(self))
+        node._init(new_inputs, dict(self.attributes), self._user_name, self.location)
+        return node
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"core nodes are immutable; use with_inputs() to rebuild "
+                             f"{self.name} (setting {key!r})")
+
+    def __delattr__(self, key):
+        raise AttributeError("core nodes are immutable")
+
+    def type_str(self) -> str:
+        """`f32[32, 32]`: element type and shape."""
+        return f"{self.element_type}{self.shape}"
+
+    def __repr__(self) -> str:
+        return f"<{self.op} {self.name}: {self.type_str()}>"

@@ -1,0 +1,34 @@
+"""The core op set, one module per family; `CORE_OPS` lists every concrete op."""
+from __future__ import annotations
+
+from .elementwise import (Abs, Add, And, BinaryElementwise, Comparison, Convert, Cos, Divide,
+                          Equal, Exp, Greater, GreaterEq, Less, LessEq, Log, Maximum, Minimum,
+                          Multiply, Negative, Not, NotEqual, Or, Power, Select, Sigmoid, Sign, Sin,
+                          Sqrt, Subtract, Tanh, UnaryElementwise)
+from .leaves import Constant, DimValue, Parameter, RandomNormal, RandomUniform
+from .nn import (AvgPool, AvgPoolBackprop, Convolution, ConvolutionBackpropData,
+                 ConvolutionBackpropFilters, Gather, MaxPool, MaxPoolBackprop, OneHot, ScatterAdd)
+from .reduction import (ArgMax, ArgMin, Dot, IndexReduction, Max, Min, Prod, Reduction, Softmax,
+                        Sum)
+from .shape import Broadcast, Concat, Pad, Reshape, Reverse, Slice, Transpose
+
+CORE_OPS = (
+    # leaves
+    Parameter, Constant, DimValue, RandomUniform, RandomNormal,
+    # elementwise
+    Negative, Abs, Sign, Sqrt, Exp, Log, Tanh, Sigmoid, Sin, Cos, Not,
+    Add, Subtract, Multiply, Divide, Power, Maximum, Minimum,
+    Equal, NotEqual, Less, LessEq, Greater, GreaterEq, And, Or,
+    Select, Convert,
+    # data movement
+    Broadcast, Reshape, Transpose, Slice, Reverse, Concat, Pad,
+    # contraction and reductions
+    Dot, Sum, Prod, Max, Min, ArgMax, ArgMin, Softmax,
+    # windows and indexing
+    Convolution, ConvolutionBackpropData, ConvolutionBackpropFilters,
+    MaxPool, AvgPool, MaxPoolBackprop, AvgPoolBackprop,
+    Gather, ScatterAdd, OneHot,
+)
+
+__all__ = [op.__name__ for op in CORE_OPS] + [
+    "BinaryElementwise", "Comparison", "IndexReduction", "Reduction", "UnaryElementwise", "CORE_OPS"]

@@ -1,0 +1,181 @@
+"""Nodes without inputs: Parameter, Constant, DimValue and the random draws."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ...dims import DimLike
+from ...errors import DTypeError, ShapeError
+from ..node import Node
+from ..types import ElementType, Shape, as_dim, i64
+from ._checks import element_type_attr, scalar_attr, shape_attr
+
+
+class Parameter(Node):
+    """A tensor supplied by the caller: the nth argument of a Function call.
+
+    Its shape may hold size variables (`(N, 3)`); they are bound from the
+    argument arrays at call time.
+    """
+
+    _attributes = ("element_type", "shape")
+    _hidden = frozenset(_attributes)
+
+    def __init__(self, element_type, shape, name: Optional[str] = None):
+        super().__init__((), {"element_type": element_type, "shape": shape}, name)
+
+    def _normalize(self, attributes: dict) -> dict:
+        return {"element_type": element_type_attr(self, attributes["element_type"]),
+                "shape": shape_attr(self, attributes["shape"])}
+
+    def _infer(self) -> Tuple[ElementType, Shape]:
+        return self.attributes["element_type"], self.attributes["shape"]
+
+
+def _exact_values(op: Node, et: ElementType, value: np.ndarray) -> np.ndarray:
+    """`value` as `et`, refusing values that would change (floats into floats may round)."""
+    if value.dtype.kind not in "biuf":
+        raise op._fail(DTypeError, f"value of dtype {value.dtype} is not numeric")
+    if et.is_boolean:
+        if value.dtype.kind != "b":
+            raise op._fail(DTypeError, "a boolean constant needs boolean values")
+        return value.astype(et.dtype)
+    if et.is_float:
+        return value.astype(et.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        converted = value.astype(et.dtype)
+        exact = value.dtype.kind == "b" or bool(np.all(converted == value))
+    if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+        exact = False
+    if not exact:
+        raise op._fail(DTypeError, f"values are not all representable in {et}")
+    return converted
+
+
+class Constant(Node):
+    """A tensor fixed at construction; a scalar value fills the whole shape.
+
+    Values must fit the element type exactly (1.5 is refused for i32); floats
+    round to the nearest representable value. A scalar fill may have a
+    symbolic shape; an array value must match a static shape.
+    """
+
+    _attributes = ("element_type", "shape", "value")
+    _hidden = frozenset({"element_type", "shape"})
+
+    def __init__(self, element_type, shape, value, name: Optional[str] = None):
+        super().__init__((), {"element_type": element_type, "shape": shape, "value": value}, name)
+
+    def _normalize(self, attributes: dict) -> dict:
+        et = element_type_attr(self, attributes["element_type"])
+        shape = shape_attr(self, attributes["shape"])
+        value = np.asarray(attributes["value"])
+        if value.ndim and tuple(value.shape) != tuple(shape):
+            raise self._fail(ShapeError, f"value has shape {list(value.shape)}, but the constant "
+                             f"has shape {shape} (a scalar fills any shape)")
+        value = _exact_values(self, et, value)
+        value.setflags(write=False)
+        return {"element_type": et, "shape": shape, "value": value}
+
+    def _infer(self) -> Tuple[ElementType, Shape]:
+        return self.attributes["element_type"], self.attributes["shape"]
+
+    @property
+    def is_fill(self) -> bool:
+        """Whether one scalar fills the shape."""
+        return self.attributes["value"].ndim == 0 and len(self.shape) > 0
+
+
+class DimValue(Node):
+    """A scalar holding the value of a dim expression, known at call time (`N`, `2*N`).
+
+    Lets a graph compute with a size variable (a mean over a batch of N).
+    """
+
+    _attributes = ("dim", "element_type")
+    _hidden = frozenset({"element_type"})
+
+    def __init__(self, dim: DimLike, element_type=i64, name: Optional[str] = None):
+        super().__init__((), {"dim": dim, "element_type": element_type}, name)
+
+    def _normalize(self, attributes: dict) -> dict:
+        try:
+            dim = as_dim(attributes["dim"], "dim")
+        except (TypeError, ValueError) as error:
+            raise self._fail(ShapeError, str(error)) from None
+        et = element_type_attr(self, attributes["element_type"])
+        return {"dim": dim, "element_type": et}
+
+    def _infer(self) -> Tuple[ElementType, Shape]:
+        et = self.attributes["element_type"]
+        if not et.is_numeric:
+            raise self._fail(DTypeError, f"element type {et} cannot hold a size")
+        return et, Shape(())
+
+
+class _Random(Node):
+    """A fresh draw of a distribution on every call; `seed` makes the sequence repeat."""
+
+    _parameter_names: Tuple[str, str] = ("a", "b")
+
+    def __init__(self, element_type, shape, a: float, b: float, seed: Optional[int] = None,
+                 name: Optional[str] = None):
+        first, second = self._parameter_names
+        super().__init__((), {"element_type": element_type, "shape": shape, first: a, second: b,
+                              "seed": seed}, name)
+
+    def _normalize(self, attributes: dict) -> dict:
+        et = element_type_attr(self, attributes["element_type"])
+        if not et.is_float:
+            raise self._fail(DTypeError, f"draws need a floating-point element type, not {et}")
+        shape = shape_attr(self, attributes["shape"])
+        first, second = self._parameter_names
+        a = scalar_attr(self, et, attributes[first], first)
+        b = scalar_attr(self, et, attributes[second], second)
+        seed = attributes["seed"]
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise self._fail(ShapeError, f"seed must be a non-negative int or None, not {seed!r}")
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise self._fail(ShapeError, f"{first} and {second} must be finite, not {a}, {b}")
+        self._check_parameters(a, b)
+        return {"element_type": et, "shape": shape, first: a, second: b, "seed": seed}
+
+    def _check_parameters(self, a: float, b: float) -> None:
+        pass
+
+    def _infer(self) -> Tuple[ElementType, Shape]:
+        return self.attributes["element_type"], self.attributes["shape"]
+
+
+class RandomUniform(_Random):
+    """Uniform draws in [low, high)."""
+
+    _attributes = ("element_type", "shape", "low", "high", "seed")
+    _hidden = frozenset({"element_type", "shape"})
+    _parameter_names = ("low", "high")
+
+    def __init__(self, element_type, shape, low: float = 0.0, high: float = 1.0,
+                 seed: Optional[int] = None, name: Optional[str] = None):
+        super().__init__(element_type, shape, low, high, seed, name)
+
+    def _check_parameters(self, a: float, b: float) -> None:
+        if a > b:
+            raise self._fail(ShapeError, f"low {a} is above high {b}")
+
+
+class RandomNormal(_Random):
+    """Normal draws with the given mean and standard deviation."""
+
+    _attributes = ("element_type", "shape", "mean", "stddev", "seed")
+    _hidden = frozenset({"element_type", "shape"})
+    _parameter_names = ("mean", "stddev")
+
+    def __init__(self, element_type, shape, mean: float = 0.0, stddev: float = 1.0,
+                 seed: Optional[int] = None, name: Optional[str] = None):
+        super().__init__(element_type, shape, mean, stddev, seed, name)
+
+    def _check_parameters(self, a: float, b: float) -> None:
+        if b < 0:
+            raise self._fail(ShapeError, f"stddev {b} is negative")
