@@ -8,7 +8,7 @@ import pytest
 
 import axgraph as ng
 
-BACKENDS = ["numpy"]
+BACKENDS = ["numpy", "interpreter"]
 
 
 @pytest.fixture(params=BACKENDS)

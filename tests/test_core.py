@@ -715,8 +715,14 @@ def test_one_hot():
     assert columns.tolist() == [[1, 0, 0], [0, 1, 1]]
     with pytest.raises(ExecutionError, match="OneHot"):
         run(node, [labels], np.array([0, 4, 1], np.int32))
+    float_labels = param(core.f32, (3,))
+    (floats,) = run(core.OneHot(float_labels, (3, 4), 1), [float_labels],
+                    np.array([2.0, 0.0, 3.0], np.float32))
+    assert floats.tolist() == [[0, 0, 1, 0], [1, 0, 0, 0], [0, 0, 0, 1]]
+    with pytest.raises(ExecutionError, match="whole numbers"):
+        run(core.OneHot(float_labels, (3, 4), 1), [float_labels], np.array([0.5, 0, 1], np.float32))
     with pytest.raises(DTypeError):
-        core.OneHot(param(core.f32, (3,)), (3, 4), 1)
+        core.OneHot(param(core.boolean, (3,)), (3, 4), 1)
     with pytest.raises(ShapeError):
         core.OneHot(labels, (4, 4), 1)
 

@@ -95,7 +95,7 @@ def _divide(a, b):
 UNARY = {
     ops.Negative: np.negative, ops.Abs: np.abs, ops.Sign: np.sign, ops.Sqrt: np.sqrt,
     ops.Exp: np.exp, ops.Log: np.log, ops.Tanh: np.tanh, ops.Sigmoid: _sigmoid,
-    ops.Sin: np.sin, ops.Cos: np.cos, ops.Not: np.logical_not,
+    ops.Sin: np.sin, ops.Cos: np.cos, ops.Floor: np.floor, ops.Not: np.logical_not,
 }
 
 BINARY = {
@@ -383,6 +383,8 @@ def _scatter_add(node, ctx, inputs, indices, updates):
 def _one_hot(node, ctx, x):
     shape = ctx.shape(node.shape)
     axis = node.one_hot_axis
+    if x.dtype.kind == "f" and not np.all(np.isfinite(x) & (x == np.round(x))):
+        raise ExecutionError("one-hot values must be whole numbers")
     _check_indices(x, shape[axis], "one-hot values")
     positions = np.arange(shape[axis]).reshape([-1 if i == axis else 1 for i in range(len(shape))])
     return (np.expand_dims(x, axis) == positions).astype(x.dtype)

@@ -150,6 +150,28 @@ def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindin
     return np.array(array, dtype=placeholder.dtype, copy=True)
 
 
+def no_value_error(tensor: AssignableTensorOp) -> FeedError:
+    if tensor.input:
+        hint = "pass its value to the computation (as a parameter or in feed_dict)"
+    else:
+        hint = "give it an initial_value or assign it before it is read"
+    return tensor.error(FeedError, f"{tensor.axes} has no value: {hint}")
+
+
+def check_readable(ops: List[Op], results, state: Dict[Op, np.ndarray]) -> None:
+    """Fail before running anything if a stored tensor is read before it has a value."""
+    written = set(state)
+    for op in ops:
+        for i, arg in enumerate(op.args):
+            if i >= op.lvalue_args and arg.is_assignable and arg not in written:
+                raise no_value_error(arg)
+        if op.lvalue_args:
+            written.add(op.args[0])
+    for result in results:
+        if result.is_assignable and result not in written:
+            raise no_value_error(result)
+
+
 class Transformer(abc.ABC):
     """Owns stored tensors and makes computations; use as a context manager."""
 

@@ -11,11 +11,11 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..errors import AxgraphError, AxisLengthError, ExecutionError, FeedError
+from ..errors import AxgraphError, AxisLengthError, ExecutionError
 from ..op_graph.op import Op
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
-from .base import Computation, LengthBindings, Transformer
+from .base import Computation, LengthBindings, Transformer, check_readable, no_value_error
 from . import numpy_nn_kernels  # noqa: F401  (registers the nn kernels)
 from .numpy_kernels import run_kernel
 
@@ -37,7 +37,7 @@ class RunContext:
         try:
             return self.transformer.state[tensor]
         except KeyError:
-            raise _no_value_error(tensor) from None
+            raise no_value_error(tensor) from None
 
     def write(self, tensor: AssignableTensorOp, value: np.ndarray) -> None:
         check_shape(tensor, value, self.bindings)
@@ -48,14 +48,6 @@ class RunContext:
         if op not in rngs:
             rngs[op] = np.random.default_rng(op.seed)
         return rngs[op]
-
-
-def _no_value_error(tensor: AssignableTensorOp) -> FeedError:
-    if tensor.input:
-        hint = "pass its value to the computation (as a parameter or in feed_dict)"
-    else:
-        hint = "give it an initial_value or assign it before it is read"
-    return tensor.error(FeedError, f"{tensor.axes} has no value: {hint}")
 
 
 def check_shape(op: Op, value: np.ndarray, bindings: LengthBindings) -> None:
@@ -94,7 +86,7 @@ class NumPyTransformer(Transformer):
                                  ctx)
                 self._initialize(temporaries, ctx)
                 self.state.update(feeds)
-                _check_readable(computation.ops, computation.results, self.state)
+                check_readable(computation.ops, computation.results, self.state)
                 values = self._execute(computation.ops, ctx)
                 return [self._output(result, values) for result in computation.results]
         finally:
@@ -141,17 +133,3 @@ class NumPyTransformer(Transformer):
         self.state.clear()
         self.rngs.clear()
         super().close()
-
-
-def _check_readable(ops: List[Op], results, state: Dict[Op, np.ndarray]) -> None:
-    """Fail before running anything if a stored tensor is read before it has a value."""
-    written = set(state)
-    for op in ops:
-        for i, arg in enumerate(op.args):
-            if i >= op.lvalue_args and arg.is_assignable and arg not in written:
-                raise _no_value_error(arg)
-        if op.lvalue_args:
-            written.add(op.args[0])
-    for result in results:
-        if result.is_assignable and result not in written:
-            raise _no_value_error(result)

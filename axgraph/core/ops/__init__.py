@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .elementwise import (Abs, Add, And, BinaryElementwise, Comparison, Convert, Cos, Divide,
-                          Equal, Exp, Greater, GreaterEq, Less, LessEq, Log, Maximum, Minimum,
+                          Equal, Exp, Floor, Greater, GreaterEq, Less, LessEq, Log, Maximum, Minimum,
                           Multiply, Negative, Not, NotEqual, Or, Power, Select, Sigmoid, Sign, Sin,
                           Sqrt, Subtract, Tanh, UnaryElementwise)
 from .leaves import Constant, DimValue, Parameter, RandomNormal, RandomUniform
@@ -16,7 +16,7 @@ CORE_OPS = (
     # leaves
     Parameter, Constant, DimValue, RandomUniform, RandomNormal,
     # elementwise
-    Negative, Abs, Sign, Sqrt, Exp, Log, Tanh, Sigmoid, Sin, Cos, Not,
+    Negative, Abs, Sign, Sqrt, Exp, Log, Tanh, Sigmoid, Sin, Cos, Floor, Not,
     Add, Subtract, Multiply, Divide, Power, Maximum, Minimum,
     Equal, NotEqual, Less, LessEq, Greater, GreaterEq, And, Or,
     Select, Convert,

@@ -73,6 +73,11 @@ class Cos(UnaryElementwise):
     accepts = "float"
 
 
+class Floor(UnaryElementwise):
+    """The largest whole number <= x."""
+    accepts = "float"
+
+
 class Not(UnaryElementwise):
     """Logical not."""
     accepts = "bool"

@@ -317,7 +317,8 @@ class OneHot(Node):
     """1 where the position along `one_hot_axis` equals x's value, else 0 (x's type).
 
     `shape` is the result shape; without `one_hot_axis` it must equal x's.
-    Values outside [0, shape[one_hot_axis]) are an error at run time.
+    x may be integral or floating; values that are not whole numbers in
+    [0, shape[one_hot_axis]) are an error at run time.
     """
 
     _attributes = ("shape", "one_hot_axis")
@@ -334,7 +335,7 @@ class OneHot(Node):
 
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = self.inputs
-        require_kind(self, x, "integral")
+        require_kind(self, x, "numeric")
         shape, axis = self.attributes["shape"], self.attributes["one_hot_axis"]
         _same(self, Shape(d for i, d in enumerate(shape) if i != axis), x.shape, "x")
         return x.element_type, shape

@@ -1,0 +1,77 @@
+"""Lowering: an axes-graph computation becomes one core Function.
+
+Stored tensors are state: each non-constant tensor a computation reads is a
+Parameter of the function, and each one it assigns is an extra result (its
+new value). An assign makes a new version of its tensor; ops after it in
+the schedule read that version, so the schedule's order (creation order,
+other_deps) becomes plain data flow. Constants become Constant nodes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+from .. import core
+from ..errors import FeedError
+from ..op_graph.op import Op
+from ..op_graph.tensors import AssignableTensorOp
+from . import nn_rules  # noqa: F401  (registers the nn rules)
+from .context import LoweringContext
+from .rules import RULES, lower_op
+
+
+@dataclass
+class LoweredComputation:
+    """A core Function plus how its parameters and results map to the axes graph."""
+
+    function: core.Function
+    #: The stored tensor fed to each parameter of `function`, in order.
+    state_inputs: List[AssignableTensorOp]
+    #: Per computation result, its position among function.results (None: no value).
+    result_positions: List[Optional[int]]
+    #: The tensors whose new values follow the computation's results.
+    state_outputs: List[AssignableTensorOp]
+
+
+def lower(ops: Sequence[Op], results: Sequence[Op]) -> LoweredComputation:
+    """Lower the scheduled `ops` of a computation returning `results`."""
+    ctx = LoweringContext()
+    for op in ops:
+        if op.is_assignable:
+            continue  # read (as a Constant, a Parameter or its latest version) where used
+        ctx.current_op = op
+        args = [None if i < op.lvalue_args or not arg.is_tensor_op else ctx.value(arg)
+                for i, arg in enumerate(op.args)]
+        with core.at_location(op.location):
+            node = lower_op(ctx, op, args)
+        if op.is_tensor_op:
+            ctx.values[op] = node
+    result_nodes, positions = [], []
+    for result in results:
+        if not result.is_tensor_op:
+            positions.append(None)
+            continue
+        positions.append(len(result_nodes))
+        result_nodes.append(ctx.value(result))
+    written = [tensor for tensor, node in ctx.state.items()
+               if tensor.persistent and not tensor.constant
+               and node is not ctx.state_parameters.get(tensor)]
+    state_inputs = list(ctx.state_parameters)
+    _check_bindable(ctx, [ctx.state_parameters[t] for t in state_inputs])
+    function = core.Function(result_nodes + [ctx.state[t] for t in written],
+                             [ctx.state_parameters[t] for t in state_inputs])
+    return LoweredComputation(function, state_inputs, positions, written)
+
+
+def _check_bindable(ctx: LoweringContext, parameters) -> None:
+    """Every size variable must appear in some parameter's shape, to be bound from data."""
+    bindable = frozenset().union(*(p.shape.free_symbols for p in parameters))
+    for name, (axis, op) in ctx.symbol_origins.items():
+        if name not in bindable:
+            needed = f" (needed by {op.name})" if op is not None else ""
+            raise FeedError(f"axis {axis.name} has no length{needed}: set {axis.name}.length or "
+                            f"feed a placeholder that has this axis",
+                            op.location if op is not None else None)
+
+
+__all__ = ["LoweredComputation", "LoweringContext", "RULES", "lower"]

@@ -1,0 +1,137 @@
+"""State of one lowering: axes become positions, ops become core nodes.
+
+Every lowered value is a core node whose dims follow its axes op's `axes` in
+order. Axis lengths that are known become ints; unknown ones become size
+variables (one per base axis), bound from the arrays at call time.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import core
+from ..axes import Axes, Axis, FlattenedAxis
+from ..dims import Dim
+from ..op_graph.op import Op
+from ..op_graph.tensors import AssignableTensorOp
+
+
+class LoweringContext:
+    """Maps axes to dims and axes ops to core nodes while a schedule is walked."""
+
+    def __init__(self):
+        self.values: Dict[Op, core.Node] = {}
+        self.state: Dict[AssignableTensorOp, core.Node] = {}
+        self.state_parameters: Dict[AssignableTensorOp, core.Parameter] = {}
+        self._symbols: Dict[Axis, Dim] = {}
+        self._symbol_names: set = set()
+        #: The op being lowered, and the op that first needed each size variable.
+        self.current_op: Optional[Op] = None
+        self.symbol_origins: Dict[str, Tuple[Axis, Optional[Op]]] = {}
+
+    # -- dims --------------------------------------------------------------------------
+    def dim(self, axis: Axis):
+        """The length of `axis` as an int, or the size variable standing for it."""
+        if isinstance(axis, FlattenedAxis):
+            return math.prod((self.dim(a) for a in axis.axes), start=1)
+        base = axis.base
+        if base.length is not None:
+            return base.length
+        symbol = self._symbols.get(base)
+        if symbol is None:
+            name = base.name if base.name.isidentifier() else "size"
+            if name in self._symbol_names:
+                name = f"{name}_{base._serial}"
+            self._symbol_names.add(name)
+            symbol = self._symbols[base] = Dim(name)
+            self.symbol_origins[name] = (base, self.current_op)
+        return symbol
+
+    def dims(self, axes: Iterable[Axis]) -> Tuple:
+        """`dim` of each axis, in order."""
+        return tuple(self.dim(a) for a in axes)
+
+    # -- values ------------------------------------------------------------------------
+    def value(self, op: Op) -> core.Node:
+        """The core node holding op's value at this point of the schedule."""
+        if op.is_assignable:
+            return self.read(op)
+        return self.values[op]
+
+    def read(self, tensor: AssignableTensorOp) -> core.Node:
+        """A stored tensor's current version: a Constant, a state Parameter or an assign."""
+        if tensor in self.state:
+            return self.state[tensor]
+        if tensor.constant:
+            node = self.constant(tensor.initial_array(self.known_lengths(tensor.axes)), tensor.dtype)
+        else:
+            node = core.Parameter(core.element_type(tensor.dtype), self.dims(tensor.axes),
+                                  name=tensor.name)
+            self.state_parameters[tensor] = node
+        self.state[tensor] = node
+        return node
+
+    def known_lengths(self, axes: Axes) -> Tuple[int, ...]:
+        lengths = self.dims(axes)
+        if not all(isinstance(n, int) for n in lengths):
+            raise ValueError(f"axes {axes} need lengths here")
+        return lengths
+
+    def constant(self, value, dtype, dims: Sequence = ()) -> core.Node:
+        """A Constant of `dtype`: an array, or a scalar filling `dims`."""
+        array = np.asarray(value, dtype=dtype)
+        shape = array.shape if array.ndim else tuple(dims)
+        return core.Constant(core.element_type(dtype), shape, array)
+
+    # -- conversions -------------------------------------------------------------------
+    def convert(self, node: core.Node, dtype) -> core.Node:
+        """node as element type `dtype` (no node when it already is)."""
+        target = core.element_type(dtype)
+        return node if node.element_type == target else core.Convert(node, target)
+
+    def transpose(self, node: core.Node, from_axes: Sequence[Axis],
+                  to_axes: Sequence[Axis]) -> core.Node:
+        """node (dims in `from_axes` order) with dims in `to_axes` order (the same set)."""
+        from_axes = list(from_axes)
+        permutation = [from_axes.index(a) for a in to_axes]
+        if permutation == list(range(len(permutation))):
+            return node
+        return core.Transpose(node, permutation)
+
+    def align(self, node: core.Node, from_axes: Axes, to_axes: Axes,
+              dims: Optional[Sequence] = None) -> core.Node:
+        """node (dims in `from_axes` order) broadcast and ordered to `to_axes` (a superset).
+
+        `dims` gives the result's dims when they are not the axes' lengths
+        (a region of a tensor).
+        """
+        present = [a for a in to_axes if a in from_axes]
+        node = self.transpose(node, list(from_axes), present)
+        new = [i for i, a in enumerate(to_axes) if a not in from_axes]
+        if new:
+            node = core.Broadcast(node, self.dims(to_axes) if dims is None else tuple(dims), new)
+        return node
+
+    def reshape(self, node: core.Node, dims: Sequence) -> core.Node:
+        """node reshaped to `dims` (no node when the shape is already that)."""
+        if tuple(node.shape) == tuple(dims):
+            return node
+        return core.Reshape(node, dims)
+
+
+def result_dims(ctx: LoweringContext, op: Op) -> Tuple:
+    """The dims of op's value."""
+    return ctx.dims(op.axes)
+
+
+def positions(axes: Sequence[Axis], chosen: Iterable[Axis]) -> List[int]:
+    """Positions of `chosen` within `axes`, in the order of `chosen`."""
+    axes = list(axes)
+    return [axes.index(a) for a in chosen]
+
+
+def optional_int(value) -> Optional[int]:
+    """value if it is an int (not a size variable), else None."""
+    return value if isinstance(value, int) else None

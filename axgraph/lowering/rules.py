@@ -1,0 +1,301 @@
+"""How each axes op becomes core nodes: one rule per op class (a table).
+
+A rule gets the lowering context, the op and its args' core nodes (dims in
+each arg's axes order) and returns the op's core node (dims in op.axes
+order), or None for ops run for effect. Implicit broadcasting and axis
+reordering of seed 000 become explicit Broadcast and Transpose nodes here.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import core
+from ..axes import Axes
+from ..errors import AxisLengthError
+from ..op_graph import control, dot, elementwise as ew, random, reductions as red
+from ..op_graph import shape_ops as so
+from ..op_graph.op import Op
+from .context import LoweringContext, positions
+
+Rule = Callable[..., Optional[core.Node]]
+RULES: Dict[type, Rule] = {}
+
+
+def rule(*op_classes):
+    """Register the decorated function as the lowering of `op_classes`."""
+
+    def register(function: Rule) -> Rule:
+        for op_class in op_classes:
+            RULES[op_class] = function
+        return function
+
+    return register
+
+
+def find_rule(op: Op) -> Rule:
+    """The rule for op's class or its nearest registered base."""
+    for op_class in type(op).__mro__:
+        found = RULES.get(op_class)
+        if found is not None:
+            return found
+    raise KeyError(type(op).__name__)
+
+
+# -- elementwise -------------------------------------------------------------------------
+
+def _safelog(x: core.Node, ctx: LoweringContext) -> core.Node:
+    floor = ctx.constant(math.exp(-50.0), x.element_type.dtype, x.shape)
+    return core.Log(core.Maximum(x, floor))
+
+
+def _square(x, ctx):
+    return core.Multiply(x, x)
+
+
+def _reciprocal(x, ctx):
+    return core.Divide(ctx.constant(1, x.element_type.dtype, x.shape), x)
+
+
+def _relu(x, ctx):
+    return core.Maximum(x, ctx.constant(0, x.element_type.dtype, x.shape))
+
+
+UNARY: Dict[type, Callable] = {
+    ew.Negative: lambda x, ctx: core.Negative(x), ew.Absolute: lambda x, ctx: core.Abs(x),
+    ew.Sign: lambda x, ctx: core.Sign(x), ew.Square: _square,
+    ew.Sqrt: lambda x, ctx: core.Sqrt(x), ew.Exp: lambda x, ctx: core.Exp(x),
+    ew.Log: lambda x, ctx: core.Log(x), ew.Safelog: _safelog, ew.Reciprocal: _reciprocal,
+    ew.Tanh: lambda x, ctx: core.Tanh(x), ew.Sigmoid: lambda x, ctx: core.Sigmoid(x),
+    ew.Sin: lambda x, ctx: core.Sin(x), ew.Cos: lambda x, ctx: core.Cos(x),
+    ew.Relu: _relu, ew.Floor: lambda x, ctx: core.Floor(x),
+}
+
+BINARY: Dict[type, type] = {
+    ew.Add: core.Add, ew.Subtract: core.Subtract, ew.Multiply: core.Multiply,
+    ew.Divide: core.Divide, ew.Power: core.Power, ew.Maximum: core.Maximum,
+    ew.Minimum: core.Minimum, ew.Equal: core.Equal, ew.NotEqual: core.NotEqual,
+    ew.Less: core.Less, ew.LessEqual: core.LessEq, ew.Greater: core.Greater,
+    ew.GreaterEqual: core.GreaterEq,
+}
+
+
+def _by_class(table: Dict[type, object], op: Op):
+    for op_class in type(op).__mro__:
+        if op_class in table:
+            return table[op_class]
+    raise KeyError(type(op).__name__)
+
+
+@rule(*UNARY)
+def _unary(ctx, op, x):
+    return _by_class(UNARY, op)(ctx.convert(x, op.dtype), ctx)
+
+
+@rule(*BINARY)
+def _binary(ctx, op, x, y):
+    x_op, y_op = op.args
+    operand_dtype = np.result_type(x_op.dtype, y_op.dtype) if op.bool_result else op.dtype
+    x = ctx.align(ctx.convert(x, operand_dtype), x_op.axes, op.axes)
+    y = ctx.align(ctx.convert(y, operand_dtype), y_op.axes, op.axes)
+    return _by_class(BINARY, op)(x, y)
+
+
+# -- reductions and contraction --------------------------------------------------------------
+
+REDUCTIONS = {red.Sum: core.Sum, red.Prod: core.Prod, red.Max: core.Max, red.Min: core.Min}
+
+
+@rule(*REDUCTIONS)
+def _reduce(ctx, op, x):
+    (arg,) = op.args
+    x = ctx.convert(x, op.dtype)
+    if op.reduction_axes:
+        x = _by_class(REDUCTIONS, op)(x, positions(arg.axes, op.reduction_axes))
+    return ctx.transpose(x, list(arg.axes - op.reduction_axes), op.axes)
+
+
+@rule(red.ArgMax, red.ArgMin)
+def _arg_reduce(ctx, op, x):
+    (arg,) = op.args
+    if not op.reduction_axes:  # the only position in an empty selection is 0
+        return ctx.constant(0, op.dtype, ctx.dims(op.axes))
+    node_class = core.ArgMax if isinstance(op, red.ArgMax) else core.ArgMin
+    index = node_class(x, positions(arg.axes, op.reduction_axes),
+                       index_element_type=core.element_type(op.dtype))
+    return ctx.transpose(index, list(arg.axes - op.reduction_axes), op.axes)
+
+
+@rule(red.TensorSize)
+def _tensor_size(ctx, op):
+    size = math.prod(ctx.dims(op.size_axes), start=1)
+    if isinstance(size, int):
+        return ctx.constant(size, op.dtype)
+    return ctx.convert(core.DimValue(size), op.dtype)
+
+
+@rule(dot.DotOp)
+def _dot(ctx, op, x, y):
+    x_op, y_op = op.args
+    return core.Dot(ctx.convert(x, op.dtype), ctx.convert(y, op.dtype),
+                    positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce))
+
+
+# -- shape ops ----------------------------------------------------------------------------
+
+@rule(so.BroadcastOp)
+def _broadcast(ctx, op, x):
+    return ctx.align(x, op.args[0].axes, op.axes)
+
+
+@rule(so.AxesCastOp, so.Flatten, so.Unflatten)
+def _reshape(ctx, op, x):
+    return ctx.reshape(x, ctx.dims(op.axes))
+
+
+@rule(so.ReorderAxes)
+def _reorder(ctx, op, x):
+    return ctx.transpose(x, list(op.args[0].axes), op.axes)
+
+
+def _slice_plan(ctx: LoweringContext, axes: Axes, slices) -> List[Tuple]:
+    """Per axis: (lower, upper, stride, reversed, kept) for a positive-stride core Slice."""
+    plan = []
+    for axis, item in zip(axes, slices):
+        length = ctx.dim(axis)
+        if isinstance(item, slice):
+            if item == slice(None):
+                plan.append((0, length, 1, False, True))
+                continue
+            if not isinstance(length, int):
+                raise AxisLengthError(f"slicing needs the length of {axis.name}")
+            start, stop, step = item.indices(length)
+            if step > 0:
+                plan.append((start, max(start, stop), step, False, True))
+            else:  # reverse the dim, then take a positive-stride slice of it
+                lower, upper = length - 1 - start, length - 1 - stop
+                plan.append((lower, max(lower, upper), -step, True, True))
+        else:
+            if not isinstance(length, int):
+                raise AxisLengthError(f"indexing needs the length of {axis.name}")
+            index = item % length
+            plan.append((index, index + 1, 1, False, False))
+    return plan
+
+
+@rule(so.TensorSliceOp)
+def _tensor_slice(ctx, op, x):
+    arg = op.args[0]
+    plan = _slice_plan(ctx, arg.axes, op.slices)
+    reversed_dims = [i for i, p in enumerate(plan) if p[3]]
+    if reversed_dims:
+        x = core.Reverse(x, reversed_dims)
+    if any(p[:3] != (0, d, 1) for p, d in zip(plan, x.shape)):
+        x = core.Slice(x, [p[0] for p in plan], [p[1] for p in plan], [p[2] for p in plan])
+    return ctx.reshape(x, ctx.dims(op.axes))
+
+
+def region_counts(ctx: LoweringContext, axes: Axes, slices) -> Tuple:
+    """How many elements a slice takes along each axis it keeps."""
+    plan = _slice_plan(ctx, axes, slices)
+    return tuple((upper - lower + stride - 1) // stride
+                 for lower, upper, stride, _, kept in plan if kept)
+
+
+def place_in_region(ctx: LoweringContext, value: core.Node, axes: Axes, slices,
+                    fill) -> core.Node:
+    """The inverse of a slice: value at `slices` of a tensor with `axes`, `fill` elsewhere."""
+    plan = _slice_plan(ctx, axes, slices)
+    counts = [(upper - lower + stride - 1) // stride for lower, upper, stride, _, _ in plan]
+    value = ctx.reshape(value, counts)
+    below = [p[0] for p in plan]
+    interior = [p[2] - 1 for p in plan]
+    above = [length - (lower + (count - 1) * stride + 1) if count else length - lower
+             for (lower, _, stride, _, _), count, length in zip(plan, counts, ctx.dims(axes))]
+    if any(below) or any(above) or any(interior):
+        value = core.Pad(value, below, above, interior, value=fill)
+    reversed_dims = [i for i, p in enumerate(plan) if p[3]]
+    return core.Reverse(value, reversed_dims) if reversed_dims else value
+
+
+@rule(so.SliceAdjointOp)
+def _slice_adjoint(ctx, op, delta):
+    return place_in_region(ctx, ctx.convert(delta, op.dtype), op.axes, op.slices, 0)
+
+
+@rule(so.ConcatOp)
+def _concat(ctx, op, *xs):
+    position = op.args[0].axes.index(op.concat_axes[0])
+    return core.Concat(list(xs), position) if len(xs) > 1 else xs[0]
+
+
+@rule(so.StackOp)
+def _stack(ctx, op, *xs):
+    expanded = []
+    for x in xs:
+        dims = list(x.shape)
+        dims.insert(op.pos, 1)
+        expanded.append(core.Reshape(x, dims))
+    return core.Concat(expanded, op.pos) if len(expanded) > 1 else expanded[0]
+
+
+@rule(so.PadOp)
+def _pad(ctx, op, x):
+    return core.Pad(x, [b for b, _ in op.paddings], [a for _, a in op.paddings])
+
+
+# -- random, control ----------------------------------------------------------------------
+
+@rule(random.UniformOp)
+def _uniform(ctx, op):
+    return core.RandomUniform(core.element_type(op.dtype), ctx.dims(op.axes), op.low, op.high,
+                              seed=op.seed)
+
+
+@rule(random.NormalOp)
+def _normal(ctx, op):
+    return core.RandomNormal(core.element_type(op.dtype), ctx.dims(op.axes), op.loc, op.scale,
+                             seed=op.seed)
+
+
+@rule(control.AssignOp)
+def _assign(ctx, op, _target, value):
+    tensor, value_op = op.tensor, op.value
+    value = ctx.convert(value, tensor.dtype)
+    if op.item is None:
+        ctx.state[tensor] = ctx.align(value, value_op.axes, tensor.axes)
+        return None
+    region = Axes(a for a, item in zip(tensor.axes, op.item) if isinstance(item, slice))
+    counts = region_counts(ctx, tensor.axes, op.item)
+    if value_op.axes.issubset(region):
+        value = ctx.align(value, value_op.axes, region, counts)
+    else:  # the value's own axes: matched to the region by position
+        value = ctx.reshape(value, counts)
+    current = ctx.read(tensor)
+    placed = place_in_region(ctx, value, tensor.axes, op.item, 0)
+    true = ctx.constant(True, np.bool_, counts)
+    mask = place_in_region(ctx, true, tensor.axes, op.item, False)
+    ctx.state[tensor] = core.Select(mask, placed, current)
+    return None
+
+
+@rule(control.SequentialOp)
+def _sequential(ctx, op, *values):
+    return ctx.value(op.args[-1])
+
+
+@rule(control.DoAllOp)
+def _do_all(ctx, op, *values):
+    return None
+
+
+@rule(control.ValueOfOp)
+def _value_of(ctx, op, x):
+    return x
+
+
+def lower_op(ctx: LoweringContext, op: Op, args: Sequence[Optional[core.Node]]):
+    """op's core node from its args' nodes."""
+    return find_rule(op)(ctx, op, *args)

@@ -1,0 +1,89 @@
+"""The "interpreter" transformer: lower to the core IR, then run it op by op.
+
+The same semantics as the NumPy reference, reached the way every optimizing
+backend reaches them: through lowering to one core Function per computation
+(axes become positions, assigns become data flow) and the core interpreter.
+Its agreement with the reference on every test graph checks the lowering.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .. import core
+from ..lowering import LoweredComputation, lower
+from ..op_graph.op import Op
+from ..op_graph.tensors import AssignableTensorOp
+from .base import Computation, LengthBindings, Transformer, check_readable
+
+
+class InterpreterTransformer(Transformer):
+    """Runs computations as core Functions on the core interpreter."""
+
+    transformer_name = "interpreter"
+
+    def __init__(self, backend: str = "interpreter"):
+        super().__init__()
+        self.backend = backend
+        self.state: Dict[AssignableTensorOp, np.ndarray] = {}
+        self.initialized: set = set()
+        self._compiled: Dict[Computation, tuple] = {}
+
+    def lowered(self, computation: Computation) -> LoweredComputation:
+        """The core Function of `computation` (lowered on first use)."""
+        return self._compile(computation)[0]
+
+    def _compile(self, computation: Computation):
+        found = self._compiled.get(computation)
+        if found is None:
+            lowered = lower(computation.ops, computation.results)
+            found = self._compiled[computation] = (lowered, core.compile(lowered.function,
+                                                                         self.backend))
+        return found
+
+    def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
+             bindings: LengthBindings) -> List[Optional[np.ndarray]]:
+        lowered, run = self._compile(computation)
+        tensors = [op for op in computation.ops if isinstance(op, AssignableTensorOp)]
+        temporaries = [t for t in tensors if not t.persistent]
+        try:
+            self._initialize([t for t in tensors if t.persistent and t not in self.initialized],
+                             bindings)
+            self._initialize(temporaries, bindings)
+            self.state.update(feeds)
+            check_readable(computation.ops, computation.results, self.state)
+            outputs = run(*[self.state[t] for t in lowered.state_inputs])
+            count = len(outputs) - len(lowered.state_outputs)
+            for tensor, value in zip(lowered.state_outputs, outputs[count:]):
+                self.state[tensor] = value
+            return [None if position is None else outputs[position]
+                    for position in lowered.result_positions]
+        finally:
+            for tensor in temporaries:
+                self.state.pop(tensor, None)
+
+    def _initialize(self, tensors: List[AssignableTensorOp], bindings: LengthBindings) -> None:
+        """Run the init Function: one Constant result per tensor with an initial value."""
+        valued = [t for t in tensors if t.initial_value is not None]
+        if valued:
+            results = [_initial_node(t, bindings.lengths(t.axes, t)) for t in valued]
+            values = core.compile(core.Function(results, []), self.backend)()
+            self.state.update(zip(valued, values))
+        self.initialized.update(t for t in tensors if t.persistent)
+
+    def close(self) -> None:
+        self.state.clear()
+        self._compiled.clear()
+        super().close()
+
+
+def _initial_node(tensor: AssignableTensorOp, lengths) -> core.Node:
+    """A Constant with the tensor's initial value (a scalar fills, callables are called)."""
+    value = tensor.initial_value
+    dtype = core.element_type(tensor.dtype)
+    with core.at_location(tensor.location):
+        if not callable(value) and np.ndim(value) == 0:
+            return core.Constant(dtype, lengths, np.asarray(value, dtype=tensor.dtype))
+        return core.Constant(dtype, lengths, tensor.initial_array(lengths))
+
