@@ -89,7 +89,11 @@ class LoweringContext:
     def convert(self, node: core.Node, dtype) -> core.Node:
         """node as element type `dtype` (no node when it already is)."""
         target = core.element_type(dtype)
-        return node if node.element_type == target else core.Convert(node, target)
+        if node.element_type == target:
+            return node
+        if isinstance(node, core.Constant):  # convert the value now, not at every call
+            return core.Constant(target, node.shape, np.asarray(node.value).astype(target.dtype))
+        return core.Convert(node, target)
 
     def transpose(self, node: core.Node, from_axes: Sequence[Axis],
                   to_axes: Sequence[Axis]) -> core.Node:

@@ -1,0 +1,128 @@
+"""Lowering from the axes graph to the core IR: the printed IR, state, size variables.
+
+(Every execution test of the suite also runs on the "interpreter" backend,
+which is lowering plus the core interpreter; this file checks the IR itself.)
+"""
+import numpy as np
+import pytest
+
+import axgraph as ng
+from axgraph.lowering import lower
+from axgraph.op_graph.schedule import schedule
+
+
+def lowered(*results):
+    return lower(schedule(list(results)), list(results))
+
+
+def test_broadcasting_by_axes_becomes_explicit_broadcasts():
+    H, W, N = ng.make_axis(2, "H"), ng.make_axis(3, "W"), ng.make_axis(name="N")
+    x = ng.placeholder([H, W], name="x")
+    y = ng.placeholder([N, W], name="y")
+    assert str(lowered(x + y).function) == """\
+function(x, y):
+  x = Parameter() : f32[2, 3]
+  y = Parameter() : f32[N, 3]
+  %0 = Broadcast(x, axes=(2,)) : f32[2, 3, N]
+  %1 = Transpose(y, permutation=(1, 0)) : f32[3, N]
+  %2 = Broadcast(%1, axes=(0,)) : f32[2, 3, N]
+  %3 = Add(%0, %2) : f32[2, 3, N]
+  return %3"""
+
+
+def test_dot_with_dual_axes_contracts_the_paired_dims():
+    H, W, N = ng.make_axis(2, "H"), ng.make_axis(3, "W"), ng.make_axis(4, "N")
+    w = ng.placeholder([H, W - 1], name="w")
+    x = ng.placeholder([N, W], name="x")
+    assert str(lowered(ng.dot(w, x)).function) == """\
+function(w, x):
+  w = Parameter() : f32[2, 3]
+  x = Parameter() : f32[4, 3]
+  %0 = Dot(w, x, contract_a=(1,), contract_b=(1,)) : f32[2, 4]
+  return %0"""
+
+
+def test_assign_becomes_a_new_version_returned_as_state():
+    W = ng.make_axis(3, "W")
+    w = ng.variable([W], initial_value=1.0, name="w")
+    with ng.Op.saved_user_deps():
+        update = ng.assign(w, w * 0.5)
+    result = lowered(update)
+    assert result.state_inputs == [w] and result.state_outputs == [w]
+    assert result.result_positions == [None]
+    assert str(result.function) == """\
+function(w):
+  w = Parameter() : f32[3]
+  %0 = Constant(value=0.5) : f32[]
+  %1 = Broadcast(%0, axes=(0,)) : f32[3]
+  %2 = Multiply(w, %1) : f32[3]
+  return %2"""
+
+
+def test_reads_after_an_assign_see_the_new_version():
+    W = ng.make_axis(2, "W")
+    x = ng.placeholder([W], initial_value=0.0, name="x")
+    first = x + 1  # built before the assign: reads the old value
+    ng.assign(x, ng.constant(5.0))
+    second = x + 1  # built after it: depends on it, reads the new value
+    with ng.make_transformer("interpreter") as t:
+        before, after = t.computation([first, second])()
+    np.testing.assert_array_equal(before, [1.0, 1.0])
+    np.testing.assert_array_equal(after, [6.0, 6.0])
+
+
+def test_unknown_batch_length_is_a_size_variable_bound_per_call():
+    F, N = ng.make_axis(3, "F"), ng.make_axis(name="N")
+    x = ng.placeholder([N, F], name="x")
+    total = ng.sum(x, reduction_axes=[F])
+    function = lowered(total).function
+    assert function.parameters[0].shape == ng.core.Shape("N", 3)
+    assert "N" in function.free_symbols
+    with ng.make_transformer("interpreter") as t:
+        compute = t.computation(total, x)
+        for batch in (2, 5):
+            value = np.arange(batch * 3, dtype=np.float32).reshape(batch, 3)
+            np.testing.assert_allclose(compute(value), value.sum(axis=1))
+
+
+def test_constants_become_constant_nodes_not_state():
+    W = ng.make_axis(2, "W")
+    c = ng.constant(np.array([1.0, 2.0]), [W])
+    result = lowered(c * 2.0)
+    assert result.state_inputs == []
+    assert result.function.parameters == ()
+
+
+def test_an_axis_without_length_anywhere_is_a_feed_error():
+    L = ng.make_axis(name="Lonely")
+    r = ng.uniform([L])
+    with ng.make_transformer("interpreter") as t:
+        computation = t.computation(r)
+        with pytest.raises(ng.FeedError, match="Lonely"):
+            computation()
+
+
+def test_slices_with_negative_steps_and_their_adjoint():
+    A = ng.make_axis(6, "A")
+    x = ng.placeholder([A], dtype=np.float64, name="x")
+    picked = x[4:0:-2]
+    grad = ng.deriv(ng.sum(picked * ng.constant(np.array([10.0, 20.0]), picked.axes,
+                                                 dtype=np.float64), out_axes=()), x)
+    xv = np.arange(6.0)
+    with ng.make_transformer("interpreter") as t:
+        value, gradient = t.computation([picked, grad], x)(xv)
+    np.testing.assert_array_equal(value, xv[4:0:-2])
+    expected = np.zeros(6)
+    expected[4], expected[2] = 10.0, 20.0
+    np.testing.assert_array_equal(gradient, expected)
+
+
+def test_lowered_function_is_cached_per_computation():
+    W = ng.make_axis(2, "W")
+    x = ng.placeholder([W], name="x")
+    with ng.make_transformer("interpreter") as t:
+        computation = t.computation(x * 2.0, x)
+        computation(np.ones(2, np.float32))
+        first = t.lowered(computation)
+        computation(np.ones(2, np.float32))
+        assert t.lowered(computation) is first
