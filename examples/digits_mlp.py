@@ -12,8 +12,6 @@ import sys
 import time
 from typing import Dict
 
-import numpy as np
-
 import axgraph as ng
 from axgraph.frontends.neon import (Affine, ArrayIterator, GlorotUniform,
                                     GradientDescentMomentum, ProgressBar, Sequential, Softmax,
@@ -22,16 +20,11 @@ from axgraph.frontends.neon import (Affine, ArrayIterator, GlorotUniform,
 from .digits_data import accuracy, load_digits_split
 
 
-def train(epochs: int = 20, hidden: int = 64, batch: int = 32, learning_rate: float = 0.1,
-          momentum: float = 0.9, seed: int = 0, backend: str = "numpy",
-          verbose: bool = True) -> Dict:
-    """Train; returns the loss per epoch, the final test accuracy and the seconds taken."""
-    (train_x, train_y), (test_x, test_y) = load_digits_split(seed)
-    train_x, test_x = train_x.reshape(len(train_x), -1), test_x.reshape(len(test_x), -1)
-    F = ng.make_axis(train_x.shape[1], name="F")  # the 64 pixels
+def build(train_set: ArrayIterator, test_count: int, hidden: int = 64,
+          learning_rate: float = 0.1, momentum: float = 0.9, seed: int = 0):
+    """The graphs: placeholders, the training step (update + mean loss) and the prediction."""
+    F = ng.make_axis(train_set.data["image"].shape[1], name="F")  # the 64 pixels
     Y = ng.make_axis(10, name="Y")  # the classes
-
-    train_set = ArrayIterator({"image": train_x, "label": train_y}, batch, shuffle=True, seed=seed)
     inputs = train_set.make_placeholders(axes={"image": [F]})
     model = Sequential([
         Affine(nout=hidden, weight_init=GlorotUniform(seed=seed), bias_init=0.0, activation=Tanh()),
@@ -41,11 +34,21 @@ def train(epochs: int = 20, hidden: int = 64, batch: int = 32, learning_rate: fl
     loss = ng.cross_entropy_multi(model(inputs["image"]), ng.one_hot(inputs["label"], axis=Y))
     optimizer = GradientDescentMomentum(learning_rate, momentum_coef=momentum)
     step = ng.sequential([optimizer(loss), ng.mean(loss, out_axes=())])
-
-    test_images = ng.placeholder([ng.make_axis(len(test_x), name="N"), F], name="test_images")
+    test_images = ng.placeholder([ng.make_axis(test_count, name="N"), F], name="test_images")
     with inference_mode_on():
         prediction = ng.argmax(model(test_images), reduction_axes=[Y])
+    return inputs, step, test_images, prediction
 
+
+def train(epochs: int = 20, hidden: int = 64, batch: int = 32, learning_rate: float = 0.1,
+          momentum: float = 0.9, seed: int = 0, backend: str = "numpy",
+          verbose: bool = True) -> Dict:
+    """Train; returns the loss per epoch, the final test accuracy and the seconds taken."""
+    (train_x, train_y), (test_x, test_y) = load_digits_split(seed)
+    train_x, test_x = train_x.reshape(len(train_x), -1), test_x.reshape(len(test_x), -1)
+    train_set = ArrayIterator({"image": train_x, "label": train_y}, batch, shuffle=True, seed=seed)
+    inputs, step, test_images, prediction = build(train_set, len(test_x), hidden, learning_rate,
+                                                  momentum, seed)
     started = time.perf_counter()
     with ng.make_transformer(backend) as transformer:
         train_step = transformer.computation(step, inputs["image"], inputs["label"])
@@ -55,8 +58,8 @@ def train(epochs: int = 20, hidden: int = 64, batch: int = 32, learning_rate: fl
                       callbacks=[ProgressBar()] if verbose else [],
                       evaluate=lambda: {"test_accuracy": accuracy(predict, test_x, test_y)})
         test_accuracy = accuracy(predict, test_x, test_y)
-    return {"losses": history["loss"],
-            "test_accuracy": test_accuracy, "seconds": time.perf_counter() - started}
+    return {"losses": history["loss"], "test_accuracy": test_accuracy,
+            "seconds": time.perf_counter() - started}
 
 
 def main(argv=None) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 from .. import core
 from ..lowering import LoweredComputation, lower
 from ..op_graph.op import Op
+from ..passes import PassManager, default_passes
 from ..op_graph.tensors import AssignableTensorOp
 from .base import Computation, LengthBindings, Transformer, check_readable
 
@@ -23,9 +24,12 @@ class InterpreterTransformer(Transformer):
 
     transformer_name = "interpreter"
 
-    def __init__(self, backend: str = "interpreter"):
+    def __init__(self, backend: str = "interpreter", optimize: bool = True):
         super().__init__()
         self.backend = backend
+        self.optimize = optimize
+        #: Per computation, the PassManager's records (node counts per pass).
+        self.pass_reports: Dict[Computation, list] = {}
         self.state: Dict[AssignableTensorOp, np.ndarray] = {}
         self.initialized: set = set()
         self._compiled: Dict[Computation, tuple] = {}
@@ -38,6 +42,10 @@ class InterpreterTransformer(Transformer):
         found = self._compiled.get(computation)
         if found is None:
             lowered = lower(computation.ops, computation.results)
+            if self.optimize:
+                manager = PassManager(default_passes(), max_rounds=4)
+                lowered.function = manager.run(lowered.function)
+                self.pass_reports[computation] = manager.report
             found = self._compiled[computation] = (lowered, core.compile(lowered.function,
                                                                          self.backend))
         return found
@@ -75,6 +83,7 @@ class InterpreterTransformer(Transformer):
     def close(self) -> None:
         self.state.clear()
         self._compiled.clear()
+        self.pass_reports.clear()
         super().close()
 
 

@@ -1,0 +1,185 @@
+"""Transpose/reshape sinking: move layout changes down until they cancel or vanish.
+
+A Transpose is a copy. Elementwise ops do not care about layout, so
+`exp(transpose(x))` equals `transpose(exp(x))`: moving the Transpose below the
+op changes nothing by itself, but moving it far enough lets it meet another
+Transpose and cancel or merge, and ops that take explicit positions absorb
+it outright:
+
+| rule | before | after |
+|---|---|---|
+| sink-unary-transpose | U(Transpose(x, p)) | Transpose(U(x), p) |
+| sink-elementwise-transposes | B(Transpose(x, p), Transpose(y, p)) (or a uniform Constant) | Transpose(B(x, y), p) |
+| sink-unary-reshape | U(Reshape(x, s)) | Reshape(U(x), s) |
+| sink-elementwise-reshapes | B(Reshape(x, s), Reshape(y, s)), x and y of one shape | Reshape(B(x, y), s) |
+| sink-softmax-transpose | Softmax(Transpose(x, p), axes) | Transpose(Softmax(x, p[axes]), p) |
+| reduce-absorbs-transpose | Sum(Transpose(x, p), axes), kept dims in order | Sum(x, p[axes]) |
+| dot-absorbs-transpose | Dot(Transpose(a, p), b), free dims in order | Dot(a, b) with mapped pairs |
+| + transpose-transpose, transpose-identity, reshape-reshape, reshape-same-shape (from algebraic) |
+
+U is any unary elementwise op or Convert, B any binary elementwise op or
+Select. A Transpose (Reshape) is only sunk when this op is its one consumer,
+so sinking never duplicates a copy. Finally the pass keeps its result only if
+it has fewer Transpose and Reshape nodes than before: moving copies without
+removing any is churn, and the pass then returns its input unchanged.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Tuple, Type
+
+from ..core.function import Function
+from ..core.node import Node
+from ..core.ops import (BinaryElementwise, Constant, Convert, Dot, Max, Min, Prod, Reshape,
+                        Select, Softmax, Sum, Transpose, UnaryElementwise)
+from . import algebraic
+from .manager import RulePass
+from .pattern import Any, Match, Op, RewriteRule, renamed_copy, rewrite, uniform_value
+
+UNARY = (UnaryElementwise, Convert)
+NARY = (BinaryElementwise, Select)
+REDUCTIONS = (Sum, Prod, Max, Min)
+LAYOUT = (Transpose, Reshape)
+MERGE_RULES = ("transpose-transpose", "transpose-identity", "reshape-reshape",
+               "reshape-same-shape")
+
+
+def _name(node: Node) -> Optional[str]:
+    return node.name if node.has_user_name else None
+
+
+def _top(moved: Node, below: Node, root: Node) -> Node:
+    """The layout op `moved` redone over `below`, standing for (and named as) `root`."""
+    return renamed_copy(moved, [below], _name(root))
+
+
+def _sole_use(match: Match, label: str) -> bool:
+    return match.uses(match[label]) == 1
+
+
+def _sink_unary(layout: Type[Node]) -> Callable[[Match], Optional[Node]]:
+    def build(match: Match) -> Optional[Node]:
+        if not _sole_use(match, "moved"):
+            return None
+        moved = match["moved"]
+        below = renamed_copy(match.root, [moved.inputs[0]])
+        return _top(moved, below, match.root)
+
+    build.__name__ = f"sink_unary_{layout.__name__.lower()}"
+    return build
+
+
+def _layout_key(node: Node, layout: Type[Node]):
+    """What two layout nodes must share to be sunk together: the same permutation,
+    or (Reshape) the same source shape (their result shapes agree already)."""
+    if layout is Transpose:
+        return node.attributes["permutation"]
+    return tuple(node.inputs[0].shape)
+
+
+def _sink_nary(layout: Type[Node]) -> Callable[[Match], Optional[Node]]:
+    def build(match: Match) -> Optional[Node]:
+        node = match.root
+        moved = [i for i in node.inputs if isinstance(i, layout)]
+        if not moved:
+            return None
+        key = _layout_key(moved[0], layout)
+        if any(_layout_key(m, layout) != key for m in moved):
+            return None
+        if not all(isinstance(i, layout) or uniform_value(i) is not None for i in node.inputs):
+            return None
+        if not any(match.uses(m) == 1 for m in moved):
+            return None  # every copy stays for other users: sinking would add one
+        source = moved[0].inputs[0]
+        new_inputs: List[Node] = []
+        for i in node.inputs:
+            if isinstance(i, layout):
+                new_inputs.append(i.inputs[0])
+            else:
+                new_inputs.append(Constant(i.element_type, source.shape, uniform_value(i)))
+        return _top(moved[0], renamed_copy(node, new_inputs), node)
+
+    build.__name__ = f"sink_elementwise_{layout.__name__.lower()}s"
+    return build
+
+
+def _sink_softmax(match: Match) -> Optional[Node]:
+    if not _sole_use(match, "moved"):
+        return None
+    moved, node = match["moved"], match.root
+    p = moved.attributes["permutation"]
+    axes = tuple(sorted(p[a] for a in node.attributes["axes"]))
+    return _top(moved, Softmax(moved.inputs[0], axes), node)
+
+
+def _increasing(values: List[int]) -> bool:
+    return all(a < b for a, b in zip(values, values[1:]))
+
+
+def _reduce_absorbs(match: Match) -> Optional[Node]:
+    node, moved = match.root, match["moved"]
+    p, axes = moved.attributes["permutation"], node.attributes["axes"]
+    kept = [p[i] for i in range(len(p)) if i not in axes]
+    if not _increasing(kept):
+        return None
+    return type(node)(moved.inputs[0], tuple(sorted(p[a] for a in axes)), name=_name(node))
+
+
+def _dot_absorbs(match: Match) -> Optional[Node]:
+    node = match.root
+    contract = [list(node.attributes["contract_a"]), list(node.attributes["contract_b"])]
+    inputs = list(node.inputs)
+    changed = False
+    for side in (0, 1):
+        t = inputs[side]
+        if not isinstance(t, Transpose):
+            continue
+        p = t.attributes["permutation"]
+        free = [p[i] for i in range(len(p)) if i not in contract[side]]
+        if not _increasing(free):
+            continue
+        contract[side] = [p[c] for c in contract[side]]
+        inputs[side] = t.inputs[0]
+        changed = True
+    if not changed:
+        return None
+    return Dot(inputs[0], inputs[1], contract[0], contract[1], name=_name(node))
+
+
+def _merge_rules() -> Tuple[RewriteRule, ...]:
+    return tuple(r for r in algebraic.rules() if r.name in MERGE_RULES)
+
+
+RULES = _merge_rules() + (
+    RewriteRule(Op(UNARY, Op(Transpose, label="moved")), _sink_unary(Transpose),
+                "sink-unary-transpose"),
+    RewriteRule(Op(UNARY, Op(Reshape, label="moved")), _sink_unary(Reshape),
+                "sink-unary-reshape"),
+    RewriteRule(Op(NARY), _sink_nary(Transpose), "sink-elementwise-transposes"),
+    RewriteRule(Op(NARY), _sink_nary(Reshape), "sink-elementwise-reshapes"),
+    RewriteRule(Op(Softmax, Op(Transpose, label="moved")), _sink_softmax,
+                "sink-softmax-transpose"),
+    RewriteRule(Op(REDUCTIONS, Op(Transpose, label="moved")), _reduce_absorbs,
+                "reduce-absorbs-transpose"),
+    RewriteRule(Op(Dot, Any(), Any()), _dot_absorbs, "dot-absorbs-transpose"),
+)
+
+
+def layout_copies(function: Function) -> int:
+    """How many Transpose and Reshape nodes the function has."""
+    return sum(isinstance(n, LAYOUT) for n in function.nodes)
+
+
+class LayoutSinking(RulePass):
+    """Sink Transposes and Reshapes where that removes some (module docstring)."""
+
+    name = "layout-sinking"
+    rules = RULES
+
+    def run(self, function: Function) -> Function:
+        sunk = rewrite(function, self._index)
+        if sunk is function or layout_copies(sunk) >= layout_copies(function):
+            return function
+        return sunk
+
+
+__all__ = ["LayoutSinking", "layout_copies"]
