@@ -81,13 +81,50 @@ class Computation:
         self.placeholders = [op for op in self.ops
                              if isinstance(op, AssignableTensorOp) and op.input]
 
-    def __call__(self, *values, feed_dict: Optional[Dict[Op, Any]] = None):
+    def __call__(self, *values, feed_dict: Optional[Dict[Op, Any]] = None, out=None):
+        """Run once. `out` may give caller-owned arrays for the results (in result order;
+        None for a result without value); they are filled and returned."""
         feeds = self._collect_feeds(values, feed_dict or {})
         bindings = LengthBindings()
         checked = {placeholder: _checked_feed(placeholder, value, bindings)
                    for placeholder, value in feeds.items()}
+        if out is not None:
+            out = self._checked_out(out, list(feeds.values()), bindings)
         outputs = self.transformer._run(self, checked, bindings)
+        if out is not None:
+            for target, value in zip(out, outputs):
+                if target is not None:
+                    _fill(target, value, self)
+            outputs = [value if target is None or value is None else target
+                       for target, value in zip(out, outputs)]
         return self._package(outputs)
+
+    def _checked_out(self, out, arguments: List[Any],
+                     bindings: "LengthBindings") -> List[Optional[np.ndarray]]:
+        out = [out] if isinstance(out, np.ndarray) else list(out)
+        if len(out) != len(self.results):
+            raise FeedError(f"out= has {len(out)} entries for {len(self.results)} results",
+                            user_location())
+        for k, (target, result) in enumerate(zip(out, self.results)):
+            if target is None:
+                continue
+            if not isinstance(target, np.ndarray) or not target.flags.writeable:
+                raise FeedError(f"out[{k}] for {result.name} must be a writeable NumPy array",
+                                user_location())
+            expected = tuple(bindings.get(a) for a in result.axes)
+            if not result.is_tensor_op or target.dtype != result.dtype or (
+                    None not in expected and target.shape != expected):
+                raise FeedError(f"out[{k}] is {target.dtype}{list(target.shape)} but result "
+                                f"{result.name} is {result.dtype}{list(expected)} (axes "
+                                f"{result.axes})", user_location())
+            if any(isinstance(value, np.ndarray) and np.may_share_memory(target, value)
+                   for value in arguments) or any(
+                    other is not None and np.may_share_memory(target, other)
+                    for other in out[:k]):
+                raise FeedError(f"out[{k}] for {result.name} shares memory with an argument or "
+                                f"another result array: each result needs its own array",
+                                user_location())
+        return out
 
     def _collect_feeds(self, values, feed_dict) -> Dict[Op, Any]:
         if len(values) > len(self.parameters):
@@ -115,6 +152,15 @@ class Computation:
         if self.result_kind == "dict":
             return dict(zip(self.results, outputs))
         return tuple(outputs)
+
+
+def _fill(target: np.ndarray, value: Optional[np.ndarray], computation: "Computation") -> None:
+    if value is None:
+        return
+    if target.shape != value.shape or target.dtype != value.dtype:
+        raise FeedError(f"an out= array is {target.dtype}{list(target.shape)} but its result is "
+                        f"{value.dtype}{list(value.shape)}", computation._location)
+    np.copyto(target, value)
 
 
 def _normalize_results(results) -> Tuple[str, Tuple[Op, ...]]:

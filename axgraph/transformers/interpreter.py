@@ -46,9 +46,12 @@ class InterpreterTransformer(Transformer):
                 manager = PassManager(default_passes(), max_rounds=4)
                 lowered.function = manager.run(lowered.function)
                 self.pass_reports[computation] = manager.report
-            found = self._compiled[computation] = (lowered, core.compile(lowered.function,
-                                                                         self.backend))
+            found = self._compiled[computation] = (lowered, self._compile_function(lowered.function))
         return found
+
+    def _compile_function(self, function: core.Function):
+        """The callable that runs `function` (the core backend's compiled form)."""
+        return core.compile(function, self.backend)
 
     def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
              bindings: LengthBindings) -> List[Optional[np.ndarray]]:
