@@ -1,0 +1,637 @@
+"""Tensor descriptions (seed 003), checked against NumPy as the independent reference.
+
+Every view operation is applied both to a description (then bound to a real
+buffer with ``as_array``) and to a NumPy array of the same buffer; values must
+agree, and ``np.shares_memory`` must prove no copy was made.  Reshape must
+refuse exactly where NumPy's ``copy=False`` reshape refuses.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from axgraph.errors import AxgraphError, DTypeError, ShapeError
+from axgraph.transformers.cpu.tensor_description import (
+    BufferDescription,
+    LayoutError,
+    PaddedView,
+    TensorDescription,
+    TensorIndexError,
+    column_major_strides,
+    row_major_strides,
+)
+
+NUMPY_HAS_RESHAPE_COPY = tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 1)
+
+
+def numpy_reshape_view(arr: np.ndarray, shape: Sequence[int]) -> Optional[np.ndarray]:
+    """NumPy's no-copy reshape, or None where NumPy would have to copy."""
+    if NUMPY_HAS_RESHAPE_COPY:
+        try:
+            return np.reshape(arr, tuple(shape), copy=False)
+        except ValueError:
+            return None
+    view = arr.view()
+    try:
+        view.shape = tuple(shape)
+    except AttributeError:
+        return None
+    return view
+
+
+def filled(desc: TensorDescription) -> np.ndarray:
+    """A buffer for `desc` holding distinct values 0, 1, 2, ... so any mix-up shows."""
+    buf = desc.buffer.allocate()
+    buf[...] = np.arange(buf.size, dtype=buf.dtype)
+    return buf
+
+
+def check_view(desc: TensorDescription, buf: np.ndarray, expected: np.ndarray) -> None:
+    """Values equal NumPy's, the array is a view of `buf`, and the strides are NumPy's."""
+    got = desc.as_array(buf)
+    assert got.shape == expected.shape == desc.shape
+    np.testing.assert_array_equal(got, expected)
+    if desc.size:  # empty tensors reach no memory, so neither sharing nor strides mean anything
+        assert np.shares_memory(got, buf)
+        for n, ours, theirs in zip(desc.shape, desc.byte_strides, expected.strides):
+            if n > 1:
+                assert ours == theirs
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def test_seed_example_strides_both_orders():
+    assert row_major_strides((5, 3, 2)) == (6, 2, 1)
+    assert column_major_strides((5, 3, 2)) == (1, 5, 15)
+    assert TensorDescription.row_major((5, 3, 2)).strides == (6, 2, 1)
+    assert TensorDescription.column_major((5, 3, 2)).strides == (1, 5, 15)
+
+
+def test_strides_come_from_allocated_sizes_not_shape():
+    row = TensorDescription.row_major((4, 3, 1), sizes=(5, 3, 2))
+    col = TensorDescription.column_major((4, 3, 1), sizes=(5, 3, 2))
+    assert row.strides == (6, 2, 1)
+    assert col.strides == (1, 5, 15)
+    assert row.allocated_elements == col.allocated_elements == 30
+    assert row.size == 12
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16])
+def test_row_and_column_major_match_numpy_orders(dtype):
+    row = TensorDescription.row_major((5, 3, 2), dtype)
+    col = TensorDescription.column_major((5, 3, 2), dtype)
+    buf = filled(row)
+    np.testing.assert_array_equal(row.as_array(buf), buf.reshape((5, 3, 2)))
+    np.testing.assert_array_equal(col.as_array(buf), buf.reshape((5, 3, 2), order="F"))
+    assert row.byte_strides == buf.reshape((5, 3, 2)).strides
+    assert col.byte_strides == buf.reshape((5, 3, 2), order="F").strides
+    assert row.is_contiguous and not row.is_column_major_contiguous
+    assert col.is_column_major_contiguous and not col.is_contiguous
+
+
+def test_basic_properties():
+    t = TensorDescription.row_major((5, 3, 2), np.float64, name="x")
+    assert (t.rank, t.size, t.itemsize, t.nbytes) == (3, 30, 8, 240)
+    assert t.dtype == np.dtype(np.float64)
+    assert not t.is_view and t.root is t and not t.read_only
+    assert t.buffer.elements == 30 and t.buffer.nbytes == 240
+    v = t.transpose().slice((0,))
+    assert v.is_view and v.root is t and v.shares_buffer(t)
+    assert v.base.base is t
+    scalar = TensorDescription.row_major(())
+    assert (scalar.rank, scalar.size, scalar.strides) == (0, 1, ())
+
+
+def test_equality_is_layout_over_the_same_buffer():
+    t = TensorDescription.row_major((2, 3))
+    assert t.transpose().transpose() == t
+    assert hash(t.transpose().transpose()) == hash(t)
+    other = TensorDescription.row_major((2, 3))
+    assert other != t  # same layout, different memory
+    assert other.same_layout(t)
+
+
+def test_sizes_smaller_than_shape_rejected():
+    with pytest.raises(LayoutError, match="sizes"):
+        TensorDescription.row_major((4, 3), sizes=(3, 3))
+
+
+def test_layout_reaching_outside_buffer_rejected():
+    buf = BufferDescription("b", np.float32, 6)
+    with pytest.raises(LayoutError, match="outside buffer"):
+        TensorDescription(np.float32, (2, 4), buffer=buf)
+    with pytest.raises(LayoutError):
+        TensorDescription(np.float32, (2, 3), strides=(-3, 1), buffer=buf)
+    ok = TensorDescription(np.float32, (2, 3), strides=(-3, 1), offset=3, buffer=buf)
+    assert ok.extent == (0, 5)
+
+
+def test_non_integer_shape_rejected():
+    with pytest.raises(LayoutError, match="integer"):
+        TensorDescription.row_major((2.0, 3))
+    with pytest.raises(LayoutError, match="negative"):
+        TensorDescription.row_major((-1, 3))
+
+
+# --------------------------------------------------------------------------- transpose
+
+
+@pytest.mark.parametrize("perm", [(0, 1, 2), (2, 1, 0), (1, 0, 2), (2, 0, 1), None])
+@pytest.mark.parametrize("order", ["row", "col"])
+def test_transpose_is_a_view_like_numpy(perm, order):
+    make = TensorDescription.row_major if order == "row" else TensorDescription.column_major
+    t = make((5, 3, 2), np.float32)
+    buf = filled(t)
+    arr = t.as_array(buf)
+    check_view(t.transpose(perm), buf, np.transpose(arr, perm))
+
+
+def test_transpose_permutes_sizes_too():
+    t = TensorDescription.row_major((4, 3), sizes=(5, 6))
+    assert t.transpose().sizes == (6, 5)
+    assert t.transpose().strides == (1, 6)
+
+
+@pytest.mark.parametrize("perm", [(0, 0, 1), (0, 1), (0, 1, 3), (0, 1, 2, 3), (-1, 0, 1)])
+def test_bad_permutation_is_a_clear_error(perm):
+    t = TensorDescription.row_major((5, 3, 2), name="x")
+    with pytest.raises(ShapeError, match=r"not a permutation .*'x'"):
+        t.transpose(perm)
+
+
+# --------------------------------------------------------------------------- slice
+
+
+SLICES = [
+    (slice(None),),
+    (slice(1, 4), slice(None, None, 2)),
+    (slice(None, None, -1),),
+    (slice(4, 0, -2), slice(None), slice(None, None, -1)),
+    (slice(-2, None), 1),
+    (2,),
+    (-1, slice(2, None, -1), 0),
+    (slice(10, 20),),          # clipped to empty, like Python
+    (slice(None, None, 3), slice(1, 2), slice(None, None, -2)),
+    [slice(0, 5, 2), -2],      # a list works like a tuple
+]
+
+
+@pytest.mark.parametrize("index", SLICES, ids=str)
+@pytest.mark.parametrize("order", ["row", "col"])
+def test_slice_is_a_view_like_numpy(index, order):
+    make = TensorDescription.row_major if order == "row" else TensorDescription.column_major
+    t = make((5, 3, 2), np.float64)
+    buf = filled(t)
+    check_view(t.slice(index), buf, t.as_array(buf)[tuple(index)])
+
+
+def test_negative_step_slice_moves_offset_and_flips_stride():
+    t = TensorDescription.row_major((4, 6))
+    v = t.slice((slice(None, None, -1), slice(5, None, -2)))
+    assert v.offset == 3 * 6 + 5
+    assert v.strides == (-6, -2)
+    assert v.shape == (4, 3)
+    buf = filled(t)
+    check_view(v, buf, buf.reshape(4, 6)[::-1, 5::-2])
+    # slicing a negative-stride view again composes correctly
+    check_view(v.slice((slice(1, None, -1),)), buf, buf.reshape(4, 6)[::-1, 5::-2][1::-1])
+
+
+def test_slice_int_out_of_range_is_a_clear_error():
+    t = TensorDescription.row_major((5, 3), name="x")
+    with pytest.raises(TensorIndexError, match="out of bounds for dimension 1 of tensor 'x'"):
+        t.slice((0, 3))
+    with pytest.raises(TensorIndexError, match="rank 2"):
+        t.slice((0, 0, 0))
+    with pytest.raises(LayoutError, match="slice"):
+        t.slice((slice(None, None, 0),))
+
+
+# --------------------------------------------------------------------------- reshape
+
+
+def _transposed(shape):
+    return TensorDescription.row_major(shape).transpose()
+
+
+RESHAPE_CASES = [
+    # (description factory, target shape)
+    (lambda: TensorDescription.row_major((4, 6)), (24,)),
+    (lambda: TensorDescription.row_major((4, 6)), (2, 2, 3, 2)),
+    (lambda: TensorDescription.row_major((4, 6)), (1, 4, 1, 6, 1)),
+    (lambda: TensorDescription.row_major((4, 6)), (-1, 8)),
+    (lambda: _transposed((4, 6)), (24,)),              # NumPy must copy
+    (lambda: _transposed((4, 6)), (3, 2, 4)),          # splitting one dim is fine
+    (lambda: _transposed((4, 6)), (6, 2, 2)),
+    (lambda: _transposed((4, 6)), (2, 12)),            # merges non-contiguous dims
+    (lambda: TensorDescription.column_major((4, 6)), (24,)),
+    (lambda: TensorDescription.column_major((4, 6)), (4, 3, 2)),
+    (lambda: TensorDescription.row_major((4, 6)).slice((slice(None), slice(0, 3))), (2, 2, 3)),
+    (lambda: TensorDescription.row_major((4, 6)).slice((slice(None), slice(0, 3))), (12,)),
+    (lambda: TensorDescription.row_major((4, 6)).slice((slice(None, None, 2),)), (12,)),
+    (lambda: TensorDescription.row_major((4, 6)).slice((slice(None, None, -1),)), (2, 2, 6)),
+    (lambda: TensorDescription.row_major((4, 1, 6)).transpose((1, 0, 2)), (24,)),  # size-1 moved
+    (lambda: TensorDescription.row_major((3, 1)).transpose(), (3,)),
+    (lambda: TensorDescription.row_major((2, 3)).broadcast((4, 2, 3)), (8, 3)),
+    (lambda: TensorDescription.row_major((2, 3)).broadcast((4, 2, 3)), (4, 6)),
+    (lambda: TensorDescription.row_major((2, 3)).broadcast((4, 2, 3)), (24,)),
+    (lambda: TensorDescription.row_major((1, 3)).broadcast((5, 3)), (15,)),
+    (lambda: TensorDescription.row_major((5, 1)).broadcast((5, 4)), (20,)),
+    (lambda: TensorDescription.row_major(()), (1, 1)),
+    (lambda: TensorDescription.row_major((1, 1)), ()),
+]
+
+
+@pytest.mark.parametrize("make, target", RESHAPE_CASES)
+def test_reshape_is_a_view_exactly_where_numpy_needs_no_copy(make, target):
+    desc = make()
+    buf = filled(desc.root)
+    arr = desc.as_array(buf)
+    expected = numpy_reshape_view(arr, target)
+    view = desc.reshape(target)
+    assert (view is None) == (expected is None), (desc, target)
+    if view is not None:
+        check_view(view, buf, expected)
+    else:
+        assert desc.flatten() is None or len(target) != 1
+
+
+def test_transposed_matrix_to_1d_needs_a_copy():
+    t = TensorDescription.row_major((4, 6), np.float32)
+    assert t.transpose().reshape((24,)) is None
+    assert t.transpose().flatten() is None
+    buf = filled(t)
+    if NUMPY_HAS_RESHAPE_COPY:
+        with pytest.raises(ValueError):
+            np.reshape(t.as_array(buf).T, (24,), copy=False)
+
+
+def test_reshape_or_copy_inserts_a_copy_only_when_needed():
+    t = TensorDescription.row_major((4, 6), np.float32)
+    buf = filled(t)
+    view, copied = t.reshape_or_copy((6, 4))
+    assert not copied and view.shares_buffer(t)
+
+    tt = t.transpose()
+    result, copied = tt.reshape_or_copy((24,))
+    assert copied and not result.shares_buffer(t)
+    copy_desc = result.base
+    assert copy_desc.is_contiguous and not copy_desc.read_only and copy_desc.shape == (6, 4)
+    copy_buf = copy_desc.buffer.allocate()
+    copy_desc.as_array(copy_buf)[...] = tt.as_array(buf)
+    np.testing.assert_array_equal(result.as_array(copy_buf), buf.reshape(4, 6).T.reshape(24))
+
+
+def test_copy_to_contiguous_of_r_tensor_is_an_l_tensor():
+    r = TensorDescription.row_major((3, 4), read_only=True).slice((slice(None, None, -1),))
+    c = r.copy_to_contiguous()
+    assert c.read_only is False and c.is_contiguous and not c.is_view
+    assert c.shape == r.shape and c.dtype == r.dtype and not c.shares_buffer(r)
+
+
+def test_reshape_resolves_minus_one_and_rejects_wrong_sizes():
+    t = TensorDescription.row_major((4, 6), name="x")
+    assert t.reshape((-1,)).shape == (24,)
+    assert t.reshape((3, -1)).shape == (3, 8)
+    with pytest.raises(ShapeError, match=r"'x' of shape \(4, 6\)"):
+        t.reshape((5, 5))
+    with pytest.raises(ShapeError):
+        t.reshape((-1, -1))
+    with pytest.raises(ShapeError):
+        t.reshape((7, -1))
+
+
+def test_reshape_of_empty_tensor_is_always_a_view():
+    t = TensorDescription.row_major((0, 3)).transpose()
+    v = t.reshape((0,))
+    assert v is not None and v.shape == (0,)
+    assert v.as_array(filled(t.root)).shape == (0,)
+
+
+def test_reshape_drops_padding_from_sizes():
+    t = TensorDescription.row_major((4, 6), sizes=(4, 8))
+    assert t.reshape((24,)) is None  # rows are not adjacent: the padding sits between them
+    v = t.reshape((4, 2, 3))
+    buf = filled(t)
+    check_view(v, buf, t.as_array(buf).reshape(4, 2, 3))
+    assert v.sizes == (4, 2, 3)
+
+
+# --------------------------------------------------------------------------- broadcast
+
+
+def test_broadcast_new_axes_have_stride_zero_and_share_memory():
+    t = TensorDescription.row_major((2, 3), np.float32)
+    buf = filled(t)
+    b = t.broadcast((4, 2, 3))
+    assert b.strides == (0, 3, 1)
+    check_view(b, buf, np.broadcast_to(t.as_array(buf), (4, 2, 3)))
+    assert b.size == 24 and b.extent == (0, 5)
+
+
+def test_broadcast_stretches_size_one_dims():
+    t = TensorDescription.row_major((3, 1), np.float64)
+    buf = filled(t)
+    b = t.broadcast((2, 3, 5))
+    assert b.strides == (0, 1, 0)
+    check_view(b, buf, np.broadcast_to(t.as_array(buf), (2, 3, 5)))
+
+
+@pytest.mark.parametrize("new_axes, target", [((1,), (2, 7, 3)), ((0, 2), (5, 2, 4, 3)),
+                                              ((-1,), (2, 3, 6)), ((), (2, 3))])
+def test_broadcast_with_new_axes_in_the_middle(new_axes, target):
+    t = TensorDescription.row_major((2, 3), np.float32)
+    buf = filled(t)
+    arr = np.expand_dims(t.as_array(buf), new_axes) if new_axes else t.as_array(buf)
+    check_view(t.broadcast(target, new_axes), buf, np.broadcast_to(arr, target))
+
+
+def test_broadcast_errors():
+    t = TensorDescription.row_major((2, 3), name="x")
+    with pytest.raises(ShapeError, match="only length-1 dimensions stretch"):
+        t.broadcast((4, 3))
+    with pytest.raises(ShapeError, match="lower-rank"):
+        t.broadcast((3,))
+    with pytest.raises(ShapeError, match="new_axes"):
+        t.broadcast((2, 2, 3), new_axes=(0, 0))
+    with pytest.raises(ShapeError, match="leaves"):
+        t.broadcast((2, 2, 3), new_axes=(0, 1))
+
+
+def test_writes_through_views_reach_the_base():
+    t = TensorDescription.row_major((3, 4), np.float32)
+    buf = filled(t)
+    t.transpose().slice((1, slice(None, None, -1))).as_array(buf)[...] = -1.0
+    assert np.all(buf.reshape(3, 4)[:, 1] == -1.0)
+    assert np.all(np.delete(buf.reshape(3, 4), 1, axis=1) >= 0)
+
+
+# --------------------------------------------------------------------------- index_of
+
+
+def test_index_of_matches_numpy_positions():
+    t = TensorDescription.row_major((5, 3, 2), np.float64, sizes=(5, 4, 3))
+    buf = filled(t)
+    for view in (t, t.transpose((2, 0, 1)), t.slice((slice(None, None, -2), slice(1, 3))),
+                 t.broadcast((2, 5, 3, 2))):
+        arr = view.as_array(buf)
+        for index in np.ndindex(*view.shape):
+            assert buf[view.index_of(index)] == arr[index]
+            assert view.element(index, buf) == arr[index]
+        assert [buf[o] for o in view.iter_offsets()] == list(arr.ravel())
+
+
+def test_index_of_formula():
+    t = TensorDescription.row_major((5, 3, 2))
+    assert t.index_of((4, 2, 1)) == 4 * 6 + 2 * 2 + 1
+    assert t.slice((slice(1, None),)).index_of((0, 0, 0)) == 6
+
+
+@pytest.mark.parametrize("index, match", [((5, 0, 0), r"out of bounds .*'x' of shape \(5, 3, 2\)"),
+                                          ((0, -1, 0), r"entry 1 must be in \[0, 3\)"),
+                                          ((0, 0), "has rank 3"),
+                                          ((0, 0, 0, 0), "has rank 3"),
+                                          ((0, 1.0, 0), "not an integer")])
+def test_index_of_errors_are_clear(index, match):
+    t = TensorDescription.row_major((5, 3, 2), name="x")
+    with pytest.raises(TensorIndexError, match=match) as info:
+        t.index_of(index)
+    assert isinstance(info.value, AxgraphError)
+
+
+# --------------------------------------------------------------------------- as_array
+
+
+def test_read_only_arrays_are_not_writeable():
+    r = TensorDescription.row_major((2, 3), read_only=True)
+    buf = filled(r)
+    arr = r.as_array(buf)
+    assert not arr.flags.writeable
+    with pytest.raises(ValueError):
+        arr[0, 0] = 1
+    for view in (r.transpose(), r.slice((0,)), r.reshape((6,)), r.broadcast((2, 2, 3))):
+        assert view.read_only and not view.as_array(buf).flags.writeable
+    lt = TensorDescription.row_major((2, 3))
+    assert lt.as_array(filled(lt)).flags.writeable
+    assert lt.as_read_only().as_array(filled(lt)).flags.writeable is False
+
+
+def test_as_array_checks_the_buffer():
+    t = TensorDescription.row_major((2, 3), np.float32, name="x")
+    with pytest.raises(DTypeError):
+        t.as_array(np.zeros(6, np.float64))
+    with pytest.raises(LayoutError, match="reaches elements 0..5"):
+        t.as_array(np.zeros(5, np.float32))
+    with pytest.raises(LayoutError, match="1-d"):
+        t.as_array(np.zeros((2, 3), np.float32))
+    with pytest.raises(LayoutError, match="contiguous"):
+        t.as_array(np.zeros(12, np.float32)[::2])
+
+
+# --------------------------------------------------------------------------- same layout
+
+
+def test_same_layout_lets_one_flat_offset_walk_two_tensors():
+    t = TensorDescription.row_major((2, 3, 4), np.float64)
+    a, b = t.slice((0,)).transpose(), t.slice((1,)).transpose()
+    assert a.same_layout(b) and a.offset != b.offset
+    buf = filled(t)
+    delta = b.offset - a.offset
+    # one iterator (a's offsets) reaches matching elements of both tensors
+    pairs = [(buf[k], buf[k + delta]) for k in a.iter_offsets()]
+    assert pairs == list(zip(a.as_array(buf).ravel(), b.as_array(buf).ravel()))
+    assert not a.same_layout(t.slice((1,)))
+
+
+# --------------------------------------------------------------------------- alignment
+
+
+@pytest.mark.parametrize("dtype, alignment, shape, sizes", [
+    (np.float32, 16, (3, 5), (3, 8)),
+    (np.float64, 64, (2, 3), (2, 8)),
+    (np.int8, 16, (4, 17), (4, 32)),
+    (np.float32, 16, (3, 8), (3, 8)),        # already aligned: no padding
+    (np.complex128, 8, (2, 3), (2, 3)),       # every element is already aligned
+    (np.float32, 16, (7,), (8,)),
+])
+def test_row_major_alignment_pads_the_innermost_size(dtype, alignment, shape, sizes):
+    t = TensorDescription.row_major(shape, dtype, alignment=alignment)
+    assert t.shape == shape and t.sizes == sizes
+    assert t.strides == row_major_strides(sizes)
+    assert t.allocated_elements == math.prod(sizes) >= t.size
+    assert t.nbytes == t.size * np.dtype(dtype).itemsize
+    assert t.allocated_nbytes == math.prod(sizes) * np.dtype(dtype).itemsize
+    buf = t.buffer.allocate()
+    assert buf.ctypes.data % alignment == 0
+    arr = t.as_array(buf)
+    assert arr.shape == shape
+    for row in np.ndindex(*shape[:-1]):
+        assert arr[row].ctypes.data % alignment == 0
+    assert t.is_contiguous == (sizes == shape or len(shape) == 1)  # trailing padding only
+
+
+def test_aligned_tensor_views_see_only_the_shape():
+    t = TensorDescription.row_major((3, 5), np.float32, alignment=16)
+    buf = filled(t)
+    expected = buf.reshape(3, 8)[:, :5]
+    np.testing.assert_array_equal(t.as_array(buf), expected)
+    check_view(t.transpose(), buf, expected.T)
+    check_view(t.slice((slice(None, None, -1), slice(1, None, 2))), buf, expected[::-1, 1::2])
+    assert t.flatten() is None  # padding separates the rows
+
+
+def test_column_major_alignment_pads_the_first_dim():
+    t = TensorDescription.column_major((3, 4), np.float32, alignment=16)
+    assert t.sizes == (4, 4) and t.strides == (1, 4)
+    buf = filled(t)
+    arr = t.as_array(buf)
+    assert arr.shape == (3, 4)
+    assert all(arr[:, j].ctypes.data % 16 == 0 for j in range(4))
+
+
+def test_bad_alignment_rejected():
+    with pytest.raises(LayoutError, match="alignment"):
+        TensorDescription.row_major((2, 3), alignment=0)
+
+
+# --------------------------------------------------------------------------- padded view
+
+
+@pytest.mark.parametrize("below, above, value", [((1, 2), (3, 0), 0), (1, 1, 7.5), ((0, 0), (0, 2), -1)])
+def test_padded_view_matches_np_pad(below, above, value):
+    t = TensorDescription.row_major((3, 4), np.float32)
+    buf = filled(t)
+    p = PaddedView(t, below, above, value)
+    b = (below,) * 2 if isinstance(below, int) else below
+    a = (above,) * 2 if isinstance(above, int) else above
+    expected = np.pad(t.as_array(buf), list(zip(b, a)), constant_values=value)
+    assert p.shape == expected.shape and p.read_only and p.rank == 2
+    np.testing.assert_array_equal(p.materialize(buf), expected)
+    for index in np.ndindex(*p.shape):
+        assert p.element(index, buf) == expected[index]
+
+
+def test_padded_view_selection_function_is_the_seeds():
+    t = TensorDescription.row_major((2, 3), np.int32)
+    buf = filled(t)
+    p = t.pad((1, 0), (0, 2))
+    src = t.as_array(buf)
+    for index in np.ndindex(*p.shape):
+        which, inner = p.select(index)
+        tensors = [src, np.asarray(p.value)]
+        assert tensors[which][inner] == p.element(index, buf)
+        inside = 1 <= index[0] < 3 and index[1] < 3
+        assert which == (0 if inside else 1)
+        if inside:
+            assert inner == (index[0] - 1, index[1])
+
+
+def test_padded_view_of_a_strided_source():
+    t = TensorDescription.row_major((4, 5), np.float64)
+    buf = filled(t)
+    src = t.transpose().slice((slice(None, None, -2),))
+    p = PaddedView(src, (2, 1), (0, 3), value=-9)
+    expected = np.pad(buf.reshape(4, 5).T[::-2], ((2, 0), (1, 3)), constant_values=-9)
+    np.testing.assert_array_equal(p.materialize(buf), expected)
+    assert not np.shares_memory(p.materialize(buf), buf)
+
+
+def test_padded_view_errors():
+    t = TensorDescription.row_major((2, 3), name="x")
+    with pytest.raises(ShapeError, match="negative"):
+        PaddedView(t, (0, -1), 0)
+    with pytest.raises(ShapeError, match="rank 2"):
+        PaddedView(t, (1,), 0)
+    with pytest.raises(TensorIndexError, match="out of bounds"):
+        t.pad(1, 1).element((4, 0), filled(t))
+
+
+# --------------------------------------------------------------------------- property test
+
+
+def _factorize(n: int) -> list:
+    factors, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    return factors
+
+
+@st.composite
+def reshape_targets(draw, size: int):
+    """A random shape with `size` elements: shuffled prime factors grouped, plus some 1s."""
+    if size == 0:
+        return (0,)
+    factors = draw(st.permutations(_factorize(size)))
+    dims = []
+    for f in factors:
+        if dims and draw(st.booleans()):
+            dims[-1] *= f
+        else:
+            dims.append(f)
+    for _ in range(draw(st.integers(0, 2))):
+        dims.insert(draw(st.integers(0, len(dims))), 1)
+    return tuple(dims)
+
+
+@st.composite
+def slice_items(draw, shape):
+    items = []
+    for n in shape:
+        if n > 0 and draw(st.integers(0, 4)) == 0:
+            items.append(draw(st.integers(-n, n - 1)))
+        else:
+            bound = st.one_of(st.none(), st.integers(-n - 1, n + 1))
+            step = st.one_of(st.none(), st.integers(-3, 3).filter(bool))
+            items.append(slice(draw(bound), draw(bound), draw(step)))
+    return tuple(items)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_random_view_chains_match_numpy(data):
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4), label="shape"))
+    column = data.draw(st.booleans(), label="column_major")
+    make = TensorDescription.column_major if column else TensorDescription.row_major
+    desc = make(shape, np.float64)
+    buf = filled(desc)
+    arr = buf.reshape(shape, order="F" if column else "C")
+    check_view(desc, buf, arr)
+    for _ in range(data.draw(st.integers(1, 6), label="steps")):
+        op = data.draw(st.sampled_from(["transpose", "slice", "reshape", "broadcast"]))
+        if op == "transpose":
+            perm = tuple(data.draw(st.permutations(range(desc.rank))))
+            desc, arr = desc.transpose(perm), np.transpose(arr, perm)
+        elif op == "slice":
+            items = data.draw(slice_items(desc.shape))
+            desc, arr = desc.slice(items), arr[items]
+        elif op == "reshape":
+            target = data.draw(reshape_targets(desc.size))
+            view, expected = desc.reshape(target), numpy_reshape_view(arr, target)
+            assert (view is None) == (expected is None), (desc, target)
+            if view is None:  # the caller's copy, then a view of the copy
+                copy_desc = desc.copy_to_contiguous()
+                copy_buf = copy_desc.buffer.allocate()
+                copy_desc.as_array(copy_buf)[...] = desc.as_array(buf)
+                view, buf, expected = copy_desc.reshape(target), copy_buf, arr.reshape(target)
+            desc, arr = view, expected
+        else:
+            if desc.rank >= 5 or desc.size > 200:
+                continue
+            pos = data.draw(st.integers(0, desc.rank))
+            length = data.draw(st.integers(1, 3))
+            target = list(desc.shape)
+            target.insert(pos, length)
+            target = tuple(data.draw(st.integers(1, 3)) if n == 1 and i != pos else n
+                           for i, n in enumerate(target))
+            desc = desc.broadcast(target, new_axes=(pos,))
+            arr = np.broadcast_to(np.expand_dims(arr, pos), target)
+        check_view(desc, buf, arr)
