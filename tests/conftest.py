@@ -8,7 +8,7 @@ import pytest
 
 import axgraph as ng
 
-BACKENDS = ["numpy", "interpreter"]
+BACKENDS = ["numpy", "interpreter", "cpu"]
 
 
 @pytest.fixture(params=BACKENDS)

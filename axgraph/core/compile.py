@@ -15,6 +15,7 @@ Backend = Callable[[Function], Callable]
 
 _BACKENDS: Dict[str, Union[str, Backend]] = {
     "interpreter": "axgraph.core.interpreter:compile_function",
+    "cpu": "axgraph.transformers.cpu.backend:CpuFunction",
 }
 
 

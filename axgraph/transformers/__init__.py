@@ -14,6 +14,7 @@ from .base import Computation, Transformer
 _REGISTRY: Dict[str, Union[str, type]] = {
     "numpy": "axgraph.transformers.nptransform:NumPyTransformer",
     "interpreter": "axgraph.transformers.interpreter:InterpreterTransformer",
+    "cpu": "axgraph.transformers.cpu.transformer:CpuTransformer",
 }
 
 

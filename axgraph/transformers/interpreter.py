@@ -79,7 +79,7 @@ class InterpreterTransformer(Transformer):
         valued = [t for t in tensors if t.initial_value is not None]
         if valued:
             results = [_initial_node(t, bindings.lengths(t.axes, t)) for t in valued]
-            values = core.compile(core.Function(results, []), self.backend)()
+            values = core.compile(core.Function(results, []), "interpreter")()
             self.state.update(zip(valued, values))
         self.initialized.update(t for t in tensors if t.persistent)
 

@@ -1,0 +1,1 @@
+"""The cpu transformer: planned memory, generated Python, fused kernels (issue 5)."""

@@ -1,0 +1,260 @@
+"""Generate one straight-line Python function per core Function and binding.
+
+Each node becomes one line: a NumPy call writing into its planned buffer
+(`out=`), a view expression (transpose, reshape, broadcast, slice: no copy),
+a fused kernel call, or (for the few ops without an `out=` form) a call to
+the interpreter's kernel. Buffers are views into one arena made once per
+binding of the size variables, so a steady-state call allocates only what
+those few ops and the returned results need.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ... import core
+from ...core import interpreter
+from ...core.node import Node
+from . import runtime
+from .tensor_description import TensorDescription
+
+Shapes = Dict[Node, Tuple[int, ...]]
+
+# -- what each op becomes -------------------------------------------------------------------
+
+UFUNCS = {
+    core.Negative: "np.negative", core.Abs: "np.abs", core.Sign: "np.sign", core.Sqrt: "np.sqrt",
+    core.Exp: "np.exp", core.Log: "np.log", core.Tanh: "np.tanh", core.Sin: "np.sin",
+    core.Cos: "np.cos", core.Floor: "np.floor", core.Not: "np.logical_not",
+    core.Add: "np.add", core.Subtract: "np.subtract", core.Multiply: "np.multiply",
+    core.Power: "np.power", core.Maximum: "np.maximum", core.Minimum: "np.minimum",
+    core.Equal: "np.equal", core.NotEqual: "np.not_equal", core.Less: "np.less",
+    core.LessEq: "np.less_equal", core.Greater: "np.greater", core.GreaterEq: "np.greater_equal",
+    core.And: "np.logical_and", core.Or: "np.logical_or",
+    core.Sigmoid: "rt.sigmoid", core.Divide: "rt.divide", core.Select: "rt.select",
+    core.Convert: "rt.convert",
+}
+REDUCTIONS = {core.Sum: "np.sum", core.Prod: "np.prod", core.Max: "np.max", core.Min: "np.min"}
+VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
+#: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
+ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBackpropFilters,
+              core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop,
+              core.Gather, core.ScatterAdd, core.OneHot, core.RandomUniform, core.RandomNormal,
+              core.DimValue)
+#: Ops whose output may overwrite an input that dies there (elementwise, same layout).
+IN_PLACE = (core.UnaryElementwise, core.BinaryElementwise)
+
+
+def _find(table: Dict[type, str], node: Node) -> Optional[str]:
+    for op_class in type(node).__mro__:
+        if op_class in table:
+            return table[op_class]
+    return None
+
+
+class Program:
+    """The generated function for one binding, with its arena and source text."""
+
+    def __init__(self, function: core.Function, bindings: Dict[str, int], generators,
+                 groups: Sequence = (), kernels: Optional[Dict] = None):
+        self.function, self.bindings = function, dict(bindings)
+        ctx = interpreter.Context(self.bindings, generators)
+        self.shapes: Shapes = {node: ctx.shape(node.shape) for node in function.nodes}
+        self.groups = list(groups)
+        self._kernels = kernels or {}
+        self._group_of = {g.output: g for g in self.groups}
+        self._internal = {n for g in self.groups for n in g.nodes if n is not g.output}
+        self.kind: Dict[Node, str] = {}
+        self.alias: Dict[Node, Node] = {}
+        self.layout: Dict[Node, Optional[TensorDescription]] = {}
+        for node in function.nodes:
+            self._classify(node)
+        self.plan = self._plan()
+        self.namespace = {"np": np, "rt": runtime, "CTX": ctx}
+        self.names: Dict[Node, str] = {}
+        self.source = self._generate()
+        exec(compile(self.source, f"<axgraph cpu {function.name}>", "exec"), self.namespace)
+        self.run: Callable = self.namespace["run"]
+
+    # -- classification ------------------------------------------------------------------
+    def _classify(self, node: Node) -> None:
+        """Decide how node gets its value, tracking its layout (seed 003 descriptions).
+
+        Transpose, slice, reverse and broadcast are always views; a reshape is a
+        view when the input's layout allows one (NumPy's rule), else a copy
+        into a planned buffer.
+        """
+        shape = self.shapes[node]
+        dtype = node.element_type.dtype
+        layout = None
+        if isinstance(node, core.Parameter):
+            kind = "parameter"
+        elif isinstance(node, core.Constant):
+            kind = "constant"
+        elif node in self._internal:
+            kind = "internal"
+        elif node in self._group_of:
+            kind = "buffer"
+        elif isinstance(node, VIEWS) or isinstance(node, core.Reshape):
+            layout = self._view_layout(node)
+            kind = "view" if layout is not None else "buffer"
+        elif isinstance(node, ALLOCATING):
+            kind = "allocating"
+        else:
+            kind = "buffer"
+        if kind == "view":
+            self.alias[node] = node.inputs[0]
+        elif kind != "internal":
+            layout = TensorDescription.row_major(shape, dtype)
+        self.kind[node] = kind
+        self.layout[node] = layout
+
+    def _view_layout(self, node: Node) -> Optional[TensorDescription]:
+        """The layout of node as a view of its input, or None if it must copy."""
+        source = self.layout.get(node.inputs[0])
+        if source is None:  # computed inside a fused kernel: no storage to view
+            return None
+        if isinstance(node, core.Transpose):
+            return source.transpose(node.permutation)
+        if isinstance(node, core.Reshape):
+            return source.reshape(self.shapes[node])
+        if isinstance(node, core.Broadcast):
+            return source.broadcast(self.shapes[node], node.axes)
+        if isinstance(node, core.Slice):
+            return source.slice(tuple(slice(lo, hi, st) for lo, hi, st in zip(
+                _concrete(node.lower, self.bindings), _concrete(node.upper, self.bindings),
+                node.strides)))
+        return source.slice(tuple(slice(None, None, -1) if i in node.axes else slice(None)
+                                  for i in range(node.rank)))
+
+    def _can_run_in_place(self, node: Node, source: Node) -> bool:
+        if self.kind.get(source) != "buffer" or source in self.alias:
+            return False
+        if self.shapes[node] != self.shapes[source] or \
+                node.element_type.dtype != source.element_type.dtype:
+            return False
+        group = self._group_of.get(node)
+        if group is not None:
+            return group.reduction is None
+        if isinstance(node, core.Divide):
+            return node.element_type.dtype.kind == "f"
+        return isinstance(node, IN_PLACE) and not isinstance(node, core.Sigmoid)
+
+    # -- memory --------------------------------------------------------------------------
+    def _plan(self):
+        from .memory_plan import plan_memory
+
+        # The planner sees a fused group as its output node; the group's internal
+        # nodes run inside the kernel, so they are scheduled after it, which keeps
+        # every input of the group alive until the kernel has read it.
+        order: List[Node] = []
+        for node in self.function.nodes:
+            if node in self._internal:
+                continue
+            order.append(node)
+            group = self._group_of.get(node)
+            if group is not None:
+                order.extend(n for n in group.nodes if n is not node)
+        schedule = SimpleNamespace(nodes=order, parameters=self.function.parameters,
+                                   results=self.function.results, name=self.function.name,
+                                   display_names=self.function.display_names)
+        return plan_memory(schedule, self.shapes,
+                           needs_buffer=lambda n: self.kind.get(n) == "buffer",
+                           alias_of=self.alias.get,
+                           can_run_in_place=self._can_run_in_place)
+
+    # -- code ----------------------------------------------------------------------------
+    def _generate(self) -> str:
+        arena = np.empty(max(self.plan.arena_bytes, 1), dtype=np.uint8)
+        self.namespace["ARENA"] = arena
+        parameters: List[str] = []
+        lines: List[str] = []
+        for index, node in enumerate(self.function.nodes):
+            name = self.names[node] = f"v{index}"
+            kind = self.kind[node]
+            if kind == "parameter":
+                parameters.append(name)
+                continue
+            if kind == "internal":
+                continue  # computed inside its group's fused kernel
+            if kind == "constant":
+                self.namespace[name] = np.broadcast_to(
+                    np.asarray(node.value, dtype=node.element_type.dtype), self.shapes[node])
+                continue
+            if kind == "buffer":
+                buffer = self.plan.buffers[node]
+                self.namespace[f"b{index}"] = arena[buffer.offset:buffer.offset + buffer.nbytes] \
+                    .view(node.element_type.dtype).reshape(self.shapes[node])
+                statement = self._buffer_call(node, index)
+            elif kind == "view":
+                statement = self._view(node)
+            else:
+                self.namespace[f"N{index}"] = node
+                self.namespace[f"K{index}"] = interpreter.find_kernel(type(node))
+                statement = f"K{index}(N{index}, CTX{''.join(', ' + a for a in self._args(node))})"
+            lines.append(f"    {name} = {statement}  # {node.op} {node.type_str()}")
+        results = ", ".join(self.names[n] for n in self.function.results)
+        return "\n".join([f"def run({', '.join(parameters)}):"] + lines
+                         + [f"    return ({results},)", ""])
+
+    def _args(self, node: Node) -> List[str]:
+        return [self.names[i] for i in node.inputs]
+
+    def _buffer_call(self, node: Node, index: int) -> str:
+        out = f"b{index}"
+        group = self._group_of.get(node)
+        if group is not None:
+            self.namespace[f"F{index}"] = self._kernels[group]
+            return f"F{index}({', '.join(self.names[i] for i in group.inputs)}, out={out})"
+        args = self._args(node)
+        ufunc = _find(UFUNCS, node)
+        if ufunc is not None:
+            return f"{ufunc}({', '.join(args)}, out={out})"
+        reduction = _find(REDUCTIONS, node)
+        if reduction is not None:
+            return f"{reduction}({args[0]}, axis={tuple(node.axes)}, out={out})"
+        if isinstance(node, core.Dot):
+            return (f"rt.dot({args[0]}, {args[1]}, {tuple(node.contract_a)}, "
+                    f"{tuple(node.contract_b)}, out={out})")
+        if isinstance(node, (core.ArgMax, core.ArgMin)):
+            return (f"rt.arg_reduce({args[0]}, {tuple(node.axes)}, "
+                    f"{isinstance(node, core.ArgMax)}, out={out})")
+        if isinstance(node, core.Softmax):
+            return f"rt.softmax({args[0]}, {tuple(node.axes)}, out={out})"
+        if isinstance(node, core.Concat):
+            return f"np.concatenate(({', '.join(args)},), axis={node.axis}, out={out})"
+        if isinstance(node, core.Pad):
+            value = node.attributes["value"]
+            return (f"rt.pad({args[0]}, {tuple(node.below)}, {tuple(node.interior)}, "
+                    f"{value!r}, out={out})")
+        if isinstance(node, core.Reshape):
+            return f"rt.copy({args[0]}, out={out})"
+        raise NotImplementedError(f"the cpu backend cannot generate {node.op}")
+
+    def _view(self, node: Node) -> str:
+        (x,) = self._args(node)
+        shape = self.shapes[node]
+        if isinstance(node, core.Transpose):
+            return f"np.transpose({x}, {tuple(node.permutation)})"
+        if isinstance(node, core.Reshape):
+            return f"{x}.reshape({shape})"
+        if isinstance(node, core.Broadcast):
+            expanded = [1 if i in node.axes else n for i, n in enumerate(shape)]
+            return f"np.broadcast_to({x}.reshape({tuple(expanded)}), {shape})"
+        if isinstance(node, core.Slice):
+            items = ", ".join(f"{_int(lo)}:{_int(hi)}:{st}" for lo, hi, st in
+                              zip(_concrete(node.lower, self.bindings),
+                                  _concrete(node.upper, self.bindings), node.strides))
+            return f"{x}[{items},]"
+        items = ", ".join("::-1" if i in node.axes else ":" for i in range(node.rank))
+        return f"{x}[{items},]"
+
+
+def _concrete(values, bindings) -> List[int]:
+    return [v if isinstance(v, int) else v.evaluate(bindings) for v in values]
+
+
+def _int(value: int) -> str:
+    return str(int(value))

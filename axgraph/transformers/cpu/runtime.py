@@ -1,0 +1,102 @@
+"""Kernels the generated code calls where NumPy has no single `out=` function.
+
+Each writes its result into a caller-given, planned buffer `out`, so a
+compiled computation allocates nothing per call for these ops.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ...errors import ExecutionError
+
+
+def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) without overflow: only exp(-|x|) is ever taken."""
+    np.abs(x, out=out)
+    np.negative(out, out=out)
+    np.exp(out, out=out)  # e = exp(-|x|) in (0, 1]
+    out += 1.0
+    np.reciprocal(out, out=out)  # 1 / (1 + e): the answer for x >= 0
+    np.subtract(1.0, out, out=out, where=x < 0)  # e / (1 + e) for x < 0
+    return out
+
+
+def select(condition: np.ndarray, then: np.ndarray, otherwise: np.ndarray,
+           out: np.ndarray) -> np.ndarray:
+    """condition ? then : otherwise, elementwise."""
+    np.copyto(out, otherwise)
+    np.copyto(out, then, where=condition)
+    return out
+
+
+def divide(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """True division for floats; truncation toward zero for integers (the core rule)."""
+    if out.dtype.kind not in "iu":
+        return np.true_divide(a, b, out=out)
+    if np.any(b == 0):
+        raise ExecutionError("integer division by zero")
+    np.floor_divide(a, b, out=out)
+    fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    out += fix.astype(out.dtype)
+    return out
+
+
+def convert(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """x cast into out's element type."""
+    np.copyto(out, x, casting="unsafe")
+    return out
+
+
+def copy(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """x's elements in row-major order written into out (a Reshape that must copy)."""
+    np.copyto(out.reshape(x.shape), x)
+    return out
+
+
+def dot(a: np.ndarray, b: np.ndarray, contract_a: Sequence[int], contract_b: Sequence[int],
+        out: np.ndarray) -> np.ndarray:
+    """tensordot into out through one matmul over transposed views.
+
+    The operands are arranged as (rest, contracted) and (contracted, rest);
+    a transposed 2-d view reaches BLAS as a transposed operand, not a copy.
+    """
+    rest_a = [i for i in range(a.ndim) if i not in contract_a]
+    rest_b = [i for i in range(b.ndim) if i not in contract_b]
+    k = int(np.prod([a.shape[i] for i in contract_a], dtype=np.int64))
+    m = int(np.prod([a.shape[i] for i in rest_a], dtype=np.int64))
+    n = int(np.prod([b.shape[i] for i in rest_b], dtype=np.int64))
+    left = np.transpose(a, rest_a + list(contract_a)).reshape(m, k)
+    right = np.transpose(b, list(contract_b) + rest_b).reshape(k, n)
+    np.matmul(left, right, out=out.reshape(m, n))
+    return out
+
+
+def pad(x: np.ndarray, below: Sequence[int], interior: Sequence[int], value,
+        out: np.ndarray) -> np.ndarray:
+    """x surrounded by (and interleaved with) `value`, written into out."""
+    out.fill(value)
+    region = tuple(slice(lo, lo + (n - 1) * (gap + 1) + 1 if n else lo, gap + 1)
+                   for lo, gap, n in zip(below, interior, x.shape))
+    out[region] = x
+    return out
+
+
+def arg_reduce(x: np.ndarray, axes: Sequence[int], pick_max: bool, out: np.ndarray) -> np.ndarray:
+    """Index of the extreme over `axes`, counted row-major over them in the order given."""
+    kept = [i for i in range(x.ndim) if i not in axes]
+    moved = np.transpose(x, kept + list(axes))
+    flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
+    index = np.argmax(flat, axis=-1) if pick_max else np.argmin(flat, axis=-1)
+    np.copyto(out, index, casting="unsafe")
+    return out
+
+
+def softmax(x: np.ndarray, axes: Sequence[int], out: np.ndarray) -> np.ndarray:
+    """exp(x - max) / sum, over `axes`, computed in out."""
+    axes = tuple(axes)
+    np.subtract(x, np.max(x, axis=axes, keepdims=True), out=out)
+    np.exp(out, out=out)
+    out /= np.sum(out, axis=axes, keepdims=True)
+    return out

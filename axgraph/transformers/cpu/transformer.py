@@ -1,0 +1,53 @@
+"""The "cpu" transformer: lowering, passes, then generated code over a planned arena.
+
+    with ng.make_transformer("cpu") as t:
+        step = t.computation(loss, x, y)
+        step(xv, yv)
+        print(step.source)          # the generated Python
+        print(step.memory_plan())   # arena size, buffers, lifetimes, naive size
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+from ..base import Computation
+from ..interpreter import InterpreterTransformer
+
+
+class CpuComputation(Computation):
+    """A computation whose generated source and memory plan can be inspected."""
+
+    def _compiled(self):
+        return self.transformer._compile(self)[1]
+
+    @property
+    def source(self) -> str:
+        """The generated Python of the last call (generated per binding of sizes)."""
+        return self._compiled().source
+
+    def memory_plan(self):
+        """Arena size, per-buffer offsets and lifetimes, and the naive size, of the last call."""
+        return self._compiled().memory_plan()
+
+    @property
+    def function(self):
+        """The optimized core Function this computation runs."""
+        return self.transformer.lowered(self).function
+
+
+class CpuTransformer(InterpreterTransformer):
+    """Compiles each computation to Python over one planned arena, with fused kernels."""
+
+    transformer_name = "cpu"
+
+    def __init__(self, fuse: bool = False, engine: str = "auto", optimize: bool = True):
+        super().__init__(backend="cpu", optimize=optimize)
+        self.backend_options: Dict = {"fuse": fuse, "engine": engine}
+
+    def _make_computation(self, results, parameters) -> Computation:
+        return CpuComputation(self, results, parameters)
+
+    def _compile_function(self, function):
+        from .backend import CpuFunction
+
+        return CpuFunction(function, **self.backend_options)

@@ -1,0 +1,144 @@
+"""Pictures of compiled graphs: a memory plan as a chart, a core Function as Graphviz DOT.
+
+Why: a memory plan is a 2-D packing problem (time steps x arena bytes), and
+whether it is good is easiest to judge by eye: holes show wasted space,
+tall stacks show the peak. ``draw_memory_plan`` draws each buffer as a
+rectangle spanning its live steps and its bytes. Matplotlib is optional
+(``pip install axgraph[viz]``) and imported only inside the function, with
+the non-interactive Agg backend, so ``import axgraph`` stays NumPy-only.
+
+``graph_to_dot`` needs nothing: it returns DOT text that ``dot -Tpng`` (or
+any Graphviz viewer) renders.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from .core.function import Function
+    from .transformers.cpu.memory_plan import MemoryPlan
+
+
+def _matplotlib():
+    """matplotlib (for an Agg canvas), or an ImportError that says what to install."""
+    try:
+        import matplotlib
+        import matplotlib.backends.backend_agg  # noqa: F401  (the Agg canvas must exist)
+    except ImportError as error:
+        raise ImportError("drawing a memory plan needs matplotlib: "
+                          "pip install axgraph[viz] (or pip install matplotlib)") from error
+    return matplotlib
+
+
+def draw_memory_plan(plan: Union["MemoryPlan", Any], path: Union[str, os.PathLike],
+                     title: Optional[str] = None, label_min_fraction: float = 0.04) -> str:
+    """Write a PNG of `plan`: buffers as rectangles over (time step x arena offset).
+
+    `plan` is a MemoryPlan or anything with a ``memory_plan()`` method (a
+    compiled computation). Buffers that share bytes through in-place
+    execution get the same colour; buffers big enough (at least
+    `label_min_fraction` of the arena high and two steps wide) are labelled
+    with their node's name. Dashed lines mark the arena size and the peak of
+    live bytes (the lower bound). Returns the path written.
+    """
+    if not hasattr(plan, "buffers") and hasattr(plan, "memory_plan"):
+        plan = plan.memory_plan()
+    matplotlib = _matplotlib()
+    # A Figure on an Agg canvas, not pyplot: no global backend switch, no GUI, no leaks.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    path = os.fspath(path)
+    steps = max(plan.num_steps, 1)
+    arena = max(plan.arena_bytes, 1)
+    unit, scale = ("MiB", 1024 ** 2) if arena >= 1024 ** 2 else (
+        ("KiB", 1024) if arena >= 1024 else ("B", 1))
+
+    # One colour per in-place chain: the chain's first buffer names it.
+    chain: Dict[Any, Any] = {}
+    for buffer in sorted(plan.buffers.values(), key=lambda b: b.start):
+        source = buffer.in_place_of
+        chain[buffer.node] = chain.get(source, source) if source is not None else buffer.node
+    heads = list(dict.fromkeys(chain.values()))
+    cmap = matplotlib.colormaps["tab20"]
+    colour = {head: cmap(k % 20) for k, head in enumerate(heads)}
+
+    figure = Figure(figsize=(min(4 + steps * 0.12, 24), 6), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for buffer in plan.buffers.values():
+        if buffer.nbytes == 0:
+            continue
+        x, width = buffer.start - 0.5, buffer.end - buffer.start + 1
+        y, height = buffer.offset / scale, buffer.nbytes / scale
+        axes.add_patch(Rectangle((x, y), width, height, facecolor=colour[chain[buffer.node]],
+                                 edgecolor="black", linewidth=0.4, alpha=0.85))
+        if buffer.nbytes >= label_min_fraction * arena and width >= 2:
+            axes.text(x + width / 2, y + height / 2, plan.name(buffer.node), ha="center",
+                      va="center", fontsize=7, clip_on=True)
+    axes.axhline(plan.arena_bytes / scale, color="black", linestyle="--", linewidth=0.8,
+                 label=f"arena {plan.arena_bytes / scale:.3g} {unit}")
+    axes.axhline(plan.peak_live_bytes / scale, color="tab:red", linestyle=":",
+                 linewidth=0.8, label=f"peak live {plan.peak_live_bytes / scale:.3g} {unit}")
+    axes.set_xlim(-0.5, steps - 0.5)
+    axes.set_ylim(0, arena / scale * 1.05)
+    axes.set_xlabel("schedule step")
+    axes.set_ylabel(f"arena offset ({unit})")
+    axes.set_title(title or f"memory plan: arena {_human(plan.arena_bytes)}, naive "
+                   f"{_human(plan.naive_bytes)} (ratio {plan.ratio:.2f})")
+    axes.legend(loc="upper right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, format="png")
+    return path
+
+
+def _human(n: int) -> str:
+    for unit, scale in (("MiB", 1024 ** 2), ("KiB", 1024)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def graph_to_dot(function: "Function", plan: Optional["MemoryPlan"] = None) -> str:
+    """Graphviz DOT text of a core Function: one box per node, one edge per input.
+
+    Labels use the names ``print(function)`` shows, plus the op and type;
+    parameters are ellipses, results have a bold border. With a `plan`, each
+    node also shows its arena offset (or the buffer it views).
+    """
+    names = function.display_names()
+    results = set(function.results)
+    parameters = set(function.parameters)
+    index = {node: k for k, node in enumerate(function.nodes)}
+    lines = [f"digraph {_dot_quote(function.name)} {{", "  rankdir=TB;",
+             '  node [shape=box, fontname="Helvetica", fontsize=10];']
+    for node in function.nodes:
+        label = f"{names[node]} = {node.op}\n{node.type_str()}"
+        if plan is not None:
+            buffer = plan.buffers.get(node)
+            if buffer is not None:
+                label += f"\n@{buffer.offset} [{buffer.start}..{buffer.end}]"
+                if buffer.in_place_of is not None:
+                    label += f" in place of {names.get(buffer.in_place_of, '?')}"
+            elif node in plan.views:
+                label += f"\nview of {names.get(plan.views[node], '?')}"
+        attributes = [f"label={_dot_quote(label)}"]
+        if node in parameters:
+            attributes.append("shape=ellipse")
+        if node in results:
+            attributes.append("penwidth=2.5")
+        lines.append(f"  n{index[node]} [{', '.join(attributes)}];")
+    for node in function.nodes:
+        for source in node.inputs:
+            lines.append(f"  n{index[source]} -> n{index[node]};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["draw_memory_plan", "graph_to_dot"]
