@@ -27,6 +27,8 @@ class CpuFunction:
         self._groups = self._find_groups() if fuse else []
         self._kernels: Dict[Tuple, Dict] = {}
         self._programs: Dict[Tuple, Program] = {}
+        #: Argument signatures (dtype, shape) already checked, to their program.
+        self._known: Dict[Tuple, Program] = {}
         self.last_program: Optional[Program] = None
 
     def _find_groups(self):
@@ -59,8 +61,13 @@ class CpuFunction:
         return kernels
 
     def __call__(self, *arrays, out=None):
-        arrays = self._checker._arguments(arrays)
-        program = self.program(self._checker.bind(arrays))
+        try:  # the steady state: argument types and shapes seen before
+            program = self._known[tuple((a.dtype, a.shape) for a in arrays)]
+            self.last_program = program
+        except (AttributeError, KeyError):
+            arrays = self._checker._arguments(arrays)
+            program = self.program(self._checker.bind(arrays))
+            self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
         results = program.run(*arrays)
         if out is None:
             return tuple(np.array(r, copy=True) for r in results)

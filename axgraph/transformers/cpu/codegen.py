@@ -36,13 +36,14 @@ UFUNCS = {
     core.Sigmoid: "rt.sigmoid", core.Divide: "rt.divide", core.Select: "rt.select",
     core.Convert: "rt.convert",
 }
-REDUCTIONS = {core.Sum: "np.sum", core.Prod: "np.prod", core.Max: "np.max", core.Min: "np.min"}
+# ufunc.reduce directly: the np.sum wrapper costs more than a small reduction itself.
+REDUCTIONS = {core.Sum: "np.add.reduce", core.Prod: "np.multiply.reduce",
+              core.Max: "np.maximum.reduce", core.Min: "np.minimum.reduce"}
 VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
 #: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
 ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBackpropFilters,
               core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop,
-              core.Gather, core.ScatterAdd, core.OneHot, core.RandomUniform, core.RandomNormal,
-              core.DimValue)
+              core.Gather, core.ScatterAdd, core.RandomUniform, core.RandomNormal, core.DimValue)
 #: Ops whose output may overwrite an input that dies there (elementwise, same layout).
 IN_PLACE = (core.UnaryElementwise, core.BinaryElementwise)
 
@@ -72,6 +73,8 @@ class Program:
         for node in function.nodes:
             self._classify(node)
         self.plan = self._plan()
+        self._users = function.users()
+        self._results = set(function.results)
         self.namespace = {"np": np, "rt": runtime, "CTX": ctx}
         self.names: Dict[Node, str] = {}
         self.source = self._generate()
@@ -172,8 +175,9 @@ class Program:
         parameters: List[str] = []
         lines: List[str] = []
         for index, node in enumerate(self.function.nodes):
-            name = self.names[node] = f"v{index}"
             kind = self.kind[node]
+            # A buffer node's value is its buffer: the call writes it, nothing is rebound.
+            name = self.names[node] = f"b{index}" if kind == "buffer" else f"v{index}"
             if kind == "parameter":
                 parameters.append(name)
                 continue
@@ -185,16 +189,17 @@ class Program:
                 continue
             if kind == "buffer":
                 buffer = self.plan.buffers[node]
-                self.namespace[f"b{index}"] = arena[buffer.offset:buffer.offset + buffer.nbytes] \
+                self.namespace[name] = arena[buffer.offset:buffer.offset + buffer.nbytes] \
                     .view(node.element_type.dtype).reshape(self.shapes[node])
                 statement = self._buffer_call(node, index)
             elif kind == "view":
-                statement = self._view(node)
+                statement = f"{name} = {self._view(node)}"
             else:
                 self.namespace[f"N{index}"] = node
                 self.namespace[f"K{index}"] = interpreter.find_kernel(type(node))
-                statement = f"K{index}(N{index}, CTX{''.join(', ' + a for a in self._args(node))})"
-            lines.append(f"    {name} = {statement}  # {node.op} {node.type_str()}")
+                args = "".join(", " + a for a in self._args(node))
+                statement = f"{name} = K{index}(N{index}, CTX{args})"
+            lines.append(f"    {statement}  # {node.op} {node.type_str()}")
         results = ", ".join(self.names[n] for n in self.function.results)
         return "\n".join([f"def run({', '.join(parameters)}):"] + lines
                          + [f"    return ({results},)", ""])
@@ -216,8 +221,7 @@ class Program:
         if reduction is not None:
             return f"{reduction}({args[0]}, axis={tuple(node.axes)}, out={out})"
         if isinstance(node, core.Dot):
-            return (f"rt.dot({args[0]}, {args[1]}, {tuple(node.contract_a)}, "
-                    f"{tuple(node.contract_b)}, out={out})")
+            return self._dot(node, args, out)
         if isinstance(node, (core.ArgMax, core.ArgMin)):
             return (f"rt.arg_reduce({args[0]}, {tuple(node.axes)}, "
                     f"{isinstance(node, core.ArgMax)}, out={out})")
@@ -231,7 +235,39 @@ class Program:
                     f"{value!r}, out={out})")
         if isinstance(node, core.Reshape):
             return f"rt.copy({args[0]}, out={out})"
+        if isinstance(node, core.OneHot):
+            return f"rt.one_hot({args[0]}, {node.one_hot_axis}, out={out})"
         raise NotImplementedError(f"the cpu backend cannot generate {node.op}")
+
+    def _ufunc_users_only(self, node: Node) -> bool:
+        """Whether every reader is a ufunc writing a planned buffer of node's shape."""
+        if node in self._results:
+            return False
+        users = self._users.get(node, ())
+        return bool(users) and all(
+            self.kind.get(user) == "buffer" and user not in self._group_of
+            and _find(UFUNCS, user) is not None and self.shapes[user] == self.shapes[node]
+            for user in users)
+
+    def _dot(self, node: Node, args: List[str], out: str) -> str:
+        """One matmul over (rest, contracted) x (contracted, rest) views.
+
+        Transposed 2-d views reach BLAS as transposed operands, not copies;
+        reshapes are only emitted where a dim group must be merged.
+        """
+        a, b = node.inputs
+        shape_a, shape_b = self.shapes[a], self.shapes[b]
+        rest_a = [i for i in range(len(shape_a)) if i not in node.contract_a]
+        rest_b = [i for i in range(len(shape_b)) if i not in node.contract_b]
+        size = lambda shape, dims: int(np.prod([shape[i] for i in dims], dtype=np.int64))
+        m, k, n = size(shape_a, rest_a), size(shape_a, node.contract_a), size(shape_b, rest_b)
+        left = _arranged(args[0], shape_a, rest_a + list(node.contract_a), (m, k))
+        right = _arranged(args[1], shape_b, list(node.contract_b) + rest_b, (k, n))
+        target = out
+        if self.shapes[node] != (m, n):  # the buffer seen as the (m, n) matrix, made once
+            target = f"{out}_mn"
+            self.namespace[target] = self.namespace[out].reshape(m, n)
+        return f"np.matmul({left}, {right}, out={target})"
 
     def _view(self, node: Node) -> str:
         (x,) = self._args(node)
@@ -241,8 +277,10 @@ class Program:
         if isinstance(node, core.Reshape):
             return f"{x}.reshape({shape})"
         if isinstance(node, core.Broadcast):
-            expanded = [1 if i in node.axes else n for i, n in enumerate(shape)]
-            return f"np.broadcast_to({x}.reshape({tuple(expanded)}), {shape})"
+            expanded = tuple(1 if i in node.axes else n for i, n in enumerate(shape))
+            if self._ufunc_users_only(node):  # each user broadcasts into its full-shape out
+                return f"{x}.reshape({expanded})"
+            return f"np.broadcast_to({x}.reshape({expanded}), {shape})"
         if isinstance(node, core.Slice):
             items = ", ".join(f"{_int(lo)}:{_int(hi)}:{st}" for lo, hi, st in
                               zip(_concrete(node.lower, self.bindings),
@@ -250,6 +288,16 @@ class Program:
             return f"{x}[{items},]"
         items = ", ".join("::-1" if i in node.axes else ":" for i in range(node.rank))
         return f"{x}[{items},]"
+
+
+def _arranged(name: str, shape: Sequence[int], order: List[int], matrix: Tuple[int, int]) -> str:
+    """Code for `name` transposed to `order` and viewed as a `matrix` (m, k)."""
+    expression = name
+    if order != list(range(len(shape))):
+        expression = f"{expression}.transpose({tuple(order)})"
+    if tuple(shape[i] for i in order) != matrix:
+        expression = f"{expression}.reshape({matrix})"
+    return expression
 
 
 def _concrete(values, bindings) -> List[int]:

@@ -100,3 +100,17 @@ def softmax(x: np.ndarray, axes: Sequence[int], out: np.ndarray) -> np.ndarray:
     np.exp(out, out=out)
     out /= np.sum(out, axis=axes, keepdims=True)
     return out
+
+
+def one_hot(x: np.ndarray, axis: int, out: np.ndarray) -> np.ndarray:
+    """out[..., i, ...] = (x == i) along `axis`; values outside [0, n) or not whole raise."""
+    count = out.shape[axis]
+    if x.size:
+        if x.dtype.kind == "f" and not np.all(np.isfinite(x) & (x == np.round(x))):
+            raise ExecutionError("one-hot values must be whole numbers")
+        low, high = x.min(), x.max()
+        if low < 0 or high >= count:
+            raise ExecutionError(f"one-hot values must lie in [0, {count}); got {low}..{high}")
+    positions = np.arange(count).reshape([-1 if i == axis else 1 for i in range(out.ndim)])
+    np.equal(np.expand_dims(x, axis), positions, out=out, casting="unsafe")
+    return out

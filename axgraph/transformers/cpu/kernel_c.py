@@ -1,0 +1,632 @@
+"""Fused groups as generated C: one flat OpenMP loop per group, compiled once, cached on disk.
+
+Why C: measured on the target machine (2 cores, gcc 12), a C loop compiled
+with ``-O3 -march=native -fopenmp`` and glibc's vector math (libmvec) runs
+``tanh(a*b+c)*sigmoid(d)-e`` over 4M f32 and ``sum((x-y)**2)`` over 10M f32
+as fast as XLA does, several times faster than NumPy; numba has no vector
+``tanhf`` there. C is optional: without a working compiler this engine
+reports itself unavailable and the blocked NumPy engine runs instead.
+
+Semantics kept (no ``-ffast-math`` unless asked for): ``-ffp-contract=off``
+so ``a*b+c`` rounds twice as NumPy does; Maximum/Minimum and Max/Min
+propagate NaN like ``np.maximum``; Sigmoid is computed stably as the
+reference does. ``-fno-math-errno`` only drops the errno writes (which NumPy
+never reads either) and is what lets gcc call the vector variants of
+``expf``/``tanhf``/...: glibc's <math.h> declares those variants only under
+``__FAST_MATH__``, so the kernel declares them itself with
+``#pragma omp declare simd``, for the functions this libmvec exports.
+Float sums accumulate in double, per fixed block of elements, and blocks are
+combined in order, so the result is accurate and does not depend on the
+number of threads.
+
+Cache: the shared object is named by the sha256 of (source, flags, compiler
+version, CPU features), in ``$AXGRAPH_CACHE_DIR`` or
+``~/.cache/axgraph/kernels``; it is compiled to a temporary file and moved
+into place with ``os.replace``, so concurrent processes never see a partial
+file. Loaded with ctypes (which releases the GIL during the call).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ... import core
+from ...core.node import Node
+from ...errors import ExecutionError
+from .fusion import (FusedGroup, check_call, concrete_shape, empty_reduction_error, group_shapes,
+                     is_scalar_constant, op_family, reduction_kind)
+
+# Elements per reduction block: partial sums are exact-order deterministic per block.
+BLOCK = 16384
+# Below this many elements the OpenMP fork/join costs more than it saves.
+PARALLEL_MIN = 32768
+ENTRY = "axgraph_kernel"
+BASE_FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
+FAST_MATH_FLAGS = ("-ffast-math",)
+CTYPES = {"f32": "float", "f64": "double", "boolean": "uint8_t"}
+# libm functions the generated code calls, by core op; each has a libmvec variant on glibc.
+MATH_FUNCTIONS = {core.Exp: "exp", core.Log: "log", core.Tanh: "tanh", core.Sin: "sin",
+                  core.Cos: "cos", core.Sigmoid: "exp", core.Power: "pow"}
+# ops compiled to single instructions (no library call)
+INLINE_FUNCTIONS = {core.Abs: "fabs", core.Sqrt: "sqrt", core.Floor: "floor"}
+
+
+class KernelCompileError(ExecutionError):
+    """The C engine cannot build a kernel (no compiler, or the compiler failed)."""
+
+
+# -- toolchain --------------------------------------------------------------------------------
+
+def find_compiler() -> Optional[str]:
+    """Path of the C compiler: $AXGRAPH_CC, $CC, else cc, gcc or clang on PATH; None if absent."""
+    for name in (os.environ.get("AXGRAPH_CC"), os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name:
+            path = shutil.which(name)
+            if path:
+                return path
+    return None
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels live: $AXGRAPH_CACHE_DIR, else ~/.cache/axgraph/kernels."""
+    configured = os.environ.get("AXGRAPH_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".cache" / "axgraph" / "kernels"
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_identity() -> str:
+    """The CPU model and feature flags: -march=native code is only valid on such a CPU."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            lines = [line.strip() for line in info if line.startswith(("model name", "flags",
+                                                                         "Features"))]
+        return platform.machine() + "|" + "|".join(sorted(set(lines)))
+    except OSError:
+        return platform.machine() + "|" + platform.processor()
+
+
+@functools.lru_cache(maxsize=None)
+def vector_math_symbols() -> FrozenSet[str]:
+    """libm functions ("expf", "tanh", ...) that glibc's libmvec has vector variants of.
+
+    Declaring a variant the library lacks (older glibc has no tanhf) would
+    leave an undefined symbol and the kernel would fail to load, so each is
+    looked up in libmvec first. Empty off glibc or on an unknown ISA.
+    """
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        prefix_f, prefix_d = "_ZGVbN4", "_ZGVbN2"
+    elif machine in ("aarch64", "arm64"):
+        prefix_f, prefix_d = "_ZGVnN4", "_ZGVnN2"
+    else:
+        return frozenset()
+    try:
+        libmvec = ctypes.CDLL("libmvec.so.1")
+    except OSError:
+        return frozenset()
+    found = set()
+    for name in sorted(set(MATH_FUNCTIONS.values())):
+        args = "vv" if name == "pow" else "v"
+        if hasattr(libmvec, f"{prefix_f}{args}_{name}f"):
+            found.add(name + "f")
+        if hasattr(libmvec, f"{prefix_d}{args}_{name}"):
+            found.add(name)
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A compiler that works here, with the flags that worked and what they enable."""
+
+    compiler: str
+    version: str
+    flags: Tuple[str, ...]          # without -ffast-math
+    openmp: bool                    # threads (else the pragmas only vectorize, or nothing)
+    vector_math: FrozenSet[str]     # functions declared `omp declare simd`
+
+
+_PROBE = """\
+#include <stdint.h>
+#include <math.h>
+%s
+int axgraph_kernel(int64_t n, int64_t inner, void* const* p)
+{
+    const float* x = (const float*)p[0];
+    float* out = (float*)p[1];
+    (void)inner;
+    #pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = expf(x[i]) + sqrtf(x[i]);
+    return 0;
+}
+"""
+
+
+def _declarations(functions: Sequence[str]) -> str:
+    """`#pragma omp declare simd` prototypes: gcc then calls libmvec's `_ZGV...` variants."""
+    lines = []
+    for name in sorted(functions):
+        is_float = name not in MATH_FUNCTIONS.values()  # "expf" vs "exp"
+        ctype = "float" if is_float else "double"
+        base = name[:-1] if is_float else name
+        params = f"{ctype}, {ctype}" if base == "pow" else ctype
+        lines.append("#pragma omp declare simd notinbranch")
+        lines.append(f"extern {ctype} {name}({params});")
+    return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_version(compiler: str) -> Optional[str]:
+    try:
+        run = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if run.returncode != 0:
+        return None
+    return run.stdout.strip() or run.stderr.strip()
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(compiler: str) -> Optional[Toolchain]:
+    """The first flag set with which a small OpenMP/vector-math kernel builds, loads and runs."""
+    version = _compiler_version(compiler)
+    if version is None:
+        return None
+    vector = vector_math_symbols()
+    native = ("-march=native",)
+    attempts = [
+        (native + ("-fopenmp",), True, vector),
+        (native + ("-fopenmp",), True, frozenset()),
+        (native + ("-fopenmp-simd",), False, frozenset()),
+        ((), False, frozenset()),
+    ]
+    for extra, openmp, functions in attempts:
+        toolchain = Toolchain(compiler, version, BASE_FLAGS + extra, openmp, functions)
+        source = _PROBE % _declarations(sorted(functions & {"expf"}))
+        try:
+            function = load(build(source, toolchain))
+            x = np.linspace(0.0, 1.0, 64, dtype=np.float32)
+            out = np.empty_like(x)
+            pointers = (ctypes.c_void_p * 2)(x.ctypes.data, out.ctypes.data)
+            function(x.size, 1, pointers)
+            if np.allclose(out, np.exp(x) + np.sqrt(x), rtol=1e-5):
+                return toolchain
+        except (KernelCompileError, OSError):
+            continue
+    return None
+
+
+def toolchain() -> Optional[Toolchain]:
+    """The working toolchain, or None when there is no usable C compiler."""
+    compiler = find_compiler()
+    return _probe(compiler) if compiler else None
+
+
+def c_available() -> bool:
+    """Whether the C engine can run here."""
+    return toolchain() is not None
+
+
+# -- building and loading -----------------------------------------------------------------------
+
+def compile_flags(chain: Toolchain, fast_math: bool = False) -> Tuple[str, ...]:
+    """Command-line flags for a kernel (fast math only when asked for)."""
+    return chain.flags + (FAST_MATH_FLAGS if fast_math else ())
+
+
+def kernel_key(source: str, chain: Toolchain, fast_math: bool = False) -> str:
+    """sha256 of everything that determines the shared object's contents."""
+    text = "\0".join([source, " ".join(compile_flags(chain, fast_math)), chain.version,
+                      cpu_identity()])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def library_path(source: str, chain: Toolchain, fast_math: bool = False) -> Path:
+    """The cache path the kernel of `source` has (whether or not it is built yet)."""
+    return cache_dir() / f"{kernel_key(source, chain, fast_math)}.so"
+
+
+def build(source: str, chain: Toolchain, fast_math: bool = False) -> Path:
+    """The shared object for `source`: from the disk cache, or compiled into it now.
+
+    Compiles into a temporary file in the cache directory and renames it into
+    place (atomic on POSIX), so processes racing on the same kernel each
+    produce a complete file and the last rename wins harmlessly.
+    """
+    target = library_path(source, chain, fast_math)
+    if target.exists():
+        return target
+    directory = target.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise KernelCompileError(f"cannot create the kernel cache {directory}: {error}") from None
+    stem = target.stem
+    c_fd, c_temp = tempfile.mkstemp(prefix=f".{stem[:16]}-", suffix=".c", dir=directory)
+    so_fd, so_temp = tempfile.mkstemp(prefix=f".{stem[:16]}-", suffix=".so", dir=directory)
+    os.close(so_fd)
+    try:
+        with os.fdopen(c_fd, "w") as handle:
+            handle.write(source)
+        command = [chain.compiler, *compile_flags(chain, fast_math), c_temp, "-o", so_temp, "-lm"]
+        try:
+            run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as error:
+            raise KernelCompileError(f"running {chain.compiler} failed: {error}") from None
+        if run.returncode != 0:
+            raise KernelCompileError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
+        os.replace(c_temp, directory / f"{stem}.c")  # kept beside the .so for reading
+        os.replace(so_temp, target)
+    finally:
+        for leftover in (c_temp, so_temp):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+    return target
+
+
+_LOADED: Dict[str, ctypes.CDLL] = {}
+
+
+def load(path: Path):
+    """The kernel entry point of a built shared object (each file loaded once per process)."""
+    key = str(path)
+    library = _LOADED.get(key)
+    if library is None:
+        library = ctypes.CDLL(key)
+        _LOADED[key] = library
+    function = getattr(library, ENTRY)
+    function.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]
+    function.restype = ctypes.c_int
+    return function
+
+
+def clear_memory_cache() -> None:
+    """Forget loaded libraries (the next kernel build looks at the disk again)."""
+    _LOADED.clear()
+
+
+# -- generating C ---------------------------------------------------------------------------------
+
+def c_literal(value, et: core.ElementType) -> str:
+    """An exact C literal for a scalar of element type `et` (hex floats round-trip)."""
+    if et.is_boolean:
+        return "1" if bool(value) else "0"
+    number = float(value)
+    ctype = CTYPES[et.name]
+    if number != number:
+        return f"(({ctype})NAN)"
+    if number in (float("inf"), float("-inf")):
+        return f"(({ctype}){'-' if number < 0 else ''}INFINITY)"
+    return f"(({ctype}){number.hex()})"
+
+
+@dataclass
+class _Emitter:
+    """Walks a group's members and writes the C statements of one element."""
+
+    group: FusedGroup
+    scalar_inputs: FrozenSet[int]        # input positions read as one element (broadcast)
+    vector_math: FrozenSet[str]
+
+    def __post_init__(self) -> None:
+        indexed = indexed_inputs(self.group)
+        self.values: Dict[Node, str] = {}
+        self.hoisted: List[str] = []      # before the loop
+        self.body: List[str] = []         # per element
+        self.pointers: List[str] = []
+        self.used_math: set = set()
+        for j, node in enumerate(self.group.inputs):
+            ctype = CTYPES[node.element_type.name]
+            if is_scalar_constant(node):
+                self.values[node] = c_literal(node.attributes["value"], node.element_type)
+                continue
+            self.pointers.append(f"const {ctype}* in{j} = (const {ctype}*)p[{j}];")
+            if j in self.scalar_inputs:
+                self.hoisted.append(f"const {ctype} s{j} = in{j}[0];")
+                self.values[node] = f"s{j}"
+            elif j in indexed:
+                self.body.append(f"const {ctype} x{j} = in{j}[i];")
+                self.values[node] = f"x{j}"
+        for k, node in enumerate(self.group.elementwise_nodes):
+            self._member(k, node)
+
+    def _scalar_of(self, x: Node) -> str:
+        """One element of a Broadcast's (size-1) input."""
+        if is_scalar_constant(x):
+            return c_literal(x.attributes["value"], x.element_type)
+        j = self.group.inputs.index(x)
+        if j not in self.scalar_inputs:
+            name = f"b{j}"
+            line = f"const {CTYPES[x.element_type.name]} {name} = in{j}[0];"
+            if line not in self.hoisted:
+                self.hoisted.append(line)
+            return name
+        return f"s{j}"
+
+    def _math(self, name: str, et: core.ElementType) -> str:
+        full = name + ("f" if et.name == "f32" else "")
+        self.used_math.add(full)
+        return full
+
+    def _member(self, k: int, node: Node) -> None:
+        family = op_family(node)
+        et = node.element_type
+        if family == "constant":
+            self.values[node] = c_literal(node.attributes["value"], et)
+            return
+        if family == "broadcast":
+            self.values[node] = self._scalar_of(node.inputs[0])
+            return
+        ctype = CTYPES[et.name]
+        args = [self.values[x] for x in node.inputs]
+        name = f"v{k}"
+        expression = self._expression(node, ctype, args, name)
+        self.body.append(f"const {ctype} {name} = {expression};")
+        self.values[node] = name
+
+    def _expression(self, node: Node, ctype: str, args: List[str], name: str) -> str:
+        one, zero = f"(({ctype})1)", f"(({ctype})0)"
+        if isinstance(node, core.Convert):
+            (a,) = args
+            if node.element_type.is_boolean:
+                return f"(uint8_t)({a} != 0)"
+            return f"({ctype})({a})"
+        if isinstance(node, core.Select):
+            c, a, b = args
+            return f"({c} ? {a} : {b})"
+        if len(args) == 1:
+            (a,) = args
+            et = node.element_type
+            if isinstance(node, core.Negative):
+                return f"(-{a})"
+            if isinstance(node, core.Sign):
+                return f"({a} > 0 ? {one} : ({a} < 0 ? (-{one}) : ({a} == {a} ? {zero} : {a})))"
+            if isinstance(node, core.Not):
+                return f"(uint8_t)(!{a})"
+            if isinstance(node, core.Sigmoid):
+                # the reference's stable form: e = exp(-|x|); x >= 0 ? 1/(1+e) : e/(1+e)
+                e = f"e{name[1:]}"
+                self.body.append(f"const {ctype} {e} = {self._math('exp', et)}"
+                                 f"(-{self._math('fabs', et)}({a}));")
+                return f"({a} >= 0 ? {one} / ({one} + {e}) : {e} / ({one} + {e}))"
+            for table in (INLINE_FUNCTIONS, MATH_FUNCTIONS):
+                for op_class, function in table.items():
+                    if isinstance(node, op_class):
+                        return f"{self._math(function, et)}({a})"
+            raise NotImplementedError(node.op)
+        a, b = args
+        if isinstance(node, core.Power):
+            exponent = node.inputs[1]
+            if is_scalar_constant(exponent) and float(exponent.attributes["value"]) == 2.0:
+                return f"({a} * {a})"
+            return f"{self._math('pow', node.element_type)}({a}, {b})"
+        if isinstance(node, core.Maximum):
+            return f"(({a} > {b} || {a} != {a}) ? {a} : {b})"
+        if isinstance(node, core.Minimum):
+            return f"(({a} < {b} || {a} != {a}) ? {a} : {b})"
+        for op_class, symbol in ((core.Add, "+"), (core.Subtract, "-"), (core.Multiply, "*"),
+                                 (core.Divide, "/")):
+            if isinstance(node, op_class):
+                return f"({a} {symbol} {b})"
+        for op_class, symbol in ((core.Equal, "=="), (core.NotEqual, "!="), (core.Less, "<"),
+                                 (core.LessEq, "<="), (core.Greater, ">"),
+                                 (core.GreaterEq, ">=")):
+            if isinstance(node, op_class):
+                return f"(uint8_t)({a} {symbol} {b})"
+        if isinstance(node, core.And):
+            return f"(uint8_t)({a} & {b})"
+        if isinstance(node, core.Or):
+            return f"(uint8_t)({a} | {b})"
+        raise NotImplementedError(node.op)
+
+    def declarations(self) -> str:
+        """`omp declare simd` for the library functions used that libmvec vectorizes."""
+        return _declarations(sorted(self.used_math & self.vector_math))
+
+
+def indexed_inputs(group: FusedGroup) -> FrozenSet[int]:
+    """Positions of the inputs read per element (the rest are literals or Broadcast scalars)."""
+    indexed = set()
+    for j, x in enumerate(group.inputs):
+        if is_scalar_constant(x):
+            continue
+        if group.reduction is not None and x is group.elementwise_output:
+            indexed.add(j)
+        elif any(x in m.inputs for m in group.elementwise_nodes if op_family(m) != "broadcast"):
+            indexed.add(j)
+    return frozenset(indexed)
+
+
+def _indent(lines: Sequence[str], depth: int) -> str:
+    return "".join("    " * depth + line + "\n" for line in lines)
+
+
+def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset(),
+                    vector_math: FrozenSet[str] = frozenset()) -> str:
+    """The C text of a group's kernel (independent of sizes, which are call arguments).
+
+    The text depends only on the group's structure (ops, types, constants),
+    never on node names, so equal kernels share one cache entry across
+    programs and processes. `scalar_inputs` marks inputs that are read as a
+    single repeated element (broadcast arrays with zero strides).
+    """
+    emitter = _Emitter(group, scalar_inputs, vector_math)
+    result = emitter.values[group.elementwise_output]
+    k = len(group.inputs)
+    ops = " ".join(f"{n.op}:{n.element_type}" for n in group.nodes)
+    head = ["/* axgraph fused kernel: " + ops + " */",
+            "#include <stdint.h>", "#include <stdlib.h>", "#include <math.h>", ""]
+    declarations = emitter.declarations()
+    if declarations:
+        head += ["/* vector variants from libmvec (glibc declares them only under -ffast-math) */",
+                 declarations, ""]
+    text = "\n".join(head) + "\n"
+    out_type = CTYPES[group.output.element_type.name]
+    if group.reduction is None:
+        text += (f"int {ENTRY}(int64_t n, int64_t inner, void* const* p)\n{{\n"
+                 + _indent(emitter.pointers, 1)
+                 + _indent([f"{out_type}* out = ({out_type}*)p[{k}];"] + emitter.hoisted
+                           + ["(void)inner;",
+                              f"#pragma omp parallel for simd schedule(static) "
+                              f"if(n >= {PARALLEL_MIN})",
+                              "for (int64_t i = 0; i < n; ++i) {"], 1)
+                 + _indent(emitter.body + [f"out[i] = {result};"], 2)
+                 + "    }\n    return 0;\n}\n")
+        return text
+    kind = reduction_kind(group.reduction)
+    element = CTYPES[group.elementwise_output.element_type.name]
+    if kind == "sum":
+        acc_type = "double"
+        start = ["double acc = 0.0;", "#pragma omp simd reduction(+:acc)"]
+        step = [f"acc += (double){result};"]
+        finish = "return acc;"
+        combine = "acc += part[b];"
+    else:
+        acc_type = element
+        better = ">" if kind == "max" else "<"
+        start = [f"{element} acc = {'-' if kind == 'max' else ''}INFINITY;", "int nan = 0;",
+                 f"#pragma omp simd reduction({kind}:acc) reduction(|:nan)"]
+        step = [f"const {element} r = {result};", "nan |= (r != r);",
+                f"acc = r {better} acc ? r : acc;"]
+        finish = f"return nan ? ({element})NAN : acc;"
+        combine = f"if (part[b] {better} acc || part[b] != part[b]) acc = part[b];"
+    text += (f"static inline {acc_type} block(int64_t lo, int64_t hi, void* const* p)\n{{\n"
+             + _indent(emitter.pointers + emitter.hoisted + start
+                       + ["for (int64_t i = lo; i < hi; ++i) {"], 1)
+             + _indent(emitter.body + step, 2)
+             + "    }\n" + _indent([finish], 1) + "}\n\n")
+    text += (f"int {ENTRY}(int64_t outer, int64_t inner, void* const* p)\n{{\n"
+             + _indent([
+                 f"{out_type}* out = ({out_type}*)p[{k}];",
+                 f"if (inner <= {BLOCK}) {{",
+                 f"    #pragma omp parallel for schedule(static) if(outer * inner >= "
+                 f"{PARALLEL_MIN})",
+                 "    for (int64_t r = 0; r < outer; ++r)",
+                 f"        out[r] = ({out_type})block(r * inner, r * inner + inner, p);",
+                 "    return 0;",
+                 "}",
+                 "/* long rows: fixed blocks in parallel, combined in order (deterministic) */",
+                 f"const int64_t nb = (inner + {BLOCK} - 1) / {BLOCK};",
+                 f"{acc_type}* part = ({acc_type}*)malloc((size_t)nb * sizeof({acc_type}));",
+                 "if (!part) return -1;",
+                 "for (int64_t r = 0; r < outer; ++r) {",
+                 "    const int64_t base = r * inner;",
+                 "    #pragma omp parallel for schedule(static)",
+                 "    for (int64_t b = 0; b < nb; ++b) {",
+                 f"        const int64_t lo = base + b * {BLOCK};",
+                 f"        const int64_t hi = (b + 1 == nb) ? base + inner : lo + {BLOCK};",
+                 "        part[b] = block(lo, hi, p);",
+                 "    }",
+                 f"    {acc_type} acc = part[0];",
+                 f"    for (int64_t b = 1; b < nb; ++b) {combine}",
+                 f"    out[r] = ({out_type})acc;",
+                 "}",
+                 "free(part);",
+                 "return 0;"], 1)
+             + "}\n")
+    return text
+
+
+# -- the kernel ------------------------------------------------------------------------------
+
+class CKernel:
+    """A compiled fused group: `kernel(*inputs, out=array)` writes the output into `out`.
+
+    Inputs may be any layout: C-contiguous arrays are read in place, arrays
+    broadcast with all-zero strides are read as one element (a variant
+    kernel, built on first use), anything else is copied contiguous first.
+    `out` may be exactly one of the inputs (elementwise groups read each
+    element before writing it); partial overlaps are resolved by copying.
+    """
+
+    engine = "c"
+
+    def __init__(self, group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
+                 fast_math: bool = False):
+        from .fusion import c_accepts
+
+        if not c_accepts(group):
+            raise KernelCompileError(f"the C engine handles f32, f64 and boolean values only: "
+                                     f"{group!r}")
+        chain = toolchain()
+        if chain is None:
+            raise KernelCompileError("no working C compiler found (set $AXGRAPH_CC or $CC, or "
+                                     "install cc/gcc/clang)")
+        self.group = group
+        self.fast_math = fast_math
+        self._chain = chain
+        self.element_shape, self.out_shape, self.outer, self.inner = group_shapes(group, shapes)
+        self.in_shapes = [concrete_shape(x, shapes) for x in group.inputs]
+        self._indexed = indexed_inputs(group)
+        self._variants: Dict[FrozenSet[int], object] = {}
+        self.source = generate_source(group, frozenset(), chain.vector_math)
+        self.path = self._build(frozenset(), self.source)
+
+    def _build(self, scalars: FrozenSet[int], source: Optional[str] = None) -> Path:
+        source = source or generate_source(self.group, scalars, self._chain.vector_math)
+        path = build(source, self._chain, self.fast_math)
+        self._variants[scalars] = load(path)
+        return path
+
+    def vector_math_calls(self) -> List[str]:
+        """Vector-math symbols (`_ZGV...`) the built kernel calls, read with objdump."""
+        objdump = shutil.which("objdump")
+        if objdump is None:
+            return []
+        run = subprocess.run([objdump, "-d", str(self.path)], capture_output=True, text=True)
+        names = {word.strip("<>@:") for line in run.stdout.splitlines() if "_ZGV" in line
+                 for word in line.split() if "_ZGV" in word}
+        return sorted({name.split("@")[0] for name in names})
+
+    def __call__(self, *arrays: np.ndarray, out: np.ndarray) -> np.ndarray:
+        check_call("fused C kernel", self.group, self.in_shapes, self.out_shape, arrays, out)
+        group = self.group
+        if self.outer * self.inner == 0:
+            if group.reduction is None or self.outer == 0:
+                return out
+            if reduction_kind(group.reduction) != "sum":
+                raise empty_reduction_error(group)
+            out.fill(0)
+            return out
+        scalars = set()
+        pointers: List[int] = []
+        keep: List[np.ndarray] = []
+        for j, array in enumerate(arrays):
+            array = np.asarray(array)
+            if j in self._indexed and array.size > 1:
+                if not any(array.strides):
+                    scalars.add(j)
+                elif not array.flags.c_contiguous:
+                    array = np.ascontiguousarray(array)
+                if np.may_share_memory(array, out) and not (
+                        group.reduction is None and j not in scalars
+                        and array.ctypes.data == out.ctypes.data):
+                    array = array.copy()
+            # other inputs are read at element 0 (the data pointer) or not at all (literals)
+            keep.append(array)
+            pointers.append(array.ctypes.data)
+        pointers.append(out.ctypes.data)
+        key = frozenset(scalars)
+        function = self._variants.get(key)
+        if function is None:
+            self._build(key)
+            function = self._variants[key]
+        status = function(self.outer, self.inner, (ctypes.c_void_p * len(pointers))(*pointers))
+        if status != 0:
+            raise ExecutionError(f"fused C kernel failed (status {status}): out of memory?")
+        return out
+
+    def __repr__(self) -> str:
+        return f"<CKernel {self.group!r} {self.path.name}>"
