@@ -90,7 +90,7 @@ class Computation:
                    for placeholder, value in feeds.items()}
         if out is not None:
             out = self._checked_out(out, list(feeds.values()), bindings)
-        outputs = self.transformer._run(self, checked, bindings)
+        outputs = self.transformer._run(self, checked, bindings, out=out)
         if out is not None:
             for target, value in zip(out, outputs):
                 if target is not None:
@@ -155,7 +155,7 @@ class Computation:
 
 
 def _fill(target: np.ndarray, value: Optional[np.ndarray], computation: "Computation") -> None:
-    if value is None:
+    if value is None or value is target:  # the backend wrote it in place
         return
     if target.shape != value.shape or target.dtype != value.dtype:
         raise FeedError(f"an out= array is {target.dtype}{list(target.shape)} but its result is "
@@ -193,7 +193,9 @@ def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindin
         elif known != length:
             raise FeedError(f"{expected} takes shape {tuple(bindings.get(a) for a in placeholder.axes)}"
                             f"; got {array.shape} (axis {axis.name} is {known})", user_location())
-    return np.array(array, dtype=placeholder.dtype, copy=True)
+    # Used in place when already of the right type and layout (no copy per call):
+    # no backend ever writes into a fed array.
+    return np.asarray(array, dtype=placeholder.dtype, order="C")
 
 
 def no_value_error(tensor: AssignableTensorOp) -> FeedError:
@@ -238,8 +240,12 @@ class Transformer(abc.ABC):
 
     @abc.abstractmethod
     def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
-             bindings: LengthBindings) -> List[Optional[np.ndarray]]:
-        """Execute `computation` once; one output per result (None for no value)."""
+             bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
+        """Execute `computation` once; one output per result (None for no value).
+
+        `out` (checked, one entry per result, None where not given) may be
+        written directly; outputs that are not the given arrays are copied in.
+        """
 
     def close(self) -> None:
         """Release stored tensors; the transformer cannot be used afterwards."""

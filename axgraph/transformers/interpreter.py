@@ -56,7 +56,7 @@ class InterpreterTransformer(Transformer):
         return core.compile(function, self.backend)
 
     def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
-             bindings: LengthBindings) -> List[Optional[np.ndarray]]:
+             bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         lowered, run = self._compile(computation)
         persistent, temporaries = self._tensors(computation)
         try:
@@ -70,7 +70,9 @@ class InterpreterTransformer(Transformer):
                 # Stored values only accumulate, so one successful check holds for later calls.
                 check_readable(computation.ops, computation.results, self.state)
                 self._readable.add(computation)
-            outputs = run(*[self.state[t] for t in lowered.state_inputs])
+            arguments = [self.state[t] for t in lowered.state_inputs]
+            targets = _function_outs(lowered, out, run)
+            outputs = run(*arguments, out=targets) if targets is not None else run(*arguments)
             count = len(outputs) - len(lowered.state_outputs)
             for tensor, value in zip(lowered.state_outputs, outputs[count:]):
                 self.state[tensor] = value
@@ -105,6 +107,21 @@ class InterpreterTransformer(Transformer):
         self._stored.clear()
         self.pass_reports.clear()
         super().close()
+
+
+def _function_outs(lowered: LoweredComputation, out, run) -> Optional[list]:
+    """Per function result, the caller's array to write it into (None: a fresh one).
+
+    Only backends that accept None entries get such a list (the cpu backend);
+    for the others the computation copies results into the caller's arrays.
+    """
+    if out is None or not getattr(run, "accepts_partial_out", False):
+        return None
+    targets = [None] * len(lowered.function.results)
+    for target, position in zip(out, lowered.result_positions):
+        if target is not None and position is not None:
+            targets[position] = target
+    return targets
 
 
 def _initial_node(tensor: AssignableTensorOp, lengths) -> core.Node:

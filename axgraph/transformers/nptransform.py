@@ -76,7 +76,7 @@ class NumPyTransformer(Transformer):
         self.rngs: Dict[Op, np.random.Generator] = {}
 
     def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
-             bindings: LengthBindings) -> List[Optional[np.ndarray]]:
+             bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         ctx = RunContext(self, bindings)
         tensors = [op for op in computation.ops if isinstance(op, AssignableTensorOp)]
         temporaries = [t for t in tensors if not t.persistent]

@@ -149,24 +149,21 @@ class Program:
     def _plan(self):
         from .memory_plan import plan_memory
 
-        # The planner sees a fused group as its output node; the group's internal
-        # nodes run inside the kernel, so they are scheduled after it, which keeps
-        # every input of the group alive until the kernel has read it.
-        order: List[Node] = []
-        for node in self.function.nodes:
-            if node in self._internal:
-                continue
-            order.append(node)
-            group = self._group_of.get(node)
-            if group is not None:
-                order.extend(n for n in group.nodes if n is not node)
+        # The planner sees a fused group as its output node reading the group's
+        # inputs: the internal nodes run inside the kernel and own no storage.
+        order = [n for n in self.function.nodes if n not in self._internal]
         schedule = SimpleNamespace(nodes=order, parameters=self.function.parameters,
                                    results=self.function.results, name=self.function.name,
                                    display_names=self.function.display_names)
+
+        def reads(node: Node) -> Sequence[Node]:
+            group = self._group_of.get(node)
+            return group.inputs if group is not None else node.inputs
+
         return plan_memory(schedule, self.shapes,
                            needs_buffer=lambda n: self.kind.get(n) == "buffer",
                            alias_of=self.alias.get,
-                           can_run_in_place=self._can_run_in_place)
+                           can_run_in_place=self._can_run_in_place, reads=reads)
 
     # -- code ----------------------------------------------------------------------------
     def _generate(self) -> str:

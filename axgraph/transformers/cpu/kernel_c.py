@@ -591,7 +591,8 @@ class CKernel:
         return sorted({name.split("@")[0] for name in names})
 
     def __call__(self, *arrays: np.ndarray, out: np.ndarray) -> np.ndarray:
-        check_call("fused C kernel", self.group, self.in_shapes, self.out_shape, arrays, out)
+        arrays = check_call("fused C kernel", self.group, self.in_shapes, self.out_shape,
+                            arrays, out)
         group = self.group
         if self.outer * self.inner == 0:
             if group.reduction is None or self.outer == 0:

@@ -35,9 +35,15 @@ from ...errors import GraphError
 
 NeedsBuffer = Callable[[Node], bool]
 AliasOf = Callable[[Node], Optional[Node]]
+#: The nodes a node reads when it runs (its inputs, unless it stands for a fused group).
+Reads = Callable[[Node], Sequence[Node]]
 
 
-def schedule(function: Function) -> Tuple[Node, ...]:
+def _inputs(node: Node) -> Sequence[Node]:
+    return node.inputs
+
+
+def schedule(function: Function, reads: Optional[Reads] = None) -> Tuple[Node, ...]:
     """The order nodes run in: ``function.nodes``, checked to be topological.
 
     Ordering constraints (other_deps) were made into data flow by lowering,
@@ -45,18 +51,19 @@ def schedule(function: Function) -> Tuple[Node, ...]:
     a broken schedule into an error here instead of corrupted memory later.
     """
     order = tuple(function.nodes)
-    check_schedule(order)
+    check_schedule(order, reads)
     return order
 
 
-def check_schedule(order: Sequence[Node]) -> Dict[Node, int]:
+def check_schedule(order: Sequence[Node], reads: Optional[Reads] = None) -> Dict[Node, int]:
     """Each node's step; GraphError if a node is listed twice or runs before an input."""
+    reads = reads or _inputs
     step: Dict[Node, int] = {}
     for position, node in enumerate(order):
         if node in step:
             raise GraphError(f"schedule: {node.op} {node.name} is scheduled twice "
                              f"(steps {step[node]} and {position})", node.location)
-        for source in node.inputs:
+        for source in reads(node):
             if source not in step:
                 raise GraphError(f"schedule: {node.op} {node.name} (step {position}) reads "
                                  f"{source.op} {source.name}, which is not scheduled before it",
@@ -124,7 +131,7 @@ def _resolve_root(node: Node, alias_of: AliasOf, step: Dict[Node, int],
 
 
 def analyze_liveness(order: Sequence[Node], results: Iterable[Node], needs_buffer: NeedsBuffer,
-                     alias_of: AliasOf) -> Liveness:
+                     alias_of: AliasOf, reads: Optional[Reads] = None) -> Liveness:
     """Lifetimes of every storage-owning node of the schedule `order`.
 
     A node owns storage when ``needs_buffer(node)`` and it is not a view
@@ -132,7 +139,8 @@ def analyze_liveness(order: Sequence[Node], results: Iterable[Node], needs_buffe
     the caller says it needs a buffer, since its values live in its base.
     """
     order = tuple(order)
-    step = check_schedule(order)
+    reads = reads or _inputs
+    step = check_schedule(order, reads)
     last_step = len(order) - 1
     root: Dict[Node, Node] = {}
     owners = []
@@ -147,7 +155,7 @@ def analyze_liveness(order: Sequence[Node], results: Iterable[Node], needs_buffe
     for node in order:
         # A view "reads" its base when it is formed; an ordinary node reads its inputs.
         at = step[node]
-        for source in node.inputs:
+        for source in reads(node):
             base = root.get(source, source)
             if base in owned and end[base] < at:
                 end[base] = at

@@ -45,7 +45,7 @@ from ...core.function import Function
 from ...core.node import Node
 from ...core.ops.leaves import Constant, Parameter
 from ...errors import GraphError
-from .liveness import AliasOf, Liveness, NeedsBuffer, analyze_liveness, schedule
+from .liveness import AliasOf, Liveness, NeedsBuffer, Reads, analyze_liveness, schedule
 
 CanRunInPlace = Callable[[Node, Node], bool]
 
@@ -258,7 +258,7 @@ def _node_nbytes(node: Node, shapes: Mapping[Node, Tuple[int, ...]]) -> int:
 
 
 def _choose_in_place(node: Node, liveness: Liveness, nbytes: Dict[Node, int],
-                     can_run_in_place: CanRunInPlace) -> Optional[Node]:
+                     can_run_in_place: CanRunInPlace, reads: Reads) -> Optional[Node]:
     """The input `node` may overwrite, or None.
 
     The input must own its storage, die at this step (no later reader, of
@@ -268,7 +268,7 @@ def _choose_in_place(node: Node, liveness: Liveness, nbytes: Dict[Node, int],
     overwritten (Add(x, Transpose(x)) must not run over x).
     """
     at = liveness.step[node]
-    for candidate in dict.fromkeys(node.inputs):
+    for candidate in dict.fromkeys(reads(node)):
         if candidate not in nbytes or candidate in liveness.pinned:
             continue
         if isinstance(candidate, (Parameter, Constant)):   # caller's or shared data: read-only
@@ -276,7 +276,7 @@ def _choose_in_place(node: Node, liveness: Liveness, nbytes: Dict[Node, int],
         if liveness.end[candidate] != at or nbytes[candidate] != nbytes[node]:
             continue
         if any(other is not candidate and liveness.storage_root(other) is candidate
-               for other in node.inputs):
+               for other in reads(node)):
             continue
         if can_run_in_place(node, candidate):
             return candidate
@@ -414,7 +414,8 @@ def _place(storages: Sequence[_Storage], num_steps: int) -> Tuple[List[int], str
 
 def plan_memory(function: Function, shapes: Mapping[Node, Tuple[int, ...]],
                 needs_buffer: NeedsBuffer, alias_of: AliasOf,
-                can_run_in_place: CanRunInPlace, alignment: int = 64) -> MemoryPlan:
+                can_run_in_place: CanRunInPlace, alignment: int = 64,
+                reads: Optional[Reads] = None) -> MemoryPlan:
     """Assign every storage-owning node of `function` an offset in one arena.
 
     `shapes[node]` is the node's concrete shape (static shapes may be left
@@ -428,8 +429,9 @@ def plan_memory(function: Function, shapes: Mapping[Node, Tuple[int, ...]],
     """
     if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment < 1:
         raise MemoryPlanError(f"memory plan: alignment must be a positive int, not {alignment!r}")
-    order = schedule(function)
-    liveness = analyze_liveness(order, function.results, needs_buffer, alias_of)
+    reads = reads or (lambda node: node.inputs)
+    order = schedule(function, reads)
+    liveness = analyze_liveness(order, function.results, needs_buffer, alias_of, reads)
     nbytes = {n: _node_nbytes(n, shapes) for n in liveness.owners}
 
     # In place: fold each writer into the storage of the input it overwrites.
@@ -437,7 +439,7 @@ def plan_memory(function: Function, shapes: Mapping[Node, Tuple[int, ...]],
     storages: List[_Storage] = []
     in_place_of: Dict[Node, Node] = {}
     for node in liveness.owners:
-        target = _choose_in_place(node, liveness, nbytes, can_run_in_place)
+        target = _choose_in_place(node, liveness, nbytes, can_run_in_place, reads)
         if target is not None:
             k = storage_of[target]
             storages[k].members.append(node)

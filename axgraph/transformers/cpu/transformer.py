@@ -40,7 +40,7 @@ class CpuTransformer(InterpreterTransformer):
 
     transformer_name = "cpu"
 
-    def __init__(self, fuse: bool = False, engine: str = "auto", optimize: bool = True):
+    def __init__(self, fuse: bool = True, engine: str = "auto", optimize: bool = True):
         super().__init__(backend="cpu", optimize=optimize)
         self.backend_options: Dict = {"fuse": fuse, "engine": engine}
 

@@ -1,0 +1,557 @@
+"""Fusion in the cpu backend: finding groups, and both kernel engines against the interpreter.
+
+C compiles are the slow part (~0.1 s each), so every C kernel of the op-by-op
+comparison is built once per session, concurrently, into a cache directory
+under the session's tmp dir.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import tracemalloc
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+import pytest
+
+from axgraph import core
+from axgraph.errors import ExecutionError
+from axgraph.transformers.cpu import fusion, kernel_c, kernel_numpy
+from axgraph.transformers.cpu.fusion import FusedGroup, compile_group, find_fusion_groups
+
+FLOATS = [core.f32, core.f64]
+UNARY = [core.Negative, core.Abs, core.Sign, core.Sqrt, core.Exp, core.Log, core.Tanh,
+         core.Sigmoid, core.Sin, core.Cos, core.Floor]
+BINARY = [core.Add, core.Subtract, core.Multiply, core.Divide, core.Power, core.Maximum,
+          core.Minimum, core.Equal, core.NotEqual, core.Less, core.LessEq, core.Greater,
+          core.GreaterEq]
+# ops whose results are correctly rounded in both NumPy and C: compared exactly
+EXACT = {core.Negative, core.Abs, core.Sign, core.Sqrt, core.Floor, core.Add, core.Subtract,
+         core.Multiply, core.Divide, core.Maximum, core.Minimum, core.Equal, core.NotEqual,
+         core.Less, core.LessEq, core.Greater, core.GreaterEq}
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 3.0, 0.5]
+SIZE = 5000
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def group_of(function: core.Function) -> FusedGroup:
+    """Every non-parameter node of `function` as one group (to test engines op by op)."""
+    members = tuple(n for n in function.nodes if not isinstance(n, core.Parameter))
+    inputs: List[core.Node] = []
+    for member in members:
+        for x in member.inputs:
+            if x not in members and x not in inputs:
+                inputs.append(x)
+    output = function.results[0]
+    reduction = output if isinstance(output, (core.Sum, core.Max, core.Min)) else None
+    return FusedGroup(members, tuple(inputs), output, reduction)
+
+
+def data(rng: np.random.Generator, shape: Tuple[int, ...], et: core.ElementType) -> np.ndarray:
+    """Random values with NaN, infinities, signed zeros and small integers sprinkled in."""
+    if et.is_boolean:
+        return rng.random(shape) < 0.5
+    if et.is_integral:
+        return rng.integers(-50, 50, shape).astype(et.dtype)
+    values = (rng.standard_normal(shape) * 3).astype(et.dtype)
+    flat = values.reshape(-1)
+    where = rng.random(flat.size) < 0.08
+    flat[where] = rng.choice(np.array(SPECIALS, dtype=et.dtype), where.sum())
+    return values
+
+
+def reference(function: core.Function, arrays: Sequence[np.ndarray]) -> np.ndarray:
+    (result,) = core.compile(function, backend="interpreter")(*arrays)
+    return result
+
+
+def run_kernel(kernel, group: FusedGroup, function: core.Function,
+               arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Run `kernel` given the arrays of `function`'s parameters (mapped onto group.inputs)."""
+    by_node = dict(zip(function.parameters, arrays))
+    out = np.empty(tuple(group.output.shape), group.output.element_type.dtype)
+    kernel(*[by_node[x] for x in group.inputs], out=out)
+    return out
+
+
+def compare(op: type, actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    if op is core.Sum:  # float64 accumulation vs the reference's own float32 rounding
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-3, equal_nan=True)
+    elif op in EXACT or actual.dtype == np.bool_:
+        np.testing.assert_array_equal(actual, expected)
+    else:
+        rtol = 2e-6 if actual.dtype == np.float32 else 1e-13
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=0, equal_nan=True)
+
+
+def case(name: str, et: core.ElementType) -> core.Function:
+    """A small Function exercising one op (or one fusible construct) on `et`."""
+    shape = core.Shape(SIZE)
+    a, b = core.Parameter(et, shape), core.Parameter(et, shape)
+    ops = {op.__name__: op for op in UNARY + BINARY}
+    if name in ops and ops[name] in UNARY:
+        return core.Function([ops[name](a)], [a])
+    if name in ops:
+        return core.Function([ops[name](a, b)], [a, b])
+    condition = core.Parameter(core.boolean, shape)
+    other = core.f64 if et == core.f32 else core.f32
+    if name == "Select":
+        return core.Function([core.Select(condition, a, b)], [condition, a, b])
+    if name == "ConvertFloat":
+        return core.Function([core.Convert(a, other)], [a])
+    if name == "ConvertToBool":
+        return core.Function([core.Convert(a, core.boolean)], [a])
+    if name == "ConvertFromBool":
+        return core.Function([core.Convert(condition, et)], [condition])
+    if name == "Logic":  # Not, And, Or feeding a Select
+        c2 = core.Parameter(core.boolean, shape)
+        mixed = core.Or(core.And(condition, core.Not(c2)), core.Less(a, b))
+        return core.Function([core.Select(mixed, a, b)], [condition, c2, a, b])
+    if name == "BroadcastScalar":
+        s = core.Parameter(et, core.Shape(()))
+        wide = core.Broadcast(s, shape, (0,))
+        return core.Function([core.Maximum(core.Multiply(a, wide), wide)], [a, s])
+    if name == "ConstantFill":
+        three = core.Constant(et, shape, 3.0)
+        scalar_nan = core.Broadcast(core.Constant(et, (), np.nan), shape, (0,))
+        return core.Function([core.Minimum(core.Add(a, three), core.Select(
+            core.Greater(a, three), scalar_nan, a))], [a])
+    if name == "Square":  # Power by a Constant 2 becomes x*x
+        return core.Function([core.Power(a, core.Constant(et, shape, 2.0))], [a])
+    if name in ("Sum", "Max", "Min"):
+        reduce = getattr(core, name)
+        return core.Function([reduce(core.Multiply(a, b), (0,))], [a, b])
+    if name in ("SumRows", "MaxRows", "MinRows"):
+        grid = core.Shape(100, 50)
+        x, y = core.Parameter(et, grid), core.Parameter(et, grid)
+        return core.Function([getattr(core, name[:-4])(core.Subtract(x, y), (1,))], [x, y])
+    if name in ("SumLongRows", "MaxLongRows"):
+        grid = core.Shape(3, 70000)  # rows longer than both engines' blocks
+        x, y = core.Parameter(et, grid), core.Parameter(et, grid)
+        return core.Function([getattr(core, name[:-8])(core.Subtract(x, y), (1,))], [x, y])
+    raise KeyError(name)
+
+
+CASES = ([op.__name__ for op in UNARY + BINARY]
+         + ["Select", "ConvertFloat", "ConvertToBool", "ConvertFromBool", "Logic",
+            "BroadcastScalar", "ConstantFill", "Square", "Sum", "Max", "Min", "SumRows",
+            "MaxRows", "MinRows", "SumLongRows", "MaxLongRows"])
+
+
+def case_arrays(function: core.Function, rng: np.random.Generator) -> List[np.ndarray]:
+    return [data(rng, tuple(p.shape), p.element_type) for p in function.parameters]
+
+
+def kernel_shapes(group: FusedGroup) -> Dict[core.Node, Tuple[int, ...]]:
+    return {n: tuple(n.shape) for n in group.nodes + group.inputs}
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> str:
+    """A kernel cache for this session only (so the tests never touch ~/.cache)."""
+    path = str(tmp_path_factory.mktemp("kernels"))
+    saved = os.environ.get("AXGRAPH_CACHE_DIR")
+    os.environ["AXGRAPH_CACHE_DIR"] = path
+    yield path
+    if saved is None:
+        os.environ.pop("AXGRAPH_CACHE_DIR", None)
+    else:
+        os.environ["AXGRAPH_CACHE_DIR"] = saved
+
+
+@pytest.fixture(scope="session")
+def has_c(cache_dir) -> bool:
+    return "c" in fusion.available_engines()
+
+
+@pytest.fixture(scope="session")
+def c_cases(cache_dir, has_c) -> Dict[Tuple[str, str], Tuple[core.Function, FusedGroup, object]]:
+    """Every (case, dtype) compiled with the C engine, concurrently (compiles release the GIL)."""
+    if not has_c:
+        return {}
+    jobs = {}
+    for et in FLOATS:
+        for name in CASES:
+            function = case(name, et)
+            jobs[(name, et.name)] = (function, group_of(function))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {key: pool.submit(compile_group, group, kernel_shapes(group), "c")
+                   for key, (function, group) in jobs.items()}
+        return {key: jobs[key] + (future.result(),) for key, future in futures.items()}
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+# -- finding groups ---------------------------------------------------------------------------
+
+def chain_function(n: int = 64):
+    shape = core.Shape(n)
+    a, b, c, d, e = (core.Parameter(core.f32, shape, name=x) for x in "abcde")
+    result = core.Subtract(core.Multiply(core.Tanh(core.Add(core.Multiply(a, b), c)),
+                                         core.Sigmoid(d)), e)
+    return core.Function([result], [a, b, c, d, e])
+
+
+def l2_function(n: int = 64, square_by_power: bool = False):
+    shape = core.Shape(n)
+    x, y = core.Parameter(core.f32, shape, name="x"), core.Parameter(core.f32, shape, name="y")
+    difference = core.Subtract(x, y)
+    squared = (core.Power(difference, core.Constant(core.f32, shape, 2.0)) if square_by_power
+               else core.Multiply(difference, difference))
+    return core.Function([core.Sum(squared, (0,))], [x, y])
+
+
+def test_chain_becomes_one_group():
+    function = chain_function()
+    (group,) = find_fusion_groups(function)
+    assert [n.op for n in group.nodes] == ["Multiply", "Add", "Tanh", "Sigmoid", "Multiply",
+                                           "Subtract"]
+    assert [n.name for n in group.inputs] == ["a", "b", "c", "d", "e"]
+    assert group.output is function.results[0] and group.reduction is None
+
+
+@pytest.mark.parametrize("square_by_power", [False, True])
+def test_l2_pattern_is_a_group_with_its_reduction(square_by_power):
+    function = l2_function(square_by_power=square_by_power)
+    (group,) = find_fusion_groups(function)
+    assert group.reduction is function.results[0] and group.output is group.reduction
+    assert group.nodes[-1] is group.reduction
+    assert [n.name for n in group.inputs] == ["x", "y"]
+    assert {n.op for n in group.nodes} >= {"Subtract", "Sum"}
+
+
+def test_a_node_used_outside_ends_the_group():
+    shape = core.Shape(8)
+    a, b, c, d = (core.Parameter(core.f32, shape) for _ in range(4))
+    shared = core.Multiply(a, b)
+    first = core.Add(core.Tanh(shared), c)
+    second = core.Multiply(shared, d)
+    function = core.Function([first, second], [a, b, c, d])
+    groups = find_fusion_groups(function)
+    assert len(groups) == 1
+    (group,) = groups
+    assert [n.op for n in group.nodes] == ["Tanh", "Add"]
+    assert group.inputs == (shared, c)
+    assert all(shared not in g.nodes and second not in g.nodes for g in groups)
+
+
+def test_results_are_not_swallowed():
+    shape = core.Shape(8)
+    a, b, c = (core.Parameter(core.f32, shape) for _ in range(3))
+    inner = core.Exp(core.Add(a, b))            # a result, and used by `outer`
+    outer = core.Negative(core.Multiply(inner, c))
+    function = core.Function([outer, inner], [a, b, c])
+    groups = find_fusion_groups(function)
+    assert len(groups) == 2
+    results = set(function.results)
+    for group in groups:
+        assert all(n not in results for n in group.nodes if n is not group.output)
+    assert {g.output for g in groups} == {outer, inner}
+    users = function.users()
+    for group in groups:  # only the output is seen outside the group
+        for node in group.nodes:
+            if node is not group.output:
+                assert all(u in group.nodes for u in users[node])
+
+
+def test_diamond_fuses_whole():
+    shape = core.Shape(8)
+    a, b = core.Parameter(core.f32, shape), core.Parameter(core.f32, shape)
+    t = core.Add(a, b)
+    result = core.Multiply(t, core.Exp(t))
+    (group,) = find_fusion_groups(core.Function([result], [a, b]))
+    assert len(group.nodes) == 3 and group.inputs == (a, b)
+
+
+def test_scalar_broadcasts_and_constant_fills_join():
+    shape = core.Shape(8)
+    a, s = core.Parameter(core.f32, shape), core.Parameter(core.f32, ())
+    wide = core.Broadcast(s, shape, (0,))
+    zero = core.Constant(core.f32, shape, 0.0)
+    result = core.Maximum(core.Add(a, wide), zero)
+    (group,) = find_fusion_groups(core.Function([result], [a, s]))
+    assert wide in group.nodes and zero in group.nodes and set(group.inputs) == {a, s}
+
+
+def test_single_ops_are_not_groups_but_lone_reductions_are():
+    shape = core.Shape(2, 8)
+    a, b = core.Parameter(core.f32, shape), core.Parameter(core.f32, shape)
+    assert find_fusion_groups(core.Function([core.Add(a, b)], [a, b])) == []
+    (group,) = find_fusion_groups(core.Function([core.Max(a, (1,))], [a]))
+    assert group.nodes == (group.reduction,) and group.inputs == (a,)
+
+
+def test_reductions_over_leading_axes_stay_out():
+    shape = core.Shape(4, 8)
+    a, b = core.Parameter(core.f32, shape), core.Parameter(core.f32, shape)
+    total = core.Sum(core.Exp(core.Add(a, b)), (0,))
+    groups = find_fusion_groups(core.Function([total], [a, b]))
+    assert len(groups) == 1 and groups[0].reduction is None
+    assert total not in groups[0].nodes
+
+
+def test_groups_are_disjoint_on_a_larger_graph():
+    shape = core.Shape(16)
+    ps = [core.Parameter(core.f32, shape) for _ in range(4)]
+    x = core.Add(ps[0], ps[1])
+    y = core.Tanh(x)
+    z = core.Sum(core.Multiply(y, ps[2]), (0,))
+    w = core.Subtract(core.Exp(x), ps[3])
+    function = core.Function([z, w, y], ps)
+    groups = find_fusion_groups(function)
+    seen = set()
+    for group in groups:
+        assert not (seen & set(group.nodes))
+        seen |= set(group.nodes)
+        assert group.output in group.nodes
+        position = {n: i for i, n in enumerate(function.nodes)}
+        assert list(group.nodes) == sorted(group.nodes, key=position.__getitem__)
+
+
+# -- both engines against the interpreter ---------------------------------------------------------
+
+@pytest.mark.parametrize("et", FLOATS, ids=lambda t: t.name)
+@pytest.mark.parametrize("name", CASES)
+def test_numpy_engine_matches_interpreter(name, et, rng):
+    function = case(name, et)
+    group = group_of(function)
+    kernel = compile_group(group, kernel_shapes(group), engine="numpy")
+    assert kernel.engine == "numpy"
+    arrays = case_arrays(function, rng)
+    op = type(function.results[0])
+    compare(op, run_kernel(kernel, group, function, arrays), reference(function, arrays))
+
+
+@pytest.mark.parametrize("et", FLOATS, ids=lambda t: t.name)
+@pytest.mark.parametrize("name", CASES)
+def test_c_engine_matches_interpreter(name, et, rng, c_cases, has_c):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    function, group, kernel = c_cases[(name, et.name)]
+    assert kernel.engine == "c"
+    arrays = case_arrays(function, rng)
+    op = type(function.results[0])
+    compare(op, run_kernel(kernel, group, function, arrays), reference(function, arrays))
+
+
+def test_numpy_engine_integers_match_interpreter(rng):
+    shape = core.Shape(3000)
+    a, b = core.Parameter(core.i32, shape), core.Parameter(core.i32, shape)
+    quotient = core.Divide(core.Multiply(a, a), b)
+    function = core.Function([core.Sum(core.Add(quotient, a), (0,))], [a, b])
+    group = group_of(function)
+    kernel = compile_group(group, kernel_shapes(group))  # auto: integers go to NumPy
+    assert kernel.engine == "numpy"
+    x = rng.integers(-2 ** 15, 2 ** 15, 3000).astype(np.int32)  # squares wrap
+    y = rng.integers(1, 9, 3000).astype(np.int32) * rng.choice([-1, 1], 3000).astype(np.int32)
+    np.testing.assert_array_equal(run_kernel(kernel, group, function, [x, y]),
+                                  reference(function, [x, y]))
+    with pytest.raises(ExecutionError, match="division by zero"):
+        run_kernel(kernel, group, function, [x, np.zeros(3000, np.int32)])
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_chain_and_l2_on_larger_arrays(engine, rng, has_c):
+    if engine == "c" and not has_c:
+        pytest.skip("no working C compiler here")
+    for function in (chain_function(100_000), l2_function(100_000, square_by_power=True)):
+        (group,) = find_fusion_groups(function)
+        kernel = compile_group(group, kernel_shapes(group), engine=engine)
+        arrays = case_arrays(function, rng)
+        actual = run_kernel(kernel, group, function, arrays)
+        expected = reference(function, arrays)
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_layouts_broadcast_inputs_and_aliasing(engine, rng, has_c):
+    if engine == "c" and not has_c:
+        pytest.skip("no working C compiler here")
+    function = chain_function(4096)
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, kernel_shapes(group), engine=engine)
+    arrays = case_arrays(function, rng)
+    expected = reference(function, arrays)
+    strided = np.repeat(arrays[0], 2)[::2]                    # not contiguous
+    constant = np.broadcast_to(np.float32(0.25), (4096,))     # zero strides
+    mixed = [strided, arrays[1], constant, arrays[3], arrays[4]]
+    np.testing.assert_allclose(run_kernel(kernel, group, function, mixed),
+                               reference(function, [np.ascontiguousarray(m) for m in mixed]),
+                               rtol=1e-5, atol=1e-6)
+    size_one = [arrays[0], arrays[1], np.full(1, 0.25, np.float32), arrays[3], arrays[4]]
+    np.testing.assert_allclose(run_kernel(kernel, group, function, size_one),  # broadcasts
+                               reference(function, [np.broadcast_to(m, (4096,))
+                                                    for m in size_one]), rtol=1e-5, atol=1e-6)
+    in_place = [a.copy() for a in arrays]
+    kernel(*in_place, out=in_place[4])                         # out is the input `e`
+    np.testing.assert_allclose(in_place[4], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_out_may_be_an_input_of_a_multi_step_op(engine, rng, has_c, c_cases):
+    if engine == "c" and not has_c:
+        pytest.skip("no working C compiler here")
+    function = case("Select", core.f32)
+    group = group_of(function)
+    kernel = (c_cases[("Select", "f32")][2] if engine == "c"
+              else compile_group(group, kernel_shapes(group), engine="numpy"))
+    condition, then, otherwise = case_arrays(function, rng)
+    expected = reference(function, [condition, then, otherwise])
+    by_node = dict(zip(function.parameters, [condition, then, otherwise]))
+    kernel(*[by_node[x] for x in group.inputs], out=then)   # writes over `then` as it reads
+    np.testing.assert_array_equal(then, expected)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_reduction_of_a_broadcast_input(engine, has_c):
+    if engine == "c" and not has_c:
+        pytest.skip("no working C compiler here")
+    a = core.Parameter(core.f32, core.Shape(4, 30000))
+    function = core.Function([core.Sum(a, (1,))], [a])
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, kernel_shapes(group), engine=engine)
+    out = np.empty(4, np.float32)
+    kernel(np.broadcast_to(np.float32(0.5), (4, 30000)), out=out)
+    np.testing.assert_array_equal(out, np.full(4, 15000, np.float32))
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_empty_reductions(engine, has_c):
+    if engine == "c" and not has_c:
+        pytest.skip("no working C compiler here")
+    shape = core.Shape(3, 0)
+    a = core.Parameter(core.f32, shape)
+    for reduce, expected in ((core.Sum, np.zeros(3, np.float32)), (core.Max, None)):
+        function = core.Function([reduce(core.Exp(a), (1,))], [a])
+        group = group_of(function)
+        kernel = compile_group(group, kernel_shapes(group), engine=engine)
+        x = np.empty((3, 0), np.float32)
+        if expected is None:
+            with pytest.raises(ExecutionError, match="empty"):
+                run_kernel(kernel, group, function, [x])
+        else:
+            np.testing.assert_array_equal(run_kernel(kernel, group, function, [x]), expected)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_l2_sum_is_accurate(engine, rng, has_c):
+    if engine == "c" and not has_c:
+        pytest.skip("no working C compiler here")
+    n = 1_000_000
+    function = l2_function(n)
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, kernel_shapes(group), engine=engine)
+    x = rng.standard_normal(n).astype(np.float32) + 3.0
+    y = rng.standard_normal(n).astype(np.float32)
+    exact = np.sum((x.astype(np.float64) - y.astype(np.float64)) ** 2)
+    out = np.empty((), np.float32)
+    kernel(x, y, out=out)
+    assert abs(float(out) - exact) / exact <= 1e-5
+
+
+def test_numpy_engine_makes_no_full_size_temporaries(rng):
+    n = 1_000_000
+    for function, limit in ((l2_function(n), 1 << 20), (chain_function(n), 2 << 20)):
+        (group,) = find_fusion_groups(function)
+        kernel = kernel_numpy.NumpyKernel(group, kernel_shapes(group))
+        arrays = case_arrays(function, rng)
+        out = np.empty(tuple(group.output.shape), np.float32)
+        tracemalloc.start()
+        kernel(*arrays, out=out)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < limit, (function, peak)   # a full-size f32 temporary would be 4 MB
+
+
+# -- the C engine's machinery --------------------------------------------------------------------
+
+def test_disk_cache_is_reused_without_the_compiler(cache_dir, has_c, monkeypatch, rng):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    shape = core.Shape(100)
+    a, b = core.Parameter(core.f64, shape), core.Parameter(core.f64, shape)
+    function = core.Function([core.Cos(core.Divide(core.Sin(a), b))], [a, b])
+    (group,) = find_fusion_groups(function)
+    first = compile_group(group, kernel_shapes(group), engine="c")
+    assert first.path.exists() and first.path.parent == kernel_c.cache_dir()
+    assert first.path.with_suffix(".c").read_text() == first.source
+    assert not [f for f in os.listdir(cache_dir) if f.startswith(".")]  # no temp files left
+
+    kernel_c.clear_memory_cache()
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError(f"the compiler ran: {args}")
+
+    monkeypatch.setattr(kernel_c.subprocess, "run", no_compiler)
+    second = compile_group(group, kernel_shapes(group), engine="c")
+    assert second.path == first.path and second.engine == "c"
+    arrays = case_arrays(function, rng)
+    np.testing.assert_allclose(run_kernel(second, group, function, arrays),
+                               reference(function, arrays), rtol=1e-13)
+
+
+def test_cache_name_depends_on_flags(has_c):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    chain = kernel_c.toolchain()
+    source = kernel_c.generate_source(group_of(case("Exp", core.f32)))
+    assert kernel_c.kernel_key(source, chain) != kernel_c.kernel_key(source, chain, True)
+    assert kernel_c.kernel_key(source, chain) == kernel_c.kernel_key(source, chain)
+
+
+def test_source_is_independent_of_node_names():
+    one, two = group_of(case("Sigmoid", core.f32)), group_of(case("Sigmoid", core.f32))
+    assert one.output.name != two.output.name
+    assert kernel_c.generate_source(one) == kernel_c.generate_source(two)
+
+
+def test_without_a_compiler_the_c_engine_is_skipped(monkeypatch, rng):
+    monkeypatch.delenv("AXGRAPH_CC", raising=False)
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(kernel_c.shutil, "which", lambda name: None)
+    assert fusion.available_engines() == ["numpy"]
+    function = chain_function()
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, kernel_shapes(group))
+    assert kernel.engine == "numpy"
+    arrays = case_arrays(function, rng)
+    np.testing.assert_allclose(run_kernel(kernel, group, function, arrays),
+                               reference(function, arrays), rtol=1e-6)
+    with pytest.raises(kernel_c.KernelCompileError, match="no working C compiler"):
+        compile_group(group, kernel_shapes(group), engine="c")
+
+
+def test_c_kernels_use_vector_math_without_losing_nan(has_c, c_cases, rng):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    chain = kernel_c.toolchain()
+    assert "-ffast-math" not in kernel_c.compile_flags(chain)  # NaN semantics by default
+    _, _, kernel = c_cases[("Tanh", "f32")]
+    if "tanhf" in chain.vector_math and kernel_c.shutil.which("objdump"):
+        assert any("tanhf" in name for name in kernel.vector_math_calls())
+
+
+def test_fast_math_is_an_option(has_c, rng):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    function = chain_function(1000)
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, kernel_shapes(group), engine="c", fast_math=True)
+    arrays = [rng.standard_normal(1000).astype(np.float32) for _ in range(5)]
+    np.testing.assert_allclose(run_kernel(kernel, group, function, arrays),
+                               reference(function, arrays), rtol=1e-4, atol=1e-5)
+
+
+def test_auto_prefers_c_for_floats(has_c):
+    group = group_of(case("Tanh", core.f32))
+    kernel = compile_group(group, kernel_shapes(group))
+    assert kernel.engine == ("c" if has_c else "numpy")
+    with pytest.raises(ValueError):
+        compile_group(group, kernel_shapes(group), engine="cuda")
