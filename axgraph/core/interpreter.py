@@ -245,25 +245,35 @@ def _conv_args(node):
 
 @kernel(ops.Convolution)
 def _convolution(node, ctx, x, w):
+    # Gather every filter offset's view of the input (im2col), then one BLAS contraction
+    # over (C, R...) instead of a small product per offset.
     strides, dilation, below, above = _conv_args(node)
     out = ctx.shape(node.shape)
     padded = _pad_spatial(x, below, above, 0)
-    result = np.zeros(out, dtype=x.dtype)
-    for offset in np.ndindex(*w.shape[2:]):
-        patch = padded[_window(offset, strides, dilation, out[2:])]  # (N, C, P...)
-        result += np.einsum("kc,nc...->nk...", w[(slice(None), slice(None)) + offset], patch)
-    return result
+    window = w.shape[2:]
+    columns = np.empty(x.shape[:2] + window + tuple(out[2:]), dtype=x.dtype)
+    for offset in np.ndindex(*window):
+        columns[(slice(None), slice(None)) + offset] = padded[
+            _window(offset, strides, dilation, out[2:])]
+    reduced = [1] + list(range(2, 2 + len(window)))  # C and the window dims
+    result = np.tensordot(columns, w, axes=(reduced, reduced))  # (N, P..., K)
+    return np.moveaxis(result, -1, 1)
 
 
 @kernel(ops.ConvolutionBackpropData)
 def _convolution_backprop_data(node, ctx, w, delta):
+    # One contraction over K gives every offset's contribution; each is then added
+    # at the input positions that offset touched.
     strides, dilation, below, above = _conv_args(node)
     data_shape = ctx.shape(node.shape)
     padded = np.zeros(data_shape[:2] + tuple(n + b + a for n, b, a in
                                              zip(data_shape[2:], below, above)), dtype=w.dtype)
-    for offset in np.ndindex(*w.shape[2:]):
-        contribution = np.einsum("kc,nk...->nc...", w[(slice(None), slice(None)) + offset], delta)
-        padded[_window(offset, strides, dilation, delta.shape[2:])] += contribution
+    window = w.shape[2:]
+    contributions = np.tensordot(delta, w, axes=([1], [0]))  # (N, P..., C, R...)
+    contributions = np.moveaxis(contributions, delta.ndim - 1, 1)  # (N, C, P..., R...)
+    for offset in np.ndindex(*window):
+        padded[_window(offset, strides, dilation, delta.shape[2:])] += \
+            contributions[(Ellipsis,) + offset]
     crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, data_shape[2:]))
     return padded[crop]
 

@@ -50,7 +50,9 @@ from .fusion import (FusedGroup, check_call, concrete_shape, empty_reduction_err
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
 # Below this many elements the OpenMP fork/join costs more than it saves.
-PARALLEL_MIN = 32768
+#: Below this many elements a kernel runs on one thread: waking the other costs more
+#: than it saves on memory-bound loops over two cores.
+PARALLEL_MIN = 1 << 18
 ENTRY = "axgraph_kernel"
 BASE_FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
 FAST_MATH_FLAGS = ("-ffast-math",)
@@ -284,6 +286,10 @@ def load(path: Path):
     key = str(path)
     library = _LOADED.get(key)
     if library is None:
+        # Idle OpenMP threads must sleep, not spin: a spinning team starves BLAS's own
+        # threads (numpy matmul between two kernels) on a machine with few cores. libgomp
+        # reads this once, when the first kernel loads it; a user's setting wins.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         library = ctypes.CDLL(key)
         _LOADED[key] = library
     function = getattr(library, ENTRY)
