@@ -20,7 +20,7 @@ from .errors import IncompatibleAxesError, NotDifferentiableError
 from .op_graph import control, convolution as conv, dot as dot_ops, elementwise as ew, lookup, nn
 from .op_graph import pooling, random, reductions as red
 from .op_graph import shape_ops as so
-from .op_graph.op import Op, as_op
+from .op_graph.op import Op, as_op, upstream_ops
 from .op_graph.tensors import constant
 
 Adjoint = Callable[[Op, Op], Sequence[Optional[Op]]]
@@ -397,15 +397,7 @@ def deriv_many(cost, wrts: Sequence[Op], error=None) -> List[Op]:
 
 def _ops_between(cost: Op, wrts: Sequence[Op]) -> List[Op]:
     """Ops on some path from any of `wrts` to `cost` (through args)."""
-    upstream: List[Op] = []
-    seen, stack = set(), [cost]
-    while stack:
-        op = stack.pop()
-        if op in seen:
-            continue
-        seen.add(op)
-        upstream.append(op)
-        stack.extend(op.args)
+    upstream = upstream_ops([cost])
     reaches: Dict[Op, bool] = {}
     targets = set(wrts)
     for op in sorted(upstream, key=lambda o: o._serial):

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Dict
 
 import axgraph as ng
 from axgraph.frontends.neon import (Affine, ArrayIterator, Convolution, GlorotUniform,
-                                    GradientDescentMomentum, Kaiming, Pooling, ProgressBar,
-                                    Rectlin, Sequential, Softmax, ar, fit, inference_mode_on)
+                                    GradientDescentMomentum, Kaiming, Pooling, Rectlin, Sequential,
+                                    Softmax, ar, inference_mode_on)
 
-from .digits_data import accuracy, load_digits_split
+from .digits_data import load_digits_split, train_and_test
 
 
 def build_model(seed: int, classes) -> Sequential:
@@ -55,17 +54,8 @@ def train(epochs: int = 15, batch: int = 32, learning_rate: float = 0.05, moment
     with inference_mode_on():
         prediction = ng.argmax(model(test_images), reduction_axes=[Y])
 
-    started = time.perf_counter()
-    with ng.make_transformer(backend) as transformer:
-        train_step = transformer.computation(step, inputs["image"], inputs["label"])
-        predict = transformer.computation(prediction, test_images)
-        history = fit(train_step, train_set, epochs,
-                      feed=lambda b: (b["image"], b["label"]),
-                      callbacks=[ProgressBar()] if verbose else [],
-                      evaluate=lambda: {"test_accuracy": accuracy(predict, test_x, test_y)})
-        test_accuracy = accuracy(predict, test_x, test_y)
-    return {"losses": history["loss"], "test_accuracy": test_accuracy,
-            "seconds": time.perf_counter() - started}
+    return train_and_test(step, inputs, prediction, test_images, train_set, test_x, test_y,
+                          epochs, backend, verbose)
 
 
 def main(argv=None) -> int:

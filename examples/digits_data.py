@@ -1,7 +1,8 @@
 """scikit-learn's 8x8 digits (shipped inside the package), split by a fixed seed."""
 from __future__ import annotations
 
-from typing import Callable, Tuple
+import time
+from typing import Callable, Dict, Tuple
 
 import numpy as np
 
@@ -28,3 +29,22 @@ def accuracy(predict: Callable[[np.ndarray], np.ndarray], images: np.ndarray,
              labels: np.ndarray) -> float:
     """Fraction of `images` whose predicted class equals the label."""
     return float(np.mean(predict(images) == labels))
+
+
+def train_and_test(step, inputs, prediction, test_images, train_set, test_x: np.ndarray,
+                   test_y: np.ndarray, epochs: int, backend: str, verbose: bool) -> Dict:
+    """Run `epochs` of the training step, then test; the loss per epoch, accuracy, seconds."""
+    import axgraph as ng
+    from axgraph.frontends.neon import ProgressBar, fit
+
+    started = time.perf_counter()
+    with ng.make_transformer(backend) as transformer:
+        train_step = transformer.computation(step, inputs["image"], inputs["label"])
+        predict = transformer.computation(prediction, test_images)
+        history = fit(train_step, train_set, epochs,
+                      feed=lambda b: (b["image"], b["label"]),
+                      callbacks=[ProgressBar()] if verbose else [],
+                      evaluate=lambda: {"test_accuracy": accuracy(predict, test_x, test_y)})
+        test_accuracy = accuracy(predict, test_x, test_y)
+    return {"losses": history["loss"], "test_accuracy": test_accuracy,
+            "seconds": time.perf_counter() - started}

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Dict
 
 import axgraph as ng
-from axgraph.frontends.neon import (Affine, ArrayIterator, GlorotUniform,
-                                    GradientDescentMomentum, ProgressBar, Sequential, Softmax,
-                                    Tanh, fit, inference_mode_on)
+from axgraph.frontends.neon import (Affine, ArrayIterator, GlorotUniform, GradientDescentMomentum,
+                                    Sequential, Softmax, Tanh, inference_mode_on)
 
-from .digits_data import accuracy, load_digits_split
+from .digits_data import load_digits_split, train_and_test
 
 
 def build(train_set: ArrayIterator, test_count: int, hidden: int = 64,
@@ -49,17 +47,8 @@ def train(epochs: int = 20, hidden: int = 64, batch: int = 32, learning_rate: fl
     train_set = ArrayIterator({"image": train_x, "label": train_y}, batch, shuffle=True, seed=seed)
     inputs, step, test_images, prediction = build(train_set, len(test_x), hidden, learning_rate,
                                                   momentum, seed)
-    started = time.perf_counter()
-    with ng.make_transformer(backend) as transformer:
-        train_step = transformer.computation(step, inputs["image"], inputs["label"])
-        predict = transformer.computation(prediction, test_images)
-        history = fit(train_step, train_set, epochs,
-                      feed=lambda b: (b["image"], b["label"]),
-                      callbacks=[ProgressBar()] if verbose else [],
-                      evaluate=lambda: {"test_accuracy": accuracy(predict, test_x, test_y)})
-        test_accuracy = accuracy(predict, test_x, test_y)
-    return {"losses": history["loss"], "test_accuracy": test_accuracy,
-            "seconds": time.perf_counter() - started}
+    return train_and_test(step, inputs, prediction, test_images, train_set, test_x, test_y,
+                          epochs, backend, verbose)
 
 
 def main(argv=None) -> int:

@@ -13,23 +13,12 @@ from typing import Dict, Iterable, List, Set
 
 from ..errors import GraphError
 from .control import DoAllOp, SequentialOp
-from .op import Op
+from .op import Op, upstream_ops
 
 
 def reachable(roots: Iterable[Op]) -> List[Op]:
     """Ops reachable from `roots` through args and other_deps."""
-    seen: Set[Op] = set()
-    order: List[Op] = []
-    stack = list(roots)
-    while stack:
-        op = stack.pop()
-        if op in seen:
-            continue
-        seen.add(op)
-        order.append(op)
-        stack.extend(op.args)
-        stack.extend(op.control_deps())
-    return order
+    return upstream_ops(roots, include_control=True)
 
 
 def schedule(roots: Iterable[Op]) -> List[Op]:
