@@ -8,6 +8,8 @@ surfacing later as a wrong number in a backend.
 """
 from __future__ import annotations
 
+import abc
+
 import time
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Union
@@ -23,7 +25,7 @@ class VerificationError(GraphError):
     """A function broke a structural rule (after a pass: that pass is named)."""
 
 
-class Pass:
+class Pass(abc.ABC):
     """Base class of passes: `run(function) -> Function`, never changing the input.
 
     A pass that finds nothing to do should return its input itself, so that
@@ -32,8 +34,9 @@ class Pass:
 
     name: ClassVar[str] = "pass"
 
+    @abc.abstractmethod
     def run(self, function: Function) -> Function:
-        raise NotImplementedError
+        """The rewritten function (the input itself when nothing changed)."""
 
     def __call__(self, function: Function) -> Function:
         return self.run(function)

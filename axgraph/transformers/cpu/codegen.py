@@ -17,6 +17,7 @@ import numpy as np
 from ... import core
 from ...core import interpreter
 from ...core.node import Node
+from ...errors import GraphError
 from . import runtime
 from .tensor_description import TensorDescription
 
@@ -234,7 +235,9 @@ class Program:
             return f"rt.copy({args[0]}, out={out})"
         if isinstance(node, core.OneHot):
             return f"rt.one_hot({args[0]}, {node.one_hot_axis}, out={out})"
-        raise NotImplementedError(f"the cpu backend cannot generate {node.op}")
+        raise GraphError(f"the cpu backend has no code for {node.op} {node.name}: lower it to "
+                         f"core ops with a bridge rule (axgraph.passes.register_bridge)",
+                         node.location)
 
     def _ufunc_users_only(self, node: Node) -> bool:
         """Whether every reader is a ufunc writing a planned buffer of node's shape."""
