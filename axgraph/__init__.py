@@ -16,7 +16,7 @@ from .op_graph.lookup import lookuptable
 from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, floor, greater, greater_equal,
                                    less, less_equal, log, maximum, minimum, multiply, negative,
                                    not_equal, power, reciprocal, relu, safelog, sign, sin, sqrt,
-                                   square, subtract, tanh)
+                                   square, stop_gradient, subtract, tanh)
 from .op_graph.nn import (cross_entropy_binary, cross_entropy_binary_inner, cross_entropy_multi,
                           dropout, moments, one_hot, sigmoid, softmax, squared_L2)
 from .op_graph.op import Op

@@ -42,7 +42,7 @@ def _no_gradient(op: Op, delta: Op):
     return [None] * len(op.args)
 
 
-ZERO_DERIVATIVE_OPS = (ew.Sign, ew.Floor, ew.Equal, ew.NotEqual, ew.Less, ew.LessEqual, ew.Greater,
+ZERO_DERIVATIVE_OPS = (ew.Sign, ew.Floor, ew.StopGradient, ew.Equal, ew.NotEqual, ew.Less, ew.LessEqual, ew.Greater,
                        ew.GreaterEqual, red.ArgMax, red.ArgMin, red.TensorSize, nn.OneHotOp,
                        random.UniformOp, random.NormalOp)
 adjoint(*ZERO_DERIVATIVE_OPS)(_no_gradient)

@@ -70,7 +70,7 @@ UNARY: Dict[type, Callable] = {
     ew.Log: lambda x, ctx: core.Log(x), ew.Safelog: _safelog, ew.Reciprocal: _reciprocal,
     ew.Tanh: lambda x, ctx: core.Tanh(x), ew.Sigmoid: lambda x, ctx: core.Sigmoid(x),
     ew.Sin: lambda x, ctx: core.Sin(x), ew.Cos: lambda x, ctx: core.Cos(x),
-    ew.Relu: _relu, ew.Floor: lambda x, ctx: core.Floor(x),
+    ew.Relu: _relu, ew.Floor: lambda x, ctx: core.Floor(x), ew.StopGradient: lambda x, ctx: x,
 }
 
 BINARY: Dict[type, type] = {
@@ -97,7 +97,7 @@ def _unary(ctx, op, x):
 @rule(*BINARY)
 def _binary(ctx, op, x, y):
     x_op, y_op = op.args
-    operand_dtype = np.result_type(x_op.dtype, y_op.dtype) if op.bool_result else op.dtype
+    operand_dtype = ew.binary_result_dtype(x_op, y_op) if op.bool_result else op.dtype
     x = ctx.align(ctx.convert(x, operand_dtype), x_op.axes, op.axes)
     y = ctx.align(ctx.convert(y, operand_dtype), y_op.axes, op.axes)
     return _by_class(BINARY, op)(x, y)

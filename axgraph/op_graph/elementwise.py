@@ -99,6 +99,7 @@ Sin = _unary("Sin", "sine of x", float_result=True)
 Cos = _unary("Cos", "cosine of x", float_result=True)
 Relu = _unary("Relu", "max(x, 0)")
 Floor = _unary("Floor", "the largest whole number <= x")
+StopGradient = _unary("StopGradient", "x, through which deriv passes no gradient")
 
 Add = _binary("Add", "x + y")
 Subtract = _binary("Subtract", "x - y")
@@ -115,7 +116,7 @@ Greater = _binary("Greater", "x > y", bool_result=True)
 GreaterEqual = _binary("GreaterEqual", "x >= y", bool_result=True)
 
 UNARY_OPS = (Negative, Absolute, Sign, Square, Sqrt, Exp, Log, Safelog, Reciprocal, Tanh,
-             Sigmoid, Sin, Cos, Relu, Floor)
+             Sigmoid, Sin, Cos, Relu, Floor, StopGradient)
 BINARY_OPS = (Add, Subtract, Multiply, Divide, Power, Maximum, Minimum, Equal, NotEqual, Less,
               LessEqual, Greater, GreaterEqual)
 
@@ -193,6 +194,11 @@ def relu(x, name=None, dtype=None) -> Op:
 def floor(x, name=None, dtype=None) -> Op:
     """The largest whole number <= x (its derivative is zero wherever it exists)."""
     return Floor(x, name=name, dtype=dtype)
+
+
+def stop_gradient(x, name=None) -> Op:
+    """x itself, treated by deriv as a constant (no gradient flows through it)."""
+    return StopGradient(x, name=name)
 
 
 def add(x, y, name=None, dtype=None) -> Op:

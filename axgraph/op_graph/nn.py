@@ -46,7 +46,9 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) 
     if normalization_axes is None:
         normalization_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
     normalization_axes = Axes(normalization_axes)
-    shifted = x - red.max(x, reduction_axes=normalization_axes)
+    # Softmax does not change when a constant is subtracted, so the shift that keeps
+    # exp from overflowing needs no gradient of its own (it would be exactly zero).
+    shifted = x - ew.stop_gradient(red.max(x, reduction_axes=normalization_axes))
     exps = ew.exp(shifted)
     denominator = red.sum(exps, reduction_axes=normalization_axes)
     result = ew.divide(exps, denominator, name=name)

@@ -177,9 +177,21 @@ def _normalize_results(results) -> Tuple[str, Tuple[Op, ...]]:
                     f"not {results!r}")
 
 
+class _Described:
+    """`placeholder X with axes (...)`, formatted only when an error message needs it."""
+
+    def __init__(self, placeholder):
+        self.placeholder = placeholder
+
+    def __str__(self) -> str:
+        return f"{self.placeholder.name} with axes {self.placeholder.axes}"
+
+    __format__ = lambda self, spec: format(str(self), spec)
+
+
 def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindings) -> np.ndarray:
     array = np.asarray(value)
-    expected = f"{placeholder.name} with axes {placeholder.axes}"
+    expected = _Described(placeholder)
     if array.dtype.kind not in "biuf" or not can_feed(array.dtype, placeholder.dtype):
         raise FeedError(f"{expected} takes {placeholder.dtype} values; got {array.dtype}",
                         user_location())

@@ -62,6 +62,7 @@ UNARY_FUNCTIONS = {
     ew.Square: np.square, ew.Sqrt: np.sqrt, ew.Exp: np.exp, ew.Log: np.log,
     ew.Safelog: _safelog, ew.Reciprocal: lambda x: 1.0 / x, ew.Tanh: np.tanh,
     ew.Sigmoid: _sigmoid, ew.Sin: np.sin, ew.Cos: np.cos, ew.Floor: np.floor,
+    ew.StopGradient: lambda x: x,
     ew.Relu: lambda x: np.maximum(x, np.zeros((), x.dtype)),
 }
 
@@ -90,8 +91,8 @@ def _unary(op, ctx, x):
 def _binary(op, ctx, x, y):
     x_arg, y_arg = op.args
     function = by_class(BINARY_FUNCTIONS, op)
-    if not op.bool_result:
-        x, y = x.astype(op.dtype, copy=False), y.astype(op.dtype, copy=False)
+    operand_dtype = op.dtype if not op.bool_result else ew.binary_result_dtype(x_arg, y_arg)
+    x, y = x.astype(operand_dtype, copy=False), y.astype(operand_dtype, copy=False)
     result = function(align(x, x_arg.axes, op.axes), align(y, y_arg.axes, op.axes))
     return np.broadcast_to(result, ctx.lengths(op.axes, op))
 

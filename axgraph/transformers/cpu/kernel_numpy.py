@@ -214,7 +214,8 @@ class _Writer:
                  f"np.exp(e{tag}, out=e{tag})")
             emit(f"np.add({one}, e{tag}, out=s{tag})")
             emit(f"np.greater_equal({x}, {zero}, out=p{tag})")
-            emit(f"np.copyto(e{tag}, {one}, where=p{tag})  # numerator: 1 where x >= 0, else e")
+            # numerator: 1 where x >= 0, else e; e <= 1, so max(e, mask) without a masked copy
+            emit(f"np.maximum(e{tag}, p{tag}, out=e{tag})")
             emit(f"np.divide(e{tag}, s{tag}, out={name})")
             for buffer in (e, s, mask):
                 self.free[self.buffers[buffer]].append(buffer)

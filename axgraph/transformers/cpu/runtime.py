@@ -13,13 +13,18 @@ from ...errors import ExecutionError
 
 
 def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) without overflow: only exp(-|x|) is ever taken."""
+    """1 / (1 + exp(-x)) without overflow and without a branch per element.
+
+    With e = exp(-|x|) in (0, 1]: sigmoid(x) = 1 / (1 + e) for x >= 0 and
+    e / (1 + e) otherwise, i.e. max(e, [x >= 0]) / (1 + e).
+    """
+    numerator = np.greater_equal(x, 0)  # computed first: out may be x itself
     np.abs(x, out=out)
     np.negative(out, out=out)
-    np.exp(out, out=out)  # e = exp(-|x|) in (0, 1]
+    np.exp(out, out=out)
+    numerator = np.maximum(out, numerator, dtype=out.dtype)
     out += 1.0
-    np.reciprocal(out, out=out)  # 1 / (1 + e): the answer for x >= 0
-    np.subtract(1.0, out, out=out, where=x < 0)  # e / (1 + e) for x < 0
+    np.divide(numerator, out, out=out)
     return out
 
 
