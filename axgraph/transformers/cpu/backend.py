@@ -90,22 +90,33 @@ class CpuFunction:
             arrays = self._checker._arguments(arrays)
             program = self.program(self._checker.bind(arrays))
             self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
-        results = program.run(*arrays)
+        count = len(self.function.results)
         if out is None:
-            return tuple(np.array(r, copy=True) for r in results)
-        if isinstance(out, np.ndarray):
-            out = (out,)
-        if len(out) != len(results):
-            raise FeedError(f"out= has {len(out)} entries for {len(results)} results")
+            targets = (None,) * count
+        else:
+            targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
+            if len(targets) != count:
+                raise FeedError(f"out= has {len(targets)} entries for {count} results")
+        for k, (target, node) in enumerate(zip(targets, self.function.results)):
+            expected = (program.shapes[node], node.element_type.dtype)
+            if target is not None and (not isinstance(target, np.ndarray)
+                                       or (target.shape, target.dtype) != expected
+                                       or not target.flags.writeable):
+                raise FeedError(f"out[{k}] must be a writeable {expected[1]} array of shape "
+                                f"{expected[0]}, not {getattr(target, 'dtype', type(target))}"
+                                f"{list(getattr(target, 'shape', ()))}")
+        # Results the program computes are written straight into a usable caller array.
+        direct = tuple(t if t is not None and t.flags.c_contiguous else None for t in targets)
+        results = program.run(*arrays, direct)
         returned = []
-        for k, (target, value) in enumerate(zip(out, results)):
-            if target is None:  # this result goes to a fresh array
-                returned.append(np.array(value, copy=True))
+        for k, (target, value) in enumerate(zip(targets, results)):
+            fresh = self.function.results[k] in program.fresh and \
+                program.fresh[self.function.results[k]] == k
+            if target is None:
+                returned.append(value if fresh else np.array(value, copy=True))
                 continue
-            if target.shape != np.shape(value) or target.dtype != value.dtype:
-                raise FeedError(f"out[{k}] is {target.dtype}{list(target.shape)} but result {k} "
-                                f"is {value.dtype}{list(np.shape(value))}")
-            np.copyto(target, value)
+            if value is not target:
+                np.copyto(target, value)
             returned.append(target)
         return tuple(returned)
 

@@ -73,6 +73,12 @@ class Program:
         self.layout: Dict[Node, Optional[TensorDescription]] = {}
         for node in function.nodes:
             self._classify(node)
+        # Results computed by the program get their own arrays (the caller's out= or a
+        # new one per call) instead of arena space: no copy out of the arena afterwards.
+        self.fresh: Dict[Node, int] = {}
+        for position, node in enumerate(function.results):
+            if self.kind[node] == "buffer" and node not in self.fresh:
+                self.fresh[node] = position
         self.plan = self._plan()
         self._users = function.users()
         self._results = set(function.results)
@@ -134,7 +140,7 @@ class Program:
                                   for i in range(node.rank)))
 
     def _can_run_in_place(self, node: Node, source: Node) -> bool:
-        if self.kind.get(source) != "buffer" or source in self.alias:
+        if self.kind.get(source) != "buffer" or source in self.alias or source in self.fresh:
             return False
         if self.shapes[node] != self.shapes[source] or \
                 node.element_type.dtype != source.element_type.dtype:
@@ -162,7 +168,8 @@ class Program:
             return group.inputs if group is not None else node.inputs
 
         return plan_memory(schedule, self.shapes,
-                           needs_buffer=lambda n: self.kind.get(n) == "buffer",
+                           needs_buffer=lambda n: self.kind.get(n) == "buffer"
+                           and n not in self.fresh,
                            alias_of=self.alias.get,
                            can_run_in_place=self._can_run_in_place, reads=reads)
 
@@ -185,7 +192,13 @@ class Program:
                 self.namespace[name] = np.broadcast_to(
                     np.asarray(node.value, dtype=node.element_type.dtype), self.shapes[node])
                 continue
-            if kind == "buffer":
+            if kind == "buffer" and node in self.fresh:
+                position = self.fresh[node]
+                self.namespace[f"S{index}"] = (self.shapes[node], node.element_type.dtype)
+                lines.append(f"    {name} = outs[{position}] if outs[{position}] is not None "
+                             f"else np.empty(*S{index})")
+                statement = self._buffer_call(node, index)
+            elif kind == "buffer":
                 buffer = self.plan.buffers[node]
                 self.namespace[name] = arena[buffer.offset:buffer.offset + buffer.nbytes] \
                     .view(node.element_type.dtype).reshape(self.shapes[node])
@@ -199,7 +212,7 @@ class Program:
                 statement = f"{name} = K{index}(N{index}, CTX{args})"
             lines.append(f"    {statement}  # {node.op} {node.type_str()}")
         results = ", ".join(self.names[n] for n in self.function.results)
-        return "\n".join([f"def run({', '.join(parameters)}):"] + lines
+        return "\n".join([f"def run({', '.join(parameters + ['outs'])}):"] + lines
                          + [f"    return ({results},)", ""])
 
     def _args(self, node: Node) -> List[str]:
@@ -264,7 +277,9 @@ class Program:
         left = _arranged(args[0], shape_a, rest_a + list(node.contract_a), (m, k))
         right = _arranged(args[1], shape_b, list(node.contract_b) + rest_b, (k, n))
         target = out
-        if self.shapes[node] != (m, n):  # the buffer seen as the (m, n) matrix, made once
+        if self.shapes[node] != (m, n) and node in self.fresh:
+            target = f"{out}.reshape({(m, n)})"  # a new array each call: view it each call
+        elif self.shapes[node] != (m, n):  # the buffer seen as the (m, n) matrix, made once
             target = f"{out}_mn"
             self.namespace[target] = self.namespace[out].reshape(m, n)
         return f"np.matmul({left}, {right}, out={target})"
