@@ -243,34 +243,43 @@ def _conv_args(node):
     return node.strides, node.dilation, node.padding_below, node.padding_above
 
 
+def _columns(x, window, strides, dilation, below, above, out_spatial) -> np.ndarray:
+    """im2col: (N, P..., C, R...) so that one reshape gives the (N*P, C*R) matrix for free."""
+    padded = _pad_spatial(x, below, above, 0)
+    nd = len(window)
+    columns = np.empty((x.shape[0],) + tuple(out_spatial) + (x.shape[1],) + tuple(window),
+                       dtype=x.dtype)
+    for offset in np.ndindex(*window):
+        patch = padded[_window(offset, strides, dilation, out_spatial)]  # (N, C, P...)
+        columns[(Ellipsis,) + offset] = np.moveaxis(patch, 1, 1 + nd)
+    return columns
+
+
 @kernel(ops.Convolution)
 def _convolution(node, ctx, x, w):
-    # Gather every filter offset's view of the input (im2col), then one BLAS contraction
-    # over (C, R...) instead of a small product per offset.
+    # One BLAS matmul: (N*P, C*R) x (C*R, K).
     strides, dilation, below, above = _conv_args(node)
     out = ctx.shape(node.shape)
-    padded = _pad_spatial(x, below, above, 0)
-    window = w.shape[2:]
-    columns = np.empty(x.shape[:2] + window + tuple(out[2:]), dtype=x.dtype)
-    for offset in np.ndindex(*window):
-        columns[(slice(None), slice(None)) + offset] = padded[
-            _window(offset, strides, dilation, out[2:])]
-    reduced = [1] + list(range(2, 2 + len(window)))  # C and the window dims
-    result = np.tensordot(columns, w, axes=(reduced, reduced))  # (N, P..., K)
-    return np.moveaxis(result, -1, 1)
+    columns = _columns(x, w.shape[2:], strides, dilation, below, above, out[2:])
+    rows = int(np.prod(out[:1] + out[2:], dtype=np.int64))
+    result = columns.reshape(rows, -1) @ w.reshape(w.shape[0], -1).T  # (N*P, K)
+    result = result.reshape(out[:1] + out[2:] + out[1:2])
+    return np.ascontiguousarray(np.moveaxis(result, -1, 1))
 
 
 @kernel(ops.ConvolutionBackpropData)
 def _convolution_backprop_data(node, ctx, w, delta):
-    # One contraction over K gives every offset's contribution; each is then added
-    # at the input positions that offset touched.
+    # One matmul gives every offset's contribution, (N*P, K) x (K, C*R); each is then
+    # added at the input positions that offset touched.
     strides, dilation, below, above = _conv_args(node)
     data_shape = ctx.shape(node.shape)
     padded = np.zeros(data_shape[:2] + tuple(n + b + a for n, b, a in
                                              zip(data_shape[2:], below, above)), dtype=w.dtype)
-    window = w.shape[2:]
-    contributions = np.tensordot(delta, w, axes=([1], [0]))  # (N, P..., C, R...)
-    contributions = np.moveaxis(contributions, delta.ndim - 1, 1)  # (N, C, P..., R...)
+    window, nd = w.shape[2:], len(w.shape[2:])
+    by_position = np.moveaxis(delta, 1, -1).reshape(-1, delta.shape[1])  # (N*P, K)
+    contributions = (by_position @ w.reshape(w.shape[0], -1)).reshape(
+        delta.shape[:1] + delta.shape[2:] + w.shape[1:])  # (N, P..., C, R...)
+    contributions = np.moveaxis(contributions, 1 + nd, 1)  # (N, C, P..., R...)
     for offset in np.ndindex(*window):
         padded[_window(offset, strides, dilation, delta.shape[2:])] += \
             contributions[(Ellipsis,) + offset]
@@ -280,15 +289,13 @@ def _convolution_backprop_data(node, ctx, w, delta):
 
 @kernel(ops.ConvolutionBackpropFilters)
 def _convolution_backprop_filters(node, ctx, x, delta):
+    # One matmul: (K, N*P) x (N*P, C*R), over the same columns as the forward pass.
     strides, dilation, below, above = _conv_args(node)
     filters_shape = ctx.shape(node.shape)
-    padded = _pad_spatial(x, below, above, 0)
-    result = np.zeros(filters_shape, dtype=x.dtype)
-    for offset in np.ndindex(*filters_shape[2:]):
-        patch = padded[_window(offset, strides, dilation, delta.shape[2:])]
-        summed = [0] + list(range(2, delta.ndim))  # batch and output positions
-        result[(slice(None), slice(None)) + offset] = np.tensordot(delta, patch, (summed, summed))
-    return result
+    columns = _columns(x, filters_shape[2:], strides, dilation, below, above, delta.shape[2:])
+    by_position = np.moveaxis(delta, 1, -1).reshape(-1, delta.shape[1])  # (N*P, K)
+    result = by_position.T @ columns.reshape(by_position.shape[0], -1)
+    return result.reshape(filters_shape)
 
 
 def _lowest(dtype: np.dtype):
@@ -332,20 +339,24 @@ def _pool(node, ctx, x):
 
 @kernel(ops.MaxPoolBackprop)
 def _max_pool_backprop(node, ctx, x, delta):
+    # Each output's adjoint goes to the first position (in window order) holding the
+    # window's maximum: whole-array comparisons per offset, no fancy indexing.
     strides, dilation, below, above = _pool_geometry(node)
     out = delta.shape[2:]
     padded = _pad_spatial(x, below, above, _lowest(x.dtype))
     offsets = list(np.ndindex(*node.window))
-    best = padded[_window(offsets[0], strides, dilation, out)].copy()
-    winner = np.zeros(best.shape, dtype=np.int64)
-    for number, offset in enumerate(offsets[1:], start=1):
-        patch = padded[_window(offset, strides, dilation, out)]
-        better = patch > best  # ties keep the first maximum in window order
-        winner[better] = number
-        best[better] = patch[better]
+    windows = [_window(offset, strides, dilation, out) for offset in offsets]
+    best = padded[windows[0]].copy()
+    for window in windows[1:]:
+        np.maximum(best, padded[window], out=best)
     gradient = np.zeros(padded.shape, dtype=delta.dtype)
-    for number, offset in enumerate(offsets):
-        gradient[_window(offset, strides, dilation, out)] += np.where(winner == number, delta, 0)
+    taken = np.zeros(best.shape, dtype=bool)
+    hit = np.empty(best.shape, dtype=bool)
+    for window in windows:
+        np.equal(padded[window], best, out=hit)
+        hit &= ~taken
+        taken |= hit
+        gradient[window] += delta * hit
     crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, x.shape[2:]))
     return gradient[crop]
 
