@@ -90,13 +90,12 @@ class CpuFunction:
             arrays = self._checker._arguments(arrays)
             program = self.program(self._checker.bind(arrays))
             self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
+        if out is None:  # the common case, kept short
+            return program.results_for_caller(program.run(*arrays, program.no_outs))
         count = len(self.function.results)
-        if out is None:
-            targets = (None,) * count
-        else:
-            targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
-            if len(targets) != count:
-                raise FeedError(f"out= has {len(targets)} entries for {count} results")
+        targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
+        if len(targets) != count:
+            raise FeedError(f"out= has {len(targets)} entries for {count} results")
         for k, (target, node) in enumerate(zip(targets, self.function.results)):
             expected = (program.shapes[node], node.element_type.dtype)
             if target is not None and (not isinstance(target, np.ndarray)
@@ -108,16 +107,12 @@ class CpuFunction:
         # Results the program computes are written straight into a usable caller array.
         direct = tuple(t if t is not None and t.flags.c_contiguous else None for t in targets)
         results = program.run(*arrays, direct)
-        returned = []
-        for k, (target, value) in enumerate(zip(targets, results)):
-            fresh = self.function.results[k] in program.fresh and \
-                program.fresh[self.function.results[k]] == k
-            if target is None:
-                returned.append(value if fresh else np.array(value, copy=True))
-                continue
-            if value is not target:
-                np.copyto(target, value)
-            returned.append(target)
+        returned = list(program.results_for_caller(results))
+        for k, target in enumerate(targets):
+            if target is not None:
+                if returned[k] is not target:
+                    np.copyto(target, results[k])
+                returned[k] = target
         return tuple(returned)
 
     #: `out` may hold None for results that should go to fresh arrays.

@@ -79,6 +79,9 @@ class Program:
         for position, node in enumerate(function.results):
             if self.kind[node] == "buffer" and node not in self.fresh:
                 self.fresh[node] = position
+        #: Result positions the program does not write into a fresh array (copied out).
+        self.copied = [k for k, node in enumerate(function.results) if self.fresh.get(node) != k]
+        self.no_outs = (None,) * len(function.results)
         self.plan = self._plan()
         self._users = function.users()
         self._results = set(function.results)
@@ -151,6 +154,15 @@ class Program:
         if isinstance(node, core.Divide):
             return node.element_type.dtype.kind == "f"
         return isinstance(node, IN_PLACE) and not isinstance(node, core.Sigmoid)
+
+    def results_for_caller(self, results: tuple) -> tuple:
+        """The run's results, each in an array of its own (arena views are copied)."""
+        if not self.copied:
+            return results
+        results = list(results)
+        for k in self.copied:
+            results[k] = np.array(results[k], copy=True)
+        return tuple(results)
 
     # -- memory --------------------------------------------------------------------------
     def _plan(self):
