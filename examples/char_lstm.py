@@ -1,6 +1,6 @@
 """Train a character-level LSTM on Python's own help text, then sample from it.
 
-    python -m examples.char_lstm [--epochs 6] [--steps 100] [--backend numpy]
+    python -m examples.char_lstm [--epochs 6] [--steps 100] [--backend cpu]
 
 The corpus is `pydoc_data.topics`, the English documentation that ships
 with every CPython (about 465,000 characters), so nothing is downloaded.
@@ -64,7 +64,7 @@ def sample(predict, codes: np.ndarray, alphabet: str, length: int, context: int,
 
 def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
           hidden: int = 128, embed: int = 32, learning_rate: float = 3e-3, seed: int = 0,
-          backend: str = "numpy", sample_length: int = 300, verbose: bool = True) -> Dict:
+          backend: str = "cpu", sample_length: int = 300, verbose: bool = True) -> Dict:
     """Train for epochs x steps minibatches; returns losses, entropy, a sample and seconds."""
     text = load_corpus()
     alphabet = "".join(sorted(set(text)))
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seq-len", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default="numpy", choices=ng.transformer_choices())
+    parser.add_argument("--backend", default="cpu", choices=ng.transformer_choices())
     args = parser.parse_args(argv)
     result = train(args.epochs, args.steps, args.seq_len, hidden=args.hidden, seed=args.seed,
                    backend=args.backend)

@@ -1,6 +1,6 @@
 """Train a small convolutional network on scikit-learn's 8x8 digits.
 
-    python -m examples.digits_convnet [--epochs 15] [--backend numpy]
+    python -m examples.digits_convnet [--epochs 15] [--backend cpu]
 
 Two 3x3 convolutions (16 and 32 channels, ReLU, 2x2 max pooling) and a
 softmax layer. Convolution finds the channel and spatial axes by their roles.
@@ -34,7 +34,7 @@ def build_model(seed: int, classes) -> Sequential:
 
 
 def train(epochs: int = 15, batch: int = 32, learning_rate: float = 0.05, momentum: float = 0.9,
-          seed: int = 0, backend: str = "numpy", verbose: bool = True) -> Dict:
+          seed: int = 0, backend: str = "cpu", verbose: bool = True) -> Dict:
     """Train; returns the loss per epoch, the final test accuracy and the seconds taken."""
     (train_x, train_y), (test_x, test_y) = load_digits_split(seed)
     train_x, test_x = train_x[:, None], test_x[:, None]  # a channel dim: (examples, 1, 8, 8)
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default="numpy", choices=ng.transformer_choices())
+    parser.add_argument("--backend", default="cpu", choices=ng.transformer_choices())
     args = parser.parse_args(argv)
     result = train(args.epochs, args.batch, args.learning_rate, seed=args.seed,
                    backend=args.backend)

@@ -1,6 +1,6 @@
 """Train a multilayer perceptron on scikit-learn's 8x8 digits with the neon frontend.
 
-    python -m examples.digits_mlp [--epochs 20] [--hidden 64] [--backend numpy]
+    python -m examples.digits_mlp [--epochs 20] [--hidden 64] [--backend cpu]
 
 Layers learn their input axes on first call; the optimizer turns the loss into
 one update op, so one call of the training computation is one training step.
@@ -39,7 +39,7 @@ def build(train_set: ArrayIterator, test_count: int, hidden: int = 64,
 
 
 def train(epochs: int = 20, hidden: int = 64, batch: int = 32, learning_rate: float = 0.1,
-          momentum: float = 0.9, seed: int = 0, backend: str = "numpy",
+          momentum: float = 0.9, seed: int = 0, backend: str = "cpu",
           verbose: bool = True) -> Dict:
     """Train; returns the loss per epoch, the final test accuracy and the seconds taken."""
     (train_x, train_y), (test_x, test_y) = load_digits_split(seed)
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default="numpy", choices=ng.transformer_choices())
+    parser.add_argument("--backend", default="cpu", choices=ng.transformer_choices())
     args = parser.parse_args(argv)
     result = train(args.epochs, args.hidden, args.batch, args.learning_rate, seed=args.seed,
                    backend=args.backend)
