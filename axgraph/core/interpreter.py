@@ -255,6 +255,12 @@ def _columns(x, window, strides, dilation, below, above, out_spatial) -> np.ndar
     return columns
 
 
+@kernel(ops.Im2Col)
+def _im2col(node, ctx, x):
+    return _columns(x, node.window, node.strides, node.dilation, node.padding_below,
+                    node.padding_above, ctx.shape(node.shape)[1:1 + len(node.window)])
+
+
 @kernel(ops.Convolution)
 def _convolution(node, ctx, x, w):
     # One BLAS matmul: (N*P, C*R) x (C*R, K).

@@ -18,6 +18,7 @@ from .algebraic import AlgebraicSimplification
 from .bridge import (BridgeLowering, Gelu, bridge_ops, bridge_rules, lower_gelu,
                      register_bridge, require_core)
 from .constant_folding import ConstantFolding
+from .convolution_matmul import ConvolutionAsMatmul
 from .cse import CommonSubexpressionElimination
 from .dce import DeadCodeElimination
 from .manager import Pass, PassLike, PassManager, PassRecord, RulePass, VerificationError, verify
@@ -49,5 +50,5 @@ __all__ = ["Pass", "PassLike", "PassManager", "PassRecord", "RulePass", "Verific
            "Pattern", "Any", "Op", "Const", "Match", "RewriteRule", "rewrite", "uniform_value",
            "renamed_copy",
            "DeadCodeElimination", "CommonSubexpressionElimination", "ConstantFolding",
-           "AlgebraicSimplification", "LayoutSinking", "BridgeLowering",
+           "AlgebraicSimplification", "LayoutSinking", "BridgeLowering", "ConvolutionAsMatmul",
            "Gelu", "lower_gelu", "register_bridge", "bridge_rules", "bridge_ops", "require_core"]

@@ -45,11 +45,15 @@ class InterpreterTransformer(Transformer):
         if found is None:
             lowered = lower(computation.ops, computation.results)
             if self.optimize:
-                manager = PassManager(default_passes(), max_rounds=4)
+                manager = PassManager(self.passes(), max_rounds=4)
                 lowered.function = manager.run(lowered.function)
                 self.pass_reports[computation] = manager.report
             found = self._compiled[computation] = (lowered, self._compile_function(lowered.function))
         return found
+
+    def passes(self) -> list:
+        """The passes run on every lowered computation (a fresh list per call)."""
+        return default_passes()
 
     def _compile_function(self, function: core.Function):
         """The callable that runs `function` (the core backend's compiled form)."""

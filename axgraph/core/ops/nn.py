@@ -158,6 +158,37 @@ class ConvolutionBackpropFilters(Node):
 _POOL = ("window", "strides", "padding_below", "padding_above")
 
 
+class Im2Col(Node):
+    """x (N, C, S...) -> columns (N, P..., C, R...): every window's inputs, side by side.
+
+    With it a convolution is one matrix product: columns viewed as (N*P, C*R)
+    times filters viewed as (K, C*R) transposed. The filter gradient reads the
+    same columns, so a graph that computes both can share them.
+    """
+
+    _attributes = ("window",) + _GEOMETRY
+
+    def __init__(self, x: Node, window, strides=None, dilation=None, padding_below=None,
+                 padding_above=None, name: Optional[str] = None):
+        super().__init__((x,), dict(window=window, strides=strides, dilation=dilation,
+                                    padding_below=padding_below, padding_above=padding_above),
+                         name)
+
+    def _normalize(self, attributes: dict) -> dict:
+        (x,) = arity(self, 1)
+        spatial = _feature_rank(self, x.shape, "input")
+        result = _geometry(self, attributes, spatial)
+        result["window"] = int_tuple(self, attributes["window"], spatial, "window", 1)
+        return result
+
+    def _infer(self) -> Tuple[ElementType, Shape]:
+        (x,) = self.inputs
+        require_kind(self, x, "numeric")
+        window = self.attributes["window"]
+        positions = window_outputs(self, x.shape[2:], window, self.attributes)
+        return x.element_type, Shape((x.shape[0],) + positions + (x.shape[1],) + window)
+
+
 def _pool_attributes(op: Node, attributes: dict, x_shape: Shape) -> dict:
     spatial = _feature_rank(op, x_shape, "input")
     window = int_tuple(op, attributes["window"], spatial, "window", 1)

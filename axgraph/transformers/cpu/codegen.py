@@ -258,6 +258,10 @@ class Program:
                     f"{value!r}, out={out})")
         if isinstance(node, core.Reshape):
             return f"rt.copy({args[0]}, out={out})"
+        if isinstance(node, core.Im2Col):
+            return (f"rt.im2col({args[0]}, {tuple(node.window)}, {tuple(node.strides)}, "
+                    f"{tuple(node.dilation)}, {tuple(node.padding_below)}, "
+                    f"{tuple(node.padding_above)}, out={out})")
         if isinstance(node, core.OneHot):
             return f"rt.one_hot({args[0]}, {node.one_hot_axis}, out={out})"
         raise GraphError(f"the cpu backend has no code for {node.op} {node.name}: lower it to "

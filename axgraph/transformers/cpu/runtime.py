@@ -119,3 +119,18 @@ def one_hot(x: np.ndarray, axis: int, out: np.ndarray) -> np.ndarray:
     positions = np.arange(count).reshape([-1 if i == axis else 1 for i in range(out.ndim)])
     np.equal(np.expand_dims(x, axis), positions, out=out, casting="unsafe")
     return out
+
+
+def im2col(x: np.ndarray, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
+           below: Sequence[int], above: Sequence[int], out: np.ndarray) -> np.ndarray:
+    """Every window of x (N, C, S...) into out (N, P..., C, R...), one copy per window offset."""
+    nd = len(window)
+    if any(below) or any(above):
+        x = np.pad(x, ((0, 0), (0, 0)) + tuple(zip(below, above)))
+    positions = out.shape[1:1 + nd]
+    for offset in np.ndindex(*window):
+        region = (slice(None), slice(None)) + tuple(
+            slice(o * d, o * d + s * (n - 1) + 1, s)
+            for o, d, s, n in zip(offset, dilation, strides, positions))
+        out[(Ellipsis,) + offset] = np.moveaxis(x[region], 1, 1 + nd)
+    return out

@@ -44,6 +44,15 @@ class CpuTransformer(InterpreterTransformer):
         super().__init__(backend="cpu", optimize=optimize)
         self.backend_options: Dict = {"fuse": fuse, "engine": engine}
 
+    def passes(self) -> list:
+        """The default pipeline, then convolutions as shared im2col columns times BLAS."""
+        from ...passes import (CommonSubexpressionElimination, ConvolutionAsMatmul,
+                               DeadCodeElimination, LayoutSinking, AlgebraicSimplification)
+
+        return super().passes() + [ConvolutionAsMatmul(), CommonSubexpressionElimination(),
+                                   AlgebraicSimplification(), LayoutSinking(),
+                                   DeadCodeElimination()]
+
     def _make_computation(self, results, parameters) -> Computation:
         return CpuComputation(self, results, parameters)
 

@@ -1,0 +1,66 @@
+"""Convolution as matrix products over im2col columns.
+
+Convolution(x, w) becomes Dot(Im2Col(x), w) and the filter gradient
+ConvolutionBackpropFilters(x, delta) becomes Dot(delta, Im2Col(x)). Both use
+the same columns of the same input, so after CSE a training step builds them
+once, and each product is one BLAS call into a planned buffer. Backends with
+a BLAS but no convolution kernel of their own (the cpu backend) run it.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+from .. import core
+from ..core.function import Function
+from ..core.node import Node, at_location
+from .manager import Pass
+
+
+def _columns(x: Node, window, node: Node) -> Node:
+    return core.Im2Col(x, window, strides=node.strides, dilation=node.dilation,
+                       padding_below=node.padding_below, padding_above=node.padding_above)
+
+
+def _static(dims) -> bool:
+    return all(isinstance(d, int) for d in dims)
+
+
+def _convolution(node: Node) -> Node:
+    x, w = node.inputs
+    nd = w.rank - 2
+    columns = _columns(x, tuple(w.shape[2:]), node)  # (N, P..., C, R...)
+    product = core.Dot(columns, w, tuple(range(1 + nd, 2 + 2 * nd)), tuple(range(1, 2 + nd)))
+    return core.Transpose(product, (0, 1 + nd) + tuple(range(1, 1 + nd)))  # (N, K, P...)
+
+
+def _filter_gradient(node: Node) -> Node:
+    x, delta = node.inputs
+    nd = delta.rank - 2
+    columns = _columns(x, tuple(node.filters_shape[2:]), node)
+    return core.Dot(delta, columns, (0,) + tuple(range(2, 2 + nd)), tuple(range(0, 1 + nd)))
+
+
+REWRITES = {core.Convolution: (_convolution, lambda n: n.inputs[1].shape[2:]),
+            core.ConvolutionBackpropFilters: (_filter_gradient, lambda n: n.filters_shape[2:])}
+
+
+class ConvolutionAsMatmul(Pass):
+    """Rewrite convolutions and filter gradients with static windows as Im2Col + Dot."""
+
+    name = "convolution-as-matmul"
+
+    def run(self, function: Function) -> Function:
+        rebuilt: Dict[Node, Node] = {}
+        changed = False
+        for node in function.nodes:
+            current = node.with_inputs([rebuilt[i] for i in node.inputs])
+            entry = REWRITES.get(type(current))
+            if entry is not None and _static(entry[1](current)):
+                with at_location(current.location):
+                    current = entry[0](current)
+                changed = True
+            rebuilt[node] = current
+        if not changed:
+            return function
+        return Function([rebuilt[r] for r in function.results],
+                        [rebuilt[p] for p in function.parameters], name=function.name)
