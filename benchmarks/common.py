@@ -675,3 +675,39 @@ def run_probe_child(cases: Sequence[Case], args) -> int:
             return 0
     emit_probe_result({"error": f"no case {case_name!r}"})
     return 1
+
+
+def start_run(args, default_reference: str):
+    """The shared start of a benchmark: settings, reference, `--only` filter, load monitor.
+
+    Prints the machine facts and the run's shape first, so every table comes with them.
+    """
+    settings = Settings.from_args(args)
+    reference = args.reference or default_reference
+    only = set(args.only.split(",")) | {reference} if args.only else None
+    print(machine_facts())
+    load = LoadMonitor()
+    print(f"run: {'quick' if args.quick else 'full'}, {settings.rounds} interleaved rounds, "
+          f"samples >= {settings.min_sample_s * 1e3:.0f} ms\n")
+    return settings, reference, only, load
+
+
+class TorchSGDTrainer:
+    """A PyTorch eager training step: zero grads, loss, backward, SGD step.
+
+    Subclasses set `model`, `loss_fn`, `optimizer`, `x`, `y` and `trained` (the
+    parameters in the order `params()` reports them).
+    """
+
+    def __call__(self):
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model(self.x), self.y)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def loss_value(self, result):
+        return float(result.detach())
+
+    def params(self):
+        return [p.detach().numpy().copy() for p in self.trained]

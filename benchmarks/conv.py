@@ -157,7 +157,7 @@ class NumpyIm2col(Trainer):
 
 # -- PyTorch eager ---------------------------------------------------------------------------------
 
-class TorchEager(Trainer):
+class TorchEager(common.TorchSGDTrainer, Trainer):
     """nn.Sequential(Conv2d, ReLU, MaxPool2d, Conv2d, ReLU, MaxPool2d, Flatten, Linear)."""
 
     def __init__(self, problem: Problem):
@@ -174,19 +174,8 @@ class TorchEager(Trainer):
         self.optimizer = torch.optim.SGD(self.parameters, lr=LR)
         self.x = torch.from_numpy(problem.x)
         self.y = torch.from_numpy(problem.labels)
+        self.trained = self.parameters
 
-    def __call__(self):
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(self.x), self.y)
-        loss.backward()
-        self.optimizer.step()
-        return loss
-
-    def loss_value(self, result):
-        return float(result.detach())
-
-    def params(self):
-        return [p.detach().numpy().copy() for p in self.parameters]
 
 
 # -- axgraph ------------------------------------------------------------------------------------
@@ -275,13 +264,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.probe:
         return common.run_probe_child(CASES, args)
-    settings = common.Settings.from_args(args)
-    reference = args.reference or TORCH
-    only = set(args.only.split(",")) | {reference} if args.only else None
-    print(common.machine_facts())
-    load = common.LoadMonitor()
-    print(f"run: {'quick' if args.quick else 'full'}, {settings.rounds} interleaved rounds, "
-          f"samples >= {settings.min_sample_s * 1e3:.0f} ms\n")
+    settings, reference, only, load = common.start_run(args, TORCH)
 
     notes: List[str] = []
     case = CASES[0]

@@ -271,13 +271,7 @@ def main(argv=None) -> int:
     if args.probe:
         return common.run_probe_child(CASES, args)
 
-    settings = common.Settings.from_args(args)
-    reference = args.reference or NUMPY
-    only = set(args.only.split(",")) | {reference} if args.only else None
-    print(common.machine_facts())
-    load = common.LoadMonitor()
-    print(f"run: {'quick' if args.quick else 'full'}, {settings.rounds} interleaved rounds, "
-          f"samples >= {settings.min_sample_s * 1e3:.0f} ms\n")
+    settings, reference, only, load = common.start_run(args, NUMPY)
 
     timings: Dict[str, Dict[str, Any]] = {}
     errors: Dict[str, Dict[str, Any]] = {}

@@ -13,7 +13,6 @@ from collections import Counter
 
 import numpy as np
 
-import axgraph as ng
 from axgraph import core, passes
 from axgraph.frontends.neon import ArrayIterator
 from axgraph.lowering import lower

@@ -190,7 +190,7 @@ class NumpyOut(NumpyNaive):
 
 # -- PyTorch eager ----------------------------------------------------------------------------------
 
-class TorchEager(Trainer):
+class TorchEager(common.TorchSGDTrainer, Trainer):
     """nn.Sequential(Linear, ReLU, ..., Linear), CrossEntropyLoss, optim.SGD; 2 threads."""
 
     def __init__(self, problem: Problem):
@@ -211,19 +211,8 @@ class TorchEager(Trainer):
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=LR)
         self.x = torch.from_numpy(problem.x)
         self.y = torch.from_numpy(problem.labels)
+        self.trained = [p for m in self.linears for p in (m.weight, m.bias)]
 
-    def __call__(self):
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(self.x), self.y)
-        loss.backward()
-        self.optimizer.step()
-        return loss
-
-    def loss_value(self, result):
-        return float(result.detach())
-
-    def params(self):
-        return [p.detach().numpy().copy() for m in self.linears for p in (m.weight, m.bias)]
 
 
 # -- JAX jit ------------------------------------------------------------------------------------
@@ -461,13 +450,7 @@ def main(argv=None) -> int:
     if args.probe:
         return common.run_probe_child(CASES, args)
 
-    settings = common.Settings.from_args(args)
-    reference = args.reference or NUMPY
-    only = set(args.only.split(",")) | {reference} if args.only else None
-    print(common.machine_facts())
-    load = common.LoadMonitor()
-    print(f"run: {'quick' if args.quick else 'full'}, {settings.rounds} interleaved rounds, "
-          f"samples >= {settings.min_sample_s * 1e3:.0f} ms\n")
+    settings, reference, only, load = common.start_run(args, NUMPY)
 
     timings: Dict[str, Dict[str, Any]] = {}
     memory: Dict[str, Dict[str, Any]] = {}
