@@ -3,10 +3,19 @@
 Later backends join by adding their registry name here; the tests then run
 against them unchanged (differential testing against the reference).
 """
+import os
+
 import numpy as np
 import pytest
+from hypothesis import settings
 
 import axgraph as ng
+
+# CI runs a fixed set of hypothesis examples (reproducible, never a new failure on an
+# unrelated change); local runs keep exploring new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 BACKENDS = ["numpy", "interpreter", "cpu"]
 

@@ -457,7 +457,14 @@ def test_dot_contracts_shared_and_dual_axes(backend, lengths, roles, x_order, y_
     expected = np.einsum(f"{x_sub},{y_sub}->{out_sub}", xv.astype(np.float64),
                          yv.astype(np.float64))
     (result,) = graph.run(z)
-    assert_close(result, expected, dtype, "dot")
+    if np.dtype(dtype) == np.float32:
+        # A float32 sum of products is accurate relative to the sum of their magnitudes,
+        # not to its (possibly cancelling) result.
+        magnitude = np.einsum(f"{x_sub},{y_sub}->{out_sub}", np.abs(xv.astype(np.float64)),
+                              np.abs(yv.astype(np.float64)))
+        assert np.all(np.abs(np.asarray(result) - expected) <= 1e-5 * magnitude + 1e-6), "dot"
+    else:
+        assert_close(result, expected, dtype, "dot")
 
 
 @PROPERTY_SETTINGS
