@@ -275,20 +275,21 @@ def _convolution(node, ctx, x, w):
 
 @kernel(ops.ConvolutionBackpropData)
 def _convolution_backprop_data(node, ctx, w, delta):
-    # One matmul gives every offset's contribution, (N*P, K) x (K, C*R); each is then
-    # added at the input positions that offset touched.
+    # One matmul, (R*C, K) x (K, N*P), gives every offset's contribution laid out
+    # (R..., C, N, P...): each offset's (C, N, P...) block is contiguous, and is added
+    # at the input positions that offset touched.
     strides, dilation, below, above = _conv_args(node)
     data_shape = ctx.shape(node.shape)
     padded = np.zeros(data_shape[:2] + tuple(n + b + a for n, b, a in
                                              zip(data_shape[2:], below, above)), dtype=w.dtype)
     window, nd = w.shape[2:], len(w.shape[2:])
-    by_position = np.moveaxis(delta, 1, -1).reshape(-1, delta.shape[1])  # (N*P, K)
-    contributions = (by_position @ w.reshape(w.shape[0], -1)).reshape(
-        delta.shape[:1] + delta.shape[2:] + w.shape[1:])  # (N, P..., C, R...)
-    contributions = np.moveaxis(contributions, 1 + nd, 1)  # (N, C, P..., R...)
+    kernel_rows = np.moveaxis(w, (0, 1), (-1, -2)).reshape(-1, w.shape[0])  # (R*C, K)
+    by_channel = np.moveaxis(delta, 1, 0).reshape(delta.shape[1], -1)  # (K, N*P)
+    contributions = (kernel_rows @ by_channel).reshape(
+        window + (w.shape[1], delta.shape[0]) + delta.shape[2:])  # (R..., C, N, P...)
     for offset in np.ndindex(*window):
         padded[_window(offset, strides, dilation, delta.shape[2:])] += \
-            contributions[(Ellipsis,) + offset]
+            np.swapaxes(contributions[offset], 0, 1)
     crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, data_shape[2:]))
     return padded[crop]
 
