@@ -313,6 +313,8 @@ class GradientDescentMomentum(Optimizer):
         self.nesterov = bool(nesterov)
 
     def _updates(self, variable, grad, rate, shared):
+        if self.momentum_coef == 0.0:  # plain SGD: a velocity would stay -step, so skip it
+            return [control.assign(variable, variable - rate * grad)]
         mu = _const(self.momentum_coef, variable.dtype)
         velocity = self._state(variable, "velocity")
         step = rate * grad
