@@ -888,3 +888,22 @@ def test_docs_example_runs():
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(DOCS), "exec"), namespace)
+
+
+def test_transpose_sinks_through_an_add_of_a_broadcast_bias():
+    """Transpose(x) + Broadcast(b) == Transpose(x + Broadcast'(b)): the transposes cancel."""
+    x = core.Parameter(core.f32, (2, 3, 4), name="x")
+    bias = core.Parameter(core.f32, (3,), name="bias")
+    moved = core.Transpose(x, (2, 0, 1))  # (4, 2, 3)
+    total = core.Add(moved, core.Broadcast(bias, (4, 2, 3), (0, 1)))
+    back = core.Transpose(total, (1, 2, 0))  # (2, 3, 4) again
+    function = core.Function([back], [x, bias])
+    optimized = passes.PassManager([passes.LayoutSinking(), passes.AlgebraicSimplification(),
+                                    passes.DeadCodeElimination()]).run(function)
+    assert not any(node.op == "Transpose" for node in optimized.nodes)
+    rng = np.random.default_rng(0)
+    xv, bv = rng.normal(size=(2, 3, 4)).astype(np.float32), rng.normal(size=3).astype(np.float32)
+    (expected,) = core.compile(function)(xv, bv)
+    (got,) = core.compile(optimized)(xv, bv)
+    np.testing.assert_allclose(got, expected)
+    np.testing.assert_allclose(got, xv + bv[None, :, None])

@@ -29,7 +29,7 @@ from typing import Callable, List, Optional, Tuple, Type
 
 from ..core.function import Function
 from ..core.node import Node
-from ..core.ops import (BinaryElementwise, Constant, Convert, Dot, Max, Min, Prod, Reshape,
+from ..core.ops import (BinaryElementwise, Broadcast, Constant, Convert, Dot, Max, Min, Prod, Reshape,
                         Select, Softmax, Sum, Transpose, UnaryElementwise)
 from . import algebraic
 from .manager import RulePass
@@ -76,6 +76,23 @@ def _layout_key(node: Node, layout: Type[Node]):
     return tuple(node.inputs[0].shape)
 
 
+def _unbroadcast(node: Node, permutation, source: Node) -> Optional[Node]:
+    """A Broadcast B' with Transpose(B', permutation) == node, built in source's layout.
+
+    Works when node is a Broadcast whose broadcast input keeps its dim order under
+    the permutation (a bias vector always does); None otherwise.
+    """
+    if not isinstance(node, Broadcast):
+        return None
+    new_axes = set(node.attributes["axes"])
+    kept = [i for i in range(node.rank) if i not in new_axes]
+    positions = [permutation[i] for i in kept]
+    if positions != sorted(positions):
+        return None
+    return Broadcast(node.inputs[0], source.shape,
+                     tuple(sorted(permutation[i] for i in new_axes)))
+
+
 def _sink_nary(layout: Type[Node]) -> Callable[[Match], Optional[Node]]:
     def build(match: Match) -> Optional[Node]:
         node = match.root
@@ -85,17 +102,21 @@ def _sink_nary(layout: Type[Node]) -> Callable[[Match], Optional[Node]]:
         key = _layout_key(moved[0], layout)
         if any(_layout_key(m, layout) != key for m in moved):
             return None
-        if not all(isinstance(i, layout) or uniform_value(i) is not None for i in node.inputs):
-            return None
+        source = moved[0].inputs[0]
+        for i in node.inputs:
+            if not (isinstance(i, layout) or uniform_value(i) is not None
+                    or (layout is Transpose and _unbroadcast(i, key, source) is not None)):
+                return None
         if not any(match.uses(m) == 1 for m in moved):
             return None  # every copy stays for other users: sinking would add one
-        source = moved[0].inputs[0]
         new_inputs: List[Node] = []
         for i in node.inputs:
             if isinstance(i, layout):
                 new_inputs.append(i.inputs[0])
-            else:
+            elif uniform_value(i) is not None:
                 new_inputs.append(Constant(i.element_type, source.shape, uniform_value(i)))
+            else:
+                new_inputs.append(_unbroadcast(i, key, source))
         return _top(moved[0], renamed_copy(node, new_inputs), node)
 
     build.__name__ = f"sink_elementwise_{layout.__name__.lower()}s"
