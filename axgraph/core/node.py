@@ -9,6 +9,8 @@ other inputs calls `node.with_inputs(new_inputs)`, the single way to rebuild.
 """
 from __future__ import annotations
 
+import abc
+
 import contextlib
 import threading
 from types import MappingProxyType
@@ -44,7 +46,7 @@ def _current_location() -> Location:
     return override if override is not None else user_location()
 
 
-class Node:
+class Node(abc.ABC):
     """One op of the core IR with one output (element_type, shape).
 
     Subclasses list their attribute names in `_attributes`, normalize raw
@@ -96,9 +98,9 @@ class Node:
         """Attribute values in canonical form; raise self._fail(...) on bad ones."""
         return attributes
 
+    @abc.abstractmethod
     def _infer(self) -> Tuple[ElementType, Shape]:
         """Check inputs and attributes; return the output's element type and shape."""
-        raise NotImplementedError(type(self).__name__)
 
     # -- helpers -------------------------------------------------------------------
     @property

@@ -24,6 +24,8 @@ The old function is never changed.
 """
 from __future__ import annotations
 
+import abc
+
 from typing import (Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Type,
                     Union)
 
@@ -72,7 +74,7 @@ class Match:
         return f"<Match {self.root.name}: {inner}>"
 
 
-class Pattern:
+class Pattern(abc.ABC):
     """Base of pattern nodes: an optional label and predicate, and matching."""
 
     def __init__(self, label: Optional[str] = None, predicate: Optional[Predicate] = None):
@@ -80,10 +82,10 @@ class Pattern:
         self.predicate = predicate
 
     # -- what subclasses define -----------------------------------------------------
+    @abc.abstractmethod
     def _candidates(self, node: Node, bindings: Bindings) -> Iterator[Bindings]:
         """Bindings extending `bindings` under which this pattern (minus label and
         predicate) matches `node`; several when there is a choice (commutative)."""
-        raise NotImplementedError
 
     @property
     def root_classes(self) -> Optional[Tuple[Type[Node], ...]]:

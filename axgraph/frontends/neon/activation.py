@@ -9,6 +9,8 @@ the stable log domain.
 """
 from __future__ import annotations
 
+import abc
+
 from typing import Callable, Dict, Optional, Union
 
 
@@ -24,11 +26,12 @@ class ActivationError(AxgraphError, ValueError):
     """An activation asked for by a name or setting that does not exist."""
 
 
-class Activation:
+class Activation(abc.ABC):
     """Base of activations: `activation(x)` returns a new op with x's axes."""
 
+    @abc.abstractmethod
     def __call__(self, x: Op) -> Op:
-        raise NotImplementedError
+        """The activation of x (a new op with x's axes)."""
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())

@@ -28,6 +28,8 @@ A bias with axes (H,) thus has fan_in = len(H), fan_out = 1; a scalar has 1, 1.
 """
 from __future__ import annotations
 
+import abc
+
 import math
 from typing import Optional, Tuple
 
@@ -70,7 +72,7 @@ def _product(axes) -> int:
     return int(math.prod(int(axis.length) for axis in axes)) if axes else 1
 
 
-class Initializer:
+class Initializer(abc.ABC):
     """Base: a seedable callable of axes. Subclasses implement `_draw`."""
 
     def __init__(self, seed: Optional[int] = None):
@@ -86,8 +88,9 @@ class Initializer:
         shape = _lengths(axes, repr(self))
         return np.asarray(self._draw(Axes(axes), shape), dtype=np.float64)
 
+    @abc.abstractmethod
     def _draw(self, axes: Axes, shape: Tuple[int, ...]) -> np.ndarray:
-        raise NotImplementedError
+        """Values of `shape` for a variable with `axes`."""
 
     def _params(self) -> str:
         return ""

@@ -38,6 +38,8 @@ are exposed as ``layer.updates``; a training step runs them by naming them::
 """
 from __future__ import annotations
 
+import abc
+
 import contextlib
 import itertools
 import threading
@@ -147,7 +149,7 @@ def _new_axes(layer: "Layer", nout: Optional[int], axes: AxesLike, axis_name: st
 
 # -- base class ------------------------------------------------------------------------
 
-class Layer:
+class Layer(abc.ABC):
     """A callable op -> op whose variables are made on the first call.
 
     Subclasses implement `_build(x)` (make variables from x's axes, once),
@@ -182,8 +184,9 @@ class Layer:
     def _check_input(self, x: Op) -> None:
         """Raise if x does not fit the variables made by the first call."""
 
+    @abc.abstractmethod
     def _forward(self, x: Op) -> Op:
-        raise NotImplementedError
+        """The op graph of one call on x (variables already made)."""
 
     def _variable(self, key: str, axes: AxesLike, init: InitialValue, dtype) -> Op:
         if init is None:
@@ -286,11 +289,10 @@ class Affine(Layer):
         self.activation = get_activation(activation)
         self._parts = [p for p in (self.linear, self.bias, self.batch_norm) if p is not None]
 
-    def __call__(self, in_obj) -> Op:
-        y = as_op(in_obj)
+    def _forward(self, x: Op) -> Op:
         for part in self._parts:
-            y = part(y)
-        return self.activation(y)
+            x = part(x)
+        return self.activation(x)
 
     def variables(self) -> List[Op]:
         return [v for part in self._parts for v in part.variables()]
@@ -690,9 +692,9 @@ class _RecurrentLayer(Layer):
         """pre + U_gate h, or pre alone for the zero initial state."""
         return pre if h is None else pre + self._recur(self.U[gate], h)
 
+    @abc.abstractmethod
     def _step(self, pre: Dict[str, Op], state: State) -> Tuple[Op, State]:
         """(output, new state) from this step's input projections and the last state."""
-        raise NotImplementedError
 
     def _forward(self, x: Op) -> Op:
         rec = self._time_axis(x)
@@ -814,8 +816,7 @@ class BiRNN(Layer):
             for direction, backward in (("fwd", False), ("bwd", True))
         )
 
-    def __call__(self, in_obj) -> Union[Op, Tuple[Op, Op]]:
-        x = as_op(in_obj)
+    def _forward(self, x: Op) -> Union[Op, Tuple[Op, Op]]:
         fwd, bwd = self.fwd_rnn(x), self.bwd_rnn(x)
         fwd_axis, bwd_axis = self.fwd_rnn.hidden_axis, self.bwd_rnn.hidden_axis
         if self.sum_out:
@@ -840,11 +841,10 @@ class Sequential(Layer):
             if not callable(layer):
                 raise self._fail(LayerError, f"{layer!r} is not callable")
 
-    def __call__(self, in_obj) -> Op:
-        y = in_obj
+    def _forward(self, x: Op) -> Op:
         for layer in self.layers:
-            y = layer(y)
-        return y
+            x = layer(x)
+        return x
 
     def variables(self) -> List[Op]:
         found: Dict[int, Op] = {}

@@ -31,6 +31,8 @@ A cost with axes (one value per example) is averaged over all its axes first.
 """
 from __future__ import annotations
 
+import abc
+
 import numbers
 from typing import Dict, List, Optional, Sequence
 
@@ -188,7 +190,7 @@ def _check_nonnegative(name: str, value) -> Optional[float]:
     return float(value)
 
 
-class Optimizer:
+class Optimizer(abc.ABC):
     """Base of the optimizers: gradients, clipping, weight decay, schedule, counter.
 
     Subclasses give the per-variable rule in `_updates`. After a call,
@@ -265,8 +267,9 @@ class Optimizer:
         return persistent_tensor(variable.axes, dtype=variable.dtype, initial_value=0.0,
                                  name=f"{variable.name}_{what}")
 
+    @abc.abstractmethod
     def _updates(self, variable: Op, grad: Op, rate: Op, shared: Dict[str, Op]) -> List[Op]:
-        raise NotImplementedError
+        """The assigns that update `variable` (and its optimizer state) from its gradient."""
 
 
 def _checked_variables(cost: Op, variables: Optional[Sequence[Op]]) -> List[AssignableTensorOp]:

@@ -411,7 +411,7 @@ class _Emitter:
                 for op_class, function in table.items():
                     if isinstance(node, op_class):
                         return f"{self._math(function, et)}({a})"
-            raise NotImplementedError(node.op)
+            raise KernelCompileError(f"the C engine has no code for {node.op}")
         a, b = args
         if isinstance(node, core.Power):
             exponent = node.inputs[1]
@@ -435,7 +435,7 @@ class _Emitter:
             return f"(uint8_t)({a} & {b})"
         if isinstance(node, core.Or):
             return f"(uint8_t)({a} | {b})"
-        raise NotImplementedError(node.op)
+        raise KernelCompileError(f"the C engine has no code for {node.op}")
 
     def declarations(self) -> str:
         """`omp declare simd` for the library functions used that libmvec vectorizes."""

@@ -211,7 +211,7 @@ class _Writer:
             emit(f"np.negative({x}, out={name}); np.exp({name}, out={name})")
             emit(f"np.add({name}, {one}, out={name}); np.reciprocal({name}, out={name})")
         else:
-            raise NotImplementedError(node.op)
+            raise ExecutionError(f"the blocked NumPy engine has no code for {node.op}")
 
     # -- the whole text -----------------------------------------------------------------------
     def source(self) -> str:
