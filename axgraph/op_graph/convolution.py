@@ -255,6 +255,24 @@ class ConvBackpropFilterOp(ConvFamilyOp):
     """(dy, x) -> dw: the transpose of convolution in w."""
 
 
+def _prepare(what: str, params, inputs, filters, padding, strides, dilation):
+    """Layouts, checks, geometry and spatial lengths shared by (de)convolution.
+
+    A convolution's input channels pair with the filter's Channel axis, a
+    deconvolution's with its Channelout axis (it runs the convolution backwards).
+    """
+    x, w = as_op(inputs), as_op(filters)
+    x_layout = feature_layout(x, what)
+    backwards = what == "deconvolution"
+    w_layout = filter_layout(w, what, **{"match_out" if backwards else "match_in": x_layout.channel})
+    _check_spatial_match(what, x_layout, w_layout)
+    _check_channels(what, x_layout.channel,
+                    w_layout.out_channel if backwards else w_layout.in_channel)
+    geometry = conv_geometry(params, x_layout.spatial_roles, padding, strides, dilation)
+    return (x, w, x_layout, w_layout, geometry, _lengths(what, x_layout.spatial),
+            _lengths(what, w_layout.spatial))
+
+
 def convolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None, padding=None,
                 strides=None, dilation=None, name: Optional[str] = None) -> Op:
     """Convolve `inputs` (C, D/H/W..., N) with `filters` (C, T/R/S..., K).
@@ -264,14 +282,8 @@ def convolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None, 
     The result has axes (K, M/P/Q..., N): `axes` if given, else new spatial
     axes named M, P, Q with the input's roles.
     """
-    x, w = as_op(inputs), as_op(filters)
-    x_layout = feature_layout(x, "convolution")
-    w_layout = filter_layout(w, "convolution", match_in=x_layout.channel)
-    _check_spatial_match("convolution", x_layout, w_layout)
-    _check_channels("convolution", x_layout.channel, w_layout.in_channel)
-    geometry = conv_geometry(params, x_layout.spatial_roles, padding, strides, dilation)
-    in_lengths = _lengths("convolution", x_layout.spatial)
-    filter_lengths = _lengths("convolution", w_layout.spatial)
+    x, w, x_layout, w_layout, geometry, in_lengths, filter_lengths = _prepare(
+        "convolution", params, inputs, filters, padding, strides, dilation)
     out_lengths = tuple(geometry.output_length(i, n, f)
                         for i, (n, f) in enumerate(zip(in_lengths, filter_lengths)))
     if min(out_lengths) < 1:
@@ -289,14 +301,8 @@ def deconvolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None
     The filter has the same axes as for the convolution it transposes; the
     input's channel axis matches the filter's Channelout axis.
     """
-    x, w = as_op(inputs), as_op(filters)
-    x_layout = feature_layout(x, "deconvolution")
-    w_layout = filter_layout(w, "deconvolution", match_out=x_layout.channel)
-    _check_spatial_match("deconvolution", x_layout, w_layout)
-    _check_channels("deconvolution", x_layout.channel, w_layout.out_channel)
-    geometry = conv_geometry(params, x_layout.spatial_roles, padding, strides, dilation)
-    in_lengths = _lengths("deconvolution", x_layout.spatial)
-    filter_lengths = _lengths("deconvolution", w_layout.spatial)
+    x, w, x_layout, w_layout, geometry, in_lengths, filter_lengths = _prepare(
+        "deconvolution", params, inputs, filters, padding, strides, dilation)
     out_lengths = tuple(geometry.input_length(i, n, f)
                         for i, (n, f) in enumerate(zip(in_lengths, filter_lengths)))
     y_layout, out_axes = _output_axes("deconvolution", x_layout, w_layout.in_channel, out_lengths,
