@@ -51,11 +51,10 @@ def _terms_of(value: DimLike) -> Terms:
 
 def _as_dim_like(value, what: str = "dim") -> DimLike:
     """An int or a Dim from anything usable as one (np.integer included); else TypeError."""
-    if isinstance(value, Dim):
-        return value
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
+    result = _operand(value)
+    if result is None:
         raise TypeError(f"a {what} must be an int or a Dim expression, not {value!r}")
-    return int(value.__index__())
+    return result
 
 
 def _add(a: Terms, b: Terms, sign: int = 1) -> Dict[Monomial, int]:

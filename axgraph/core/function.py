@@ -96,7 +96,8 @@ class Function:
         self._parameters = parameters
         self._nodes = tuple(parameters) + tuple(n for n in order if n not in seen)
         self._name = name or "function"
-        bindable = frozenset().union(*(p.shape.free_symbols for p in parameters))
+        self._free_symbols = bindable = frozenset().union(
+            *(p.shape.free_symbols for p in parameters))
         for node in self._nodes:
             unbound = (node.shape.free_symbols | attribute_symbols(node)) - bindable
             if unbound:
@@ -125,7 +126,7 @@ class Function:
     @property
     def free_symbols(self) -> FrozenSet[str]:
         """Size variables of the parameters' shapes: bound from the arguments per call."""
-        return frozenset().union(*(p.shape.free_symbols for p in self._parameters))
+        return self._free_symbols
 
     def users(self) -> Dict[Node, List[Node]]:
         """Each node's consumers within this function (in node order)."""

@@ -81,15 +81,16 @@ def _sigmoid(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
-def _divide(a, b):
+def divide(a, b, out=None):
+    """True division for floats; for integers, truncation toward zero (the core rule)."""
     if a.dtype.kind not in "iu":
-        return np.true_divide(a, b)
+        return np.true_divide(a, b, out=out)
     if np.any(b == 0):
         raise ExecutionError("integer division by zero")
-    quotient = np.floor_divide(a, b)
+    quotient = np.floor_divide(a, b, out=out)
     # floor -> truncation toward zero where the signs differ and there is a remainder
-    fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
-    return quotient + fix.astype(quotient.dtype)
+    quotient += ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(quotient.dtype)
+    return quotient
 
 
 UNARY = {
@@ -99,7 +100,7 @@ UNARY = {
 }
 
 BINARY = {
-    ops.Add: np.add, ops.Subtract: np.subtract, ops.Multiply: np.multiply, ops.Divide: _divide,
+    ops.Add: np.add, ops.Subtract: np.subtract, ops.Multiply: np.multiply, ops.Divide: divide,
     ops.Power: np.power, ops.Maximum: np.maximum, ops.Minimum: np.minimum,
     ops.Equal: np.equal, ops.NotEqual: np.not_equal, ops.Less: np.less,
     ops.LessEq: np.less_equal, ops.Greater: np.greater, ops.GreaterEq: np.greater_equal,
@@ -107,22 +108,12 @@ BINARY = {
 }
 
 
-def by_class(table: Mapping[type, Callable], node: Node) -> Callable:
-    """The entry of `table` for the node's class or its nearest base (user subclasses)."""
-    for op_class in type(node).__mro__:
-        if op_class in table:
-            return table[op_class]
-    raise KeyError(type(node).__name__)
-
-
-@kernel(*UNARY)
-def _unary(node, ctx, x):
-    return by_class(UNARY, node)(x)
-
-
-@kernel(*BINARY)
-def _binary(node, ctx, a, b):
-    return by_class(BINARY, node)(a, b)
+# One kernel per op class, its NumPy function bound once (subclasses of these ops find
+# their base's kernel through find_kernel).
+for _op_class, _function in UNARY.items():
+    KERNELS[_op_class] = lambda node, ctx, x, _function=_function: _function(x)
+for _op_class, _function in BINARY.items():
+    KERNELS[_op_class] = lambda node, ctx, a, b, _function=_function: _function(a, b)
 
 
 @kernel(ops.Select)
@@ -199,7 +190,7 @@ REDUCTIONS = {ops.Sum: np.sum, ops.Prod: np.prod, ops.Max: np.max, ops.Min: np.m
 def _reduce(node, ctx, x):
     if isinstance(node, (ops.Max, ops.Min)) and any(x.shape[a] == 0 for a in node.axes):
         raise ExecutionError(f"{node.op.lower()} over an empty dim")
-    reduce = by_class(REDUCTIONS, node)
+    reduce = REDUCTIONS[next(c for c in type(node).__mro__ if c in REDUCTIONS)]
     if isinstance(node, (ops.Sum, ops.Prod)):
         return reduce(x, axis=node.axes, dtype=x.dtype)  # no promotion of small ints
     return reduce(x, axis=node.axes)
@@ -243,21 +234,21 @@ def _conv_args(node):
     return node.strides, node.dilation, node.padding_below, node.padding_above
 
 
-def _columns(x, window, strides, dilation, below, above, out_spatial) -> np.ndarray:
+def columns(x, window, strides, dilation, below, above, out_spatial, out=None) -> np.ndarray:
     """im2col: (N, P..., C, R...) so that one reshape gives the (N*P, C*R) matrix for free."""
     padded = _pad_spatial(x, below, above, 0)
     nd = len(window)
-    columns = np.empty((x.shape[0],) + tuple(out_spatial) + (x.shape[1],) + tuple(window),
-                       dtype=x.dtype)
+    shape = (x.shape[0],) + tuple(out_spatial) + (x.shape[1],) + tuple(window)
+    result = np.empty(shape, dtype=x.dtype) if out is None else out
     for offset in np.ndindex(*window):
         patch = padded[_window(offset, strides, dilation, out_spatial)]  # (N, C, P...)
-        columns[(Ellipsis,) + offset] = np.moveaxis(patch, 1, 1 + nd)
-    return columns
+        result[(Ellipsis,) + offset] = np.moveaxis(patch, 1, 1 + nd)
+    return result
 
 
 @kernel(ops.Im2Col)
 def _im2col(node, ctx, x):
-    return _columns(x, node.window, node.strides, node.dilation, node.padding_below,
+    return columns(x, node.window, node.strides, node.dilation, node.padding_below,
                     node.padding_above, ctx.shape(node.shape)[1:1 + len(node.window)])
 
 
@@ -266,9 +257,9 @@ def _convolution(node, ctx, x, w):
     # One BLAS matmul: (N*P, C*R) x (C*R, K).
     strides, dilation, below, above = _conv_args(node)
     out = ctx.shape(node.shape)
-    columns = _columns(x, w.shape[2:], strides, dilation, below, above, out[2:])
+    gathered = columns(x, w.shape[2:], strides, dilation, below, above, out[2:])
     rows = int(np.prod(out[:1] + out[2:], dtype=np.int64))
-    result = columns.reshape(rows, -1) @ w.reshape(w.shape[0], -1).T  # (N*P, K)
+    result = gathered.reshape(rows, -1) @ w.reshape(w.shape[0], -1).T  # (N*P, K)
     result = result.reshape(out[:1] + out[2:] + out[1:2])
     return np.ascontiguousarray(np.moveaxis(result, -1, 1))
 
@@ -282,7 +273,7 @@ def _convolution_backprop_data(node, ctx, w, delta):
     data_shape = ctx.shape(node.shape)
     padded = np.zeros(data_shape[:2] + tuple(n + b + a for n, b, a in
                                              zip(data_shape[2:], below, above)), dtype=w.dtype)
-    window, nd = w.shape[2:], len(w.shape[2:])
+    window = w.shape[2:]
     kernel_rows = np.moveaxis(w, (0, 1), (-1, -2)).reshape(-1, w.shape[0])  # (R*C, K)
     by_channel = np.moveaxis(delta, 1, 0).reshape(delta.shape[1], -1)  # (K, N*P)
     contributions = (kernel_rows @ by_channel).reshape(
@@ -299,9 +290,9 @@ def _convolution_backprop_filters(node, ctx, x, delta):
     # One matmul: (K, N*P) x (N*P, C*R), over the same columns as the forward pass.
     strides, dilation, below, above = _conv_args(node)
     filters_shape = ctx.shape(node.shape)
-    columns = _columns(x, filters_shape[2:], strides, dilation, below, above, delta.shape[2:])
+    gathered = columns(x, filters_shape[2:], strides, dilation, below, above, delta.shape[2:])
     by_position = np.moveaxis(delta, 1, -1).reshape(-1, delta.shape[1])  # (N*P, K)
-    result = by_position.T @ columns.reshape(by_position.shape[0], -1)
+    result = by_position.T @ gathered.reshape(by_position.shape[0], -1)
     return result.reshape(filters_shape)
 
 
@@ -471,6 +462,8 @@ class InterpretedFunction:
         equations = []
         for index, (array, parameter) in enumerate(zip(arrays, self.function.parameters)):
             for position, (expected, actual) in enumerate(zip(parameter.shape, array.shape)):
+                if expected == actual:  # a known dim that fits: nothing to solve or report
+                    continue
                 equations.append((expected, actual, f"{_describe(self.function, index)}, dim "
                                                     f"{position} (array shape {array.shape})"))
         try:

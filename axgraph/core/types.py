@@ -202,11 +202,7 @@ class Shape(tuple):
     @property
     def free_symbols(self) -> FrozenSet[str]:
         """Size variables used by any dim."""
-        names: set = set()
-        for d in self:
-            if isinstance(d, Dim):
-                names |= d.free_symbols
-        return frozenset(names)
+        return frozenset().union(*(d.free_symbols for d in self if isinstance(d, Dim)))
 
     def subs(self, bindings: Mapping[str, DimLike]) -> "Shape":
         return Shape(d.subs(bindings) if isinstance(d, Dim) else d for d in self)

@@ -125,17 +125,7 @@ class LoweringContext:
         return core.Reshape(node, dims)
 
 
-def result_dims(ctx: LoweringContext, op: Op) -> Tuple:
-    """The dims of op's value."""
-    return ctx.dims(op.axes)
-
-
 def positions(axes: Sequence[Axis], chosen: Iterable[Axis]) -> List[int]:
     """Positions of `chosen` within `axes`, in the order of `chosen`."""
     axes = list(axes)
     return [axes.index(a) for a in chosen]
-
-
-def optional_int(value) -> Optional[int]:
-    """value if it is an int (not a size variable), else None."""
-    return value if isinstance(value, int) else None

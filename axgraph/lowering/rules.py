@@ -37,11 +37,7 @@ def rule(*op_classes):
 
 def find_rule(op: Op) -> Rule:
     """The rule for op's class or its nearest registered base."""
-    for op_class in type(op).__mro__:
-        found = RULES.get(op_class)
-        if found is not None:
-            return found
-    raise KeyError(type(op).__name__)
+    return _by_class(RULES, op)
 
 
 # -- elementwise -------------------------------------------------------------------------

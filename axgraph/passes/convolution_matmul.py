@@ -21,10 +21,6 @@ def _columns(x: Node, window, node: Node) -> Node:
                        padding_below=node.padding_below, padding_above=node.padding_above)
 
 
-def _static(dims) -> bool:
-    return all(isinstance(d, int) for d in dims)
-
-
 def _convolution(node: Node) -> Node:
     x, w = node.inputs
     nd = w.rank - 2
@@ -55,7 +51,7 @@ class ConvolutionAsMatmul(Pass):
         for node in function.nodes:
             current = node.with_inputs([rebuilt[i] for i in node.inputs])
             entry = REWRITES.get(type(current))
-            if entry is not None and _static(entry[1](current)):
+            if entry is not None and core.Shape(entry[1](current)).is_static:
                 with at_location(current.location):
                     current = entry[0](current)
                 changed = True

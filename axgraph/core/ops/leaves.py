@@ -82,11 +82,6 @@ class Constant(Node):
     def _infer(self) -> Tuple[ElementType, Shape]:
         return self.attributes["element_type"], self.attributes["shape"]
 
-    @property
-    def is_fill(self) -> bool:
-        """Whether one scalar fills the shape."""
-        return self.attributes["value"].ndim == 0 and len(self.shape) > 0
-
 
 class DimValue(Node):
     """A scalar holding the value of a dim expression, known at call time (`N`, `2*N`).

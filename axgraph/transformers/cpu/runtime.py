@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...core.interpreter import columns, divide  # noqa: F401  (divide: generated code)
 from ...errors import ExecutionError
 
 
@@ -28,18 +29,6 @@ def select(condition: np.ndarray, then: np.ndarray, otherwise: np.ndarray,
     """condition ? then : otherwise, elementwise."""
     np.copyto(out, otherwise)
     np.copyto(out, then, where=condition)
-    return out
-
-
-def divide(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """True division for floats; truncation toward zero for integers (the core rule)."""
-    if out.dtype.kind not in "iu":
-        return np.true_divide(a, b, out=out)
-    if np.any(b == 0):
-        raise ExecutionError("integer division by zero")
-    np.floor_divide(a, b, out=out)
-    fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
-    out += fix.astype(out.dtype)
     return out
 
 
@@ -119,13 +108,5 @@ def one_hot(x: np.ndarray, axis: int, out: np.ndarray) -> np.ndarray:
 def im2col(x: np.ndarray, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
            below: Sequence[int], above: Sequence[int], out: np.ndarray) -> np.ndarray:
     """Every window of x (N, C, S...) into out (N, P..., C, R...), one copy per window offset."""
-    nd = len(window)
-    if any(below) or any(above):
-        x = np.pad(x, ((0, 0), (0, 0)) + tuple(zip(below, above)))
-    positions = out.shape[1:1 + nd]
-    for offset in np.ndindex(*window):
-        region = (slice(None), slice(None)) + tuple(
-            slice(o * d, o * d + s * (n - 1) + 1, s)
-            for o, d, s, n in zip(offset, dilation, strides, positions))
-        out[(Ellipsis,) + offset] = np.moveaxis(x[region], 1, 1 + nd)
-    return out
+    return columns(x, window, strides, dilation, below, above, out.shape[1:1 + len(window)],
+                   out=out)
