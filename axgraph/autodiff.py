@@ -376,7 +376,7 @@ def deriv_many(cost, wrts: Sequence[Op], error=None) -> List[Op]:
                 f"deriv: error {error.axes} must have the axes of cost {cost.name} {cost.axes}",
                 user_location())
     adjoints: Dict[Op, Op] = {cost: so.axes_with_order(error, cost.axes)}
-    for op in sorted(_ops_between(cost, wrts), key=lambda o: o._serial, reverse=True):
+    for op in reversed(_ops_between(cost, wrts)):
         delta = adjoints.get(op)
         if delta is None or op.is_assignable:
             continue
@@ -400,6 +400,7 @@ def _ops_between(cost: Op, wrts: Sequence[Op]) -> List[Op]:
     upstream = upstream_ops([cost])
     reaches: Dict[Op, bool] = {}
     targets = set(wrts)
-    for op in sorted(upstream, key=lambda o: o._serial):
+    ordered = sorted(upstream, key=lambda o: o._serial)  # args come before their users
+    for op in ordered:
         reaches[op] = op in targets or any(reaches.get(arg, False) for arg in op.args)
-    return [op for op in upstream if reaches[op]]
+    return [op for op in ordered if reaches[op]]

@@ -10,6 +10,8 @@ import itertools
 import math
 from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
 from .debug_info import user_location
 from .errors import AxisLengthError, DuplicateAxisError, IncompatibleAxesError
 
@@ -31,7 +33,7 @@ class AxisRole:
 def _check_length(length, what: str):
     if length is None:
         return None
-    if isinstance(length, bool) or not isinstance(length, (int,)) and not _is_integral(length):
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
         if hasattr(length, "free_symbols"):  # a symbolic Dim expression
             return length
         raise AxisLengthError(f"length of axis {what} must be a non-negative int, not {length!r}")
@@ -39,14 +41,6 @@ def _check_length(length, what: str):
     if length < 0:
         raise AxisLengthError(f"length of axis {what} must be non-negative, not {length}")
     return length
-
-
-def _is_integral(value) -> bool:
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - numpy is a hard dependency
-        return False
-    return isinstance(value, np.integer)
 
 
 class Axis:
@@ -201,14 +195,12 @@ class DualAxis(Axis):
 
     @property
     def name(self) -> str:
-        base = getattr(self, "_base", None)
-        if base is None:
-            return self.__dict__.get("_name", "")
-        return f"{base.name}{self._level:+d}"
+        """The base's name and the offset (`C-1`): it follows a renamed base."""
+        return f"{self._base.name}{self._level:+d}"
 
     @name.setter
     def name(self, value: str) -> None:
-        self.__dict__["_name"] = value
+        """Ignored: a dual axis's name is derived (Axis.__init__ assigns one)."""
 
 
 _flattened: Dict[Tuple[Axis, ...], "FlattenedAxis"] = {}
@@ -238,10 +230,7 @@ class FlattenedAxis(Axis):
 
     @property
     def length(self):
-        lengths = self._axes.lengths
-        if any(length is None for length in lengths):
-            return None
-        return math.prod(lengths)
+        return self._axes.size
 
     @length.setter
     def length(self, value) -> None:
@@ -443,8 +432,8 @@ def make_axis(
 
 def axis(length=None, name=None, roles=(), batch=None, recurrent=None, docstring=None) -> Axis:
     """Alias of make_axis, spelled as in seed 000's role example."""
-    return Axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
-                docstring=docstring)
+    return make_axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
+                     docstring=docstring)
 
 
 def make_axes(axes: AxesLike = ()) -> Axes:
@@ -481,11 +470,6 @@ class NameScope:
 def make_name_scope(name: Optional[str] = None) -> NameScope:
     """A new NameScope (seed 000 `ng.make_name_scope(name="ax")`)."""
     return NameScope(name)
-
-
-def as_axes(value: AxesLike) -> Axes:
-    """Coerce an Axis, a sequence of axes or an Axes to Axes."""
-    return Axes(value)
 
 
 def dual_pairs(left: Sequence[Axis], right: Sequence[Axis]):

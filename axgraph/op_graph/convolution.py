@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Tuple
 
 from ..axes import Axes, AxesLike, Axis, make_axis
-from ..debug_info import user_location
 from ..errors import IncompatibleAxesError, UnmatchedAxesError
 from .op import Op, as_op
+from .shape_ops import _fail
 
 SPATIAL_ROLES = ("depth", "height", "width")
 OUTPUT_NAMES = {"depth": "M", "height": "P", "width": "Q"}
@@ -27,10 +27,6 @@ PARAM_KEYS = {"pad": "padding", "str": "strides", "dil": "dilation"}
 def role_names(axis: Axis) -> set:
     """Lower-case names of an axis's roles (roles are matched by name)."""
     return {role.name.lower() for role in axis.roles}
-
-
-def _fail(error_class, message: str):
-    return error_class(message, user_location())
 
 
 @dataclass(frozen=True)

@@ -115,12 +115,6 @@ LessEqual = _binary("LessEqual", "x <= y", bool_result=True)
 Greater = _binary("Greater", "x > y", bool_result=True)
 GreaterEqual = _binary("GreaterEqual", "x >= y", bool_result=True)
 
-UNARY_OPS = (Negative, Absolute, Sign, Square, Sqrt, Exp, Log, Safelog, Reciprocal, Tanh,
-             Sigmoid, Sin, Cos, Relu, Floor, StopGradient)
-BINARY_OPS = (Add, Subtract, Multiply, Divide, Power, Maximum, Minimum, Equal, NotEqual, Less,
-              LessEqual, Greater, GreaterEqual)
-
-
 def negative(x, name=None, dtype=None) -> Op:
     """-x."""
     return Negative(x, name=name, dtype=dtype)

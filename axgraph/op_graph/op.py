@@ -198,10 +198,6 @@ class Op(NameableValue, DebugInfo):
         return True
 
 
-class ValueOp(Op):
-    """An op that forwards the value of another op (sequential, value_of)."""
-
-
 def _functions():
     from . import elementwise
 

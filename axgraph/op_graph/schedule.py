@@ -63,4 +63,3 @@ def _sequential_edges(op: Op, edge) -> None:
             if needed not in done:
                 edge(previous, needed)
                 done.add(needed)
-        done.update(reachable([step]))

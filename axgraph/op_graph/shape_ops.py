@@ -20,6 +20,12 @@ def _fail(error_class, message: str):
     return error_class(message, user_location())
 
 
+def parts_of(axes) -> list:
+    """The axes with each FlattenedAxis replaced by the axes it stands for, in order."""
+    return [part for axis in axes
+            for part in (axis.axes if isinstance(axis, FlattenedAxis) else (axis,))]
+
+
 class BroadcastOp(Op):
     """x repeated along the new axes of `axes` (a superset of x's axes)."""
 
@@ -66,9 +72,7 @@ class Flatten(Op):
 
     def __init__(self, x, axes: Axes, name: Optional[str] = None):
         x = as_op(x)
-        components = []
-        for axis in axes:
-            components.extend(axis.axes if isinstance(axis, FlattenedAxis) else (axis,))
+        components = parts_of(axes)
         if not Axes(components).is_equal_set(x.axes) or len(components) != len(x.axes):
             raise _fail(IncompatibleAxesError,
                         f"flatten of {x.name} {x.axes} to {axes}: the flattened axes must cover "
@@ -82,9 +86,7 @@ class Unflatten(Op):
 
     def __init__(self, x, axes: Axes, name: Optional[str] = None):
         x = as_op(x)
-        expanded = []
-        for axis in x.axes:
-            expanded.extend(axis.axes if isinstance(axis, FlattenedAxis) else (axis,))
+        expanded = parts_of(x.axes)
         if Axes(expanded) != axes:
             raise _fail(IncompatibleAxesError,
                         f"unflatten of {x.name} {x.axes}: expected {Axes(expanded)}, got {axes}")
@@ -259,10 +261,7 @@ def flatten_at(x, idx: int, name: Optional[str] = None) -> Op:
 def unflatten(x, axes: AxesLike = None, name: Optional[str] = None) -> Op:
     """Split every FlattenedAxis of x back into the axes it stands for."""
     x = as_op(x)
-    expanded = []
-    for axis in x.axes:
-        expanded.extend(axis.axes if isinstance(axis, FlattenedAxis) else (axis,))
-    expanded = Axes(expanded)
+    expanded = Axes(parts_of(x.axes))
     if expanded == x.axes:
         return x
     result = Unflatten(x, expanded, name=name)

@@ -78,8 +78,12 @@ class Computation:
         # Like every op made now, the computation follows the main-stream assigns.
         self.control_deps = current_user_deps()
         self.ops: List[Op] = schedule(list(self.results) + list(self.control_deps))
-        self.placeholders = [op for op in self.ops
-                             if isinstance(op, AssignableTensorOp) and op.input]
+        stored = [op for op in self.ops if isinstance(op, AssignableTensorOp)]
+        #: Stored tensors the computation touches: kept across calls, or made per call.
+        self.persistent_tensors = [t for t in stored if t.persistent]
+        self.temporary_tensors = [t for t in stored if not t.persistent]
+        #: What feed_dict may name: the parameters and every placeholder reached.
+        self._feedable = frozenset(t for t in stored if t.input) | frozenset(self.parameters)
 
     def __call__(self, *values, feed_dict: Optional[Dict[Op, Any]] = None, out=None):
         """Run once. `out` may give caller-owned arrays for the results (in result order;
@@ -131,12 +135,11 @@ class Computation:
             raise FeedError(f"computation takes {len(self.parameters)} placeholder values, got "
                             f"{len(values)}", user_location())
         feeds: Dict[Op, Any] = dict(zip(self.parameters, values))
-        used = set(self.placeholders) | set(self.parameters)
         for placeholder, value in feed_dict.items():
             if placeholder in feeds:
                 raise FeedError(f"{placeholder.name} is given both positionally and in feed_dict",
                                 user_location())
-            if placeholder not in used:
+            if placeholder not in self._feedable:
                 raise FeedError(f"feed_dict names {getattr(placeholder, 'name', placeholder)}, "
                                 f"which this computation does not use", user_location())
             feeds[placeholder] = value

@@ -34,7 +34,6 @@ class InterpreterTransformer(Transformer):
         self.initialized: set = set()
         self._compiled: Dict[Computation, tuple] = {}
         self._readable: set = set()
-        self._stored: Dict[Computation, tuple] = {}
 
     def lowered(self, computation: Computation) -> LoweredComputation:
         """The core Function of `computation` (lowered on first use)."""
@@ -62,7 +61,7 @@ class InterpreterTransformer(Transformer):
     def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         lowered, run = self._compile(computation)
-        persistent, temporaries = self._tensors(computation)
+        persistent, temporaries = computation.persistent_tensors, computation.temporary_tensors
         try:
             pending = [t for t in persistent if t not in self.initialized]
             if pending:
@@ -86,15 +85,6 @@ class InterpreterTransformer(Transformer):
             for tensor in temporaries:
                 self.state.pop(tensor, None)
 
-    def _tensors(self, computation: Computation):
-        """(persistent, temporary) stored tensors the computation touches (cached)."""
-        found = self._stored.get(computation)
-        if found is None:
-            tensors = [op for op in computation.ops if isinstance(op, AssignableTensorOp)]
-            found = self._stored[computation] = ([t for t in tensors if t.persistent],
-                                                 [t for t in tensors if not t.persistent])
-        return found
-
     def _initialize(self, tensors: List[AssignableTensorOp], bindings: LengthBindings) -> None:
         """Run the init Function: one Constant result per tensor with an initial value."""
         valued = [t for t in tensors if t.initial_value is not None]
@@ -108,7 +98,6 @@ class InterpreterTransformer(Transformer):
         self.state.clear()
         self._compiled.clear()
         self._readable.clear()
-        self._stored.clear()
         self.pass_reports.clear()
         super().close()
 

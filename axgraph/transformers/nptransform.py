@@ -78,12 +78,11 @@ class NumPyTransformer(Transformer):
     def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         ctx = RunContext(self, bindings)
-        tensors = [op for op in computation.ops if isinstance(op, AssignableTensorOp)]
-        temporaries = [t for t in tensors if not t.persistent]
+        temporaries = computation.temporary_tensors
         try:
             with np.errstate(all="ignore"):
-                self._initialize([t for t in tensors if t.persistent and t not in self.initialized],
-                                 ctx)
+                self._initialize([t for t in computation.persistent_tensors
+                                  if t not in self.initialized], ctx)
                 self._initialize(temporaries, ctx)
                 self.state.update(feeds)
                 check_readable(computation.ops, computation.results, self.state)

@@ -76,10 +76,15 @@ BINARY_FUNCTIONS = {
 
 def by_class(table: Dict[type, Callable], op) -> Callable:
     """The entry of `table` for op's class or its nearest base (user subclasses)."""
-    for op_class in type(op).__mro__:
-        if op_class in table:
-            return table[op_class]
-    raise KeyError(type(op).__name__)
+    entry = table.get(type(op))
+    if entry is None:
+        for op_class in type(op).__mro__:
+            if op_class in table:
+                entry = table[type(op)] = table[op_class]  # remembered for the next call
+                break
+        else:
+            raise KeyError(type(op).__name__)
+    return entry
 
 
 @kernel(*UNARY_FUNCTIONS)

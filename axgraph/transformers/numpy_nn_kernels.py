@@ -40,6 +40,11 @@ def _window(offset: Tuple[int, ...], geometry, out_lengths: Tuple[int, ...]):
         for o, d, s, n in zip(offset, geometry.dilation, geometry.strides, out_lengths))
 
 
+def _unpadded(padding: Tuple[int, ...], spatial: Tuple[int, ...]) -> tuple:
+    """The index of the unpadded region of an (N, C, padded spatial...) array."""
+    return (slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in zip(padding, spatial))
+
+
 def _conv_forward(x: np.ndarray, w: np.ndarray, geometry) -> np.ndarray:
     """(N, C, S...) * (K, C, R...) -> (N, K, P...) by im2col and one tensordot."""
     spatial_in, filter_shape = x.shape[2:], w.shape[2:]
@@ -66,9 +71,7 @@ def _conv_backprop_data(delta: np.ndarray, w: np.ndarray, geometry,
     padded = np.zeros(padded_shape, dtype=delta.dtype)
     for offset in np.ndindex(*filter_shape):
         padded[_window(offset, geometry, out_lengths)] += columns[(Ellipsis,) + offset]
-    crop = (slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in
-                                              zip(geometry.padding, spatial_in))
-    return padded[crop]
+    return padded[_unpadded(geometry.padding, spatial_in)]
 
 
 def _conv_backprop_filter(delta: np.ndarray, x: np.ndarray, geometry,
@@ -159,9 +162,7 @@ def _pool_backprop(delta: np.ndarray, x: np.ndarray, pool) -> np.ndarray:
         share = delta / _window_counts(x.shape, pool, out_lengths).astype(delta.dtype)
         for offset in offsets:
             gradient[_window(offset, pool.geometry, out_lengths)] += share
-    crop = (slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in
-                                              zip(pool.geometry.padding, x.shape[2:]))
-    return gradient[crop]
+    return gradient[_unpadded(pool.geometry.padding, x.shape[2:])]
 
 
 @kernel(pooling.PoolingOp)
