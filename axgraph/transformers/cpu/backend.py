@@ -11,9 +11,10 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from ... import core
-from ...core.interpreter import InterpretedFunction
+from ...core.interpreter import Context, InterpretedFunction
 from ...errors import FeedError
 from .codegen import Program
+from .fusion import compile_group, find_fusion_groups
 
 
 #: Fused kernels pay a fixed cost per call (a ctypes call, argument checks); below
@@ -33,54 +34,32 @@ class CpuFunction:
         self._checker = InterpretedFunction(function)
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
-        self._groups = self._find_groups() if fuse else []
-        self._kernels: Dict[Tuple, Dict] = {}
+        self._groups = find_fusion_groups(function) if fuse else []
         self._programs: Dict[Tuple, Program] = {}
         #: Argument signatures (dtype, shape) already checked, to their program.
         self._known: Dict[Tuple, Program] = {}
         self.last_program: Optional[Program] = None
-
-    def _find_groups(self):
-        from .fusion import find_fusion_groups
-
-        return find_fusion_groups(self.function)
 
     def program(self, bindings: Dict[str, int]) -> Program:
         """The generated program for `bindings` (built on first use)."""
         key = tuple(sorted(bindings.items()))
         program = self._programs.get(key)
         if program is None:
-            groups = self._worth_fusing(bindings)
-            program = Program(self.function, bindings, self._generators, groups,
-                              self._compile_kernels(groups, bindings))
+            ctx = Context(dict(bindings), self._generators)
+            kernels = {group: compile_group(group, {node: ctx.shape(node.shape) for node in
+                                                    group.nodes + tuple(group.inputs)},
+                                            engine=self.engine)
+                       for group in self._worth_fusing(ctx)}
+            program = Program(self.function, bindings, self._generators, list(kernels), kernels)
             self._programs[key] = program
         self.last_program = program
         return program
 
-    def _worth_fusing(self, bindings: Dict[str, int]):
+    def _worth_fusing(self, ctx: Context):
         """The groups big enough, at these sizes, for one kernel to beat separate calls."""
-        from ...core import interpreter
-
-        ctx = interpreter.Context(dict(bindings), self._generators)
-        sized = []
-        for group in self._groups:
-            widest = max(int(np.prod(ctx.shape(n.shape), dtype=np.int64)) for n in group.nodes)
-            if widest >= self.fuse_min_elements:
-                sized.append(group)
-        return sized
-
-    def _compile_kernels(self, groups, bindings: Dict[str, int]) -> Dict:
-        if not groups:
-            return {}
-        from ...core import interpreter
-        from .fusion import compile_group
-
-        ctx = interpreter.Context(dict(bindings), self._generators)
-        kernels = {}
-        for group in groups:
-            shapes = {node: ctx.shape(node.shape) for node in group.nodes + tuple(group.inputs)}
-            kernels[group] = compile_group(group, shapes, engine=self.engine)
-        return kernels
+        return [group for group in self._groups
+                if max(int(np.prod(ctx.shape(n.shape), dtype=np.int64)) for n in group.nodes)
+                >= self.fuse_min_elements]
 
     def __call__(self, *arrays, out=None):
         try:  # the steady state: argument types and shapes seen before

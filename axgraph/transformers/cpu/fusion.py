@@ -326,6 +326,18 @@ def check_call(kernel_name: str, group: FusedGroup, in_shapes: Sequence[Tuple[in
     return checked
 
 
+def finish_empty(group: FusedGroup, outer: int, inner: int, out) -> bool:
+    """True when a call has no elements to visit; `out` then already holds the answer
+    (an empty output, or a sum over nothing, filled with 0)."""
+    if outer * inner:
+        return False
+    if group.reduction is not None and outer:
+        if reduction_kind(group.reduction) != "sum":
+            raise empty_reduction_error(group)
+        out.fill(0)
+    return True
+
+
 def empty_reduction_error(group: FusedGroup) -> ExecutionError:
     """The interpreter's error for Max/Min over an empty dim."""
     node = group.reduction

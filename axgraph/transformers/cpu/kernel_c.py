@@ -44,8 +44,8 @@ import numpy as np
 from ... import core
 from ...core.node import Node
 from ...errors import ExecutionError
-from .fusion import (FusedGroup, check_call, concrete_shape, empty_reduction_error, group_shapes,
-                     is_scalar_constant, op_family, reduction_kind)
+from .fusion import (FusedGroup, c_accepts, check_call, concrete_shape, finish_empty,
+                     group_shapes, is_scalar_constant, op_family, reduction_kind)
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
@@ -561,8 +561,6 @@ class CKernel:
 
     def __init__(self, group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
                  fast_math: bool = False):
-        from .fusion import c_accepts
-
         if not c_accepts(group):
             raise KernelCompileError(f"the C engine handles f32, f64 and boolean values only: "
                                      f"{group!r}")
@@ -573,7 +571,7 @@ class CKernel:
         self.group = group
         self.fast_math = fast_math
         self._chain = chain
-        self.element_shape, self.out_shape, self.outer, self.inner = group_shapes(group, shapes)
+        _, self.out_shape, self.outer, self.inner = group_shapes(group, shapes)
         self.in_shapes = [concrete_shape(x, shapes) for x in group.inputs]
         self._indexed = indexed_inputs(group)
         self._variants: Dict[FrozenSet[int], object] = {}
@@ -600,18 +598,12 @@ class CKernel:
         arrays = check_call("fused C kernel", self.group, self.in_shapes, self.out_shape,
                             arrays, out)
         group = self.group
-        if self.outer * self.inner == 0:
-            if group.reduction is None or self.outer == 0:
-                return out
-            if reduction_kind(group.reduction) != "sum":
-                raise empty_reduction_error(group)
-            out.fill(0)
+        if finish_empty(group, self.outer, self.inner, out):
             return out
         scalars = set()
         pointers: List[int] = []
         keep: List[np.ndarray] = []
-        for j, array in enumerate(arrays):
-            array = np.asarray(array)
+        for j, array in enumerate(arrays):  # check_call returned ndarrays
             if j in self._indexed and array.size > 1:
                 if not any(array.strides):
                     scalars.add(j)

@@ -27,7 +27,7 @@ import numpy as np
 from ... import core
 from ...core.node import Node
 from ...errors import ExecutionError
-from .fusion import (FusedGroup, check_call, concrete_shape, empty_reduction_error, group_shapes,
+from .fusion import (FusedGroup, check_call, concrete_shape, finish_empty, group_shapes,
                      is_scalar_constant, op_family, reduction_kind)
 
 # Elements per block: 64K f32 = 256 KiB per scratch buffer. Measured here (chain over
@@ -157,7 +157,8 @@ class _Writer:
             return
         args = [self.values[x] for x in node.inputs]
         dtype = node.element_type.dtype
-        single_ufunc = self._ufunc(node) is not None
+        found = self._ufunc(node)
+        single_ufunc = found is not None
         if single_ufunc:  # a ufunc may write over an operand that dies here
             self._release(k, node)
         name = f"t{k}" if node is not final else "d"
@@ -166,7 +167,7 @@ class _Writer:
             self.lines.append(f"{name} = {target}")
         self.values[node] = name
         if single_ufunc:
-            ufunc, args = self._ufunc(node)
+            ufunc, args = found
             self.lines.append(f"np.{ufunc}({', '.join(args)}, out={name})")
         else:
             self._composite(node, args, name, dtype)
@@ -309,7 +310,9 @@ class NumpyKernel:
                  block_size: int = BLOCK):
         self.group = group
         self.block_size = int(block_size)
-        self.element_shape, self.out_shape, self.outer, self.inner = group_shapes(group, shapes)
+        _, self.out_shape, self.outer, self.inner = group_shapes(group, shapes)
+        # Elements per block for this kernel's size (fixed once the shapes are).
+        self._call_block = max(1, min(self.block_size, self.outer * self.inner))
         self.in_shapes = [concrete_shape(x, shapes) for x in group.inputs]
         writer = _Writer(group)
         self._indexed = writer.indexed
@@ -324,17 +327,11 @@ class NumpyKernel:
         arrays = check_call("fused NumPy kernel", self.group, self.in_shapes, self.out_shape,
                             arrays, out)
         group = self.group
-        if self.outer * self.inner == 0:
-            if group.reduction is None or self.outer == 0:
-                return out
-            if reduction_kind(group.reduction) != "sum":
-                raise empty_reduction_error(group)
-            out.fill(0)
+        if finish_empty(group, self.outer, self.inner, out):
             return out
         prepared = []
         direct = True
-        for j, array in enumerate(arrays):
-            array = np.asarray(array)
+        for j, array in enumerate(arrays):  # check_call returned ndarrays
             if j not in self._indexed:
                 prepared.append(array.reshape(()) if array.size == 1 else array)
                 continue
@@ -349,10 +346,9 @@ class NumpyKernel:
                 else:
                     array = array.copy()
             prepared.append(array.reshape(-1))
-        size = self.outer if group.reduction is None else self.outer * self.inner
-        block_size = max(1, min(self.block_size, size))
         with np.errstate(all="ignore"):
-            return self._kernel(tuple(prepared), out, self.outer, self.inner, block_size, direct)
+            return self._kernel(tuple(prepared), out, self.outer, self.inner, self._call_block,
+                                direct)
 
     def __repr__(self) -> str:
         return f"<NumpyKernel {self.group!r}>"

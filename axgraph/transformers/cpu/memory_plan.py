@@ -45,7 +45,7 @@ from ...core.function import Function
 from ...core.node import Node
 from ...core.ops.leaves import Constant, Parameter
 from ...errors import GraphError
-from .liveness import AliasOf, Liveness, NeedsBuffer, Reads, analyze_liveness, schedule
+from .liveness import AliasOf, Liveness, NeedsBuffer, Reads, _inputs, analyze_liveness
 
 CanRunInPlace = Callable[[Node, Node], bool]
 
@@ -72,15 +72,6 @@ class Buffer:
 
     def live_at(self, step: int) -> bool:
         return self.start <= step <= self.end
-
-    def meets_in_time(self, other: "Buffer") -> bool:
-        """Whether some step has both live (inclusive intervals intersect)."""
-        return self.start <= other.end and other.start <= self.end
-
-    def meets_in_space(self, other: "Buffer") -> bool:
-        """Whether their byte ranges intersect (empty buffers meet nothing)."""
-        return (self.nbytes > 0 and other.nbytes > 0 and self.offset < other.offset + other.nbytes
-                and other.offset < self.offset + self.nbytes)
 
 
 @dataclass
@@ -237,9 +228,8 @@ def _round_up(n: int, alignment: int) -> int:
 
 @dataclass
 class _Storage:
-    """One block of the arena: an owner and the nodes that ran in place over it in turn."""
+    """One block of the arena: an owner, then the nodes that ran in place over it in turn."""
 
-    members: List[Node]
     size: int      # padded to the alignment
     nbytes: int    # largest member's real size
     start: int
@@ -429,8 +419,8 @@ def plan_memory(function: Function, shapes: Mapping[Node, Tuple[int, ...]],
     """
     if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment < 1:
         raise MemoryPlanError(f"memory plan: alignment must be a positive int, not {alignment!r}")
-    reads = reads or (lambda node: node.inputs)
-    order = schedule(function, reads)
+    reads = reads or _inputs
+    order = tuple(function.nodes)  # checked as a schedule by analyze_liveness
     liveness = analyze_liveness(order, function.results, needs_buffer, alias_of, reads)
     nbytes = {n: _node_nbytes(n, shapes) for n in liveness.owners}
 
@@ -442,13 +432,12 @@ def plan_memory(function: Function, shapes: Mapping[Node, Tuple[int, ...]],
         target = _choose_in_place(node, liveness, nbytes, can_run_in_place, reads)
         if target is not None:
             k = storage_of[target]
-            storages[k].members.append(node)
             storages[k].end = liveness.end[node]
             in_place_of[node] = target
             storage_of[node] = k
         else:
             storage_of[node] = len(storages)
-            storages.append(_Storage(members=[node], size=_round_up(nbytes[node], alignment),
+            storages.append(_Storage(size=_round_up(nbytes[node], alignment),
                                      nbytes=nbytes[node], start=liveness.start[node],
                                      end=liveness.end[node]))
 

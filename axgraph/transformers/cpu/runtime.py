@@ -44,24 +44,6 @@ def copy(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def dot(a: np.ndarray, b: np.ndarray, contract_a: Sequence[int], contract_b: Sequence[int],
-        out: np.ndarray) -> np.ndarray:
-    """tensordot into out through one matmul over transposed views.
-
-    The operands are arranged as (rest, contracted) and (contracted, rest);
-    a transposed 2-d view reaches BLAS as a transposed operand, not a copy.
-    """
-    rest_a = [i for i in range(a.ndim) if i not in contract_a]
-    rest_b = [i for i in range(b.ndim) if i not in contract_b]
-    k = int(np.prod([a.shape[i] for i in contract_a], dtype=np.int64))
-    m = int(np.prod([a.shape[i] for i in rest_a], dtype=np.int64))
-    n = int(np.prod([b.shape[i] for i in rest_b], dtype=np.int64))
-    left = np.transpose(a, rest_a + list(contract_a)).reshape(m, k)
-    right = np.transpose(b, list(contract_b) + rest_b).reshape(k, n)
-    np.matmul(left, right, out=out.reshape(m, n))
-    return out
-
-
 def pad(x: np.ndarray, below: Sequence[int], interior: Sequence[int], value,
         out: np.ndarray) -> np.ndarray:
     """x surrounded by (and interleaved with) `value`, written into out."""
