@@ -277,7 +277,7 @@ def build_axgraph_graph(problem: Problem):
             layers.append(Affine(axes=Y, weight_init=w, bias_init=b, activation=Softmax()))
     model = Sequential(layers)
     loss = ng.mean(ng.cross_entropy_multi(model(x), ng.one_hot(labels, axis=Y)), out_axes=())
-    variables = [v for layer in layers for v in layer.variables()]
+    variables = model.variables()
     with ng.Op.saved_user_deps():
         grads = deriv_many(loss, variables)
         updates = [ng.assign(v, v - LR * g) for v, g in zip(variables, grads)]

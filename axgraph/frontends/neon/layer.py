@@ -52,12 +52,11 @@ from ...axes import Axes, AxesLike, Axis, make_axis
 from ...debug_info import user_location
 from ...dtypes import DEFAULT_DTYPE
 from ...errors import AxgraphError, AxisLengthError, IncompatibleAxesError
-from ...op_graph import control, lookup, random
+from ...op_graph import control, lookup, nn, random
 from ...op_graph import convolution as conv
 from ...op_graph import pooling as pooling_ops
 from ...op_graph import dot as dot_ops
 from ...op_graph import elementwise as ew
-from ...op_graph import reductions as red
 from ...op_graph import shape_ops as so
 from ...op_graph.op import Op, as_op
 from ...op_graph.tensors import InitialValue, persistent_tensor, variable
@@ -117,20 +116,11 @@ def _float_dtype(x: Op) -> np.dtype:
     return x.dtype if x.dtype.kind == "f" else np.dtype(DEFAULT_DTYPE)
 
 
-class _Projection:
-    """How a weight maps an input's feature axes to output axes through ng.dot.
-
-    The weight has axes ``out_axes + [a - 1 for a in in_axes]``: each input
-    axis pairs with its dual, which takes precedence over a shared axis, so a
-    recurrent weight (H, H - 1) maps a state with axis H to a new one.
-    """
-
-    def __init__(self, in_axes: Axes, out_axes: Axes):
-        self.in_axes, self.out_axes = in_axes, out_axes
-        self.weight_axes = out_axes + Axes(a - 1 for a in in_axes)
-
-    def __call__(self, weight: Op, x: Op) -> Op:
-        return dot_ops.dot(weight, x)
+def _weight_axes(in_axes: Axes, out_axes: Axes) -> Axes:
+    """out_axes + the duals of in_axes: ng.dot pairs each input axis with its dual, which
+    takes precedence over a shared axis, so a recurrent weight (H, H - 1) maps a state
+    with axis H to a new one."""
+    return out_axes + Axes(a - 1 for a in in_axes)
 
 
 def _new_axes(layer: "Layer", nout: Optional[int], axes: AxesLike, axis_name: str) -> Axes:
@@ -237,14 +227,14 @@ class Linear(Layer):
         if not features:
             raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no feature axes to map")
         self.in_axes = features
-        self._projection = _Projection(features, self.axes)
-        self.W = self._variable("W", self._projection.weight_axes, self.init, _float_dtype(x))
+        self.W = self._variable("W", _weight_axes(features, self.axes), self.init,
+                                _float_dtype(x))
 
     def _check_input(self, x: Op) -> None:
         self._check_features(x, self.in_axes)
 
     def _forward(self, x: Op) -> Op:
-        return self._projection(self.W, x)
+        return dot_ops.dot(self.W, x)
 
 
 class Bias(Layer):
@@ -320,8 +310,6 @@ class Dropout(Layer):
     Scaling when training keeps the expected value unchanged, so inference
     (calls inside `inference_mode_on()`) is the identity. A fresh mask is drawn
     on every call of a computation; `seed` makes the draws reproducible.
-    (ng.dropout does the same as one function; this layer scales by a constant
-    of x's own type, so float64 graphs are exact.)
     """
 
     def __init__(self, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None):
@@ -389,8 +377,7 @@ class BatchNorm(Layer):
             if not stat_axes:
                 raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no batch axis to "
                                                  f"take training statistics over")
-            mean = red.mean(x, reduction_axes=stat_axes)
-            var = red.variance(x, reduction_axes=stat_axes)
+            mean, var = nn.moments(x, reduction_axes=stat_axes)
             rho, rest = self.rho, 1.0 - self.rho
             with Op.saved_user_deps():
                 self._updates = [
@@ -675,13 +662,12 @@ class _RecurrentLayer(Layer):
         self.in_axes = feature_axes(x.axes)
         if not self.in_axes:
             raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no feature axes")
-        self._input = _Projection(self.in_axes, self.axes)
-        self._recur = _Projection(self.axes, self.axes)
         dtype = _float_dtype(x)
         for gate in self.gates:
             suffix = f"_{gate}" if gate else ""
-            self.W[gate] = self._variable(f"W{suffix}", self._input.weight_axes, self.init, dtype)
-            self.U[gate] = self._variable(f"U{suffix}", self._recur.weight_axes, self.init_inner,
+            self.W[gate] = self._variable(f"W{suffix}", _weight_axes(self.in_axes, self.axes), self.init,
+                                          dtype)
+            self.U[gate] = self._variable(f"U{suffix}", _weight_axes(self.axes, self.axes), self.init_inner,
                                           dtype)
             self.b[gate] = self._variable(f"b{suffix}", self.axes, self.bias_init, dtype)
 
@@ -690,7 +676,7 @@ class _RecurrentLayer(Layer):
 
     def _recurrent(self, gate: str, pre: Op, h: Optional[Op]) -> Op:
         """pre + U_gate h, or pre alone for the zero initial state."""
-        return pre if h is None else pre + self._recur(self.U[gate], h)
+        return pre if h is None else pre + dot_ops.dot(self.U[gate], h)
 
     @abc.abstractmethod
     def _step(self, pre: Dict[str, Op], state: State) -> Tuple[Op, State]:
@@ -698,7 +684,7 @@ class _RecurrentLayer(Layer):
 
     def _forward(self, x: Op) -> Op:
         rec = self._time_axis(x)
-        projected = {g: self._input(self.W[g], x) + self.b[g] for g in self.gates}
+        projected = {g: dot_ops.dot(self.W[g], x) + self.b[g] for g in self.gates}
         steps = range(rec.length)
         outputs: Dict[int, Op] = {}
         state: State = None

@@ -49,8 +49,7 @@ from ...op_graph.tensors import AssignableTensorOp, constant, persistent_tensor
 
 
 def _const(value: float, dtype) -> Op:
-    """A scalar constant of `dtype`. (A bare Python float would be rounded to float32
-    first, which loses precision in float64 training.)"""
+    """The learning rate as a scalar op of `dtype` (it is exposed as learning_rate_op)."""
     return constant(float(value), dtype=dtype)
 
 
@@ -118,7 +117,7 @@ class Schedule:
             steps = _count_reached(iteration, self.step_config, dtype)
         else:
             steps = _as_float(_floor_divide(iteration, self.step_config), dtype)
-        return rate * ew.power(_const(self.change, dtype), steps)
+        return rate * ew.power(self.change, steps)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(step_config={self.step_config!r}, change={self.change})"
@@ -154,7 +153,7 @@ class StepSchedule(Schedule):
         previous = float(learning_rate)
         for step, value in zip(self.step_config, self.change):
             reached = ew.multiply(ew.greater_equal(iteration, step), 1, dtype=dtype)
-            rate = rate + _const(value - previous, dtype) * reached
+            rate = rate + (value - previous) * reached
             previous = value
         return rate
 
@@ -173,7 +172,7 @@ class ExpSchedule(Schedule):
 
     def get_learning_rate(self, learning_rate: float, iteration: Op, dtype=np.float32) -> Op:
         t = _as_float(iteration, dtype)
-        return _const(learning_rate, dtype) / (1.0 + _const(self.decay, dtype) * t)
+        return _const(learning_rate, dtype) / (1.0 + self.decay * t)
 
     def __repr__(self) -> str:
         return f"ExpSchedule(decay={self.decay})"
@@ -242,18 +241,17 @@ class Optimizer(abc.ABC):
             for term in squares[1:]:
                 total = total + term
             norm = ew.sqrt(total)
-            clip_norm = _const(self.gradient_clip_norm, norm.dtype)
+            clip_norm = self.gradient_clip_norm
             scale = clip_norm / ew.maximum(norm, clip_norm)
         result = []
         for variable, gradient in zip(variables, gradients):
-            dtype = variable.dtype
             if self.gradient_clip_value is not None:
                 c = self.gradient_clip_value
-                gradient = ew.minimum(ew.maximum(gradient, _const(-c, dtype)), _const(c, dtype))
+                gradient = ew.minimum(ew.maximum(gradient, -c), c)
             if scale is not None:
                 gradient = scale * gradient
             if self.wdecay:
-                gradient = gradient + _const(self.wdecay, dtype) * variable
+                gradient = gradient + self.wdecay * variable
             result.append(gradient)
         return result
 
@@ -318,7 +316,7 @@ class GradientDescentMomentum(Optimizer):
     def _updates(self, variable, grad, rate, shared):
         if self.momentum_coef == 0.0:  # plain SGD: a velocity would stay -step, so skip it
             return [control.assign(variable, variable - rate * grad)]
-        mu = _const(self.momentum_coef, variable.dtype)
+        mu = self.momentum_coef
         velocity = self._state(variable, "velocity")
         step = rate * grad
         set_velocity = control.assign(velocity, mu * velocity - step)
@@ -348,8 +346,7 @@ class RMSProp(Optimizer):
         self.epsilon = _check_nonnegative("epsilon", epsilon)
 
     def _updates(self, variable, grad, rate, shared):
-        decay, keep, eps = (_const(c, variable.dtype) for c in
-                            (self.decay_rate, 1.0 - self.decay_rate, self.epsilon))
+        decay, keep, eps = self.decay_rate, 1.0 - self.decay_rate, self.epsilon
         mean_square = self._state(variable, "mean_square")
         set_mean = control.assign(mean_square, decay * mean_square + keep * ew.square(grad))
         new_value = variable - rate * grad / (ew.sqrt(mean_square + eps) + eps)
@@ -383,13 +380,12 @@ class Adam(Optimizer):
         self.epsilon = _check_nonnegative("epsilon", epsilon)
 
     def _shared(self, step_number):
-        dtype = step_number.dtype
-        return {"correction_1": 1.0 - ew.power(_const(self.beta_1, dtype), step_number),
-                "correction_2": 1.0 - ew.power(_const(self.beta_2, dtype), step_number)}
+        return {"correction_1": 1.0 - ew.power(self.beta_1, step_number),
+                "correction_2": 1.0 - ew.power(self.beta_2, step_number)}
 
     def _updates(self, variable, grad, rate, shared):
-        b1, keep_1, b2, keep_2, eps = (_const(c, variable.dtype) for c in (
-            self.beta_1, 1.0 - self.beta_1, self.beta_2, 1.0 - self.beta_2, self.epsilon))
+        b1, keep_1, b2, keep_2, eps = (self.beta_1, 1.0 - self.beta_1, self.beta_2,
+                                       1.0 - self.beta_2, self.epsilon)
         m, v = self._state(variable, "m"), self._state(variable, "v")
         set_m = control.assign(m, b1 * m + keep_1 * grad)
         set_v = control.assign(v, b2 * v + keep_2 * ew.square(grad))
@@ -417,7 +413,7 @@ class Adagrad(Optimizer):
     def _updates(self, variable, grad, rate, shared):
         total = self._state(variable, "sum_square")
         set_total = control.assign(total, total + ew.square(grad))
-        new_value = variable - rate * grad / ew.sqrt(total + _const(self.epsilon, variable.dtype))
+        new_value = variable - rate * grad / ew.sqrt(total + self.epsilon)
         return [set_total, control.assign(variable, new_value)]
 
 
