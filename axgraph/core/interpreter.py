@@ -252,6 +252,32 @@ def _im2col(node, ctx, x):
                     node.padding_above, ctx.shape(node.shape)[1:1 + len(node.window)])
 
 
+def uncolumns(cols, window, strides, dilation, below, above, x_shape, out=None) -> np.ndarray:
+    """col2im, the adjoint of `columns`: cols (N, P..., C, R...) summed back into (N, C, S...).
+
+    One strided add per window offset into a zero-padded buffer, then the
+    padding is cropped off (what fell on it had no input to go to).
+    """
+    nd = len(window)
+    padded = np.zeros(tuple(x_shape[:2]) + tuple(n + b + a for n, b, a in
+                                              zip(x_shape[2:], below, above)), dtype=cols.dtype)
+    positions = cols.shape[1:1 + nd]
+    for offset in np.ndindex(*window):
+        padded[_window(offset, strides, dilation, positions)] += \
+            np.moveaxis(cols[(Ellipsis,) + offset], 1 + nd, 1)
+    crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, x_shape[2:]))
+    if out is None:
+        return padded[crop]
+    np.copyto(out, padded[crop])
+    return out
+
+
+@kernel(ops.Col2Im)
+def _col2im(node, ctx, cols):
+    return uncolumns(cols, node.window, node.strides, node.dilation, node.padding_below,
+                     node.padding_above, ctx.shape(node.shape))
+
+
 @kernel(ops.Convolution)
 def _convolution(node, ctx, x, w):
     # One BLAS matmul: (N*P, C*R) x (C*R, K).

@@ -3,8 +3,10 @@
 Convolution(x, w) becomes Dot(Im2Col(x), w) and the filter gradient
 ConvolutionBackpropFilters(x, delta) becomes Dot(delta, Im2Col(x)). Both use
 the same columns of the same input, so after CSE a training step builds them
-once, and each product is one BLAS call into a planned buffer. Backends with
-a BLAS but no convolution kernel of their own (the cpu backend) run it.
+once, and each product is one BLAS call into a planned buffer. The data
+gradient ConvolutionBackpropData(w, delta) becomes Col2Im(Dot(delta, w)): the
+columns' adjoint as one product, then one scatter-add. Backends with a BLAS
+but no convolution kernel of their own (the cpu backend) run it.
 """
 from __future__ import annotations
 
@@ -36,12 +38,21 @@ def _filter_gradient(node: Node) -> Node:
     return core.Dot(delta, columns, (0,) + tuple(range(2, 2 + nd)), tuple(range(0, 1 + nd)))
 
 
+def _data_gradient(node: Node) -> Node:
+    w, delta = node.inputs
+    columns = core.Dot(delta, w, (1,), (0,))  # (N, P..., C, R...)
+    return core.Col2Im(columns, node.shape, tuple(w.shape[2:]), strides=node.strides,
+                       dilation=node.dilation, padding_below=node.padding_below,
+                       padding_above=node.padding_above)
+
+
 REWRITES = {core.Convolution: (_convolution, lambda n: n.inputs[1].shape[2:]),
-            core.ConvolutionBackpropFilters: (_filter_gradient, lambda n: n.filters_shape[2:])}
+            core.ConvolutionBackpropFilters: (_filter_gradient, lambda n: n.filters_shape[2:]),
+            core.ConvolutionBackpropData: (_data_gradient, lambda n: n.inputs[0].shape[2:])}
 
 
 class ConvolutionAsMatmul(Pass):
-    """Rewrite convolutions and filter gradients with static windows as Im2Col + Dot."""
+    """Rewrite convolutions and their gradients with static windows as BLAS products."""
 
     name = "convolution-as-matmul"
 

@@ -7,7 +7,7 @@ from .elementwise import (Abs, Add, And, BinaryElementwise, Comparison, Convert,
                           Sqrt, Subtract, Tanh, UnaryElementwise)
 from .leaves import Constant, DimValue, Parameter, RandomNormal, RandomUniform
 from .nn import (AvgPool, AvgPoolBackprop, Convolution, ConvolutionBackpropData,
-                 ConvolutionBackpropFilters, Gather, Im2Col, MaxPool, MaxPoolBackprop, OneHot, ScatterAdd)
+                 ConvolutionBackpropFilters, Col2Im, Gather, Im2Col, MaxPool, MaxPoolBackprop, OneHot, ScatterAdd)
 from .reduction import (ArgMax, ArgMin, Dot, IndexReduction, Max, Min, Prod, Reduction, Softmax,
                         Sum)
 from .shape import Broadcast, Concat, Pad, Reshape, Reverse, Slice, Transpose
@@ -25,7 +25,7 @@ CORE_OPS = (
     # contraction and reductions
     Dot, Sum, Prod, Max, Min, ArgMax, ArgMin, Softmax,
     # windows and indexing
-    Convolution, ConvolutionBackpropData, ConvolutionBackpropFilters, Im2Col,
+    Convolution, ConvolutionBackpropData, ConvolutionBackpropFilters, Im2Col, Col2Im,
     MaxPool, AvgPool, MaxPoolBackprop, AvgPoolBackprop,
     Gather, ScatterAdd, OneHot,
 )

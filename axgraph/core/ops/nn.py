@@ -189,6 +189,42 @@ class Im2Col(Node):
         return x.element_type, Shape((x.shape[0],) + positions + (x.shape[1],) + window)
 
 
+class Col2Im(Node):
+    """columns (N, P..., C, R...) -> x (N, C, S...): Im2Col's adjoint, overlaps summed.
+
+    Each column entry is added at the input position its window offset read;
+    entries that fell on padding are dropped. With it the data gradient of a
+    convolution is one matrix product, delta (N*P, K) x filters (K, C*R), into
+    the columns, then this scatter-add.
+    """
+
+    _attributes = ("x_shape", "window") + _GEOMETRY
+    _hidden = frozenset({"x_shape"})
+
+    def __init__(self, columns: Node, x_shape, window, strides=None, dilation=None,
+                 padding_below=None, padding_above=None, name: Optional[str] = None):
+        super().__init__((columns,), dict(x_shape=x_shape, window=window, strides=strides,
+                                          dilation=dilation, padding_below=padding_below,
+                                          padding_above=padding_above), name)
+
+    def _normalize(self, attributes: dict) -> dict:
+        arity(self, 1)
+        x_shape = shape_attr(self, attributes["x_shape"], "x_shape")
+        spatial = _feature_rank(self, x_shape, "x_shape")
+        result = _geometry(self, attributes, spatial)
+        result["window"] = int_tuple(self, attributes["window"], spatial, "window", 1)
+        result["x_shape"] = x_shape
+        return result
+
+    def _infer(self) -> Tuple[ElementType, Shape]:
+        (columns,) = self.inputs
+        require_kind(self, columns, "numeric")
+        x_shape, window = self.attributes["x_shape"], self.attributes["window"]
+        positions = window_outputs(self, x_shape[2:], window, self.attributes)
+        _same(self, (x_shape[0],) + positions + (x_shape[1],) + window, columns.shape, "columns")
+        return columns.element_type, x_shape
+
+
 def _pool_attributes(op: Node, attributes: dict, x_shape: Shape) -> dict:
     spatial = _feature_rank(op, x_shape, "input")
     window = int_tuple(op, attributes["window"], spatial, "window", 1)
