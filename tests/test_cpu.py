@@ -101,3 +101,37 @@ def test_memory_plan_can_be_drawn(tmp_path):
         computation(*_data())
         path = draw_memory_plan(computation.memory_plan(), tmp_path / "plan.png")
     assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _transposed_chain(n=8):
+    """exp(a).T + exp(b), then tanh: the add's first operand is a transposed view."""
+    from axgraph import core
+
+    a, b = core.Parameter(core.f64, (n, n), name="a"), core.Parameter(core.f64, (n, 2 * n),
+                                                                         name="b")
+    left = core.Transpose(core.Exp(a), (1, 0))
+    right = core.Slice(core.Exp(b), (0, 0), (n, 2 * n), (1, 2))  # a strided view
+    total = core.Add(left, core.Tanh(right))
+    return core.Function([core.Sum(core.Multiply(total, total), (0,))], [a, b])
+
+
+def test_elementwise_buffers_take_their_first_input_layout():
+    from axgraph import core
+
+    function = _transposed_chain()
+    compiled = core.compile(function, backend="cpu")
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(8, 8)), rng.normal(size=(8, 16))
+    (got,) = compiled(a, b)
+    total = np.exp(a).T + np.tanh(np.exp(b)[:, ::2])
+    np.testing.assert_allclose(got, np.sum(total * total, axis=0), rtol=1e-12)
+    program = compiled.last_program
+    add = next(n for n in function.nodes if isinstance(n, core.Add))
+    # computed in exp(a)'s memory order: the add's buffer is the transpose of a row-major one
+    assert program.layout[add].strides == (1, 8)
+    # the square follows it and may overwrite it; the add may not overwrite tanh's
+    # row-major buffer (that would make every ufunc call copy its operand first)
+    square = next(n for n in function.nodes if isinstance(n, core.Multiply))
+    assert program.layout[square].strides == (1, 8)
+    assert program.plan.buffers[square].in_place_of is add
+    assert program.plan.buffers[add].in_place_of is None

@@ -191,8 +191,8 @@ def rng():
 
 # -- finding groups ---------------------------------------------------------------------------
 
-def chain_function(n: int = 64):
-    shape = core.Shape(n)
+def chain_function(n=64):
+    shape = core.Shape(*n) if isinstance(n, tuple) else core.Shape(n)
     a, b, c, d, e = (core.Parameter(core.f32, shape, name=x) for x in "abcde")
     result = core.Subtract(core.Multiply(core.Tanh(core.Add(core.Multiply(a, b), c)),
                                          core.Sigmoid(d)), e)
@@ -392,6 +392,30 @@ def test_layouts_broadcast_inputs_and_aliasing(engine, rng, has_c):
     in_place = [a.copy() for a in arrays]
     kernel(*in_place, out=in_place[4])                         # out is the input `e`
     np.testing.assert_allclose(in_place[4], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_elementwise_out_may_be_a_transposed_dense_array(engine, rng, has_c):
+    if engine == "c" and not has_c:
+        pytest.skip("no working C compiler here")
+    function = chain_function((64, 48))
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, kernel_shapes(group), engine=engine)
+    arrays = case_arrays(function, rng)
+    expected = reference(function, arrays)
+    transposed = lambda x: np.ascontiguousarray(x.T).T  # same values, column-major
+    by_node = dict(zip(function.parameters, [transposed(arrays[0]), arrays[1],
+                                             transposed(arrays[2]), arrays[3][:, ::-1][:, ::-1],
+                                             transposed(arrays[4])]))
+    out = np.empty((48, 64), np.float32).T
+    assert kernel(*[by_node[x] for x in group.inputs], out=out) is out
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    x = core.Parameter(core.f32, (4, 16))
+    rows = core.Function([core.Sum(core.Multiply(core.Exp(x), x), (1,))], [x])
+    (reduction,) = find_fusion_groups(rows)
+    kernel = compile_group(reduction, kernel_shapes(reduction), engine=engine)
+    with pytest.raises(ExecutionError, match="C-contiguous"):  # a reduction's out may not
+        kernel(np.ones((4, 16), np.float32), out=np.empty(8, np.float32)[::2])
 
 
 @pytest.mark.parametrize("engine", ["numpy", "c"])

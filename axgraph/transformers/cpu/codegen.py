@@ -45,6 +45,8 @@ VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
 ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBackpropFilters,
               core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop,
               core.Gather, core.ScatterAdd, core.RandomUniform, core.RandomNormal, core.DimValue)
+#: Ops besides the ufuncs whose kernels write an `out` of any strides.
+ANY_LAYOUT: Tuple[type, ...] = ()
 #: Ops whose output may overwrite an input that dies there (elementwise, same layout).
 IN_PLACE = (core.UnaryElementwise, core.BinaryElementwise)
 
@@ -68,6 +70,7 @@ class Program:
         self._kernels = kernels or {}
         self._group_of = {g.output: g for g in self.groups}
         self._internal = {n for g in self.groups for n in g.nodes if n is not g.output}
+        self._results = set(function.results)
         self.kind: Dict[Node, str] = {}
         self.alias: Dict[Node, Node] = {}
         self.layout: Dict[Node, Optional[TensorDescription]] = {}
@@ -84,7 +87,6 @@ class Program:
         self.no_outs = (None,) * len(function.results)
         self.plan = self._plan()
         self._users = function.users()
-        self._results = set(function.results)
         self.namespace = {"np": np, "rt": runtime, "CTX": ctx}
         self.names: Dict[Node, str] = {}
         self.source = self._generate()
@@ -119,10 +121,37 @@ class Program:
             kind = "buffer"
         if kind == "view":
             self.alias[node] = node.inputs[0]
+        elif kind == "buffer":
+            layout = self._buffer_layout(node, shape, dtype)
         elif kind != "internal":
             layout = TensorDescription.row_major(shape, dtype)
         self.kind[node] = kind
         self.layout[node] = layout
+
+    def _buffer_layout(self, node: Node, shape: Tuple[int, ...], dtype) -> TensorDescription:
+        """Row-major, or for an op that writes any layout, the axis order of its first
+        dense input of the same shape (seed 003: compute in the inputs' layout).
+
+        A ReLU of a transposed view then walks input and output in memory order
+        instead of one of them with a large stride, and the transposes around
+        it stay free views.
+        """
+        if node in self._results or not self._writes_any_layout(node):
+            return TensorDescription.row_major(shape, dtype)
+        group = self._group_of.get(node)
+        for x in (group.inputs if group is not None else node.inputs):
+            order = _dense_order(self.layout.get(x)) if self.shapes[x] == shape else None
+            if order is not None:
+                physical = tuple(shape[i] for i in order)
+                return TensorDescription.row_major(physical, dtype).transpose(
+                    tuple(int(i) for i in np.argsort(order)))
+        return TensorDescription.row_major(shape, dtype)
+
+    def _writes_any_layout(self, node: Node) -> bool:
+        group = self._group_of.get(node)
+        if group is not None:
+            return group.reduction is None
+        return _find(UFUNCS, node) is not None or isinstance(node, ANY_LAYOUT)
 
     def _view_layout(self, node: Node) -> Optional[TensorDescription]:
         """The layout of node as a view of its input, or None if it must copy."""
@@ -146,7 +175,8 @@ class Program:
         if self.kind.get(source) != "buffer" or source in self.alias or source in self.fresh:
             return False
         if self.shapes[node] != self.shapes[source] or \
-                node.element_type.dtype != source.element_type.dtype:
+                node.element_type.dtype != source.element_type.dtype or \
+                self.layout[node].strides != self.layout[source].strides:
             return False
         group = self._group_of.get(node)
         if group is not None:
@@ -161,7 +191,7 @@ class Program:
             return results
         results = list(results)
         for k in self.copied:
-            results[k] = np.array(results[k], copy=True)
+            results[k] = np.array(results[k], copy=True, order="C")
         return tuple(results)
 
     # -- memory --------------------------------------------------------------------------
@@ -212,8 +242,8 @@ class Program:
                 statement = self._buffer_call(node, index)
             elif kind == "buffer":
                 buffer = self.plan.buffers[node]
-                self.namespace[name] = arena[buffer.offset:buffer.offset + buffer.nbytes] \
-                    .view(node.element_type.dtype).reshape(self.shapes[node])
+                self.namespace[name] = _as_array(self.layout[node], arena[
+                    buffer.offset:buffer.offset + buffer.nbytes])
                 statement = self._buffer_call(node, index)
             elif kind == "view":
                 statement = f"{name} = {self._view(node)}"
@@ -260,6 +290,10 @@ class Program:
             return f"rt.copy({args[0]}, out={out})"
         if isinstance(node, core.Im2Col):
             return (f"rt.im2col({args[0]}, {tuple(node.window)}, {tuple(node.strides)}, "
+                    f"{tuple(node.dilation)}, {tuple(node.padding_below)}, "
+                    f"{tuple(node.padding_above)}, out={out})")
+        if isinstance(node, core.Col2Im):
+            return (f"rt.col2im({args[0]}, {tuple(node.window)}, {tuple(node.strides)}, "
                     f"{tuple(node.dilation)}, {tuple(node.padding_below)}, "
                     f"{tuple(node.padding_above)}, out={out})")
         if isinstance(node, core.OneHot):
@@ -319,6 +353,27 @@ class Program:
             return f"{x}[{items},]"
         items = ", ".join("::-1" if i in node.axes else ":" for i in range(node.rank))
         return f"{x}[{items},]"
+
+
+def _dense_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:
+    """Axes outermost-first when `layout` densely fills its elements in that order."""
+    if layout is None or any(s < 0 for s in layout.strides):
+        return None
+    order = tuple(sorted(range(layout.rank), key=lambda i: (-layout.strides[i], i)))
+    expected = 1
+    for i in reversed(order):
+        if layout.shape[i] != 1 and layout.strides[i] != expected:
+            return None
+        expected *= layout.shape[i]
+    return order
+
+
+def _as_array(layout: TensorDescription, memory: np.ndarray) -> np.ndarray:
+    """The planned bytes of a buffer as an array of `layout` (a dense axis order)."""
+    order = _dense_order(layout)
+    physical = tuple(layout.shape[i] for i in order)
+    array = memory.view(layout.dtype).reshape(physical)
+    return array.transpose(tuple(int(i) for i in np.argsort(order)))
 
 
 def _arranged(name: str, shape: Sequence[int], order: List[int], matrix: Tuple[int, int]) -> str:

@@ -321,9 +321,34 @@ def check_call(kernel_name: str, group: FusedGroup, in_shapes: Sequence[Tuple[in
     if out.dtype != node.element_type.dtype or out.shape != out_shape:
         raise ExecutionError(f"{kernel_name}: out is {out.dtype}{list(out.shape)}, the output "
                              f"({node.name}) is {node.element_type.dtype}{list(out_shape)}")
-    if not out.flags.c_contiguous or not out.flags.writeable:
-        raise ExecutionError(f"{kernel_name}: out must be C-contiguous and writeable")
+    dense = out.flags.c_contiguous or (group.reduction is None and memory_order(out) is not None)
+    if not dense or not out.flags.writeable:
+        raise ExecutionError(f"{kernel_name}: out must be writeable and C-contiguous (an "
+                             f"elementwise group also takes a transposed dense array)")
     return checked
+
+
+def memory_order(array) -> Optional[Tuple[int, ...]]:
+    """Axes from outermost to innermost in memory when `array` densely fills its bytes
+    in some axis order (a transpose of a C-contiguous array), else None."""
+    if any(s < 0 for s in array.strides):
+        return None
+    order = tuple(sorted(range(array.ndim), key=lambda i: (-array.strides[i], i)))
+    return order if array.transpose(order).flags.c_contiguous else None
+
+
+def in_memory_order(arrays: Sequence, out):
+    """An elementwise group's operands transposed so that `out` is C-contiguous.
+
+    Elementwise values do not depend on the axis order, so a kernel may walk a
+    transposed output (a buffer the planner laid out like its inputs) in memory
+    order, as long as every operand is walked in the same order.
+    """
+    if out.flags.c_contiguous:
+        return arrays, out
+    order = memory_order(out)
+    return ([a.transpose(order) if a.shape == out.shape else a for a in arrays],
+            out.transpose(order))
 
 
 def finish_empty(group: FusedGroup, outer: int, inner: int, out) -> bool:

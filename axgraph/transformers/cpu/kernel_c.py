@@ -45,7 +45,8 @@ from ... import core
 from ...core.node import Node
 from ...errors import ExecutionError
 from .fusion import (FusedGroup, c_accepts, check_call, concrete_shape, finish_empty,
-                     group_shapes, is_scalar_constant, op_family, reduction_kind)
+                     group_shapes, in_memory_order, is_scalar_constant, op_family,
+                     reduction_kind)
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
@@ -553,8 +554,10 @@ class CKernel:
     Inputs may be any layout: C-contiguous arrays are read in place, arrays
     broadcast with all-zero strides are read as one element (a variant
     kernel, built on first use), anything else is copied contiguous first.
-    `out` may be exactly one of the inputs (elementwise groups read each
-    element before writing it); partial overlaps are resolved by copying.
+    An elementwise group's `out` may be a transposed dense array: every
+    operand is then walked in its memory order. `out` may be exactly one of
+    the inputs (elementwise groups read each element before writing it);
+    partial overlaps are resolved by copying.
     """
 
     engine = "c"
@@ -600,6 +603,7 @@ class CKernel:
         group = self.group
         if finish_empty(group, self.outer, self.inner, out):
             return out
+        given, (arrays, out) = out, in_memory_order(arrays, out)
         scalars = set()
         pointers: List[int] = []
         keep: List[np.ndarray] = []
@@ -625,7 +629,7 @@ class CKernel:
         status = function(self.outer, self.inner, (ctypes.c_void_p * len(pointers))(*pointers))
         if status != 0:
             raise ExecutionError(f"fused C kernel failed (status {status}): out of memory?")
-        return out
+        return given
 
     def __repr__(self) -> str:
         return f"<CKernel {self.group!r} {self.path.name}>"

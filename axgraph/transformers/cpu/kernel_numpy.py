@@ -28,7 +28,7 @@ from ... import core
 from ...core.node import Node
 from ...errors import ExecutionError
 from .fusion import (FusedGroup, check_call, concrete_shape, finish_empty, group_shapes,
-                     is_scalar_constant, op_family, reduction_kind)
+                     in_memory_order, is_scalar_constant, op_family, reduction_kind)
 
 # Elements per block: 64K f32 = 256 KiB per scratch buffer. Measured here (chain over
 # 4M f32, L2 over 10M f32), 4K..256K: 4K 33/12.9 ms, 16K 28/7.9, 64K 26.5/6.6, 256K
@@ -301,7 +301,9 @@ class NumpyKernel:
 
     Inputs may be any layout: C-contiguous ones are sliced in place, arrays
     broadcast with all-zero strides are used as one scalar, others are copied
-    contiguous first. `out` may be exactly one of the inputs.
+    contiguous first. An elementwise group's `out` may be a transposed dense
+    array: every operand is then walked in its memory order. `out` may be
+    exactly one of the inputs.
     """
 
     engine = "numpy"
@@ -329,6 +331,7 @@ class NumpyKernel:
         group = self.group
         if finish_empty(group, self.outer, self.inner, out):
             return out
+        given, (arrays, out) = out, in_memory_order(arrays, out)
         prepared = []
         direct = True
         for j, array in enumerate(arrays):  # check_call returned ndarrays
@@ -347,8 +350,8 @@ class NumpyKernel:
                     array = array.copy()
             prepared.append(array.reshape(-1))
         with np.errstate(all="ignore"):
-            return self._kernel(tuple(prepared), out, self.outer, self.inner, self._call_block,
-                                direct)
+            self._kernel(tuple(prepared), out, self.outer, self.inner, self._call_block, direct)
+        return given
 
     def __repr__(self) -> str:
         return f"<NumpyKernel {self.group!r}>"
