@@ -480,6 +480,57 @@ def test_l2_sum_is_accurate(engine, rng, has_c):
     assert abs(float(out) - exact) / exact <= 1e-5
 
 
+def test_numpy_engine_divides_by_a_sigmoid_denominator_it_uses_once():
+    x, y = core.Parameter(core.f32, (6,), name="x"), core.Parameter(core.f32, (6,), name="y")
+    once = core.Function([core.Subtract(core.Multiply(core.Tanh(x), core.Sigmoid(y)), x)],
+                         [x, y])
+    shared = core.Sigmoid(y)
+    twice = core.Function([core.Add(core.Multiply(core.Tanh(x), shared), shared)], [x, y])
+    xv = np.array([np.inf, 0.0, -2.5, 1.0, np.nan, 3.0], np.float32)
+    yv = np.array([-np.inf, -100.0, 90.0, -30.0, 0.5, np.inf], np.float32)
+    for function, divides in ((once, 1), (twice, 1)):
+        (group,) = find_fusion_groups(function)
+        kernel = compile_group(group, kernel_shapes(group), engine="numpy")
+        assert "reciprocal" not in kernel.source
+        assert kernel.source.count("np.divide(") == divides
+        expected = reference(function, [xv, yv])
+        # exact to rounding, except that sigmoid(-100) (subnormal in f32) may flush to 0
+        np.testing.assert_allclose(run_kernel(kernel, group, function, [xv, yv]), expected,
+                                   rtol=2e-7, atol=np.finfo(np.float32).tiny, equal_nan=True)
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_numpy_engine_threads_split_blocks_not_results(threads, monkeypatch, rng):
+    from axgraph.transformers.cpu import parallel
+
+    monkeypatch.setenv("AXGRAPH_NUM_THREADS", threads)
+    n = 300_001  # several blocks, the last one short
+    spans = parallel.spans(n, 4096, 1)
+    assert spans == [] if threads == "1" else (
+        spans[0][0] == 0 and spans[-1][1] == n and len(spans) == int(threads)
+        and all(hi == next_lo for (_, hi), (next_lo, _) in zip(spans, spans[1:])))
+    function = chain_function(n)
+    (group,) = find_fusion_groups(function)
+    blocked = kernel_numpy.NumpyKernel(group, kernel_shapes(group), block_size=4096)
+    whole = kernel_numpy.NumpyKernel(group, kernel_shapes(group), block_size=n)
+    arrays = case_arrays(function, rng)
+    np.testing.assert_array_equal(run_kernel(blocked, group, function, arrays),
+                                  run_kernel(whole, group, function, arrays))
+
+
+def test_numpy_engine_errors_in_a_worker_reach_the_caller(monkeypatch):
+    monkeypatch.setenv("AXGRAPH_NUM_THREADS", "2")
+    n = 1 << 19
+    x, y = core.Parameter(core.i32, (n,)), core.Parameter(core.i32, (n,))
+    function = core.Function([core.Add(core.Divide(x, y), x)], [x, y])
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, kernel_shapes(group), engine="numpy")
+    divisors = np.ones(n, np.int32)
+    divisors[-1] = 0  # in the second worker's span
+    with pytest.raises(ExecutionError, match="division by zero"):
+        run_kernel(kernel, group, function, [np.ones(n, np.int32), divisors])
+
+
 def test_numpy_engine_makes_no_full_size_temporaries(rng):
     n = 1_000_000
     for function, limit in ((l2_function(n), 1 << 20), (chain_function(n), 2 << 20)):

@@ -6,8 +6,9 @@ from .elementwise import (Abs, Add, And, BinaryElementwise, Comparison, Convert,
                           Multiply, Negative, Not, NotEqual, Or, Power, Select, Sigmoid, Sign, Sin,
                           Sqrt, Subtract, Tanh, UnaryElementwise)
 from .leaves import Constant, DimValue, Parameter, RandomNormal, RandomUniform
-from .nn import (AvgPool, AvgPoolBackprop, Convolution, ConvolutionBackpropData,
-                 ConvolutionBackpropFilters, Col2Im, Gather, Im2Col, MaxPool, MaxPoolBackprop, OneHot, ScatterAdd)
+from .nn import (AvgPool, AvgPoolBackprop, Col2Im, Convolution, ConvolutionBackpropData,
+                 ConvolutionBackpropFilters, Gather, Im2Col, MaxPool, MaxPoolBackprop, OneHot,
+                 ScatterAdd)
 from .reduction import (ArgMax, ArgMin, Dot, IndexReduction, Max, Min, Prod, Reduction, Softmax,
                         Sum)
 from .shape import Broadcast, Concat, Pad, Reshape, Reverse, Slice, Transpose

@@ -1,0 +1,62 @@
+"""Worker threads for kernels written in Python over NumPy (which releases the GIL).
+
+One process-wide pool, as many workers as the cores this process may use
+(``$AXGRAPH_NUM_THREADS`` overrides). A kernel splits its work into spans of
+whole blocks, runs the first span itself and the rest on the pool, and
+re-raises the first error. Each span is a fixed part of the output, so the
+result does not depend on the number of threads.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Optional, Sequence, Tuple
+
+_POOL: Optional[ThreadPoolExecutor] = None
+
+
+def thread_count() -> int:
+    """Workers to use: $AXGRAPH_NUM_THREADS, else the CPUs this process may run on."""
+    configured = os.environ.get("AXGRAPH_NUM_THREADS")
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            raise ValueError(f"AXGRAPH_NUM_THREADS must be a whole number, not {configured!r}") \
+                from None
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def spans(total: int, block: int, minimum: int) -> List[Tuple[int, int]]:
+    """[lo, hi) element ranges of whole blocks, one per worker; [] when `total` is too
+    small to be worth splitting (under `minimum` elements, or one worker)."""
+    workers = thread_count()
+    if total < minimum or workers < 2:
+        return []
+    blocks = -(-total // block)
+    per_worker = -(-blocks // min(workers, blocks))
+    step = per_worker * block
+    return [(lo, min(lo + step, total)) for lo in range(0, total, step)]
+
+
+def run_spans(work: Callable[[int, int, int], None], spans: Sequence[Tuple[int, int]]) -> None:
+    """work(worker, lo, hi) for every span: the first here, the others on the pool."""
+    global _POOL
+    if len(spans) == 1:
+        work(0, *spans[0])
+        return
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=thread_count() - 1,
+                                   thread_name_prefix="axgraph-kernel")
+    futures = [_POOL.submit(work, worker, lo, hi)
+               for worker, (lo, hi) in enumerate(spans[1:], start=1)]
+    try:
+        work(0, *spans[0])
+    finally:
+        errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
