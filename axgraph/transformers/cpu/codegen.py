@@ -18,7 +18,7 @@ from ... import core
 from ...core import interpreter
 from ...core.node import Node
 from ...errors import GraphError
-from . import runtime
+from . import runtime, windows
 from .tensor_description import TensorDescription
 
 Shapes = Dict[Node, Tuple[int, ...]]
@@ -41,12 +41,22 @@ UFUNCS = {
 REDUCTIONS = {core.Sum: "np.add.reduce", core.Prod: "np.multiply.reduce",
               core.Max: "np.maximum.reduce", core.Min: "np.minimum.reduce"}
 VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
+#: Windowed ops: the `windows` kernel each calls, and the geometry it takes after its inputs.
+WINDOWS = {core.Im2Col: ("win.im2col", ("window", "strides", "dilation", "padding_below",
+                                         "padding_above")),
+           core.Col2Im: ("win.col2im", ("window", "strides", "dilation", "padding_below",
+                                         "padding_above")),
+           core.MaxPool: ("win.max_pool", ("window", "strides", "padding_below", "padding_above")),
+           core.AvgPool: ("win.avg_pool", ("window", "strides", "padding_below", "padding_above")),
+           core.MaxPoolBackprop: ("win.max_pool_backprop", ("window", "strides", "padding_below",
+                                                            "padding_above")),
+           core.AvgPoolBackprop: ("win.avg_pool_backprop", ("window", "strides", "padding_below",
+                                                            "padding_above"))}
 #: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
 ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBackpropFilters,
-              core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop,
               core.Gather, core.ScatterAdd, core.RandomUniform, core.RandomNormal, core.DimValue)
 #: Ops besides the ufuncs whose kernels write an `out` of any strides.
-ANY_LAYOUT: Tuple[type, ...] = ()
+ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop)
 #: Ops whose output may overwrite an input that dies there (elementwise, same layout).
 IN_PLACE = (core.UnaryElementwise, core.BinaryElementwise)
 
@@ -87,7 +97,7 @@ class Program:
         self.no_outs = (None,) * len(function.results)
         self.plan = self._plan()
         self._users = function.users()
-        self.namespace = {"np": np, "rt": runtime, "CTX": ctx}
+        self.namespace = {"np": np, "rt": runtime, "win": windows, "CTX": ctx}
         self.names: Dict[Node, str] = {}
         self.source = self._generate()
         exec(compile(self.source, f"<axgraph cpu {function.name}>", "exec"), self.namespace)
@@ -130,7 +140,7 @@ class Program:
 
     def _buffer_layout(self, node: Node, shape: Tuple[int, ...], dtype) -> TensorDescription:
         """Row-major, or for an op that writes any layout, the axis order of its first
-        dense input of the same shape (seed 003: compute in the inputs' layout).
+        dense input of the same rank (seed 003: compute in the inputs' layout).
 
         A ReLU of a transposed view then walks input and output in memory order
         instead of one of them with a large stride, and the transposes around
@@ -140,7 +150,8 @@ class Program:
             return TensorDescription.row_major(shape, dtype)
         group = self._group_of.get(node)
         for x in (group.inputs if group is not None else node.inputs):
-            order = _dense_order(self.layout.get(x)) if self.shapes[x] == shape else None
+            order = _dense_order(self.layout.get(x)) if len(self.shapes[x]) == len(shape) \
+                else None
             if order is not None:
                 physical = tuple(shape[i] for i in order)
                 return TensorDescription.row_major(physical, dtype).transpose(
@@ -288,14 +299,11 @@ class Program:
                     f"{value!r}, out={out})")
         if isinstance(node, core.Reshape):
             return f"rt.copy({args[0]}, out={out})"
-        if isinstance(node, core.Im2Col):
-            return (f"rt.im2col({args[0]}, {tuple(node.window)}, {tuple(node.strides)}, "
-                    f"{tuple(node.dilation)}, {tuple(node.padding_below)}, "
-                    f"{tuple(node.padding_above)}, out={out})")
-        if isinstance(node, core.Col2Im):
-            return (f"rt.col2im({args[0]}, {tuple(node.window)}, {tuple(node.strides)}, "
-                    f"{tuple(node.dilation)}, {tuple(node.padding_below)}, "
-                    f"{tuple(node.padding_above)}, out={out})")
+        window = _find(WINDOWS, node)
+        if window is not None:
+            function, geometry = window
+            values = ", ".join(str(tuple(node.attributes[name])) for name in geometry)
+            return f"{function}({', '.join(args)}, {values}, out={out})"
         if isinstance(node, core.OneHot):
             return f"rt.one_hot({args[0]}, {node.one_hot_axis}, out={out})"
         raise GraphError(f"the cpu backend has no code for {node.op} {node.name}: lower it to "

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...core.interpreter import columns, divide, uncolumns  # noqa: F401  (divide: generated code)
+from ...core.interpreter import divide  # noqa: F401  (generated code calls rt.divide)
 from ...errors import ExecutionError
 
 
@@ -85,17 +85,3 @@ def one_hot(x: np.ndarray, axis: int, out: np.ndarray) -> np.ndarray:
     positions = np.arange(count).reshape([-1 if i == axis else 1 for i in range(out.ndim)])
     np.equal(np.expand_dims(x, axis), positions, out=out, casting="unsafe")
     return out
-
-
-def im2col(x: np.ndarray, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
-           below: Sequence[int], above: Sequence[int], out: np.ndarray) -> np.ndarray:
-    """Every window of x (N, C, S...) into out (N, P..., C, R...), one copy per window offset."""
-    return columns(x, window, strides, dilation, below, above, out.shape[1:1 + len(window)],
-                   out=out)
-
-
-def col2im(cols: np.ndarray, window: Sequence[int], strides: Sequence[int],
-           dilation: Sequence[int], below: Sequence[int], above: Sequence[int],
-           out: np.ndarray) -> np.ndarray:
-    """Columns (N, P..., C, R...) summed back into out (N, C, S...): Im2Col's adjoint."""
-    return uncolumns(cols, window, strides, dilation, below, above, out.shape, out=out)
