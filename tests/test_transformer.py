@@ -395,6 +395,27 @@ def test_inconsistent_lengths_for_one_axis_raise(transformer):
         comp(np.zeros(3), np.zeros(4))
 
 
+def test_repeat_calls_still_check_what_changed(transformer, rng):
+    """A call with arrays like an earlier one skips the checks; any other is checked."""
+    N = ng.make_axis(name="N")
+    C = ng.make_axis(2, name="C")
+    a, b = ng.placeholder([C, N]), ng.placeholder([N])
+    comp = transformer.computation(a * b, a, b)
+    av, bv = rng.standard_normal((2, 5)).astype(np.float32), np.ones(5, np.float32)
+    for _ in range(2):
+        np.testing.assert_allclose(comp(av, bv), av)
+    with pytest.raises(ng.FeedError):
+        comp(av, np.ones(4, np.float32))            # N bound to 5 by `a`
+    with pytest.raises(ng.FeedError):
+        comp(av, np.ones(5, np.float64)[None])       # wrong rank
+    with pytest.raises(ng.FeedError):
+        comp(av.astype(np.float64).astype(np.complex64), bv)
+    np.testing.assert_allclose(comp(np.asfortranarray(av), 2 * bv), 2 * av)  # not C order
+    np.testing.assert_allclose(comp(av.astype(np.float64), bv), av)         # converted
+    np.testing.assert_allclose(comp(av[:, :3], bv[:3]), av[:, :3])           # a new length
+    np.testing.assert_allclose(comp(av, bv), av)
+
+
 def test_float64_fed_to_float32_placeholder(transformer):
     H, _ = _axes()
     x = ng.placeholder([H])

@@ -305,7 +305,10 @@ class Program:
             values = ", ".join(str(tuple(node.attributes[name])) for name in geometry)
             return f"{function}({', '.join(args)}, {values}, out={out})"
         if isinstance(node, core.OneHot):
-            return f"rt.one_hot({args[0]}, {node.one_hot_axis}, out={out})"
+            shape, axis = self.shapes[node], node.one_hot_axis
+            self.namespace[f"P{index}"] = runtime.one_hot_positions(shape[axis], axis, len(shape))
+            expanded = tuple(1 if i == axis else n for i, n in enumerate(shape))
+            return f"rt.one_hot({args[0]}, P{index}, {expanded}, out={out})"
         raise GraphError(f"the cpu backend has no code for {node.op} {node.name}: lower it to "
                          f"core ops with a bridge rule (axgraph.passes.register_bridge)",
                          node.location)

@@ -73,15 +73,21 @@ def softmax(x: np.ndarray, axes: Sequence[int], out: np.ndarray) -> np.ndarray:
     return out
 
 
-def one_hot(x: np.ndarray, axis: int, out: np.ndarray) -> np.ndarray:
-    """out[..., i, ...] = (x == i) along `axis`; values outside [0, n) or not whole raise."""
-    count = out.shape[axis]
+def one_hot_positions(count: int, axis: int, rank: int) -> np.ndarray:
+    """0..count-1 along `axis` of a rank-`rank` array (what one_hot compares against)."""
+    return np.arange(count).reshape([-1 if i == axis else 1 for i in range(rank)])
+
+
+def one_hot(x: np.ndarray, positions: np.ndarray, expanded: Sequence[int],
+            out: np.ndarray) -> np.ndarray:
+    """out[..., i, ...] = (x == i) along the axis `positions` runs on (x viewed with the
+    `expanded` shape: a 1 there); values outside [0, n) or not whole raise."""
     if x.size:
         if x.dtype.kind == "f" and not np.all(np.isfinite(x) & (x == np.round(x))):
             raise ExecutionError("one-hot values must be whole numbers")
         low, high = x.min(), x.max()
-        if low < 0 or high >= count:
-            raise ExecutionError(f"one-hot values must lie in [0, {count}); got {low}..{high}")
-    positions = np.arange(count).reshape([-1 if i == axis else 1 for i in range(out.ndim)])
-    np.equal(np.expand_dims(x, axis), positions, out=out, casting="unsafe")
+        if low < 0 or high >= positions.size:
+            raise ExecutionError(f"one-hot values must lie in [0, {positions.size}); got "
+                                 f"{low}..{high}")
+    np.equal(x.reshape(expanded), positions, out=out, casting="unsafe")
     return out
