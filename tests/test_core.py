@@ -672,32 +672,45 @@ def test_pooling_checks():
 
 # -- indexing ----------------------------------------------------------------------------------
 
-def test_gather_is_a_lookup_table(rng):
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_gather_is_a_lookup_table(rng, backend):
     table = param(core.f32, (5, 3))
     ids = param(core.i32, (2, 4))
     t, i = _data(core.f32, (5, 3), rng), rng.integers(0, 5, (2, 4)).astype(np.int32)
     node = core.Gather(table, ids)
     assert node.shape == (2, 4, 3)
-    (result,) = run(node, [table, ids], t, i)
+    columns = core.Gather(table, core.Subtract(ids, core.Constant(core.i32, (2, 4), 2)), axis=1)
+    assert columns.shape == (5, 2, 4)
+    compiled = core.compile(core.Function([node, columns], [table, ids]), backend)
+    i[i > 4] = 4  # within both tables: rows 0..4, and columns 0..2 after subtracting 2
+    i[i < 2] = 2
+    result, by_column = compiled(t, i)
     for a, b in itertools.product(range(2), range(4)):
         np.testing.assert_array_equal(result[a, b], t[i[a, b]])
-    columns = core.Gather(table, ids, axis=1)
-    assert columns.shape == (5, 2, 4)
+        np.testing.assert_array_equal(by_column[:, a, b], t[:, i[a, b] - 2])
     with pytest.raises(ExecutionError, match=r"Gather.*\[0, 5\)"):
-        run(node, [table, ids], t, np.full((2, 4), 5, np.int32))
+        compiled(t, np.full((2, 4), 5, np.int32))
     with pytest.raises(DTypeError, match="indices"):
         core.Gather(table, param(core.f32, (2,)))
 
 
-def test_scatter_add_accumulates_repeats(rng):
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_scatter_add_accumulates_repeats(rng, backend):
     base, ids, upd = param(core.f64, (4, 2)), param(core.i64, (3,)), param(core.f64, (3, 2))
     b, u = _data(core.f64, (4, 2), rng), _data(core.f64, (3, 2), rng)
     i = np.array([1, 3, 1])
-    (result,) = run(core.ScatterAdd(base, ids, upd), [base, ids, upd], b, i, u)
-    expected = b.copy()
+    twice = core.Multiply(base, core.Constant(core.f64, (4, 2), 2.0))  # a planned buffer
+    compiled = core.compile(core.Function([core.ScatterAdd(twice, ids, upd)], [base, ids, upd]),
+                            backend)
+    expected = 2 * b
     for row, index in enumerate(i):
         expected[index] += u[row]
-    np.testing.assert_allclose(result, expected)
+    for _ in range(2):  # the second call starts again from the inputs
+        (result,) = compiled(b, i, u)
+        np.testing.assert_allclose(result, expected)
+    with pytest.raises(ExecutionError, match=r"ScatterAdd.*\[0, 4\)") as raised:
+        compiled(b, np.array([0, 4, 1]), u)
+    assert "test_core.py" in str(raised.value)  # the line that built the op
     with pytest.raises(ShapeError, match="updates"):
         core.ScatterAdd(base, ids, param(core.f64, (2, 2)))
     inner = core.ScatterAdd(param(core.f64, (2, 5)), param(core.i32, (3,)), param(core.f64, (2, 3)),

@@ -407,21 +407,35 @@ def _check_indices(indices: np.ndarray, length: int, what: str) -> None:
                              f"{indices.max()}")
 
 
+def gather(params: np.ndarray, indices: np.ndarray, axis: int, out=None) -> np.ndarray:
+    """Slices of params along `axis` picked by indices (checked: no silent wrap-around)."""
+    _check_indices(indices, params.shape[axis], "indices")
+    # mode="clip" cannot clip after the check; it only spares np.take a buffered copy
+    return np.take(params, indices, axis=axis, out=out, mode="clip")
+
+
+def scatter_add(inputs: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int,
+                out=None) -> np.ndarray:
+    """inputs with each update added at its index along `axis` (repeats accumulate)."""
+    _check_indices(indices, inputs.shape[axis], "indices")
+    result = np.array(inputs, copy=True) if out is None else out
+    if out is not None:
+        np.copyto(out, inputs)
+    target = np.moveaxis(result, axis, 0)  # a view: writes land in result
+    k = indices.ndim
+    moved = np.moveaxis(updates, list(range(axis, axis + k)), list(range(k)))
+    np.add.at(target, indices, moved)
+    return result
+
+
 @kernel(ops.Gather)
 def _gather(node, ctx, params, indices):
-    _check_indices(indices, params.shape[node.axis], "indices")
-    return np.take(params, indices, axis=node.axis)
+    return gather(params, indices, node.axis)
 
 
 @kernel(ops.ScatterAdd)
 def _scatter_add(node, ctx, inputs, indices, updates):
-    _check_indices(indices, inputs.shape[node.axis], "indices")
-    result = np.array(inputs, copy=True)
-    target = np.moveaxis(result, node.axis, 0)  # a view: writes land in result
-    k = indices.ndim
-    moved = np.moveaxis(updates, list(range(node.axis, node.axis + k)), list(range(k)))
-    np.add.at(target, indices, moved)
-    return result
+    return scatter_add(inputs, indices, updates, node.axis)
 
 
 @kernel(ops.OneHot)

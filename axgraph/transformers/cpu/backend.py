@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import core
 from ...core.interpreter import Context, InterpretedFunction
-from ...errors import FeedError
+from ...errors import AxgraphError, FeedError
 from .codegen import Program
 from .fusion import compile_group, find_fusion_groups
 
@@ -69,8 +69,18 @@ class CpuFunction:
             arrays = self._checker._arguments(arrays)
             program = self.program(self._checker.bind(arrays))
             self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
-        if out is None:  # the common case, kept short
-            return program.results_for_caller(program.run(*arrays, program.no_outs))
+        try:
+            if out is None:  # the common case, kept short
+                return program.results_for_caller(program.run(*arrays, program.no_outs))
+            return self._run_into(program, arrays, out)
+        except (AxgraphError, ArithmeticError, ValueError, IndexError, TypeError) as error:
+            attributed = program.attributed(error, error.__traceback__)
+            if attributed is None:  # not raised by a node's line (a bad `out=`, say)
+                raise
+            raise attributed from (None if isinstance(error, AxgraphError) else error)
+
+    def _run_into(self, program: Program, arrays, out) -> tuple:
+        """A run writing results into the caller's `out` arrays where it can."""
         count = len(self.function.results)
         targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
         if len(targets) != count:

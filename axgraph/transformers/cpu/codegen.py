@@ -17,7 +17,7 @@ import numpy as np
 from ... import core
 from ...core import interpreter
 from ...core.node import Node
-from ...errors import GraphError
+from ...errors import AxgraphError, ExecutionError, GraphError
 from . import runtime, windows
 from .tensor_description import TensorDescription
 
@@ -53,8 +53,9 @@ WINDOWS = {core.Im2Col: ("win.im2col", ("window", "strides", "dilation", "paddin
            core.AvgPoolBackprop: ("win.avg_pool_backprop", ("window", "strides", "padding_below",
                                                             "padding_above"))}
 #: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
+#: (Random draws keep the reference's exact stream: NumPy's Generator draws them anew.)
 ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBackpropFilters,
-              core.Gather, core.ScatterAdd, core.RandomUniform, core.RandomNormal, core.DimValue)
+              core.RandomUniform, core.RandomNormal, core.DimValue)
 #: Ops besides the ufuncs whose kernels write an `out` of any strides.
 ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop)
 #: Ops whose output may overwrite an input that dies there (elementwise, same layout).
@@ -99,8 +100,11 @@ class Program:
         self._users = function.users()
         self.namespace = {"np": np, "rt": runtime, "win": windows, "CTX": ctx}
         self.names: Dict[Node, str] = {}
+        #: Source line -> the node it computes, to say which op failed at run time.
+        self.line_nodes: Dict[int, Node] = {}
+        self.filename = f"<axgraph cpu {function.name}>"
         self.source = self._generate()
-        exec(compile(self.source, f"<axgraph cpu {function.name}>", "exec"), self.namespace)
+        exec(compile(self.source, self.filename, "exec"), self.namespace)
         self.run: Callable = self.namespace["run"]
 
     # -- classification ------------------------------------------------------------------
@@ -196,6 +200,19 @@ class Program:
             return node.element_type.dtype.kind == "f"
         return isinstance(node, IN_PLACE) and not isinstance(node, core.Sigmoid)
 
+    def attributed(self, error: Exception, traceback) -> Optional[ExecutionError]:
+        """`error`, raised while running, as the interpreter words it: naming the op
+        whose line failed, at the user's line that made it (None if no line did)."""
+        node = None
+        while traceback is not None:
+            if traceback.tb_frame.f_code.co_filename == self.filename:
+                node = self.line_nodes.get(traceback.tb_lineno)
+            traceback = traceback.tb_next
+        if node is None:
+            return None
+        message = error.message if isinstance(error, AxgraphError) else str(error)
+        return ExecutionError(f"{node.op} {node.name}: {message}", node.location)
+
     def results_for_caller(self, results: tuple) -> tuple:
         """The run's results, each in an array of its own (arena views are copied)."""
         if not self.copied:
@@ -264,6 +281,7 @@ class Program:
                 args = "".join(", " + a for a in self._args(node))
                 statement = f"{name} = K{index}(N{index}, CTX{args})"
             lines.append(f"    {statement}  # {node.op} {node.type_str()}")
+            self.line_nodes[len(lines) + 1] = node  # +1: the `def` line
         results = ", ".join(self.names[n] for n in self.function.results)
         return "\n".join([f"def run({', '.join(parameters + ['outs'])}):"] + lines
                          + [f"    return ({results},)", ""])
@@ -304,6 +322,10 @@ class Program:
             function, geometry = window
             values = ", ".join(str(tuple(node.attributes[name])) for name in geometry)
             return f"{function}({', '.join(args)}, {values}, out={out})"
+        if isinstance(node, core.Gather):
+            return f"rt.gather({args[0]}, {args[1]}, {node.axis}, out={out})"
+        if isinstance(node, core.ScatterAdd):
+            return f"rt.scatter_add({', '.join(args)}, {node.axis}, out={out})"
         if isinstance(node, core.OneHot):
             shape, axis = self.shapes[node], node.one_hot_axis
             self.namespace[f"P{index}"] = runtime.one_hot_positions(shape[axis], axis, len(shape))

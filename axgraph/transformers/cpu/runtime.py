@@ -9,7 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ...core.interpreter import divide  # noqa: F401  (generated code calls rt.divide)
+# The reference's own out= kernels, called by the generated code as rt.<name>.
+from ...core.interpreter import divide, gather, scatter_add  # noqa: F401
 from ...errors import ExecutionError
 
 
