@@ -135,3 +135,22 @@ def test_elementwise_buffers_take_their_first_input_layout():
     assert program.layout[square].strides == (1, 8)
     assert program.plan.buffers[square].in_place_of is add
     assert program.plan.buffers[add].in_place_of is None
+
+
+def test_sums_over_the_outermost_axes_run_as_one_blas_product():
+    from axgraph import core
+
+    x = core.Parameter(core.f32, (16, 12, 12, 20), name="x")
+    feature_map = core.Tanh(core.Transpose(core.Exp(x), (3, 1, 2, 0)))  # (C, H, W, N) of NHWC
+    bias_gradient = core.Sum(feature_map, (1, 2, 3))
+    # the map is used twice, so the sum is not fused with the tanh
+    function = core.Function([core.Negative(bias_gradient),
+                              core.Multiply(feature_map, feature_map)], [x])
+    compiled = core.compile(function, backend="cpu")
+    values = np.random.default_rng(6).normal(size=(16, 12, 12, 20)).astype(np.float32)
+    values[3, 4, 5, 6] = np.nan
+    got, _ = compiled(values)
+    assert "np.matmul(ONES" in compiled.source
+    expected = -np.tanh(np.exp(values.astype(np.float64))).sum(axis=(0, 1, 2))
+    assert np.isnan(got[6]) and np.isnan(expected[6])
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
