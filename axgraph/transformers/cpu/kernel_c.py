@@ -58,6 +58,9 @@ ENTRY = "axgraph_kernel"
 BASE_FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
 FAST_MATH_FLAGS = ("-ffast-math",)
 CTYPES = {"f32": "float", "f64": "double", "boolean": "uint8_t"}
+#: Booleans computed inside a kernel are C ints, 0 or 1: a uint8_t between two float
+#: operations keeps gcc from vectorizing the loop (measured: 4x slower ReLU gradients).
+VALUE_CTYPES = dict(CTYPES, boolean="int")
 # libm functions the generated code calls, by core op; each has a libmvec variant on glibc.
 MATH_FUNCTIONS = {core.Exp: "exp", core.Log: "log", core.Tanh: "tanh", core.Sin: "sin",
                   core.Cos: "cos", core.Sigmoid: "exp", core.Power: "pow"}
@@ -340,11 +343,12 @@ class _Emitter:
                 self.values[node] = c_literal(node.attributes["value"], node.element_type)
                 continue
             self.pointers.append(f"const {ctype}* in{j} = (const {ctype}*)p[{j}];")
+            value_type = VALUE_CTYPES[node.element_type.name]
             if j in self.scalar_inputs:
-                self.hoisted.append(f"const {ctype} s{j} = in{j}[0];")
+                self.hoisted.append(f"const {value_type} s{j} = in{j}[0];")
                 self.values[node] = f"s{j}"
             elif j in indexed:
-                self.body.append(f"const {ctype} x{j} = in{j}[i];")
+                self.body.append(f"const {value_type} x{j} = in{j}[i];")
                 self.values[node] = f"x{j}"
         for k, node in enumerate(self.group.elementwise_nodes):
             self._member(k, node)
@@ -356,7 +360,7 @@ class _Emitter:
         j = self.group.inputs.index(x)
         if j not in self.scalar_inputs:
             name = f"b{j}"
-            line = f"const {CTYPES[x.element_type.name]} {name} = in{j}[0];"
+            line = f"const {VALUE_CTYPES[x.element_type.name]} {name} = in{j}[0];"
             if line not in self.hoisted:
                 self.hoisted.append(line)
             return name
@@ -376,7 +380,7 @@ class _Emitter:
         if family == "broadcast":
             self.values[node] = self._scalar_of(node.inputs[0])
             return
-        ctype = CTYPES[et.name]
+        ctype = VALUE_CTYPES[et.name]
         args = [self.values[x] for x in node.inputs]
         name = f"v{k}"
         expression = self._expression(node, ctype, args, name)
@@ -388,7 +392,7 @@ class _Emitter:
         if isinstance(node, core.Convert):
             (a,) = args
             if node.element_type.is_boolean:
-                return f"(uint8_t)({a} != 0)"
+                return f"({a} != 0)"
             return f"({ctype})({a})"
         if isinstance(node, core.Select):
             c, a, b = args
@@ -401,7 +405,7 @@ class _Emitter:
             if isinstance(node, core.Sign):
                 return f"({a} > 0 ? {one} : ({a} < 0 ? (-{one}) : ({a} == {a} ? {zero} : {a})))"
             if isinstance(node, core.Not):
-                return f"(uint8_t)(!{a})"
+                return f"(!{a})"
             if isinstance(node, core.Sigmoid):
                 # the reference's stable form: e = exp(-|x|); x >= 0 ? 1/(1+e) : e/(1+e)
                 e = f"e{name[1:]}"
@@ -431,11 +435,11 @@ class _Emitter:
                                  (core.LessEq, "<="), (core.Greater, ">"),
                                  (core.GreaterEq, ">=")):
             if isinstance(node, op_class):
-                return f"(uint8_t)({a} {symbol} {b})"
+                return f"({a} {symbol} {b})"
         if isinstance(node, core.And):
-            return f"(uint8_t)({a} & {b})"
+            return f"({a} & {b})"
         if isinstance(node, core.Or):
-            return f"(uint8_t)({a} | {b})"
+            return f"({a} | {b})"
         raise KernelCompileError(f"the C engine has no code for {node.op}")
 
     def declarations(self) -> str:
