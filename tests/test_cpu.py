@@ -154,3 +154,44 @@ def test_sums_over_the_outermost_axes_run_as_one_blas_product():
     expected = -np.tanh(np.exp(values.astype(np.float64))).sum(axis=(0, 1, 2))
     assert np.isnan(got[6]) and np.isnan(expected[6])
     np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_a_donated_argument_is_overwritten_only_when_nothing_reads_it_later():
+    from axgraph import core
+
+    p = core.Parameter(core.f64, (4, 3), name="p")
+    step = core.Subtract(p, core.Constant(core.f64, (4, 3), 0.5))
+    alone = core.compile(core.Function([step], [p]), backend="cpu")
+    value = np.arange(12.0).reshape(4, 3).copy()  # an array that owns its memory
+    (got,) = alone(value, donate={0: 0})
+    assert got is value and np.array_equal(value, np.arange(12.0).reshape(4, 3) - 0.5)
+    # p is read again after the step: its array must survive
+    later = core.Multiply(p, step)
+    both = core.compile(core.Function([step, later], [p]), backend="cpu")
+    value = np.arange(12.0).reshape(4, 3).copy()
+    first, second = both(value, donate={0: 0})
+    assert first is not value and np.array_equal(value, np.arange(12.0).reshape(4, 3))
+    np.testing.assert_array_equal(second, value * (value - 0.5))
+    # a view, a read-only or a non-contiguous array is never written
+    for offered in (np.arange(24.0).reshape(4, 6)[:, ::2], np.arange(12.0).reshape(4, 3)[:]):
+        kept = offered.copy()
+        (got,) = alone(offered, donate={0: 0})
+        assert got is not offered and np.array_equal(offered, kept)
+
+
+def test_variable_updates_overwrite_the_old_values_without_touching_what_was_read():
+    x, labels, step = _mlp_step()
+    xv, lv = _data()
+    with ng.make_transformer("cpu") as cpu, ng.make_transformer("numpy") as reference:
+        train = cpu.computation(step, x, labels)
+        expected = reference.computation(step, x, labels)
+        for _ in range(2):
+            train(xv, lv), expected(xv, lv)
+        lowered = cpu.lowered(train)
+        assert lowered.replaced_state  # both weights are replaced in place
+        before = {t: cpu.state[t] for t in lowered.state_inputs if not t.input}
+        copies = {t: a.copy() for t, a in before.items()}
+        losses = [train(xv, lv) for _ in range(3)]
+        assert all(cpu.state[t] is a for t, a in before.items())  # updated in place
+        assert not all(np.array_equal(a, copies[t]) for t, a in before.items())
+        np.testing.assert_allclose(losses, [expected(xv, lv) for _ in range(3)], rtol=1e-5)

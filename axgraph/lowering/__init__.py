@@ -8,8 +8,9 @@ other_deps) becomes plain data flow. Constants become Constant nodes.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from .. import core
 from ..errors import FeedError
@@ -31,6 +32,17 @@ class LoweredComputation:
     result_positions: List[Optional[int]]
     #: The tensors whose new values follow the computation's results.
     state_outputs: List[AssignableTensorOp]
+
+    @functools.cached_property
+    def replaced_state(self) -> Dict[int, int]:
+        """{function result: function parameter} for each stored tensor (not a
+        placeholder) whose new value replaces its old one without being handed to the
+        caller: a backend may write the new value over the old array (a donation)."""
+        count = len(self.function.results) - len(self.state_outputs)
+        inputs = {t: j for j, t in enumerate(self.state_inputs)}
+        shown = set(self.result_positions)
+        return {count + i: inputs[t] for i, t in enumerate(self.state_outputs)
+                if t in inputs and not t.input and count + i not in shown}
 
 
 def lower(ops: Sequence[Op], results: Sequence[Op]) -> LoweredComputation:

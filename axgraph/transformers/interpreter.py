@@ -75,7 +75,11 @@ class InterpreterTransformer(Transformer):
                 self._readable.add(computation)
             arguments = [self.state[t] for t in lowered.state_inputs]
             targets = _function_outs(lowered, out, run)
-            outputs = run(*arguments, out=targets) if targets is not None else run(*arguments)
+            donate = getattr(run, "accepts_donation", False) and lowered.replaced_state
+            if donate:
+                outputs = run(*arguments, out=targets, donate=donate)
+            else:
+                outputs = run(*arguments, out=targets) if targets is not None else run(*arguments)
             count = len(outputs) - len(lowered.state_outputs)
             for tensor, value in zip(lowered.state_outputs, outputs[count:]):
                 self.state[tensor] = value

@@ -61,7 +61,11 @@ class CpuFunction:
                 if max(int(np.prod(ctx.shape(n.shape), dtype=np.int64)) for n in group.nodes)
                 >= self.fuse_min_elements]
 
-    def __call__(self, *arrays, out=None):
+    def __call__(self, *arrays, out=None, donate: Optional[Dict[int, int]] = None):
+        """Run on `arrays`. `out`: arrays for the results (None entries: fresh ones).
+        `donate`: {result position: argument position} where the caller no longer needs
+        the argument's values, so the result may be written into that array in place
+        (done where the program allows it and the array is a plain writeable one)."""
         try:  # the steady state: argument types and shapes seen before
             program = self._known[tuple((a.dtype, a.shape) for a in arrays)]
             self.last_program = program
@@ -69,6 +73,8 @@ class CpuFunction:
             arrays = self._checker._arguments(arrays)
             program = self.program(self._checker.bind(arrays))
             self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
+        if donate:
+            out = self._donated(program, arrays, out, donate)
         try:
             if out is None:  # the common case, kept short
                 return program.results_for_caller(program.run(*arrays, program.no_outs))
@@ -78,6 +84,21 @@ class CpuFunction:
             if attributed is None:  # not raised by a node's line (a bad `out=`, say)
                 raise
             raise attributed from (None if isinstance(error, AxgraphError) else error)
+
+    def _donated(self, program: Program, arrays, out, donate: Dict[int, int]):
+        """`out` with donated arguments filled in where writing over them is safe."""
+        count = len(self.function.results)
+        targets = [None] * count if out is None else list(
+            (out,) if isinstance(out, np.ndarray) else out)
+        if len(targets) != count:
+            return out  # _run_into reports the bad `out`
+        for k, j in donate.items():
+            array = arrays[j]
+            if targets[k] is None and (k, j) in program.donatable and array.base is None \
+                    and array.flags.c_contiguous and array.flags.writeable \
+                    and not any(other is array for i, other in enumerate(arrays) if i != j):
+                targets[k] = array
+        return targets
 
     def _run_into(self, program: Program, arrays, out) -> tuple:
         """A run writing results into the caller's `out` arrays where it can."""
@@ -106,6 +127,8 @@ class CpuFunction:
 
     #: `out` may hold None for results that should go to fresh arrays.
     accepts_partial_out = True
+    #: Calls may offer arguments whose arrays the results can overwrite (`donate=`).
+    accepts_donation = True
 
     @property
     def source(self) -> str:

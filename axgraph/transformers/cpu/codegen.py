@@ -99,6 +99,8 @@ class Program:
         self.copied = [k for k, node in enumerate(function.results) if self.fresh.get(node) != k]
         self.no_outs = (None,) * len(function.results)
         self.plan = self._plan()
+        #: (result, parameter) positions where the result may overwrite the argument.
+        self.donatable = self._donatable()
         self._users = function.users()
         self.namespace = {"np": np, "rt": runtime, "win": windows, "CTX": ctx}
         self.names: Dict[Node, str] = {}
@@ -195,12 +197,64 @@ class Program:
                 node.element_type.dtype != source.element_type.dtype or \
                 self.layout[node].strides != self.layout[source].strides:
             return False
+        return self._overwrites_safely(node)
+
+    def _overwrites_safely(self, node: Node) -> bool:
+        """Whether node's kernel may write over an operand as it reads it (elementwise,
+        each element read before it is written)."""
         group = self._group_of.get(node)
         if group is not None:
             return group.reduction is None
         if isinstance(node, core.Divide):
             return node.element_type.dtype.kind == "f"
         return isinstance(node, IN_PLACE) and not isinstance(node, core.Sigmoid)
+
+    def _donatable(self) -> frozenset:
+        """(result position, parameter position) pairs where the result may be written
+        into the parameter's own array: nothing reads the parameter after the step
+        that writes the result, or that step reads it elementwise, element by element.
+
+        A variable's update `w - lr * g` then overwrites `w` (the caller donates the
+        old value, as JAX's donate_argnums does) instead of allocating a new array.
+        """
+        steps = {node: step for step, node in enumerate(self.function.nodes)}
+        end = len(self.function.nodes)
+
+        def root(node: Node) -> Node:
+            while node in self.alias:
+                node = self.alias[node]
+            return node
+
+        last_read: Dict[Node, int] = {}
+        through_view: Dict[Node, int] = {}
+        for node in self.function.nodes:
+            if self.kind[node] in ("parameter", "constant", "view", "internal"):
+                continue  # views are read by their users; a group's members at its output
+            group = self._group_of.get(node)
+            for x in (group.inputs if group is not None else node.inputs):
+                r = root(x)
+                last_read[r] = max(last_read.get(r, -1), steps[node])
+                if r is not x:
+                    through_view[r] = max(through_view.get(r, -1), steps[node])
+        for k, result in enumerate(self.function.results):
+            if self.fresh.get(result) != k:  # copied out after the run: read at the end
+                last_read[root(result)] = end
+        pairs = set()
+        for k, result in enumerate(self.function.results):
+            if self.fresh.get(result) != k:
+                continue
+            step = steps[result]
+            group = self._group_of.get(result)
+            reads = group.inputs if group is not None else result.inputs
+            for j, parameter in enumerate(self.function.parameters):
+                last = last_read.get(parameter, -1)
+                same = (self.shapes[parameter] == self.shapes[result]
+                        and parameter.element_type == result.element_type)
+                if same and (last < step or (
+                        last == step and parameter in reads and self._overwrites_safely(result)
+                        and through_view.get(parameter, -1) < step)):
+                    pairs.add((k, j))
+        return frozenset(pairs)
 
     def attributed(self, error: Exception, traceback) -> Optional[ExecutionError]:
         """`error`, raised while running, as the interpreter words it: naming the op
