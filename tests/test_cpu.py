@@ -165,6 +165,12 @@ def test_a_donated_argument_is_overwritten_only_when_nothing_reads_it_later():
     value = np.arange(12.0).reshape(4, 3).copy()  # an array that owns its memory
     (got,) = alone(value, donate={0: 0})
     assert got is value and np.array_equal(value, np.arange(12.0).reshape(4, 3) - 0.5)
+    value = np.arange(12.0).reshape(4, 3).copy()
+    (got,) = alone(value, out=[None], donate={0: 0})  # out leaves the result free
+    assert got is value
+    mine = np.empty((4, 3))
+    (got,) = alone(value, out=[mine], donate={0: 0})  # the caller's out= comes first
+    assert got is mine and np.array_equal(mine, value - 0.5)
     # p is read again after the step: its array must survive
     later = core.Multiply(p, step)
     both = core.compile(core.Function([step, later], [p]), backend="cpu")

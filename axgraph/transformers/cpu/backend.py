@@ -38,6 +38,8 @@ class CpuFunction:
         self._programs: Dict[Tuple, Program] = {}
         #: Argument signatures (dtype, shape) already checked, to their program.
         self._known: Dict[Tuple, Program] = {}
+        #: (program, offered arrays, outs) of the last donation checked (see _donated).
+        self._donation_memo: Optional[tuple] = None
         self.last_program: Optional[Program] = None
 
     def program(self, bindings: Dict[str, int]) -> Program:
@@ -73,11 +75,12 @@ class CpuFunction:
             arrays = self._checker._arguments(arrays)
             program = self.program(self._checker.bind(arrays))
             self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
-        if donate:
-            out = self._donated(program, arrays, out, donate)
         try:
             if out is None:  # the common case, kept short
-                return program.results_for_caller(program.run(*arrays, program.no_outs))
+                outs = self._donated(program, arrays, donate) if donate else program.no_outs
+                return program.results_for_caller(program.run(*arrays, outs))
+            if donate:
+                out = self._with_donations(program, arrays, out, donate)
             return self._run_into(program, arrays, out)
         except (AxgraphError, ArithmeticError, ValueError, IndexError, TypeError) as error:
             attributed = program.attributed(error, error.__traceback__)
@@ -85,20 +88,34 @@ class CpuFunction:
                 raise
             raise attributed from (None if isinstance(error, AxgraphError) else error)
 
-    def _donated(self, program: Program, arrays, out, donate: Dict[int, int]):
-        """`out` with donated arguments filled in where writing over them is safe."""
-        count = len(self.function.results)
-        targets = [None] * count if out is None else list(
-            (out,) if isinstance(out, np.ndarray) else out)
-        if len(targets) != count:
-            return out  # _run_into reports the bad `out`
+    def _donated(self, program: Program, arrays, donate: Dict[int, int]) -> tuple:
+        """Per result, the donated argument it is written into, or None (a fresh array).
+
+        A training step offers the same state arrays call after call (they are
+        updated in place), so the checked answer is kept, with the arrays it was
+        checked for, until the program or an offered array changes.
+        """
+        memo = self._donation_memo
+        if memo is not None and memo[0] is program and all(arrays[j] is a for j, a in memo[1]):
+            return memo[2]
+        outs = list(program.no_outs)
         for k, j in donate.items():
             array = arrays[j]
-            if targets[k] is None and (k, j) in program.donatable and array.base is None \
+            if (k, j) in program.donatable and array.base is None \
                     and array.flags.c_contiguous and array.flags.writeable \
                     and not any(other is array for i, other in enumerate(arrays) if i != j):
-                targets[k] = array
-        return targets
+                outs[k] = array
+        outs = tuple(outs)
+        self._donation_memo = (program, tuple((j, arrays[j]) for j in donate.values()), outs)
+        return outs
+
+    def _with_donations(self, program: Program, arrays, out, donate: Dict[int, int]):
+        """The caller's `out`, with donated arguments where it leaves a result free."""
+        targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
+        if len(targets) != len(self.function.results):
+            return out  # _run_into reports the bad `out`
+        donated = self._donated(program, arrays, donate)
+        return [t if t is not None else d for t, d in zip(targets, donated)]
 
     def _run_into(self, program: Program, arrays, out) -> tuple:
         """A run writing results into the caller's `out` arrays where it can."""
