@@ -201,3 +201,49 @@ def test_variable_updates_overwrite_the_old_values_without_touching_what_was_rea
         assert all(cpu.state[t] is a for t, a in before.items())  # updated in place
         assert not all(np.array_equal(a, copies[t]) for t, a in before.items())
         np.testing.assert_allclose(losses, [expected(xv, lv) for _ in range(3)], rtol=1e-5)
+
+
+def _small_convnet_step():
+    from axgraph.frontends.neon import (Affine, Convolution, Pooling, Rectlin, Sequential,
+                                        Softmax, ar)
+
+    rng = np.random.default_rng(7)
+    N = ng.make_axis(4, name="N")
+    C = ng.make_axis(1, name="C", roles=[ar.Channel])
+    H = ng.make_axis(10, name="H", roles=[ar.Height])
+    W = ng.make_axis(10, name="W", roles=[ar.Width])
+    Y = ng.make_axis(3, name="Y")
+    images = ng.placeholder([N, C, H, W], name="images")
+    labels = ng.placeholder([N], dtype=np.int32, name="labels")
+    model = Sequential([
+        Convolution((3, 3, 4), filter_init=rng.normal(0, 0.3, (4, 1, 3, 3)),
+                    bias_init=np.full(4, 0.1), activation=Rectlin()),
+        Pooling(2),
+        Affine(axes=Y, weight_init=rng.normal(0, 0.3, (3, 4, 4, 4)), bias_init=np.zeros(3),
+               activation=Softmax())])
+    loss = ng.mean(ng.cross_entropy_multi(model(images), ng.one_hot(labels, axis=Y)),
+                   out_axes=())
+    variables = model.variables()
+    with ng.Op.saved_user_deps():
+        grads = ng.autodiff.deriv_many(loss, variables)
+        update = ng.doall([ng.assign(v, v - 0.1 * g) for v, g in zip(variables, grads)])
+    data = (rng.random((4, 1, 10, 10)).astype(np.float32),
+            rng.integers(0, 3, 4).astype(np.int32))
+    return ng.sequential([update, loss]), images, labels, data
+
+
+def test_without_a_c_compiler_the_cpu_backend_trains_a_convnet_like_the_reference(monkeypatch):
+    from axgraph.transformers.cpu import kernel_c, windows
+
+    monkeypatch.delenv("AXGRAPH_CC", raising=False)
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(kernel_c.shutil, "which", lambda name: None)
+    monkeypatch.setattr(windows, "_use_c", lambda: False)
+    step, images, labels, data = _small_convnet_step()
+    with ng.make_transformer("numpy") as reference, ng.make_transformer("cpu") as cpu:
+        expected = [reference.computation(step, images, labels)(*data) for _ in range(3)]
+        train = cpu.computation(step, images, labels)
+        got = [train(*data) for _ in range(3)]
+        assert "win.im2col" in train.source and "win.max_pool_backprop" in train.source
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert expected[2] < expected[0]
