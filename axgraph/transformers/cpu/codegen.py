@@ -438,8 +438,21 @@ class Program:
         rest_b = [i for i in range(len(shape_b)) if i not in node.contract_b]
         size = lambda shape, dims: int(np.prod([shape[i] for i in dims], dtype=np.int64))
         m, k, n = size(shape_a, rest_a), size(shape_a, node.contract_a), size(shape_b, rest_b)
-        left = _arranged(args[0], shape_a, rest_a + list(node.contract_a), (m, k))
-        right = _arranged(args[1], shape_b, list(node.contract_b) + rest_b, (k, n))
+        layout_a, layout_b = self.layout.get(a), self.layout.get(b)
+
+        def copied(pairs) -> int:
+            """Elements NumPy would copy to hand BLAS the operands in this k order."""
+            return (_copy_cost(layout_a, rest_a + [i for i, _ in pairs], (m, k))
+                    + _copy_cost(layout_b, [j for _, j in pairs] + rest_b, (k, n)))
+
+        # The contracted dims may be merged in any order both operands agree on: in
+        # the order given, or in the memory order of either operand.
+        pairs = list(zip(node.contract_a, node.contract_b))
+        orders = [pairs] + [sorted(pairs, key=lambda p: -layout.strides[p[side]])
+                            for side, layout in enumerate((layout_a, layout_b)) if layout]
+        pairs = min(orders, key=copied)
+        left = _arranged(args[0], shape_a, rest_a + [i for i, _ in pairs], (m, k))
+        right = _arranged(args[1], shape_b, [j for _, j in pairs] + rest_b, (k, n))
         target = out
         if self.shapes[node] != (m, n) and node in self.fresh:
             target = f"{out}.reshape({(m, n)})"  # a new array each call: view it each call
@@ -488,6 +501,19 @@ def _as_array(layout: TensorDescription, memory: np.ndarray) -> np.ndarray:
     physical = tuple(layout.shape[i] for i in order)
     array = memory.view(layout.dtype).reshape(physical)
     return array.transpose(tuple(int(i) for i in np.argsort(order)))
+
+
+def _copy_cost(layout: Optional[TensorDescription], order: List[int],
+               matrix: Tuple[int, int]) -> int:
+    """0 if `layout` transposed to `order` is a BLAS-ready `matrix` view (one unit
+    stride), else the elements copied to make it one."""
+    if layout is None:
+        return 0
+    view = layout.transpose(order).reshape(matrix)
+    if view is not None and any(stride == 1 or length == 1
+                                for stride, length in zip(view.strides, view.shape)):
+        return 0
+    return matrix[0] * matrix[1]
 
 
 def _arranged(name: str, shape: Sequence[int], order: List[int], matrix: Tuple[int, int]) -> str:
