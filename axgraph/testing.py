@@ -22,6 +22,7 @@ from .axes import Axes, AxesLike
 from .op_graph.op import Op
 from .op_graph.tensors import placeholder
 from .transformers import Transformer, make_transformer
+from .transformers.base import LengthBindings
 
 #: Default tolerances by element type, used where a transformer states none.
 TOLERANCES = {np.dtype(np.float16): (1e-2, 1e-3), np.dtype(np.float32): (1e-5, 1e-6),
@@ -91,17 +92,15 @@ class ExecutorFactory:
 
 def _lengths(axes: Axes, fed_ops, fed_values):
     """Lengths of `axes`, taking unset ones from the shapes of fed values."""
-    lengths = []
-    bound = {}
+    bindings = LengthBindings()
     for op, value in zip(fed_ops, fed_values):
         for axis, length in zip(op.axes, np.shape(value)):
-            bound[axis.base] = length
-    for axis in axes:
-        length = axis.length if axis.length is not None else bound.get(axis.base)
+            bindings.bind(axis, length)
+    lengths = tuple(bindings.get(axis) for axis in axes)
+    for axis, length in zip(axes, lengths):
         if length is None:
             raise ValueError(f"the length of {axis.name} is unknown; set it before differentiating")
-        lengths.append(length)
-    return tuple(lengths)
+    return lengths
 
 
 def numeric_jacobian(function: Callable[[np.ndarray], np.ndarray], x, dx: float) -> np.ndarray:

@@ -551,9 +551,9 @@ class InterpretedFunction:
         arrays = self._arguments(arrays)
         bindings = self.bind(arrays)
         ctx = Context(bindings, self._generators)
-        shapes = [self._shape_of(node, ctx) for node in self.function.results]
-        if out is not None:
-            out = self._outs(out, arrays, shapes)
+        if out is not None:  # checked before anything runs (each node checks its own shape)
+            out = self._outs(out, arrays, [self._shape_of(node, ctx)
+                                           for node in self.function.results])
         values: Dict[Node, np.ndarray] = dict(zip(self.function.parameters, arrays))
         with np.errstate(all="ignore"):
             for node, run in self._kernels:
