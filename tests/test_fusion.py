@@ -280,6 +280,16 @@ def test_scalar_broadcasts_and_constant_fills_join():
     assert wide in group.nodes and zero in group.nodes and set(group.inputs) == {a, s}
 
 
+def test_reading_a_bias_broadcast_keeps_a_node_out():
+    x, bias = core.Parameter(core.f32, (6, 4)), core.Parameter(core.f32, (4,))
+    spread = core.Transpose(core.Broadcast(bias, (4, 6), (1,)), (1, 0))  # a view of it, too
+    shifted = core.Add(core.Exp(x), spread)
+    result = core.Multiply(core.Tanh(shifted), core.Sigmoid(x))
+    (group,) = find_fusion_groups(core.Function([result], [x, bias]))
+    assert shifted not in group.nodes and shifted in group.inputs  # computed by one ufunc
+    assert {node.op for node in group.nodes} == {"Tanh", "Sigmoid", "Multiply"}
+
+
 def test_single_ops_are_not_groups_but_lone_reductions_are():
     shape = core.Shape(2, 8)
     a, b = core.Parameter(core.f32, shape), core.Parameter(core.f32, shape)

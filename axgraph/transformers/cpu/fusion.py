@@ -100,6 +100,18 @@ def op_family(node: Node) -> Optional[str]:
     return None
 
 
+def reads_partial_broadcast(node: Node) -> bool:
+    """Whether an input of `node` is a Broadcast (or a view of one) of more than one
+    element: the flat kernels would have to materialize it in full on every call,
+    while a lone NumPy ufunc broadcasts it for free."""
+    for x in node.inputs:
+        while isinstance(x, (core.Transpose, core.Reshape, core.Slice, core.Reverse)):
+            (x,) = x.inputs
+        if isinstance(x, core.Broadcast) and op_family(x) is None:
+            return True
+    return False
+
+
 def is_scalar_constant(node: Node) -> bool:
     """A Constant whose value is one scalar (a fill, or a rank-0 constant)."""
     return isinstance(node, core.Constant) and node.attributes["value"].ndim == 0
@@ -141,7 +153,9 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
     users has already been decided; the group is therefore the largest one
     this rule allows, and convex (no path leaves it and comes back). A group
     with a single computing member and no reduction saves nothing and is
-    dropped (Constant members, being literals, do not count).
+    dropped (Constant members, being literals, do not count). A node reading
+    a broadcast of more than one element (a bias) stays out: a lone ufunc
+    broadcasts it for free, a flat kernel would copy it out in full.
     """
     nodes = function.nodes
     position = {node: index for index, node in enumerate(nodes)}
@@ -152,6 +166,8 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
 
     for root in reversed(nodes):
         if root in taken:
+            continue
+        if reads_partial_broadcast(root):
             continue
         if is_fusible_reduction(root):
             reduction: Optional[Node] = root
@@ -175,7 +191,7 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
         while pending:
             _, _, candidate = heapq.heappop(pending)
             if (op_family(candidate) is None or candidate.shape != shape
-                    or candidate in results
+                    or candidate in results or reads_partial_broadcast(candidate)
                     or any(user not in members for user in users[candidate])):
                 continue
             members.add(candidate)
