@@ -269,3 +269,25 @@ def test_dot_merges_contracted_dims_in_the_larger_operands_memory_order():
     np.testing.assert_allclose(got, expected, rtol=1e-4)
     # the 147 KB feature map reaches BLAS as a view; only the 23 KB weight is reordered
     assert peak < 64 * 1024
+
+
+def test_a_fused_reductions_input_stays_row_major():
+    from axgraph import core
+
+    x = core.Parameter(core.f32, (64, 48, 32), name="x")
+    maps = core.Tanh(core.Transpose(core.Exp(x), (2, 1, 0)))   # could follow exp's order
+    energy = core.Sum(core.Multiply(maps, maps), (1, 2))         # a fused row reduction
+    function = core.Function([energy, core.Negative(maps)], [x])
+    compiled = core.compile(function, backend="cpu")
+    values = np.random.default_rng(9).normal(size=(64, 48, 32)).astype(np.float32) * 0.1
+    compiled(values)
+    program = compiled.last_program
+    assert any(g.reduction is not None and maps in g.inputs for g in program.groups)
+    assert program.layout[maps].is_contiguous
+    tracemalloc.start()
+    got, _ = compiled(values)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1.5 * 64 * 48 * 32 * 4  # the results only (one is the map's size): no copy
+    t = np.tanh(np.exp(values.astype(np.float64))).transpose(2, 1, 0)
+    np.testing.assert_allclose(got, (t * t).sum(axis=(1, 2)), rtol=1e-5)

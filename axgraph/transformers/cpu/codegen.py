@@ -84,6 +84,8 @@ class Program:
         self._group_of = {g.output: g for g in self.groups}
         self._internal = {n for g in self.groups for n in g.nodes if n is not g.output}
         self._results = set(function.results)
+        self._reduction_inputs = {x for g in self.groups if g.reduction is not None
+                                  for x in g.inputs}
         self.kind: Dict[Node, str] = {}
         self.alias: Dict[Node, Node] = {}
         self.layout: Dict[Node, Optional[TensorDescription]] = {}
@@ -154,7 +156,8 @@ class Program:
         instead of one of them with a large stride, and the transposes around
         it stay free views.
         """
-        if node in self._results or not self._writes_any_layout(node):
+        if node in self._results or not self._writes_any_layout(node) or \
+                node in self._reduction_inputs:  # fused reductions walk rows: row-major
             return TensorDescription.row_major(shape, dtype)
         group = self._group_of.get(node)
         for x in (group.inputs if group is not None else node.inputs):
