@@ -612,6 +612,58 @@ def test_sinking_goes_down_a_long_chain_in_one_pass():
     assert len(g.nodes) == len(f.nodes) - 2
 
 
+# -- sums of padded pieces -----------------------------------------------------------------------
+
+def _padded(x, dim, start, total, rank=3):
+    below = tuple(start if i == dim else 0 for i in range(rank))
+    above = tuple(total - start - x.shape[dim] if i == dim else 0 for i in range(rank))
+    return core.Pad(x, below, above)
+
+
+def test_disjoint_padded_pieces_are_joined_with_zeros_in_the_gaps():
+    pieces = [param(f32, (4, 2, 3), "a"), param(f32, (4, 1, 3), "b"), param(f32, (4, 2, 3), "c")]
+    rest = param(f32, (4, 9, 3), "rest")
+    starts = (6, 0, 3)  # out of order, with gaps at 1..2, 5 and 8
+    total = rest
+    for piece, start in zip(pieces, starts):
+        total = core.Add(_padded(piece, 1, start, 9), total)
+    f = core.Function([core.Tanh(total)], pieces + [rest])
+    g = run_pass(passes.PadSumToConcat(), f)
+    ops = [node.op for node in g.nodes]
+    assert "Pad" not in ops and ops.count("Concat") == 1 and ops.count("Add") == 1
+    concat = next(node for node in g.nodes if node.op == "Concat")
+    assert [tuple(i.shape)[1] for i in concat.inputs] == [1, 2, 2, 1, 2, 1]  # b 0 c 0 a 0
+
+
+def test_overlapping_or_mixed_pads_are_left_or_partly_joined():
+    a, b = param(f32, (3, 2), "a"), param(f32, (3, 2), "b")
+    overlapping = core.Add(_padded(a, 1, 0, 3, rank=2), _padded(b, 1, 1, 3, rank=2))
+    f = core.Function([overlapping], [a, b])
+    assert passes.PadSumToConcat().run(f) is f  # overlapping pieces really add
+    e = param(f32, (2, 4), "e")
+    mixed = core.Add(core.Add(_padded(a, 1, 0, 4, rank=2), _padded(b, 1, 2, 4, rank=2)),
+                     core.Pad(e, (1, 0), (0, 0)))  # a piece along dim 0: stays a term
+    g = run_pass(passes.PadSumToConcat(), core.Function([mixed], [a, b, e]))
+    assert [node.op for node in g.nodes].count("Pad") == 1
+
+
+def test_a_recurrent_slice_gradient_has_no_pads_after_the_default_passes():
+    import axgraph as ng
+
+    T, N = ng.make_axis(6, "T"), ng.make_axis(3, "N")
+    x = ng.placeholder([N, T], name="x")
+    h = ng.constant(0.0, [N])
+    for t in range(6):
+        h = ng.tanh(h + ng.slice_along_axis(x, T, t))
+    loss = ng.sum(h * h, out_axes=())
+    with ng.make_transformer("interpreter", optimize=False) as t:
+        function = t.lowered(t.computation(ng.autodiff.deriv(loss, x), x)).function
+    after = passes.optimize(function)
+    assert [n.op for n in function.nodes].count("Pad") >= 6
+    assert [n.op for n in after.nodes].count("Pad") == 0
+    assert_same_results(function, after)
+
+
 # -- the bridge op: Gelu ---------------------------------------------------------------------
 
 def numpy_gelu(x: np.ndarray) -> np.ndarray:

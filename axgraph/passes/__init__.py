@@ -22,6 +22,7 @@ from .convolution_matmul import ConvolutionAsMatmul
 from .cse import CommonSubexpressionElimination
 from .dce import DeadCodeElimination
 from .manager import Pass, PassLike, PassManager, PassRecord, RulePass, VerificationError, verify
+from .pad_sums import PadSumToConcat
 from .pattern import (Any, Const, Match, Op, Pattern, RewriteRule, renamed_copy, rewrite,
                       uniform_value)
 from .sinking import LayoutSinking
@@ -37,7 +38,7 @@ def default_passes() -> List[Pass]:
     rewrites that orphan values.
     """
     return [BridgeLowering(), CommonSubexpressionElimination(), ConstantFolding(),
-            AlgebraicSimplification(), LayoutSinking(), DeadCodeElimination()]
+            AlgebraicSimplification(), PadSumToConcat(), LayoutSinking(), DeadCodeElimination()]
 
 
 def optimize(function: Function, max_rounds: int = 4) -> Function:
@@ -51,4 +52,5 @@ __all__ = ["Pass", "PassLike", "PassManager", "PassRecord", "RulePass", "Verific
            "renamed_copy",
            "DeadCodeElimination", "CommonSubexpressionElimination", "ConstantFolding",
            "AlgebraicSimplification", "LayoutSinking", "BridgeLowering", "ConvolutionAsMatmul",
+           "PadSumToConcat",
            "Gelu", "lower_gelu", "register_bridge", "bridge_rules", "bridge_ops", "require_core"]
