@@ -621,6 +621,9 @@ def test_c_kernels_use_vector_math_without_losing_nan(has_c, c_cases, rng):
     _, _, kernel = c_cases[("Tanh", "f32")]
     if "tanhf" in chain.vector_math and kernel_c.shutil.which("objdump"):
         assert any("tanhf" in name for name in kernel.vector_math_calls())
+    # the threshold that keeps small calls on one thread must not switch off the simd
+    # part (a bare `if` clause applies to it too and made them ~100x slower)
+    assert "if(parallel: n >=" in kernel.source
 
 
 def test_fast_math_is_an_option(has_c, rng):

@@ -490,8 +490,10 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
                  + _indent(emitter.pointers, 1)
                  + _indent([f"{out_type}* out = ({out_type}*)p[{k}];"] + emitter.hoisted
                            + ["(void)inner;",
+                              "/* `if(parallel: ...)`: a bare `if` would apply to the simd part",
+                              "   too (OpenMP 5) and run small calls unvectorized, ~100x slower */",
                               f"#pragma omp parallel for simd schedule(static) "
-                              f"if(n >= {PARALLEL_MIN})",
+                              f"if(parallel: n >= {PARALLEL_MIN})",
                               "for (int64_t i = 0; i < n; ++i) {"], 1)
                  + _indent(emitter.body + [f"out[i] = {result};"], 2)
                  + "    }\n    return 0;\n}\n")
