@@ -931,6 +931,28 @@ def test_passes_keep_results_of_random_graphs(data):
     assert len(g.nodes) <= len(f.nodes) + 2
 
 
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.data())
+def test_the_cpu_backend_agrees_on_random_graphs(data):
+    """Generated code, planned layouts and every group fused (both engines) on random graphs."""
+    from axgraph.transformers.cpu.backend import CpuFunction
+    from axgraph.transformers.cpu.fusion import available_engines
+
+    f = GraphBuilder(data.draw).build()
+    g = passes.optimize(f)
+    arrays = arguments(f, seed=data.draw(st.integers(0, 1000)))
+    expected = core.compile(f)(*arrays)
+    for engine in available_engines():
+        for function in (f, g):
+            compiled = CpuFunction(function, fuse=True, engine=engine, fuse_min_elements=1)
+            for _ in range(2):  # the second call reuses the program and its arena
+                actual = compiled(*arrays)
+                for e, a in zip(expected, actual):
+                    assert e.shape == a.shape and e.dtype == a.dtype
+                    np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-12)
+
+
 # -- the documentation's example runs ------------------------------------------------------------
 
 def test_docs_example_runs():

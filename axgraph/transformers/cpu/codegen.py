@@ -353,7 +353,7 @@ class Program:
         group = self._group_of.get(node)
         if group is not None:
             self.namespace[f"F{index}"] = self._kernels[group]
-            return f"F{index}({', '.join(self.names[i] for i in group.inputs)}, out={out})"
+            return f"F{index}({''.join(self.names[i] + ', ' for i in group.inputs)}out={out})"
         args = self._args(node)
         ufunc = _find(UFUNCS, node)
         if ufunc is not None:
