@@ -291,3 +291,17 @@ def test_a_fused_reductions_input_stays_row_major():
     assert peak < 1.5 * 64 * 48 * 32 * 4  # the results only (one is the map's size): no copy
     t = np.tanh(np.exp(values.astype(np.float64))).transpose(2, 1, 0)
     np.testing.assert_allclose(got, (t * t).sum(axis=(1, 2)), rtol=1e-5)
+
+
+def test_the_value_before_an_update_survives_the_in_place_update():
+    H = ng.make_axis(4, "H")
+    w = ng.variable([H], initial_value=np.arange(4.0), name="w")
+    with ng.Op.saved_user_deps():
+        old = ng.value_of(w)
+        step = ng.sequential([old, ng.assign(w, w - 1.0), w * 2.0])
+    with ng.make_transformer("cpu") as cpu:
+        computation = cpu.computation([old, step])
+        for k in range(3):
+            before, after = computation()
+            np.testing.assert_array_equal(before, np.arange(4.0) - k)
+            np.testing.assert_array_equal(after, 2 * (np.arange(4.0) - k - 1))
