@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from . import common
+from . import common, mlp
 from .common import Case, Verdict
 from .mlp import LR, STEPS_CHECKED, Trainer, check_trainer
 
@@ -216,26 +216,14 @@ def build_axgraph_graph(problem: Problem):
     return ng.sequential([update, loss]), images, labels, variables
 
 
-class AxgraphCpu(Trainer):
-    """The LeNet step on make_transformer("cpu"); fusion when it works (see common)."""
+class AxgraphCpu(mlp.AxgraphCpu):
+    """The LeNet step on make_transformer("cpu"), as benchmarks/mlp.py runs its MLP."""
+
+    build_graph = staticmethod(build_axgraph_graph)
 
     def __init__(self, problem: Problem, options: Optional[Dict[str, Any]] = None):
-        import axgraph as ng
-
-        step, images, labels, variables = build_axgraph_graph(problem)
-        self.feeds = (problem.x, problem.labels.astype(np.int32))
-        self.note = ""
-        if options is None:
-            options, self.note = common.cpu_transformer_options(
-                lambda t: t.computation(step, images, labels)(*self.feeds))
-        self.options = options
-        self.transformer = ng.make_transformer("cpu", **options)
-        self.computation = self.transformer.computation(step, images, labels)
-        self.read = self.transformer.computation(variables)
+        super().__init__(problem, options)
         self.shapes = [p.shape for p in problem.params]
-
-    def __call__(self):
-        return self.computation(*self.feeds)
 
     def params(self):
         return [np.asarray(v).reshape(shape) for v, shape in zip(self.read(), self.shapes)]

@@ -25,6 +25,7 @@ at momentum 0, which would be extra work the others do not do.
 """
 from __future__ import annotations
 
+import abc
 import argparse
 import sys
 import tempfile
@@ -70,20 +71,21 @@ def make_problem(case: str, seed: int = 0) -> Problem:
     return Problem(list(sizes), batch, weights, biases, x, labels)
 
 
-class Trainer:
+class Trainer(abc.ABC):
     """A contestant: calling it runs one training step and returns its loss (in its own type)."""
 
     note = ""
 
+    @abc.abstractmethod
     def __call__(self) -> Any:
-        raise NotImplementedError
+        """One training step; its loss."""
 
     def loss_value(self, result: Any) -> float:
         return float(result)
 
+    @abc.abstractmethod
     def params(self) -> List[np.ndarray]:
         """[W1 (out, in), b1, W2, b2, ...] as float arrays (for the correctness check)."""
-        raise NotImplementedError
 
 
 # -- hand-written NumPy -------------------------------------------------------------------------
@@ -289,10 +291,13 @@ def build_axgraph_graph(problem: Problem):
 class AxgraphCpu(Trainer):
     """The graph above on `make_transformer("cpu", **options)`; options decided by a trial."""
 
-    def __init__(self, problem: Problem, options: Optional[Dict[str, Any]] = None):
+    #: (step op, data placeholder, label placeholder, variables) of a problem.
+    build_graph = staticmethod(build_axgraph_graph)
+
+    def __init__(self, problem, options: Optional[Dict[str, Any]] = None):
         import axgraph as ng
 
-        step, x, labels, variables = build_axgraph_graph(problem)
+        step, x, labels, variables = self.build_graph(problem)
         self.feeds = (problem.x, problem.labels.astype(np.int32))
         if options is None:
             options, self.note = common.cpu_transformer_options(

@@ -292,23 +292,10 @@ def _convolution(node, ctx, x, w):
 
 @kernel(ops.ConvolutionBackpropData)
 def _convolution_backprop_data(node, ctx, w, delta):
-    # One matmul, (R*C, K) x (K, N*P), gives every offset's contribution laid out
-    # (R..., C, N, P...): each offset's (C, N, P...) block is contiguous, and is added
-    # at the input positions that offset touched.
-    strides, dilation, below, above = _conv_args(node)
-    data_shape = ctx.shape(node.shape)
-    padded = np.zeros(data_shape[:2] + tuple(n + b + a for n, b, a in
-                                             zip(data_shape[2:], below, above)), dtype=w.dtype)
-    window = w.shape[2:]
-    kernel_rows = np.moveaxis(w, (0, 1), (-1, -2)).reshape(-1, w.shape[0])  # (R*C, K)
-    by_channel = np.moveaxis(delta, 1, 0).reshape(delta.shape[1], -1)  # (K, N*P)
-    contributions = (kernel_rows @ by_channel).reshape(
-        window + (w.shape[1], delta.shape[0]) + delta.shape[2:])  # (R..., C, N, P...)
-    for offset in np.ndindex(*window):
-        padded[_window(offset, strides, dilation, delta.shape[2:])] += \
-            np.swapaxes(contributions[offset], 0, 1)
-    crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, data_shape[2:]))
-    return padded[crop]
+    # One matmul, delta (N*P, K) x filters (K, C*R), gives the columns' adjoint
+    # (N, P..., C, R...); col2im adds each back where the forward read it.
+    columns = np.tensordot(delta, w, axes=([1], [0]))
+    return uncolumns(columns, w.shape[2:], *_conv_args(node), ctx.shape(node.shape))
 
 
 @kernel(ops.ConvolutionBackpropFilters)

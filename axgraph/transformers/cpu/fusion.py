@@ -344,6 +344,16 @@ def check_call(kernel_name: str, group: FusedGroup, in_shapes: Sequence[Tuple[in
     return checked
 
 
+def prepare_call(kernel_name: str, kernel, arrays: Sequence, out) -> Optional[tuple]:
+    """What both engines do first: check the call (`check_call`), answer an empty one
+    (`finish_empty`: None), else the operands and `out` in the order to walk them."""
+    arrays = check_call(kernel_name, kernel.group, kernel.in_shapes, kernel.out_shape,
+                        arrays, out)
+    if finish_empty(kernel.group, kernel.outer, kernel.inner, out):
+        return None
+    return in_memory_order(arrays, out)
+
+
 def memory_order(array) -> Optional[Tuple[int, ...]]:
     """Axes from outermost to innermost in memory when `array` densely fills its bytes
     in some axis order (a transpose of a C-contiguous array), else None."""

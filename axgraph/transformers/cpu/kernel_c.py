@@ -44,9 +44,8 @@ import numpy as np
 from ... import core
 from ...core.node import Node
 from ...errors import ExecutionError
-from .fusion import (FusedGroup, c_accepts, check_call, concrete_shape, finish_empty,
-                     group_shapes, in_memory_order, is_scalar_constant, op_family,
-                     reduction_kind)
+from .fusion import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
+                     op_family, prepare_call, reduction_kind)
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
@@ -285,8 +284,8 @@ def build(source: str, chain: Toolchain, fast_math: bool = False) -> Path:
 _LOADED: Dict[str, ctypes.CDLL] = {}
 
 
-def load(path: Path):
-    """The kernel entry point of a built shared object (each file loaded once per process)."""
+def load_library(path: Path) -> ctypes.CDLL:
+    """A built shared object, opened once per process."""
     key = str(path)
     library = _LOADED.get(key)
     if library is None:
@@ -296,7 +295,12 @@ def load(path: Path):
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         library = ctypes.CDLL(key)
         _LOADED[key] = library
-    function = getattr(library, ENTRY)
+    return library
+
+
+def load(path: Path):
+    """The kernel entry point of a built shared object (each file loaded once per process)."""
+    function = getattr(load_library(path), ENTRY)
     function.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]
     function.restype = ctypes.c_int
     return function
@@ -604,16 +608,15 @@ class CKernel:
         return sorted({name.split("@")[0] for name in names})
 
     def __call__(self, *arrays: np.ndarray, out: np.ndarray) -> np.ndarray:
-        arrays = check_call("fused C kernel", self.group, self.in_shapes, self.out_shape,
-                            arrays, out)
-        group = self.group
-        if finish_empty(group, self.outer, self.inner, out):
+        given, group = out, self.group
+        walked = prepare_call("fused C kernel", self, arrays, out)
+        if walked is None:
             return out
-        given, (arrays, out) = out, in_memory_order(arrays, out)
+        arrays, out = walked
         scalars = set()
         pointers: List[int] = []
         keep: List[np.ndarray] = []
-        for j, array in enumerate(arrays):  # check_call returned ndarrays
+        for j, array in enumerate(arrays):  # prepare_call returned ndarrays
             if j in self._indexed and array.size > 1:
                 if not any(array.strides):
                     scalars.add(j)

@@ -32,8 +32,8 @@ from ... import core
 from ...core.node import Node
 from ...errors import ExecutionError
 from . import parallel
-from .fusion import (FusedGroup, check_call, concrete_shape, finish_empty, group_shapes,
-                     in_memory_order, is_scalar_constant, op_family, reduction_kind)
+from .fusion import (FusedGroup, concrete_shape, group_shapes, is_scalar_constant, op_family,
+                     prepare_call, reduction_kind)
 
 # Elements per block: 64K f32 = 256 KiB per scratch buffer. Measured here (chain over
 # 4M f32, L2 over 10M f32), 4K..256K: 4K 33/12.9 ms, 16K 28/7.9, 64K 26.5/6.6, 256K
@@ -347,15 +347,14 @@ class NumpyKernel:
         self._kernel = namespace["kernel"]
 
     def __call__(self, *arrays: np.ndarray, out: np.ndarray) -> np.ndarray:
-        arrays = check_call("fused NumPy kernel", self.group, self.in_shapes, self.out_shape,
-                            arrays, out)
-        group = self.group
-        if finish_empty(group, self.outer, self.inner, out):
+        given, group = out, self.group
+        walked = prepare_call("fused NumPy kernel", self, arrays, out)
+        if walked is None:
             return out
-        given, (arrays, out) = out, in_memory_order(arrays, out)
+        arrays, out = walked
         prepared = []
         direct = True
-        for j, array in enumerate(arrays):  # check_call returned ndarrays
+        for j, array in enumerate(arrays):  # prepare_call returned ndarrays
             if j not in self._indexed:
                 prepared.append(array.reshape(()) if array.size == 1 else array)
                 continue

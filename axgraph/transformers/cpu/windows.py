@@ -52,9 +52,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import os
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -81,9 +80,6 @@ SOURCE = _SHARED + "".join(
     .replace("@M@", mask).replace("@L@", lanes)
     for ctype, suffix, vector, mask, lanes in _TYPES)
 
-_HANDLES: Dict[str, ctypes.CDLL] = {}
-
-
 @functools.lru_cache(maxsize=None)
 def _library() -> Optional[ctypes.CDLL]:
     """The built kernels (compiled on first use, then from the disk cache); None without C."""
@@ -91,19 +87,9 @@ def _library() -> Optional[ctypes.CDLL]:
     if chain is None:
         return None
     try:
-        path = str(kernel_c.build(SOURCE, chain))
-    except kernel_c.KernelCompileError:
+        return kernel_c.load_library(kernel_c.build(SOURCE, chain))
+    except (kernel_c.KernelCompileError, OSError):
         return None
-    library = _HANDLES.get(path)
-    if library is None:
-        # Idle OpenMP threads must sleep, not spin (see kernel_c.load); read once by libgomp.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            return None
-        _HANDLES[path] = library
-    return library
 
 
 def _use_c() -> bool:
