@@ -709,16 +709,8 @@ class Recurrent(_RecurrentLayer):
         return h, h
 
 
-class GRU(_RecurrentLayer):
-    """Gated recurrent unit (Cho et al. 2014), h_0 = 0, sigma = gate_activation:
-
-        r_t = sigma(W_r x_t + U_r h_{t-1} + b_r)            reset gate
-        z_t = sigma(W_z x_t + U_z h_{t-1} + b_z)            update gate
-        c_t = activation(W_h x_t + U_h (r_t * h_{t-1}) + b_h)  candidate
-        h_t = z_t * h_{t-1} + (1 - z_t) * c_t
-    """
-
-    gates = ("r", "z", "h")
+class _GatedLayer(_RecurrentLayer):
+    """A recurrent layer whose gates squash with `gate_activation` (logistic by default)."""
 
     def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
                  activation: ActivationLike = None, gate_activation: ActivationLike = None,
@@ -728,6 +720,18 @@ class GRU(_RecurrentLayer):
         super().__init__(nout, init, init_inner, activation, bias_init, return_sequence,
                          backward, axis_name, name)
         self.gate_activation = get_activation(gate_activation, Logistic())
+
+
+class GRU(_GatedLayer):
+    """Gated recurrent unit (Cho et al. 2014), h_0 = 0, sigma = gate_activation:
+
+        r_t = sigma(W_r x_t + U_r h_{t-1} + b_r)            reset gate
+        z_t = sigma(W_z x_t + U_z h_{t-1} + b_z)            update gate
+        c_t = activation(W_h x_t + U_h (r_t * h_{t-1}) + b_h)  candidate
+        h_t = z_t * h_{t-1} + (1 - z_t) * c_t
+    """
+
+    gates = ("r", "z", "h")
 
     def _step(self, pre, h):
         sigma = self.gate_activation
@@ -742,7 +746,7 @@ class GRU(_RecurrentLayer):
         return h, h
 
 
-class LSTM(_RecurrentLayer):
+class LSTM(_GatedLayer):
     """Long short-term memory without peepholes (Hochreiter & Schmidhuber 1997,
     with the forget gate of Gers et al. 2000), h_0 = c_0 = 0, sigma = gate_activation:
 
@@ -755,15 +759,6 @@ class LSTM(_RecurrentLayer):
     """
 
     gates = ("i", "f", "o", "g")
-
-    def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
-                 activation: ActivationLike = None, gate_activation: ActivationLike = None,
-                 bias_init: InitialValue = 0.0, return_sequence: bool = True,
-                 backward: bool = False, axis_name: Optional[str] = None,
-                 name: Optional[str] = None):
-        super().__init__(nout, init, init_inner, activation, bias_init, return_sequence,
-                         backward, axis_name, name)
-        self.gate_activation = get_activation(gate_activation, Logistic())
 
     def _step(self, pre, state):
         h, c = state if state is not None else (None, None)

@@ -8,6 +8,7 @@ result does not depend on the number of threads.
 """
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -17,7 +18,12 @@ _POOL: Optional[ThreadPoolExecutor] = None
 
 def thread_count() -> int:
     """Workers to use: $AXGRAPH_NUM_THREADS, else the CPUs this process may run on."""
-    configured = os.environ.get("AXGRAPH_NUM_THREADS")
+    return _thread_count(os.environ.get("AXGRAPH_NUM_THREADS"))
+
+
+@functools.lru_cache(maxsize=None)
+def _thread_count(configured: Optional[str]) -> int:
+    """Asked once per setting: the affinity query is a system call."""
     if configured:
         try:
             return max(1, int(configured))
@@ -33,8 +39,10 @@ def thread_count() -> int:
 def spans(total: int, block: int, minimum: int) -> List[Tuple[int, int]]:
     """[lo, hi) element ranges of whole blocks, one per worker; [] when `total` is too
     small to be worth splitting (under `minimum` elements, or one worker)."""
+    if total < minimum:
+        return []
     workers = thread_count()
-    if total < minimum or workers < 2:
+    if workers < 2:
         return []
     blocks = -(-total // block)
     per_worker = -(-blocks // min(workers, blocks))

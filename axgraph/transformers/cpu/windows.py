@@ -68,17 +68,23 @@ _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 #: Spatial dims the C kernels take; fewer are padded with size-1 dims in front.
 _MAX_SPATIAL = 3
 
-#: The whole C source: fixed text, so the disk cache key never changes between runs.
-_TYPES = (  # C type, symbol suffix, vector type, mask type, lanes per vector
+#: (C type, symbol suffix, vector type, mask type, lanes per vector) of each build.
+_TYPES = (
     ("float", "f32", "vf32", "vm32", "8"),
     ("double", "f64", "vf64", "vm64", "4"),
 )
-_SHARED, _PER_TYPE = (Path(__file__).with_name("windows.c").read_text()
-                      .split("/* ==== PER-TYPE ==== */\n"))
-SOURCE = _SHARED + "".join(
-    _PER_TYPE.replace("@T@", ctype).replace("@S@", suffix).replace("@V@", vector)
-    .replace("@M@", mask).replace("@L@", lanes)
-    for ctype, suffix, vector, mask, lanes in _TYPES)
+
+
+def source() -> str:
+    """The whole C text (fixed, so the disk cache key never changes between runs):
+    windows.c's shared part, then its per-type part once per element type."""
+    shared, per_type = (Path(__file__).with_name("windows.c").read_text()
+                        .split("/* ==== PER-TYPE ==== */\n"))
+    return shared + "".join(
+        per_type.replace("@T@", ctype).replace("@S@", suffix).replace("@V@", vector)
+        .replace("@M@", mask).replace("@L@", lanes)
+        for ctype, suffix, vector, mask, lanes in _TYPES)
+
 
 @functools.lru_cache(maxsize=None)
 def _library() -> Optional[ctypes.CDLL]:
@@ -87,7 +93,7 @@ def _library() -> Optional[ctypes.CDLL]:
     if chain is None:
         return None
     try:
-        return kernel_c.load_library(kernel_c.build(SOURCE, chain))
+        return kernel_c.load_library(kernel_c.build(source(), chain))
     except (kernel_c.KernelCompileError, OSError):
         return None
 
