@@ -19,7 +19,7 @@ from ...core import interpreter
 from ...core.node import Node
 from ...errors import AxgraphError, ExecutionError, GraphError
 from . import runtime, windows
-from .tensor_description import TensorDescription
+from .tensor_description import TensorDescription, dense_order
 
 Shapes = Dict[Node, Tuple[int, ...]]
 
@@ -487,15 +487,7 @@ class Program:
 
 def _dense_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:
     """Axes outermost-first when `layout` densely fills its elements in that order."""
-    if layout is None or any(s < 0 for s in layout.strides):
-        return None
-    order = tuple(sorted(range(layout.rank), key=lambda i: (-layout.strides[i], i)))
-    expected = 1
-    for i in reversed(order):
-        if layout.shape[i] != 1 and layout.strides[i] != expected:
-            return None
-        expected *= layout.shape[i]
-    return order
+    return None if layout is None else dense_order(layout.shape, layout.strides)
 
 
 def _as_array(layout: TensorDescription, memory: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ from typing import List, Mapping, Optional, Sequence, Set, Tuple
 from ... import core
 from ...core.node import Node
 from ...errors import ExecutionError, ShapeError
+from .tensor_description import dense_order
 
 # Op classes a group may contain (user subclasses count as their nearest base).
 UNARY_OPS: Tuple[type, ...] = (
@@ -355,12 +356,9 @@ def prepare_call(kernel_name: str, kernel, arrays: Sequence, out) -> Optional[tu
 
 
 def memory_order(array) -> Optional[Tuple[int, ...]]:
-    """Axes from outermost to innermost in memory when `array` densely fills its bytes
+    """Axes from outermost to innermost when `array` densely fills its bytes
     in some axis order (a transpose of a C-contiguous array), else None."""
-    if any(s < 0 for s in array.strides):
-        return None
-    order = tuple(sorted(range(array.ndim), key=lambda i: (-array.strides[i], i)))
-    return order if array.transpose(order).flags.c_contiguous else None
+    return dense_order(array.shape, array.strides, array.itemsize)
 
 
 def in_memory_order(arrays: Sequence, out):

@@ -117,6 +117,27 @@ def row_major_strides(sizes: Sequence[int]) -> Shape:
     return tuple(reversed(strides))
 
 
+def dense_order(shape: Sequence[int], strides: Sequence[int],
+                unit: int = 1) -> Optional[Tuple[int, ...]]:
+    """Axes from outermost to innermost when `strides` (in multiples of `unit`: 1 for
+    element strides, the itemsize for NumPy's byte strides) lay `shape` out densely in
+    some axis order, i.e. as a transpose of a row-major tensor; else None.
+
+    Dims of length 1 may have any stride; an empty tensor is dense in any order.
+    """
+    if any(s < 0 for s in strides):
+        return None
+    order = tuple(sorted(range(len(shape)), key=lambda i: (-strides[i], i)))
+    if 0 in shape:
+        return order
+    expected = unit
+    for i in reversed(order):
+        if shape[i] != 1 and strides[i] != expected:
+            return None
+        expected *= shape[i]
+    return order
+
+
 def column_major_strides(sizes: Sequence[int]) -> Shape:
     """Element strides for column-major order: partial products of `sizes` from the left.
 
