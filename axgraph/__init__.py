@@ -8,7 +8,8 @@ from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, axi
                    make_axis, make_axis_role, make_name_scope)
 from .errors import (AxesError, AxgraphError, AxisLengthError, DTypeError, DuplicateAxisError,
                      ExecutionError, FeedError, GraphError, IncompatibleAxesError,
-                     NotDifferentiableError, UnmatchedAxesError)
+                     NotDifferentiableError, SerializationError, ShapeError,
+                     TransformerClosedError, UnmatchedAxesError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
 from .op_graph.convolution import convolution, deconvolution
 from .op_graph.dot import dot

@@ -61,3 +61,11 @@ class ExecutionError(AxgraphError, RuntimeError):
 
 class NotDifferentiableError(AxgraphError, TypeError):
     """deriv() reached an op that has no derivative."""
+
+
+class TransformerClosedError(AxgraphError, RuntimeError):
+    """A closed transformer (or one of its computations) was used."""
+
+
+class SerializationError(AxgraphError, ValueError):
+    """A file of saved variables cannot be written or is not one axgraph can read safely."""
