@@ -29,9 +29,9 @@ def float_dtype_for(dtype: np.dtype) -> np.dtype:
 
 
 def can_feed(value_dtype: np.dtype, target: np.dtype) -> bool:
-    """Whether fed data of `value_dtype` converts to `target` without losing its kind.
-
-    float64 data into a float32 placeholder is fine (same kind), ints into
-    floats are fine, floats into ints are not.
+    """Whether fed data of `value_dtype` may be converted to `target`: NumPy's
+    `same_kind` casting (float64 into float32 and ints into floats are fine,
+    floats into ints are not). The values must also fit; see
+    `transformers.base.unfit_values`.
     """
     return np.can_cast(value_dtype, target, casting="same_kind")

@@ -69,3 +69,11 @@ class TransformerClosedError(AxgraphError, RuntimeError):
 
 class SerializationError(AxgraphError, ValueError):
     """A file of saved variables cannot be written or is not one axgraph can read safely."""
+
+
+class AxgraphIndexError(AxgraphError, IndexError, TypeError):
+    """An index or slice NumPy would refuse too (a float, a step of zero).
+
+    NumPy raises IndexError for a bad index and TypeError for a bad slice
+    bound; this is both, so either `except` clause catches it.
+    """

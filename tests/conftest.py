@@ -37,14 +37,3 @@ def transformer(backend):
 def rng():
     """A NumPy generator with a fixed seed, so failures reproduce."""
     return np.random.default_rng(1234)
-
-
-@pytest.fixture(autouse=True)
-def isolated_assigns():
-    """Keep each test's assigns out of every other test's computations.
-
-    Seed 001 makes every op depend on the assigns created before it; inside
-    this context that main stream starts empty and ends with the test.
-    """
-    with ng.Op.saved_user_deps():
-        yield

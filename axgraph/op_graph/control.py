@@ -1,9 +1,10 @@
 """Ops run for their effect or their order: assign, SetItem, sequential, value_of.
 
-An assign writes a stored tensor. Every op created afterwards depends on it
-(``other_deps``), so a graph reads in creation order, as the program does
-(seed 001). ``with ng.Op.saved_user_deps():`` keeps an assign out of that
-main stream until a computation names it.
+An assign writes a stored tensor and records itself in that tensor's
+``user_deps``: ops built afterwards that read the tensor run after it, and a
+computation whose result is the tensor runs it (seed 001, as Nervana Graph
+v0.4 defines it). Inside ``with ng.Op.saved_user_deps():`` the record stays
+in that block, so the assign runs only when a computation names it.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Optional, Sequence
 
 from ..debug_info import user_location
 from ..errors import GraphError, IncompatibleAxesError
-from .op import Op, add_user_dep, as_op
+from ..ordered_set import OrderedSet
+from .op import Op, as_op
 from .shape_ops import _normalized_slices
 
 _MISSING = object()
@@ -40,7 +42,7 @@ class AssignOp(Op):
                     f"assign to {tensor.name} {tensor.axes}: value {value.name} has axes {extra} "
                     f"that the tensor lacks", user_location())
         super().__init__(tensor, value, name=name)
-        add_user_dep(self)
+        tensor.user_deps = OrderedSet([self])
 
     @property
     def value(self) -> Op:

@@ -4,15 +4,21 @@ An Op has three kinds of incoming edges:
 
 - ``args``: the values it computes from (data dependencies);
 - ``initializers``: ops that must run once before any computation uses it;
-- ``other_deps``: ops that must run before it without feeding it data. Every op
-  depends on the assigns created before it (graph creation order), unless
-  those assigns were made inside ``with Op.saved_user_deps():``.
+- ``other_deps``: ops that must run before it without feeding it data.
+
+Assign ordering follows Nervana Graph v0.4: an assign records itself in the
+``user_deps`` of the tensor it writes, and an op built afterwards that takes
+that tensor as an argument gets those assigns in its ``other_deps``. Nothing
+else is ordered: an op that never reads the tensor never runs the assign.
+Inside ``with Op.saved_user_deps():`` the records go to a map of their own
+that is dropped when the block ends, so updates built there (an optimizer's)
+run only when a computation names them.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -24,24 +30,17 @@ from ..names import NameableValue
 from ..ordered_set import OrderedSet
 
 
-class _DepsState(threading.local):
-    """Per-thread stack of the assigns later ops must follow."""
-
-    def __init__(self):
-        self.stack: List[Tuple["Op", ...]] = [()]
+UserDepsMap = Dict["Op", OrderedSet["Op"]]
 
 
-_deps_state = _DepsState()
+class _SavedUserDeps(threading.local):
+    """Per-thread stack of the maps opened by `Op.saved_user_deps()`."""
+
+    def __init__(self) -> None:
+        self.maps: List[UserDepsMap] = []
 
 
-def current_user_deps() -> Tuple["Op", ...]:
-    """The assigns that an op created now will depend on."""
-    return _deps_state.stack[-1]
-
-
-def add_user_dep(op: "Op") -> None:
-    """Make every op created after now depend on `op` (used by assigns)."""
-    _deps_state.stack[-1] = _deps_state.stack[-1] + (op,)
+_saved = _SavedUserDeps()
 
 
 class Op(NameableValue, DebugInfo):
@@ -69,35 +68,51 @@ class Op(NameableValue, DebugInfo):
         self.dtype = as_dtype(dtype)
         self.metadata = dict(metadata or {})
         self.initializers: OrderedSet[Op] = OrderedSet()
-        self._dep_snapshot = current_user_deps()
-        self._other_deps: Optional[OrderedSet[Op]] = None
+        self.other_deps: OrderedSet[Op] = OrderedSet()
+        for arg in self.args:
+            if arg.is_assignable:
+                self.other_deps.update(arg.user_deps)
         self.schemas: list = []
 
     # -- graph edges ----------------------------------------------------------
     @property
-    def other_deps(self) -> OrderedSet:
-        """Ops that must run before this one though it does not read them."""
-        if self._other_deps is None:
-            self._other_deps = OrderedSet(self._dep_snapshot)
-        return self._other_deps
+    def user_deps(self) -> OrderedSet["Op"]:
+        """The assigns that must run before this tensor is next read (see SetItem).
 
-    def control_deps(self) -> Iterable["Op"]:
-        """other_deps without materializing a set when nobody changed them."""
-        return self._other_deps if self._other_deps is not None else self._dep_snapshot
+        Main-stream records live on the tensor itself (they die with it); inside
+        `saved_user_deps` they live in that block's map.
+        """
+        if _saved.maps:
+            return _saved.maps[-1].get(self, OrderedSet())
+        return self.__dict__.get("_user_deps") or OrderedSet()
+
+    @user_deps.setter
+    def user_deps(self, value: Iterable["Op"]) -> None:
+        if _saved.maps:
+            _saved.maps[-1][self] = OrderedSet(value)
+        else:
+            self._user_deps = OrderedSet(value)
+
+    def add_other_dep(self, op: "Op") -> None:
+        """Make `op` run before this op (Nervana Graph's name for it)."""
+        self.other_deps.add(op)
 
     @staticmethod
     @contextlib.contextmanager
-    def saved_user_deps() -> Iterator[None]:
-        """Keep assigns made inside out of the main stream (seed 001).
+    def saved_user_deps(user_deps_map: Optional[UserDepsMap] = None) -> Iterator[UserDepsMap]:
+        """Keep the assigns made inside out of the main stream (seed 001).
 
-        Ops built inside do not make later ops depend on them; a computation
-        runs them only when it names them (or reaches them through args).
+        Ops built inside read and record `user_deps` in `user_deps_map` (a new,
+        empty map unless one is given; it is yielded), so the assigns they make
+        order nothing outside the block: a computation runs them only when it
+        names them or reaches them through args.
         """
-        _deps_state.stack.append(())
+        user_deps_map = {} if user_deps_map is None else user_deps_map
+        _saved.maps.append(user_deps_map)
         try:
-            yield
+            yield user_deps_map
         finally:
-            _deps_state.stack.pop()
+            _saved.maps.pop()
 
     # -- value description ----------------------------------------------------
     @property
@@ -231,5 +246,5 @@ def upstream_ops(roots: Iterable[Op], include_control: bool = False) -> List[Op]
         order.append(op)
         stack.extend(op.args)
         if include_control:
-            stack.extend(op.control_deps())
+            stack.extend(op.other_deps)
     return order

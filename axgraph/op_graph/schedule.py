@@ -32,7 +32,7 @@ def schedule(roots: Iterable[Op]) -> List[Op]:
         pending[after] += 1
 
     for op in ops:
-        for dep in set(op.args) | set(op.control_deps()):
+        for dep in set(op.args) | set(op.other_deps):
             edge(dep, op)
         if isinstance(op, (SequentialOp, DoAllOp)):
             _sequential_edges(op, edge)

@@ -12,7 +12,8 @@ from typing import Optional, Sequence, Tuple, Union
 
 from ..axes import Axes, AxesLike, Axis, FlattenedAxis, make_axis
 from ..debug_info import user_location
-from ..errors import AxisLengthError, IncompatibleAxesError, UnmatchedAxesError
+from ..errors import (AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
+                      UnmatchedAxesError)
 from .op import Op, as_op
 
 
@@ -136,23 +137,36 @@ def _normalized_slices(x: Op, slices) -> Tuple[Index, ...]:
     normalized = []
     for axis, item in zip(x.axes, slices):
         if isinstance(item, slice):
-            if item.step == 0:
-                raise _fail(IncompatibleAxesError,
+            bounds = [_integer_index(x, axis, part) for part in (item.start, item.stop, item.step)]
+            if bounds[2] == 0:
+                raise _fail(AxgraphIndexError,
                             f"slicing {x.name}: the step for axis {axis.name} must not be zero")
-            normalized.append(item)
+            normalized.append(slice(*bounds))
             continue
-        try:
-            index = int(item)
-        except (TypeError, ValueError):
-            raise _fail(IncompatibleAxesError,
-                        f"slicing {x.name}: index {item!r} for axis {axis.name} is neither an int "
-                        f"nor a slice") from None
+        index = _integer_index(x, axis, item)
+        if index is None:
+            raise _fail(AxgraphIndexError,
+                        f"slicing {x.name}: index None for axis {axis.name} is neither an int "
+                        f"nor a slice")
         if axis.length is not None and not -axis.length <= index < axis.length:
             raise _fail(IncompatibleAxesError,
                         f"slicing {x.name}: index {index} is out of range for axis {axis.name} "
                         f"of length {axis.length}")
         normalized.append(index)
     return tuple(normalized)
+
+
+def _integer_index(x: Op, axis, item) -> Optional[int]:
+    """`item` as an int (None stays None); floats and other non-integers are refused, as
+    NumPy refuses them, rather than floored."""
+    if item is None:
+        return None
+    try:
+        return operator.index(item)
+    except TypeError:
+        raise _fail(AxgraphIndexError,
+                    f"slicing {x.name}: index {item!r} for axis {axis.name} is not an integer "
+                    f"(only ints, slices of ints and ... index axes)") from None
 
 
 def _sliced_axes(x: Op, slices: Tuple[Index, ...], axes: AxesLike) -> Axes:

@@ -98,8 +98,6 @@ class InitializeOp(Op):
     def __init__(self, tensor: AssignableTensorOp):
         super().__init__(name=f"init_{tensor.name}")
         self.tensor = tensor
-        # Initialization precedes every computation: it follows no assign.
-        self._dep_snapshot = ()
 
 
 def _checked_initial_value(tensor: AssignableTensorOp, value: InitialValue):

@@ -8,6 +8,7 @@ checks of fed values; backends supply `_execute`.
 from __future__ import annotations
 
 import abc
+import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -15,8 +16,8 @@ import numpy as np
 from ..axes import Axis, FlattenedAxis
 from ..debug_info import user_location
 from ..dtypes import can_feed
-from ..errors import FeedError
-from ..op_graph.op import Op, current_user_deps
+from ..errors import FeedError, TransformerClosedError
+from ..op_graph.op import Op
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
 
@@ -61,6 +62,11 @@ class Computation:
     axis order) or as ``feed_dict={placeholder: value}``. A single result op
     gives one array, a list or tuple gives a tuple, a set gives a dict, and an
     op without a value (an assign) gives None.
+
+    A call runs the results, the assigns recorded in their ``user_deps``, and
+    what those reach through args and other_deps: nothing else. Fed values
+    live for that one call. Calls are safe from several threads: the
+    transformer runs one call at a time (see `Transformer`).
     """
 
     def __init__(self, transformer: "Transformer", results, parameters: Sequence[Op]):
@@ -75,15 +81,24 @@ class Computation:
         if len(set(self.parameters)) != len(self.parameters):
             raise FeedError("a placeholder is listed twice among the computation's parameters",
                             self._location)
-        # Like every op made now, the computation follows the main-stream assigns.
-        self.control_deps = current_user_deps()
-        self.ops: List[Op] = schedule(list(self.results) + list(self.control_deps))
+        #: The pending assigns of the results (seed 001: `computation(w)` runs w's update).
+        self.user_deps: Tuple[Op, ...] = tuple(
+            dep for result in self.results for dep in result.user_deps)
+        self.ops: List[Op] = schedule(list(self.results) + list(self.user_deps))
         stored = [op for op in self.ops if isinstance(op, AssignableTensorOp)]
-        #: Stored tensors the computation touches: kept across calls, or made per call.
-        self.persistent_tensors = [t for t in stored if t.persistent]
+        #: Stored tensors the computation touches: kept across calls (placeholders only
+        #: for their initial values), or made per call.
+        self.persistent_tensors = [t for t in stored if t.persistent and not _needs_feed(t)]
         self.temporary_tensors = [t for t in stored if not t.persistent]
         #: What feed_dict may name: the parameters and every placeholder reached.
         self._feedable = frozenset(t for t in stored if t.input) | frozenset(self.parameters)
+        #: Placeholders read without an initial value, to the first op reading each:
+        #: every call must feed them.
+        self._needed_feeds = _needed_feeds(self.ops, self.results)
+        #: Stored tensors whose axes take lengths from fed data: a call must feed the
+        #: lengths their values were made with.
+        self._sized_by_feeds = [t for t in self.persistent_tensors
+                                if any(axis.length is None for axis in t.axes)]
         #: (dtype, shape) of positional arrays that passed the checks as they are (exact
         #: type, C order), to the lengths they bound: a repeat call skips the checks.
         self._known_feeds: Dict[tuple, LengthBindings] = {}
@@ -91,26 +106,17 @@ class Computation:
     def __call__(self, *values, feed_dict: Optional[Dict[Op, Any]] = None, out=None):
         """Run once. `out` may give caller-owned arrays for the results (in result order;
         None for a result without value); they are filled and returned."""
-        bindings = None
-        if not feed_dict and len(values) == len(self.parameters):
-            try:
-                key = tuple((v.dtype, v.shape) for v in values
-                            if type(v) is np.ndarray and v.flags.c_contiguous)
-                bindings = self._known_feeds.get(key) if len(key) == len(values) else None
-            except TypeError:  # an unhashable dtype: no shortcut
-                bindings = None
-        if bindings is not None:
-            checked = dict(zip(self.parameters, values))
-        else:
-            feeds = self._collect_feeds(values, feed_dict or {})
-            bindings = LengthBindings()
-            checked = {placeholder: _checked_feed(placeholder, value, bindings)
-                       for placeholder, value in feeds.items()}
-            if not feed_dict and all(a is v for a, v in zip(checked.values(), values)):
-                self._known_feeds[tuple((v.dtype, v.shape) for v in values)] = bindings
-        if out is not None:
-            out = self._checked_out(out, list(feeds.values()), bindings)
-        outputs = self.transformer._run(self, checked, bindings, out=out)
+        with self.transformer._lock:
+            if self.transformer.closed:
+                raise TransformerClosedError(
+                    f"this computation's {self.transformer.transformer_name} transformer is "
+                    f"closed; make a new transformer and computation", user_location())
+            checked, bindings = self._checked_feeds(values, feed_dict)
+            if self._sized_by_feeds:
+                self._check_stored_lengths(checked, bindings)
+            if out is not None:
+                out = self._checked_out(out, list(checked.values()), bindings)
+            outputs = self.transformer._run(self, checked, bindings, out=out)
         if out is not None:
             for target, value in zip(out, outputs):
                 if target is not None:
@@ -118,6 +124,49 @@ class Computation:
             outputs = [value if target is None or value is None else target
                        for target, value in zip(out, outputs)]
         return self._package(outputs)
+
+    def _checked_feeds(self, values, feed_dict) -> Tuple[Dict[Op, np.ndarray], LengthBindings]:
+        """The fed arrays by placeholder, converted and checked, and the lengths they bind."""
+        if not feed_dict and len(values) == len(self.parameters):
+            try:
+                key = tuple((v.dtype, v.shape) for v in values
+                            if type(v) is np.ndarray and v.flags.c_contiguous)
+                bindings = self._known_feeds.get(key) if len(key) == len(values) else None
+            except TypeError:  # an unhashable dtype: no shortcut
+                bindings = None
+            if bindings is not None:
+                return dict(zip(self.parameters, values)), bindings
+        feeds = self._collect_feeds(values, feed_dict or {})
+        bindings = LengthBindings()
+        checked = {placeholder: _checked_feed(placeholder, value, bindings)
+                   for placeholder, value in feeds.items()}
+        missing = [p for p in self._needed_feeds if p not in checked]
+        if missing:
+            raise _missing_feed_error(missing[0], self._needed_feeds[missing[0]])
+        if not feed_dict and all(a is v for a, v in zip(checked.values(), values)):
+            self._known_feeds[tuple((v.dtype, v.shape) for v in values)] = bindings
+        return checked, bindings
+
+    def _check_stored_lengths(self, feeds: Dict[Op, np.ndarray],
+                              bindings: LengthBindings) -> None:
+        """A stored value made with one batch length cannot be used with another."""
+        state = self.transformer.state
+        for tensor in self._sized_by_feeds:
+            value = state.get(tensor)
+            if value is None:
+                continue
+            for axis, length in zip(tensor.axes, value.shape):
+                fed = bindings.get(axis)
+                if fed is not None and fed != length:
+                    source = next((p.name for p, array in feeds.items()
+                                   if axis in p.axes
+                                   and array.shape[p.axes.index(axis)] == fed), "the fed data")
+                    raise FeedError(
+                        f"{tensor._name_prefix()} {tensor.name} {tensor.axes} holds axis "
+                        f"{axis.name} = {length} (its value was made with that length, at "
+                        f"{tensor.location[0]}:{tensor.location[1]}), but this call feeds "
+                        f"{axis.name} = {fed} through {source}; feed the same length, or give "
+                        f"the axis a fixed length", user_location())
 
     def _checked_out(self, out, arguments: List[Any],
                      bindings: "LengthBindings") -> List[Optional[np.ndarray]]:
@@ -209,11 +258,12 @@ class _Described:
 
 
 def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindings) -> np.ndarray:
+    """The fed value as the placeholder's array, after `feeding_rule`'s checks."""
     array = np.asarray(value)
     expected = _Described(placeholder)
     if array.dtype.kind not in "biuf" or not can_feed(array.dtype, placeholder.dtype):
-        raise FeedError(f"{expected} takes {placeholder.dtype} values; got {array.dtype}",
-                        user_location())
+        raise FeedError(f"{expected} takes {placeholder.dtype} values; got {array.dtype} "
+                        f"({FEEDING_RULE})", user_location())
     if array.ndim != len(placeholder.axes):
         raise FeedError(f"{expected} takes a {len(placeholder.axes)}-d array; got shape "
                         f"{array.shape}", user_location())
@@ -226,7 +276,71 @@ def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindin
                             f"; got {array.shape} (axis {axis.name} is {known})", user_location())
     # Used in place when already of the right type and layout (no copy per call):
     # no backend ever writes into a fed array.
-    return np.asarray(array, dtype=placeholder.dtype, order="C")
+    if array.dtype == placeholder.dtype:
+        return np.asarray(array, order="C")
+    with np.errstate(all="ignore"):
+        converted = np.asarray(array, dtype=placeholder.dtype, order="C")
+    problem = unfit_values(array, converted)
+    if problem is not None:
+        raise FeedError(f"{expected} takes {placeholder.dtype} values; the fed {array.dtype} "
+                        f"data holds {problem}, which does not fit", user_location())
+    return converted
+
+
+#: How fed data is converted, as the error messages and docs state it.
+FEEDING_RULE = ("fed data is converted with NumPy's same_kind casting: bools and ints into "
+                "float placeholders, wider into narrower of the same kind; floats into int "
+                "placeholders are refused, and so are values the placeholder's type cannot hold")
+
+
+def unfit_values(array: np.ndarray, converted: np.ndarray) -> Optional[str]:
+    """A description of a value of `array` that its conversion did not keep, or None.
+
+    Narrowing ints must not wrap (2**40 + 5 into int32 is not 5), and finite
+    floats must not become infinite; rounding a float to fewer digits is fine.
+    """
+    if array.size == 0 or np.can_cast(array.dtype, converted.dtype, casting="safe"):
+        return None
+    if converted.dtype.kind in "iu":
+        info = np.iinfo(converted.dtype)
+        low, high = array.min(), array.max()
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            return f"{bad} (outside {info.min}..{info.max})"
+        return None
+    overflowed = np.isinf(converted) & np.isfinite(array)
+    if overflowed.any():
+        return f"{array[overflowed].flat[0]} (beyond the largest {converted.dtype} value)"
+    return None
+
+
+def _needed_feeds(ops: List[Op], results: Sequence[Op]) -> Dict[AssignableTensorOp, Op]:
+    """Placeholders that `ops` read and that have no initial value, each to its first reader."""
+    needed: Dict[AssignableTensorOp, Op] = {}
+    for op in ops:
+        for i, arg in enumerate(op.args):
+            if i >= op.lvalue_args and _needs_feed(arg) and arg not in needed:
+                needed[arg] = op
+    for result in results:
+        if _needs_feed(result) and result not in needed:
+            needed[result] = result
+    return needed
+
+
+def _needs_feed(op: Op) -> bool:
+    return isinstance(op, AssignableTensorOp) and op.input and op.initial_value is None
+
+
+def _missing_feed_error(placeholder: AssignableTensorOp, reader: Op) -> FeedError:
+    """Name the placeholder, what reads it and where, and how to feed it."""
+    if reader is placeholder:
+        return FeedError(f"placeholder {placeholder.name} {placeholder.axes} is a result of this "
+                         f"computation but no value was fed for it: pass it as a parameter or in "
+                         f"feed_dict", user_location())
+    return FeedError(f"placeholder {placeholder.name} {placeholder.axes} has no value in this "
+                     f"call, but {reader.name} reads it (at {reader.location[0]}:"
+                     f"{reader.location[1]}; an update this computation runs, or an op of its "
+                     f"results): pass it as a parameter or in feed_dict", reader.location)
 
 
 def no_value_error(tensor: AssignableTensorOp) -> FeedError:
@@ -238,33 +352,54 @@ def no_value_error(tensor: AssignableTensorOp) -> FeedError:
 
 
 def check_readable(ops: List[Op], results, state: Dict[Op, np.ndarray]) -> None:
-    """Fail before running anything if a stored tensor is read before it has a value."""
+    """Fail before running anything if a stored tensor is read before it has a value.
+
+    Placeholders are checked per call by the computation (their values live
+    for one call only); this covers the other stored tensors, whose values
+    only accumulate, so one successful check holds for later calls.
+    """
     written = set(state)
     for op in ops:
         for i, arg in enumerate(op.args):
-            if i >= op.lvalue_args and arg.is_assignable and arg not in written:
+            if i >= op.lvalue_args and arg.is_assignable and not arg.input \
+                    and arg not in written:
                 raise no_value_error(arg)
         if op.lvalue_args:
             written.add(op.args[0])
     for result in results:
-        if result.is_assignable and result not in written:
+        if result.is_assignable and not result.input and result not in written:
             raise no_value_error(result)
 
 
 class Transformer(abc.ABC):
-    """Owns stored tensors and makes computations; use as a context manager."""
+    """Owns stored tensors and makes computations; use as a context manager.
+
+    The values of variables, persistent tensors and constants live here, shared
+    by all of this transformer's computations. Calls run one at a time (a lock
+    per transformer): any thread may call any computation, and each call sees
+    the state the previous one left. For calls in parallel, give each thread
+    its own transformer.
+    """
 
     #: The registry name (set by `register_transformer`).
     transformer_name = "abstract"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.closed = False
+        #: Stored values by tensor (placeholders' fed values are not kept here).
+        self.state: Dict[AssignableTensorOp, np.ndarray] = {}
+        #: Persistent tensors whose initializers have run.
+        self.initialized: set = set()
+        self._lock = threading.RLock()
 
     def computation(self, results, *parameters) -> Computation:
         """A callable computing `results`; `parameters` are fed positionally."""
-        if self.closed:
-            raise RuntimeError("this transformer is closed")
-        return self._make_computation(results, parameters)
+        with self._lock:
+            if self.closed:
+                raise TransformerClosedError(
+                    f"this {self.transformer_name} transformer is closed; make a new one to "
+                    f"build computations", user_location())
+            return self._make_computation(results, parameters)
 
     def _make_computation(self, results, parameters) -> Computation:
         return Computation(self, results, parameters)
@@ -274,13 +409,17 @@ class Transformer(abc.ABC):
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         """Execute `computation` once; one output per result (None for no value).
 
-        `out` (checked, one entry per result, None where not given) may be
-        written directly; outputs that are not the given arrays are copied in.
+        `feeds` holds this call's placeholder values (never stored). `out`
+        (checked, one entry per result, None where not given) may be written
+        directly; outputs that are not the given arrays are copied in.
         """
 
     def close(self) -> None:
         """Release stored tensors; the transformer cannot be used afterwards."""
-        self.closed = True
+        with self._lock:
+            self.closed = True
+            self.state.clear()
+            self.initialized.clear()
 
     def __enter__(self) -> "Transformer":
         return self

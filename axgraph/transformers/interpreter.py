@@ -30,8 +30,6 @@ class InterpreterTransformer(Transformer):
         self.optimize = optimize
         #: Per computation, the PassManager's records (node counts per pass).
         self.pass_reports: Dict[Computation, list] = {}
-        self.state: Dict[AssignableTensorOp, np.ndarray] = {}
-        self.initialized: set = set()
         self._compiled: Dict[Computation, tuple] = {}
         self._readable: set = set()
 
@@ -68,12 +66,12 @@ class InterpreterTransformer(Transformer):
                 self._initialize(pending, bindings)
             if temporaries:
                 self._initialize(temporaries, bindings)
-            self.state.update(feeds)
             if computation not in self._readable:
                 # Stored values only accumulate, so one successful check holds for later calls.
                 check_readable(computation.ops, computation.results, self.state)
                 self._readable.add(computation)
-            arguments = [self.state[t] for t in lowered.state_inputs]
+            state = self.state
+            arguments = [feeds[t] if t in feeds else state[t] for t in lowered.state_inputs]
             targets = _function_outs(lowered, out, run)
             donate = getattr(run, "accepts_donation", False) and lowered.replaced_state
             if donate:
@@ -82,7 +80,8 @@ class InterpreterTransformer(Transformer):
                 outputs = run(*arguments, out=targets) if targets is not None else run(*arguments)
             count = len(outputs) - len(lowered.state_outputs)
             for tensor, value in zip(lowered.state_outputs, outputs[count:]):
-                self.state[tensor] = value
+                if tensor not in feeds:  # a fed placeholder's value lasts for this call
+                    state[tensor] = value
             return [None if position is None else outputs[position]
                     for position in lowered.result_positions]
         finally:
@@ -99,11 +98,11 @@ class InterpreterTransformer(Transformer):
         self.initialized.update(t for t in tensors if t.persistent)
 
     def close(self) -> None:
-        self.state.clear()
-        self._compiled.clear()
-        self._readable.clear()
-        self.pass_reports.clear()
-        super().close()
+        with self._lock:
+            self._compiled.clear()
+            self._readable.clear()
+            self.pass_reports.clear()
+            super().close()
 
 
 def _function_outs(lowered: LoweredComputation, out, run) -> Optional[list]:

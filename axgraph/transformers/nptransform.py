@@ -23,9 +23,12 @@ from .numpy_kernels import run_kernel
 class RunContext:
     """What kernels may ask during one call: lengths, stored values, RNGs."""
 
-    def __init__(self, transformer: "NumPyTransformer", bindings: LengthBindings):
+    def __init__(self, transformer: "NumPyTransformer", bindings: LengthBindings,
+                 feeds: Dict[Op, np.ndarray]):
         self.transformer = transformer
         self.bindings = bindings
+        #: This call's placeholder values (and what assigns write into placeholders).
+        self.feeds = feeds
 
     def length(self, axis, op: Optional[Op] = None) -> int:
         return self.bindings.length(axis, op)
@@ -34,6 +37,9 @@ class RunContext:
         return self.bindings.lengths(axes, op)
 
     def read(self, tensor: AssignableTensorOp) -> np.ndarray:
+        found = self.feeds.get(tensor)
+        if found is not None:
+            return found
         try:
             return self.transformer.state[tensor]
         except KeyError:
@@ -41,7 +47,10 @@ class RunContext:
 
     def write(self, tensor: AssignableTensorOp, value: np.ndarray) -> None:
         check_shape(tensor, value, self.bindings)
-        self.transformer.state[tensor] = value
+        if tensor in self.feeds:  # a fed placeholder: the write lasts for this call
+            self.feeds[tensor] = value
+        else:
+            self.transformer.state[tensor] = value
 
     def rng(self, op: Op) -> np.random.Generator:
         rngs = self.transformer.rngs
@@ -69,25 +78,22 @@ class NumPyTransformer(Transformer):
 
     transformer_name = "numpy"
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.state: Dict[AssignableTensorOp, np.ndarray] = {}
-        self.initialized: set = set()
         self.rngs: Dict[Op, np.random.Generator] = {}
 
     def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
-        ctx = RunContext(self, bindings)
+        ctx = RunContext(self, bindings, dict(feeds))
         temporaries = computation.temporary_tensors
         try:
             with np.errstate(all="ignore"):
                 self._initialize([t for t in computation.persistent_tensors
                                   if t not in self.initialized], ctx)
                 self._initialize(temporaries, ctx)
-                self.state.update(feeds)
                 check_readable(computation.ops, computation.results, self.state)
                 values = self._execute(computation.ops, ctx)
-                return [self._output(result, values) for result in computation.results]
+                return [self._output(result, values, ctx) for result in computation.results]
         finally:
             for tensor in temporaries:
                 self.state.pop(tensor, None)
@@ -118,17 +124,18 @@ class NumPyTransformer(Transformer):
                 values[op] = value
         return values
 
-    def _output(self, result: Op, values: Dict[Op, np.ndarray]) -> Optional[np.ndarray]:
+    def _output(self, result: Op, values: Dict[Op, np.ndarray],
+                ctx: RunContext) -> Optional[np.ndarray]:
         if not result.is_tensor_op:
             return None
         if result.is_assignable:
-            return np.array(self.state[result], copy=True)
+            return np.array(ctx.read(result), copy=True)
         value = values[result]
         if not (value.flags.owndata and value.flags.writeable):
             value = np.array(value, copy=True)
         return value
 
     def close(self) -> None:
-        self.state.clear()
-        self.rngs.clear()
-        super().close()
+        with self._lock:
+            self.rngs.clear()
+            super().close()

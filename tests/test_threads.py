@@ -1,0 +1,84 @@
+"""One computation called from many threads, and many computations on one transformer."""
+import threading
+
+import numpy as np
+
+import axgraph as ng
+
+THREADS, CALLS = 8, 50
+
+
+def _run_in_threads(work):
+    """Run work(k) in THREADS threads started together; re-raise the first failure."""
+    failures = []
+    barrier = threading.Barrier(THREADS)
+
+    def body(k):
+        try:
+            barrier.wait()
+            work(k)
+        except BaseException as error:  # noqa: BLE001 - handed to the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=body, args=(k,)) for k in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
+def test_one_computation_from_many_threads_gives_exact_results(transformer):
+    N, F = ng.make_axis(name="N"), ng.make_axis(length=20000, name="F")
+    x = ng.placeholder([N, F])
+    # Large enough that threads switch in the middle of calls (it failed this way).
+    w = ng.constant(np.linspace(-1, 1, 20000), [F])
+    f = transformer.computation([ng.tanh(x * w) + x, ng.sum(x, out_axes=[N])], x)
+    wrong = []
+
+    def work(k):
+        rng = np.random.default_rng(k)
+        for call in range(CALLS):
+            data = rng.standard_normal((1 + (k + call) % 5, 20000)).astype(np.float32)
+            got, sums = f(data)
+            expected = np.tanh(data * np.linspace(-1, 1, 20000).astype(np.float32)) + data
+            if not (np.allclose(got, expected, rtol=1e-5, atol=1e-6)
+                    and np.allclose(sums, data.sum(axis=1), rtol=1e-5, atol=1e-5)):
+                wrong.append((k, call))
+
+    _run_in_threads(work)
+    assert wrong == []
+
+
+def test_updates_from_many_threads_are_never_lost(transformer):
+    count = ng.variable((), initial_value=0.0)
+    x = ng.placeholder(())
+    with ng.Op.saved_user_deps():
+        step = ng.assign(count, count + x)
+    f = transformer.computation(step, x)
+
+    def work(k):
+        for _ in range(CALLS):
+            f(np.float32(1.0))
+
+    _run_in_threads(work)
+    assert float(transformer.computation(count)()) == THREADS * CALLS
+
+
+def test_threads_with_their_own_computations_on_one_transformer(transformer):
+    F = ng.make_axis(length=16, name="F")
+    shared = ng.variable([F], initial_value=np.arange(16.0), name="shared")
+    results = {}
+
+    def work(k):
+        x = ng.placeholder([F])
+        f = transformer.computation(shared * x + float(k), x)
+        data = np.full(16, k, np.float32)
+        results[k] = [f(data) for _ in range(CALLS)]
+
+    _run_in_threads(work)
+    for k in range(THREADS):
+        expected = np.arange(16.0, dtype=np.float32) * k + k
+        for got in results[k]:
+            np.testing.assert_array_equal(got, expected)
