@@ -119,11 +119,28 @@ def numeric_jacobian(function: Callable[[np.ndarray], np.ndarray], x, dx: float)
     return result
 
 
-@contextlib.contextmanager
-def executor(results, *parameters, backend: Optional[str] = None) -> Iterator:
-    """A computation on a fresh transformer that is closed afterwards."""
-    with ExecutorFactory(backend) as factory:
-        yield factory.executor(results, *parameters)
+class Executor:
+    """A computation on a transformer of its own: call it directly, or use it in a
+    ``with`` block that closes the transformer at the end (both as Nervana Graph's
+    ``executor(results, *parameters)`` was used)."""
+
+    def __init__(self, results, *parameters: Op, backend: Optional[str] = None):
+        self.transformer: Transformer = make_transformer(backend or default_backend())
+        self.computation = self.transformer.computation(results, *parameters)
+
+    def __call__(self, *values, **options):
+        return self.computation(*values, **options)
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.transformer.close()
+
+
+def executor(results, *parameters: Op, backend: Optional[str] = None) -> Executor:
+    """A callable computing `results` from `parameters` on a fresh transformer."""
+    return Executor(results, *parameters, backend=backend)
 
 
 def numeric_derivative(f: Op, px: Op, dx: float, *parameters: Op) -> Callable[..., np.ndarray]:

@@ -7,6 +7,8 @@ stays float32 and ``labels + 1`` stays int32.
 """
 from __future__ import annotations
 
+import math
+
 from typing import Optional
 
 import numpy as np
@@ -150,9 +152,15 @@ def log(x, name=None, dtype=None) -> Op:
     return Log(x, name=name, dtype=dtype)
 
 
-def safelog(x, name=None, dtype=None) -> Op:
-    """log(max(x, exp(-50))): cross entropies stay finite at probability 0."""
-    return Safelog(x, name=name, dtype=dtype)
+#: Where `safelog` clamps its input: exp(-50), as Nervana Graph's default limit.
+SAFELOG_LIMIT = math.exp(-50)
+
+
+def safelog(x, limit: float = SAFELOG_LIMIT, name=None, dtype=None) -> Op:
+    """log(max(x, limit)): cross entropies stay finite at probability 0."""
+    if limit == SAFELOG_LIMIT:
+        return Safelog(x, name=name, dtype=dtype)
+    return log(maximum(x, float(limit)), name=name, dtype=dtype)
 
 
 def reciprocal(x, name=None, dtype=None) -> Op:

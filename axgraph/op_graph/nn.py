@@ -101,12 +101,20 @@ def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
     return -(t * ew.safelog(y) + (1.0 - t) * ew.safelog(1.0 - y))
 
 
-def cross_entropy_binary(y, t, out_axes: AxesLike = None, enable_sig_opt: bool = True,
-                         name: Optional[str] = None) -> Op:
-    """Binary cross entropy summed over the non-batch axes (one value per example)."""
+def cross_entropy_binary(y, t, usebits: bool = False, out_axes: AxesLike = None,
+                         enable_sig_opt: bool = True, name: Optional[str] = None) -> Op:
+    """Binary cross entropy summed over the non-batch axes (one value per example).
+
+    `usebits` reports the result in bits instead of nats.
+    """
     y, t = as_op(y), as_op(t)
     _check_same_axes("cross_entropy_binary", y, t)
-    return red.sum(cross_entropy_binary_inner(y, t, enable_sig_opt), out_axes=out_axes, name=name)
+    result = red.sum(cross_entropy_binary_inner(y, t, enable_sig_opt), out_axes=out_axes)
+    if usebits:
+        result = result * (1.0 / math.log(2.0))
+    if name is not None:
+        result.name = name
+    return result
 
 
 def _check_same_axes(what: str, y: Op, t: Op) -> None:

@@ -43,6 +43,19 @@ class _SavedUserDeps(threading.local):
 _saved = _SavedUserDeps()
 
 
+class _Collectors(threading.local):
+    """Per-thread lists collecting new ops: `Op.all_ops()` and `Op.captured_ops()` blocks."""
+
+    def __init__(self) -> None:
+        #: Open all_ops() lists: every op made goes into each of them.
+        self.all_ops: List[List["Op"]] = []
+        #: Open captured_ops() lists: an op made goes into the innermost only.
+        self.captured: List[List["Op"]] = []
+
+
+_collectors = _Collectors()
+
+
 class Op(NameableValue, DebugInfo):
     """A node of the axes graph. Create ops through the `ng.*` functions."""
 
@@ -73,6 +86,10 @@ class Op(NameableValue, DebugInfo):
             if arg.is_assignable:
                 self.other_deps.update(arg.user_deps)
         self.schemas: list = []
+        for collected in _collectors.all_ops:
+            collected.append(self)
+        if _collectors.captured:
+            _collectors.captured[-1].append(self)
 
     # -- graph edges ----------------------------------------------------------
     @property
@@ -114,6 +131,52 @@ class Op(NameableValue, DebugInfo):
         finally:
             _saved.maps.pop()
 
+    @staticmethod
+    @contextlib.contextmanager
+    def all_ops(ops: Optional[List["Op"]] = None) -> Iterator[List["Op"]]:
+        """Collect every op made inside the block (nested blocks see them too)."""
+        ops = [] if ops is None else ops
+        _collectors.all_ops.append(ops)
+        try:
+            yield ops
+        finally:
+            _collectors.all_ops.pop()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def captured_ops(ops: Optional[List["Op"]] = None) -> Iterator[List["Op"]]:
+        """Collect the ops made inside the block, hidden from enclosing captured_ops blocks."""
+        ops = [] if ops is None else ops
+        _collectors.captured.append(ops)
+        try:
+            yield ops
+        finally:
+            _collectors.captured.pop()
+
+    @staticmethod
+    def ordered_ops(roots: Iterable["Op"]) -> List["Op"]:
+        """The ops `roots` reach through args, each after its args (a topological order)."""
+        order: List[Op] = []
+        seen: set = set()
+        for root in roots:
+            stack = [(root, False)]
+            while stack:
+                op, expanded = stack.pop()
+                if expanded:
+                    order.append(op)
+                    continue
+                if op in seen:
+                    continue
+                seen.add(op)
+                stack.append((op, True))
+                stack.extend((arg, False) for arg in reversed(op.args) if arg not in seen)
+        return order
+
+    def named(self, name: str) -> "Op":
+        """Set the name and return this op, for chaining: ``ng.exp(x).named("e")``."""
+        self.name = name
+        return self
+
     # -- value description ----------------------------------------------------
     @property
     def axes(self) -> Axes:
@@ -124,6 +187,44 @@ class Op(NameableValue, DebugInfo):
     def shape(self) -> Tuple:
         """Lengths of `axes`, in order."""
         return self._axes.lengths
+
+    @property
+    def is_scalar(self) -> bool:
+        """True for a value without axes."""
+        return not self._axes
+
+    def has_axes(self, axes: AxesLike) -> bool:
+        """Whether this op's axes are exactly `axes`, in any order."""
+        return self._axes.is_equal_set(Axes(axes))
+
+    @property
+    def shape_dict(self) -> dict:
+        """{axis name: length} of this op's axes."""
+        return {axis.name: axis.length for axis in self._axes}
+
+    @property
+    def short_name(self) -> str:
+        """The name without any scope prefix (the part after the last '/')."""
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def graph_label(self) -> str:
+        """How pictures of the graph label this op: its kind and name."""
+        return f"{type(self).__name__}[{self.name}]"
+
+    def mean(self, reduction_axes: AxesLike = None, out_axes: AxesLike = None) -> "Op":
+        """`ng.mean` of this op (the default axes: all but batch and recurrent ones)."""
+        from .reductions import mean
+
+        return mean(self, reduction_axes=reduction_axes, out_axes=out_axes)
+
+    def insert_axis(self, index: int, axis) -> "Op":
+        """This value with the new `axis` inserted at position `index` (a broadcast)."""
+        from .shape_ops import broadcast
+
+        axes = list(self._axes)
+        axes.insert(index, axis)
+        return broadcast(self, axes)
 
     @property
     def location(self) -> Tuple[str, int]:
@@ -199,6 +300,35 @@ class Op(NameableValue, DebugInfo):
         from .shape_ops import tensor_slice
 
         return tensor_slice(self, item)
+
+    def __setitem__(self, item, value) -> None:
+        """``w[item] = value`` on a stored tensor is an assign (Nervana Graph's sugar): it
+        is recorded in ``w.user_deps``, so later reads of w (and `computation(w)`) run it."""
+        from .control import SetItem
+
+        SetItem(self, item, value)
+
+    def _update_in_place(self, value, combine) -> "Op":
+        """``w += v`` on a stored tensor assigns ``w + v`` to it and keeps the name w bound
+        to the tensor; on any other op it is the plain ``w = w + v``."""
+        if not self.is_assignable or getattr(self, "constant", False):
+            return combine(self, value)
+        from .control import AssignOp
+
+        AssignOp(self, combine(self, value))
+        return self
+
+    def __iadd__(self, other):
+        return self._update_in_place(other, _functions().add)
+
+    def __isub__(self, other):
+        return self._update_in_place(other, _functions().subtract)
+
+    def __imul__(self, other):
+        return self._update_in_place(other, _functions().multiply)
+
+    def __itruediv__(self, other):
+        return self._update_in_place(other, _functions().divide)
 
     # Ops stay hashable and compare by identity: use ng.equal for values.
     __hash__ = object.__hash__

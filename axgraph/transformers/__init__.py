@@ -7,7 +7,7 @@ when asked for, so `import axgraph` needs NumPy alone.
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List, Union
+from typing import Callable, Dict, List, Optional, Union
 
 from .base import Computation, Transformer
 
@@ -42,9 +42,52 @@ def transformer_class(name: str) -> type:
     return entry
 
 
-def make_transformer(name: str = "numpy", **options) -> Transformer:
-    """A new transformer of the registered kind `name`."""
+def allocate_transformer(name: str, **options) -> Transformer:
+    """A new transformer of the registered kind `name` (Nervana Graph's name for it)."""
     return transformer_class(name)(**options)
+
+
+class TransformerFactory:
+    """A callable making transformers of one kind with fixed options."""
+
+    def __init__(self, name: str, **options):
+        transformer_class(name)  # fail now, not at the first call, on an unknown name
+        self.name, self.options = name, options
+
+    def __call__(self) -> Transformer:
+        return allocate_transformer(self.name, **self.options)
+
+    def __repr__(self) -> str:
+        return f"TransformerFactory({self.name!r}, **{self.options!r})"
+
+
+def make_transformer_factory(name: str, **options) -> TransformerFactory:
+    """A factory for `make_transformer()` and `set_transformer_factory`."""
+    return TransformerFactory(name, **options)
+
+
+_default_factory: Callable[[], Transformer] = TransformerFactory("numpy")
+
+
+def set_transformer_factory(factory: Callable[[], Transformer]) -> None:
+    """Make `make_transformer()` (with no name) call `factory`."""
+    global _default_factory
+    _default_factory = factory
+
+
+def get_transformer_factory() -> Callable[[], Transformer]:
+    """The factory `make_transformer()` uses when given no name."""
+    return _default_factory
+
+
+def make_transformer(name: Optional[str] = None, **options) -> Transformer:
+    """A new transformer of the registered kind `name`; with no name, one from the
+    factory set by `set_transformer_factory` (the NumPy reference unless set)."""
+    if name is None:
+        if options:
+            return allocate_transformer(getattr(_default_factory, "name", "numpy"), **options)
+        return _default_factory()
+    return allocate_transformer(name, **options)
 
 
 def __getattr__(attribute: str):
@@ -53,5 +96,7 @@ def __getattr__(attribute: str):
     raise AttributeError(attribute)
 
 
-__all__ = ["Computation", "Transformer", "make_transformer", "register_transformer",
-           "transformer_choices", "transformer_class", "NumPyTransformer"]
+__all__ = ["Computation", "NumPyTransformer", "Transformer", "TransformerFactory",
+           "allocate_transformer", "get_transformer_factory", "make_transformer",
+           "make_transformer_factory", "register_transformer", "set_transformer_factory",
+           "transformer_choices", "transformer_class"]

@@ -125,6 +125,11 @@ class Computation:
                        for target, value in zip(out, outputs)]
         return self._package(outputs)
 
+    @property
+    def executor(self) -> "Computation":
+        """The callable that runs this computation: itself (Nervana Graph's name)."""
+        return self
+
     def _checked_feeds(self, values, feed_dict) -> Tuple[Dict[Op, np.ndarray], LengthBindings]:
         """The fed arrays by placeholder, converted and checked, and the lengths they bind."""
         if not feed_dict and len(values) == len(self.parameters):
@@ -390,6 +395,8 @@ class Transformer(abc.ABC):
         self.state: Dict[AssignableTensorOp, np.ndarray] = {}
         #: Persistent tensors whose initializers have run.
         self.initialized: set = set()
+        #: The computations made by this transformer, in order.
+        self.computations: List[Computation] = []
         self._lock = threading.RLock()
 
     def computation(self, results, *parameters) -> Computation:
@@ -399,7 +406,9 @@ class Transformer(abc.ABC):
                 raise TransformerClosedError(
                     f"this {self.transformer_name} transformer is closed; make a new one to "
                     f"build computations", user_location())
-            return self._make_computation(results, parameters)
+            computation = self._make_computation(results, parameters)
+            self.computations.append(computation)
+            return computation
 
     def _make_computation(self, results, parameters) -> Computation:
         return Computation(self, results, parameters)
@@ -420,6 +429,7 @@ class Transformer(abc.ABC):
             self.closed = True
             self.state.clear()
             self.initialized.clear()
+            self.computations.clear()
 
     def __enter__(self) -> "Transformer":
         return self
