@@ -205,7 +205,8 @@ class _Described:
     def __str__(self) -> str:
         return f"{self.placeholder.name} with axes {self.placeholder.axes}"
 
-    __format__ = lambda self, spec: format(str(self), spec)
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindings) -> np.ndarray:

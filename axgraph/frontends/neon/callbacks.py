@@ -76,7 +76,7 @@ class MetricsHistory(Callback):
             # A metric that appears late gets NaN for the epochs before it.
             values = self.history.setdefault(name, [math.nan] * (len(self.epochs) - 1))
             values.append(value)
-        for name, values in self.history.items():
+        for values in self.history.values():
             if len(values) < len(self.epochs):
                 values.append(math.nan)
 

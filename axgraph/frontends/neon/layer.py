@@ -168,10 +168,10 @@ class Layer(abc.ABC):
         return self._forward(x)
 
     # -- for subclasses ----------------------------------------------------------
-    def _build(self, x: Op) -> None:
+    def _build(self, x: Op) -> None:  # noqa: B027 - a hook: layers without variables skip it
         """Make this layer's variables for inputs like x (first call only)."""
 
-    def _check_input(self, x: Op) -> None:
+    def _check_input(self, x: Op) -> None:  # noqa: B027 - a hook, as _build
         """Raise if x does not fit the variables made by the first call."""
 
     @abc.abstractmethod

@@ -439,7 +439,10 @@ class Program:
         shape_a, shape_b = self.shapes[a], self.shapes[b]
         rest_a = [i for i in range(len(shape_a)) if i not in node.contract_a]
         rest_b = [i for i in range(len(shape_b)) if i not in node.contract_b]
-        size = lambda shape, dims: int(np.prod([shape[i] for i in dims], dtype=np.int64))
+
+        def size(shape, dims) -> int:
+            return int(np.prod([shape[i] for i in dims], dtype=np.int64))
+
         m, k, n = size(shape_a, rest_a), size(shape_a, node.contract_a), size(shape_b, rest_b)
         layout_a, layout_b = self.layout.get(a), self.layout.get(b)
 

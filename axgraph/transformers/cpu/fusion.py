@@ -182,7 +182,9 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
         pending: List[Tuple[int, Node]] = []
         queued: Set[Node] = set()
 
-        def offer(node: Node) -> None:
+        # The defaults bind this iteration's collections (offer runs only within it).
+        def offer(node: Node, queued=queued, members=members, taken=taken,
+                  pending=pending) -> None:
             if node not in queued and node not in members and node not in taken:
                 queued.add(node)
                 heapq.heappush(pending, (-position[node], node.name, node))
