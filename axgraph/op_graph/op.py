@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Iterable, Iterator, List, Optional, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -23,11 +23,13 @@ from ..errors import AxgraphError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
 
+_E = TypeVar("_E", bound=AxgraphError)
+
 
 class _DepsState(threading.local):
     """Per-thread stack of the assigns later ops must follow."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.stack: List[Tuple["Op", ...]] = [()]
 
 
@@ -115,7 +117,7 @@ class Op(NameableValue, DebugInfo):
         """(file, line) of the user code that created this op."""
         return self._location
 
-    def error(self, error_class, message: str) -> AxgraphError:
+    def error(self, error_class: Type[_E], message: str) -> _E:
         """An `error_class` naming this op and where the user created it."""
         return error_class(f"{self.name}: {message}", self._location)
 

@@ -24,14 +24,15 @@ from ..op_graph.tensors import AssignableTensorOp
 class LengthBindings:
     """Axis lengths for one call: set lengths, plus lengths bound from fed data."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._bound: Dict[Axis, int] = {}
 
     def get(self, axis: Axis) -> Optional[int]:
         """The length of `axis` if known, else None."""
         if isinstance(axis, FlattenedAxis):
             parts = [self.get(a) for a in axis.axes]
-            return None if None in parts else int(np.prod(parts, dtype=np.int64))
+            return None if None in parts else int(
+                np.prod(parts, dtype=np.int64))  # type: ignore[arg-type]  # no None is left
         base = axis.base
         return base.length if base.length is not None else self._bound.get(base)
 
@@ -63,7 +64,8 @@ class Computation:
     op without a value (an assign) gives None.
     """
 
-    def __init__(self, transformer: "Transformer", results, parameters: Sequence[Op]):
+    def __init__(self, transformer: "Transformer", results,
+                 parameters: Sequence[AssignableTensorOp]):
         self.transformer = transformer
         self._location = user_location()
         self.result_kind, self.results = _normalize_results(results)
@@ -146,11 +148,11 @@ class Computation:
                                 user_location())
         return out
 
-    def _collect_feeds(self, values, feed_dict) -> Dict[Op, Any]:
+    def _collect_feeds(self, values, feed_dict) -> Dict[AssignableTensorOp, Any]:
         if len(values) > len(self.parameters):
             raise FeedError(f"computation takes {len(self.parameters)} placeholder values, got "
                             f"{len(values)}", user_location())
-        feeds: Dict[Op, Any] = dict(zip(self.parameters, values))
+        feeds: Dict[AssignableTensorOp, Any] = dict(zip(self.parameters, values))
         for placeholder, value in feed_dict.items():
             if placeholder in feeds:
                 raise FeedError(f"{placeholder.name} is given both positionally and in feed_dict",
@@ -238,12 +240,14 @@ def no_value_error(tensor: AssignableTensorOp) -> FeedError:
     return tensor.error(FeedError, f"{tensor.axes} has no value: {hint}")
 
 
-def check_readable(ops: List[Op], results, state: Dict[Op, np.ndarray]) -> None:
+def check_readable(ops: List[Op], results,
+                   state: Dict[AssignableTensorOp, np.ndarray]) -> None:
     """Fail before running anything if a stored tensor is read before it has a value."""
-    written = set(state)
+    written: set[Op] = set(state)
     for op in ops:
         for i, arg in enumerate(op.args):
             if i >= op.lvalue_args and arg.is_assignable and arg not in written:
+                assert isinstance(arg, AssignableTensorOp)
                 raise no_value_error(arg)
         if op.lvalue_args:
             written.add(op.args[0])
@@ -258,7 +262,7 @@ class Transformer(abc.ABC):
     #: The registry name (set by `register_transformer`).
     transformer_name = "abstract"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.closed = False
 
     def computation(self, results, *parameters) -> Computation:
@@ -271,7 +275,7 @@ class Transformer(abc.ABC):
         return Computation(self, results, parameters)
 
     @abc.abstractmethod
-    def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
+    def _run(self, computation: Computation, feeds: Dict[AssignableTensorOp, np.ndarray],
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         """Execute `computation` once; one output per result (None for no value).
 
