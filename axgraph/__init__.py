@@ -35,7 +35,24 @@ from .transformers.nptransform import NumPyTransformer
 
 __version__ = "0.1.0"
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "NameScope", "axis",
+           "make_axes", "make_axis", "make_axis_role", "make_name_scope", "AxesError",
+           "AxgraphError", "AxisLengthError", "DTypeError", "DuplicateAxisError", "ExecutionError",
+           "FeedError", "GraphError", "IncompatibleAxesError", "NotDifferentiableError",
+           "SerializationError", "ShapeError", "TransformerClosedError", "UnmatchedAxesError",
+           "AssignOp", "SetItem", "assign", "doall", "sequential", "set_item", "value_of",
+           "convolution", "deconvolution", "dot", "lookuptable", "absolute", "add", "cos", "divide",
+           "equal", "exp", "floor", "greater", "greater_equal", "less", "less_equal", "log",
+           "maximum", "minimum", "multiply", "negative", "not_equal", "power", "reciprocal", "relu",
+           "safelog", "sign", "sin", "sqrt", "square", "stop_gradient", "subtract", "tanh",
+           "cross_entropy_binary", "cross_entropy_binary_inner", "cross_entropy_multi", "dropout",
+           "moments", "one_hot", "sigmoid", "softmax", "squared_L2", "Op", "pooling", "normal",
+           "set_random_seed", "uniform", "argmax", "argmin", "batch_size", "max", "mean", "min",
+           "prod", "sum", "tensor_size", "variance", "axes_with_order", "broadcast", "cast_axes",
+           "concat_along_axis", "flatten", "flatten_at", "pad", "slice_along_axis", "stack",
+           "tensor_slice", "unflatten", "AssignableTensorOp", "constant", "persistent_tensor",
+           "placeholder", "temporary", "variable", "make_transformer", "transformer_choices",
+           "NumPyTransformer"]
 
 
 def __getattr__(name: str):

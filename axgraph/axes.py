@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, Optional, Sequence,
+                    Tuple, Union)
 
 import numpy as np
 
@@ -256,6 +257,8 @@ class Axes:
     """
 
     __slots__ = ("_axes", "_ids")
+    _axes: Tuple[Axis, ...]
+    _ids: FrozenSet[int]
 
     def __init__(self, axes: AxesLike = ()):
         if axes is None:
@@ -453,8 +456,14 @@ class NameScope:
     axis by neon's convention), as the standard neon axes of seed 000 expect.
     """
 
+    name: Optional[str]
+
     def __init__(self, name: Optional[str] = None):
         object.__setattr__(self, "name", name)
+
+    if TYPE_CHECKING:
+        # members are whatever the user stores, so any attribute may be read
+        def __getattr__(self, key: str) -> Any: ...
 
     def __setattr__(self, key: str, value) -> None:
         if getattr(value, "_auto_named", False):

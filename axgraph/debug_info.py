@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Tuple
+from types import FrameType
+from typing import Optional, Tuple
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def user_location(skip: int = 1) -> Tuple[str, int]:
     """(file, line) of the innermost frame outside the axgraph package."""
-    frame = sys._getframe(skip)
+    frame: Optional[FrameType] = sys._getframe(skip)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     if frame is None:
@@ -26,9 +27,7 @@ class DebugInfo:
     """Mixin recording the creating file and line; see `file_info`."""
 
     __slots__ = ()
-
-    def _record_location(self) -> None:
-        self._location = user_location(2)
+    _location: Tuple[str, int]
 
     @property
     def file(self) -> str:

@@ -102,6 +102,8 @@ class Dim:
     """
 
     __slots__ = ("_terms", "_hash")
+    _terms: Terms
+    _hash: int
 
     def __init__(self, name: str):
         if not isinstance(name, str) or not name.isidentifier():

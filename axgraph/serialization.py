@@ -154,7 +154,7 @@ def _named_variables(variables) -> Dict[str, Op]:
             raise SerializationError(f"a dict of variables maps names (str) to variables; got "
                                      f"key {bad[0]!r}")
         return named
-    named: Dict[str, Op] = {}
+    named = {}
     for op in variables:
         name = getattr(op, "name", None)
         if name in named:
@@ -214,7 +214,8 @@ def _write_atomically(path: Path, arrays: Dict[str, np.ndarray]) -> None:
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as file:
-            np.savez(file, **arrays)
+            # (NumPy >= 2.1 stubs match **arrays against savez's allow_pickle: bool too)
+            np.savez(file, **arrays)  # type: ignore[arg-type, unused-ignore]
             file.flush()
             os.fsync(file.fileno())
         os.chmod(temporary, mode)

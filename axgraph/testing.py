@@ -11,9 +11,8 @@ set), so one test suite can run against each backend.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 

@@ -8,7 +8,8 @@ rewrite. `print(function)` shows one line per node.
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union,
+                    cast)
 
 import numpy as np
 
@@ -69,7 +70,7 @@ def attribute_symbols(node: Node) -> FrozenSet[str]:
 class Function:
     """A computation over `parameters` that produces `results` (seed 004)."""
 
-    def __init__(self, results: Union[Node, Sequence[Node]], parameters: Sequence[Parameter],
+    def __init__(self, results: Union[Node, Sequence[Node]], parameters: Sequence[Node],
                  name: Optional[str] = None):
         results = _as_nodes(results, "results")
         parameters = _as_nodes(parameters, "parameters")
@@ -93,7 +94,7 @@ class Function:
                                  f"{node.type_str()} (made at {node.location[0]}:"
                                  f"{node.location[1]}), which is not in parameters", location)
         self._results = results
-        self._parameters = parameters
+        self._parameters = cast(Tuple[Parameter, ...], parameters)  # each checked above
         self._nodes = tuple(parameters) + tuple(n for n in order if n not in seen)
         self._name = name or "function"
         self._free_symbols = bindable = frozenset().union(

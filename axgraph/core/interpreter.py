@@ -10,7 +10,7 @@ never one of the argument arrays).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -110,6 +110,7 @@ BINARY = {
 
 # One kernel per op class, its NumPy function bound once (subclasses of these ops find
 # their base's kernel through find_kernel).
+_op_class: type
 for _op_class, _function in UNARY.items():
     KERNELS[_op_class] = lambda node, ctx, x, _function=_function: _function(x)
 for _op_class, _function in BINARY.items():
@@ -458,11 +459,12 @@ class InterpretedFunction:
         self.function = function
         self._kernels = [(node, find_kernel(type(node))) for node in function.nodes
                          if not isinstance(node, ops.Parameter)]
-        self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
-                            if isinstance(node, (ops.RandomUniform, ops.RandomNormal))}
+        self._generators: Dict[Node, np.random.Generator] = {
+            node: np.random.default_rng(node.seed) for node in function.nodes
+            if isinstance(node, (ops.RandomUniform, ops.RandomNormal))}
 
     # -- argument checks --------------------------------------------------------------------
-    def _arguments(self, arrays: Sequence) -> List[np.ndarray]:
+    def _arguments(self, arrays: Sequence) -> Tuple[np.ndarray, ...]:
         parameters = self.function.parameters
         if len(arrays) != len(parameters):
             raise FeedError(f"{self.function.name} takes {len(parameters)} argument(s) "
@@ -482,7 +484,7 @@ class InterpretedFunction:
                                 f"{array.shape}, rank {array.ndim}; expected rank "
                                 f"{parameter.rank}", parameter.location)
             checked.append(array)
-        return checked
+        return tuple(checked)
 
     def bind(self, arrays: Sequence[np.ndarray]) -> Dict[str, int]:
         """Size-variable values that make every parameter's shape match its argument."""
@@ -505,7 +507,7 @@ class InterpretedFunction:
         if missing:
             raise FeedError(f"size variable(s) {', '.join(sorted(missing))} cannot be bound "
                             f"from the arguments' shapes")
-        return bindings
+        return cast(Dict[str, int], bindings)  # solved against int array dims: all ints
 
     def _outs(self, out, arrays: Sequence[np.ndarray], shapes: Sequence[Tuple[int, ...]]):
         results = self.function.results

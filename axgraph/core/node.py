@@ -65,6 +65,7 @@ class Node(abc.ABC):
     name: str
     location: Location
     attributes: Mapping[str, Any]
+    _user_name: Optional[str]
 
     def __init__(self, inputs: Sequence["Node"], attributes: Mapping[str, Any],
                  name: Optional[str] = None):

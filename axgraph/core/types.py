@@ -25,6 +25,9 @@ class ElementType:
     """
 
     __slots__ = ("name", "dtype", "kind")
+    name: str
+    dtype: np.dtype
+    kind: str
 
     def __init__(self, name: str, dtype, kind: str):
         object.__setattr__(self, "name", name)

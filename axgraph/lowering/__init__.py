@@ -58,7 +58,8 @@ def lower(ops: Sequence[Op], results: Sequence[Op]) -> LoweredComputation:
             node = lower_op(ctx, op, args)
         if op.is_tensor_op:
             ctx.values[op] = node
-    result_nodes, positions = [], []
+    result_nodes: List[core.Node] = []
+    positions: List[Optional[int]] = []
     for result in results:
         if not result.is_tensor_op:
             positions.append(None)

@@ -21,7 +21,7 @@ from ..op_graph.tensors import AssignableTensorOp
 class LoweringContext:
     """Maps axes to dims and axes ops to core nodes while a schedule is walked."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.values: Dict[Op, core.Node] = {}
         self.state: Dict[AssignableTensorOp, core.Node] = {}
         self.state_parameters: Dict[AssignableTensorOp, core.Parameter] = {}
@@ -57,6 +57,7 @@ class LoweringContext:
     def value(self, op: Op) -> core.Node:
         """The core node holding op's value at this point of the schedule."""
         if op.is_assignable:
+            assert isinstance(op, AssignableTensorOp)
             return self.read(op)
         return self.values[op]
 

@@ -8,7 +8,7 @@ reordering of seed 000 become explicit Broadcast and Transpose nodes here.
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from ..op_graph.op import Op
 from .context import LoweringContext, positions
 
 Rule = Callable[..., Optional[core.Node]]
+_T = TypeVar("_T")
 RULES: Dict[type, Rule] = {}
 
 
@@ -78,7 +79,7 @@ BINARY: Dict[type, type] = {
 }
 
 
-def _by_class(table: Dict[type, object], op: Op):
+def _by_class(table: Mapping[type, _T], op: Op) -> _T:
     for op_class in type(op).__mro__:
         if op_class in table:
             return table[op_class]

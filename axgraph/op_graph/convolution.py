@@ -195,6 +195,7 @@ def _check_channels(what: str, feature: Axis, filter_axis: Axis) -> None:
 def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Sequence[int],
                  axes: AxesLike) -> Tuple[FeatureLayout, Axes]:
     """The result's layout and axes: given ones checked by role, else new ones."""
+    out: Optional[FeatureLayout]
     if axes is None:
         spatial = tuple(make_axis(length=n, name=OUTPUT_NAMES[_spatial_role(a)], roles=a.roles)
                         for a, n in zip(layout.spatial, lengths))
@@ -202,8 +203,9 @@ def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Seque
         return out, Axes((channel,) + spatial + (layout.batch,))
     axes = Axes(axes)
     spatial = _spatial_axes(axes)
-    out = FeatureLayout(axes.batch_axis(), channel, spatial)
-    if out.batch is None or len(spatial) != len(lengths) or not Axes(out.canonical).is_equal_set(axes):
+    batch = axes.batch_axis()
+    out = FeatureLayout(batch, channel, spatial) if batch is not None else None
+    if out is None or len(spatial) != len(lengths) or not Axes(out.canonical).is_equal_set(axes):
         raise _fail(IncompatibleAxesError,
                     f"{what}: output axes {axes} must be {channel.name}, {len(lengths)} spatial axes "
                     f"with roles and the batch axis")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from ..dtypes import as_dtype
 from ..errors import AxgraphError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
+
+_E = TypeVar("_E", bound=AxgraphError)
 
 
 UserDepsMap = Dict["Op", OrderedSet["Op"]]
@@ -231,7 +233,7 @@ class Op(NameableValue, DebugInfo):
         """(file, line) of the user code that created this op."""
         return self._location
 
-    def error(self, error_class, message: str) -> AxgraphError:
+    def error(self, error_class: Type[_E], message: str) -> _E:
         """An `error_class` naming this op and where the user created it."""
         return error_class(f"{self.name}: {message}", self._location)
 

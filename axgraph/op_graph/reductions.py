@@ -29,6 +29,7 @@ def resolve_reduction_axes(x: Op, reduction_axes: AxesLike, out_axes: AxesLike,
         out_axes = Axes(out_axes)
         _check_subset(x, out_axes, what, "out_axes")
     if reduction_axes is None:
+        assert out_axes is not None  # neither given was handled first
         return x.axes - out_axes, out_axes
     if out_axes is None:
         return reduction_axes, x.axes - reduction_axes

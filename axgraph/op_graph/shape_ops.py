@@ -134,7 +134,7 @@ def _normalized_slices(x: Op, slices) -> Tuple[Index, ...]:
         raise _fail(IncompatibleAxesError,
                     f"slicing {x.name} {x.axes}: {len(slices)} indices for {len(x.axes)} axes")
     slices = slices + (slice(None),) * (len(x.axes) - len(slices))
-    normalized = []
+    normalized: list[Index] = []
     for axis, item in zip(x.axes, slices):
         if isinstance(item, slice):
             bounds = [_integer_index(x, axis, part) for part in (item.start, item.stop, item.step)]

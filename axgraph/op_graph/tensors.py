@@ -29,6 +29,8 @@ class AssignableTensorOp(Op):
     """An l-tensor: a stored value that assigns may overwrite (unless constant)."""
 
     is_assignable = True
+    #: True for a Python scalar's constant, which takes the dtype of what it meets
+    weak_dtype = False
 
     def __init__(
         self,

@@ -128,8 +128,8 @@ def _one_uniform_value(node: Node) -> bool:
     values = [uniform_value(i) for i in node.inputs]
     if any(v is None for v in values):
         return False
-    first = values[0].tobytes()
-    return all(v.tobytes() == first for v in values[1:])
+    first = values[0].tobytes()  # type: ignore[union-attr]  # no None is left
+    return all(v.tobytes() == first for v in values[1:])  # type: ignore[union-attr]  # as above
 
 
 def _concat_of_uniform(match: Match) -> Node:

@@ -79,7 +79,7 @@ class ConstantFolding(Pass):
         if isinstance(node, ELEMENTWISE):
             fills = [uniform_value(i) for i in node.inputs]
             if all(f is not None for f in fills):
-                value = _run_kernel(node, fills)
+                value = _run_kernel(node, fills)  # type: ignore[arg-type]  # all are arrays
                 return self._constant(node, value) if value is not None else None
         if not node.shape.is_static or not self._small(node.shape):
             return None
@@ -103,7 +103,7 @@ class ConstantFolding(Pass):
             return Constant(node.element_type, node.shape, np.array(value), name=name)
 
     def run(self, function: Function) -> Function:
-        rebuilt = {}
+        rebuilt: dict[Node, Node] = {}
         changed = False
         for node in function.nodes:
             current = node.with_inputs([rebuilt[i] for i in node.inputs])

@@ -10,7 +10,7 @@ but no convolution kernel of their own (the cpu backend) run it.
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Union
 
 from .. import core
 from ..core.function import Function
@@ -18,12 +18,16 @@ from ..core.node import Node, at_location
 from .manager import Pass
 
 
-def _columns(x: Node, window, node: Node) -> Node:
+_ConvolutionNode = Union[core.Convolution, core.ConvolutionBackpropFilters,
+                         core.ConvolutionBackpropData]
+
+
+def _columns(x: Node, window, node: _ConvolutionNode) -> Node:
     return core.Im2Col(x, window, strides=node.strides, dilation=node.dilation,
                        padding_below=node.padding_below, padding_above=node.padding_above)
 
 
-def _convolution(node: Node) -> Node:
+def _convolution(node: core.Convolution) -> Node:
     x, w = node.inputs
     nd = w.rank - 2
     columns = _columns(x, tuple(w.shape[2:]), node)  # (N, P..., C, R...)
@@ -31,14 +35,14 @@ def _convolution(node: Node) -> Node:
     return core.Transpose(product, (0, 1 + nd) + tuple(range(1, 1 + nd)))  # (N, K, P...)
 
 
-def _filter_gradient(node: Node) -> Node:
+def _filter_gradient(node: core.ConvolutionBackpropFilters) -> Node:
     x, delta = node.inputs
     nd = delta.rank - 2
     columns = _columns(x, tuple(node.filters_shape[2:]), node)
     return core.Dot(delta, columns, (0,) + tuple(range(2, 2 + nd)), tuple(range(0, 1 + nd)))
 
 
-def _data_gradient(node: Node) -> Node:
+def _data_gradient(node: core.ConvolutionBackpropData) -> Node:
     w, delta = node.inputs
     columns = core.Dot(delta, w, (1,), (0,))  # (N, P..., C, R...)
     return core.Col2Im(columns, node.shape, tuple(w.shape[2:]), strides=node.strides,

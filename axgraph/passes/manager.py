@@ -61,7 +61,7 @@ PassLike = Union[Pass, Callable[[Function], Function]]
 
 
 def pass_name(pass_: PassLike) -> str:
-    return getattr(pass_, "name", None) or getattr(pass_, "__name__", type(pass_).__name__)
+    return getattr(pass_, "name", "") or getattr(pass_, "__name__", type(pass_).__name__)
 
 
 # -- verification --------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def verify(function: Function, reference: Optional[Function] = None) -> None:
             if element_type != node.element_type or shape != node.shape:
                 raise VerificationError(f"{where}: {node.op} {node.name} is recorded as "
                                         f"{node.type_str()} but infers {element_type}{shape}")
-    needed = set(parameters)
+    needed: set[Node] = set(parameters)
     stack = [r for r in function.results]
     for r in stack:
         if r not in position:

@@ -272,7 +272,7 @@ class RewriteRule:
             raise TypeError(f"RewriteRule needs a Pattern, not {pattern!r}")
         self.pattern = pattern
         self.build_replacement = build_replacement
-        self.name = name or getattr(build_replacement, "__name__", "rule")
+        self.name: str = name if name else getattr(build_replacement, "__name__", "rule")
 
     def apply(self, node: Node,
               uses: Optional[Callable[[Node], Optional[int]]] = None) -> Optional[Node]:
@@ -317,7 +317,7 @@ MAX_SWEEPS = 100
 MAX_LOCAL_STEPS = 50
 
 
-def rewrite(function: Function, rules: Sequence[RewriteRule],
+def rewrite(function: Function, rules: Union[Sequence[RewriteRule], RuleIndex],
             max_sweeps: int = MAX_SWEEPS) -> Function:
     """`function` with `rules` applied until no rule fires (the original is unchanged).
 

@@ -116,7 +116,9 @@ def _sink_nary(layout: Type[Node]) -> Callable[[Match], Optional[Node]]:
             elif uniform_value(i) is not None:
                 new_inputs.append(Constant(i.element_type, source.shape, uniform_value(i)))
             else:
-                new_inputs.append(_unbroadcast(i, key, source))
+                unbroadcast = _unbroadcast(i, key, source)
+                assert unbroadcast is not None  # checked in the loop above
+                new_inputs.append(unbroadcast)
         return _top(moved[0], renamed_copy(node, new_inputs), node)
 
     build.__name__ = f"sink_elementwise_{layout.__name__.lower()}s"
@@ -138,6 +140,7 @@ def _increasing(values: List[int]) -> bool:
 
 def _reduce_absorbs(match: Match) -> Optional[Node]:
     node, moved = match.root, match["moved"]
+    assert isinstance(node, REDUCTIONS)  # the rule's pattern
     p, axes = moved.attributes["permutation"], node.attributes["axes"]
     kept = [p[i] for i in range(len(p)) if i not in axes]
     if not _increasing(kept):

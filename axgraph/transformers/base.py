@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeGuard
 
 import numpy as np
 
@@ -25,14 +25,15 @@ from ..op_graph.tensors import AssignableTensorOp
 class LengthBindings:
     """Axis lengths for one call: set lengths, plus lengths bound from fed data."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._bound: Dict[Axis, int] = {}
 
     def get(self, axis: Axis) -> Optional[int]:
         """The length of `axis` if known, else None."""
         if isinstance(axis, FlattenedAxis):
             parts = [self.get(a) for a in axis.axes]
-            return None if None in parts else int(np.prod(parts, dtype=np.int64))
+            return None if None in parts else int(
+                np.prod(parts, dtype=np.int64))  # type: ignore[arg-type]  # no None is left
         base = axis.base
         return base.length if base.length is not None else self._bound.get(base)
 
@@ -69,7 +70,8 @@ class Computation:
     transformer runs one call at a time (see `Transformer`).
     """
 
-    def __init__(self, transformer: "Transformer", results, parameters: Sequence[Op]):
+    def __init__(self, transformer: "Transformer", results,
+                 parameters: Sequence[AssignableTensorOp]):
         self.transformer = transformer
         self._location = user_location()
         self.result_kind, self.results = _normalize_results(results)
@@ -130,7 +132,8 @@ class Computation:
         """The callable that runs this computation: itself (Nervana Graph's name)."""
         return self
 
-    def _checked_feeds(self, values, feed_dict) -> Tuple[Dict[Op, np.ndarray], LengthBindings]:
+    def _checked_feeds(self, values, feed_dict
+                       ) -> Tuple[Dict[AssignableTensorOp, np.ndarray], LengthBindings]:
         """The fed arrays by placeholder, converted and checked, and the lengths they bind."""
         if not feed_dict and len(values) == len(self.parameters):
             try:
@@ -152,7 +155,7 @@ class Computation:
             self._known_feeds[tuple((v.dtype, v.shape) for v in values)] = bindings
         return checked, bindings
 
-    def _check_stored_lengths(self, feeds: Dict[Op, np.ndarray],
+    def _check_stored_lengths(self, feeds: Dict[AssignableTensorOp, np.ndarray],
                               bindings: LengthBindings) -> None:
         """A stored value made with one batch length cannot be used with another."""
         state = self.transformer.state
@@ -200,11 +203,11 @@ class Computation:
                                 user_location())
         return out
 
-    def _collect_feeds(self, values, feed_dict) -> Dict[Op, Any]:
+    def _collect_feeds(self, values, feed_dict) -> Dict[AssignableTensorOp, Any]:
         if len(values) > len(self.parameters):
             raise FeedError(f"computation takes {len(self.parameters)} placeholder values, got "
                             f"{len(values)}", user_location())
-        feeds: Dict[Op, Any] = dict(zip(self.parameters, values))
+        feeds: Dict[AssignableTensorOp, Any] = dict(zip(self.parameters, values))
         for placeholder, value in feed_dict.items():
             if placeholder in feeds:
                 raise FeedError(f"{placeholder.name} is given both positionally and in feed_dict",
@@ -259,7 +262,8 @@ class _Described:
     def __str__(self) -> str:
         return f"{self.placeholder.name} with axes {self.placeholder.axes}"
 
-    __format__ = lambda self, spec: format(str(self), spec)
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindings) -> np.ndarray:
@@ -332,7 +336,7 @@ def _needed_feeds(ops: List[Op], results: Sequence[Op]) -> Dict[AssignableTensor
     return needed
 
 
-def _needs_feed(op: Op) -> bool:
+def _needs_feed(op: Op) -> TypeGuard[AssignableTensorOp]:
     return isinstance(op, AssignableTensorOp) and op.input and op.initial_value is None
 
 
@@ -356,23 +360,25 @@ def no_value_error(tensor: AssignableTensorOp) -> FeedError:
     return tensor.error(FeedError, f"{tensor.axes} has no value: {hint}")
 
 
-def check_readable(ops: List[Op], results, state: Dict[Op, np.ndarray]) -> None:
+def check_readable(ops: List[Op], results,
+                   state: Dict[AssignableTensorOp, np.ndarray]) -> None:
     """Fail before running anything if a stored tensor is read before it has a value.
 
     Placeholders are checked per call by the computation (their values live
     for one call only); this covers the other stored tensors, whose values
     only accumulate, so one successful check holds for later calls.
     """
-    written = set(state)
+    written: set[Op] = set(state)
     for op in ops:
         for i, arg in enumerate(op.args):
-            if i >= op.lvalue_args and arg.is_assignable and not arg.input \
+            if i >= op.lvalue_args and isinstance(arg, AssignableTensorOp) and not arg.input \
                     and arg not in written:
                 raise no_value_error(arg)
         if op.lvalue_args:
             written.add(op.args[0])
     for result in results:
-        if result.is_assignable and not result.input and result not in written:
+        if isinstance(result, AssignableTensorOp) and not result.input \
+                and result not in written:
             raise no_value_error(result)
 
 
@@ -414,7 +420,7 @@ class Transformer(abc.ABC):
         return Computation(self, results, parameters)
 
     @abc.abstractmethod
-    def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
+    def _run(self, computation: Computation, feeds: Dict[AssignableTensorOp, np.ndarray],
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         """Execute `computation` once; one output per result (None for no value).
 

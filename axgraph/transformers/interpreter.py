@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import core
 from ..lowering import LoweredComputation, lower
-from ..op_graph.op import Op
 from ..passes import PassManager, default_passes
 from ..op_graph.tensors import AssignableTensorOp
 from .base import Computation, LengthBindings, Transformer, check_readable
@@ -56,7 +55,7 @@ class InterpreterTransformer(Transformer):
         """The callable that runs `function` (the core backend's compiled form)."""
         return core.compile(function, self.backend)
 
-    def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
+    def _run(self, computation: Computation, feeds: Dict[AssignableTensorOp, np.ndarray],
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         lowered, run = self._compile(computation)
         persistent, temporaries = computation.persistent_tensors, computation.temporary_tensors

@@ -7,12 +7,13 @@ program order, and results that are stored tensors are read at the end.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, cast
 
 import numpy as np
 
 from ..errors import AxgraphError, AxisLengthError, ExecutionError
 from ..op_graph.op import Op
+from ..op_graph.random import RandomOp
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
 from .base import Computation, LengthBindings, Transformer, check_readable, no_value_error
@@ -24,7 +25,7 @@ class RunContext:
     """What kernels may ask during one call: lengths, stored values, RNGs."""
 
     def __init__(self, transformer: "NumPyTransformer", bindings: LengthBindings,
-                 feeds: Dict[Op, np.ndarray]):
+                 feeds: Dict[AssignableTensorOp, np.ndarray]):
         self.transformer = transformer
         self.bindings = bindings
         #: This call's placeholder values (and what assigns write into placeholders).
@@ -52,7 +53,7 @@ class RunContext:
         else:
             self.transformer.state[tensor] = value
 
-    def rng(self, op: Op) -> np.random.Generator:
+    def rng(self, op: RandomOp) -> np.random.Generator:
         rngs = self.transformer.rngs
         if op not in rngs:
             rngs[op] = np.random.default_rng(op.seed)
@@ -82,7 +83,7 @@ class NumPyTransformer(Transformer):
         super().__init__()
         self.rngs: Dict[Op, np.random.Generator] = {}
 
-    def _run(self, computation: Computation, feeds: Dict[Op, np.ndarray],
+    def _run(self, computation: Computation, feeds: Dict[AssignableTensorOp, np.ndarray],
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
         ctx = RunContext(self, bindings, dict(feeds))
         temporaries = computation.temporary_tensors
@@ -110,7 +111,7 @@ class NumPyTransformer(Transformer):
             if op.is_assignable:
                 continue  # read when a consumer runs
             args = [None if i < op.lvalue_args or not arg.is_tensor_op else
-                    (ctx.read(arg) if arg.is_assignable else values[arg])
+                    (ctx.read(cast(AssignableTensorOp, arg)) if arg.is_assignable else values[arg])
                     for i, arg in enumerate(op.args)]
             try:
                 value = run_kernel(op, ctx, args)
@@ -129,6 +130,7 @@ class NumPyTransformer(Transformer):
         if not result.is_tensor_op:
             return None
         if result.is_assignable:
+            assert isinstance(result, AssignableTensorOp)
             return np.array(ctx.read(result), copy=True)
         value = values[result]
         if not (value.flags.owndata and value.flags.writeable):

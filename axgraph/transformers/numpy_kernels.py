@@ -278,6 +278,6 @@ def find_kernel(op_class: type) -> Kernel:
     raise ExecutionError(f"the numpy transformer has no kernel for {op_class.__name__}")
 
 
-def run_kernel(op, ctx, values: Sequence[np.ndarray]):
+def run_kernel(op, ctx, values: Sequence[np.ndarray | None]):
     """Apply op's kernel to its args' values."""
     return find_kernel(type(op))(op, ctx, *values)

@@ -114,6 +114,7 @@ class _Random(Node):
     """A fresh draw of a distribution on every call; `seed` makes the sequence repeat."""
 
     _parameter_names: Tuple[str, str] = ("a", "b")
+    seed: Optional[int]
 
     def __init__(self, element_type, shape, a: float, b: float, seed: Optional[int] = None,
                  name: Optional[str] = None):

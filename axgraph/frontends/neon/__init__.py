@@ -18,4 +18,11 @@ from .layer import (BatchNorm, Bias, BiRNN, Convolution, Dropout, GRU, LSTM, Aff
 from .optimizer import (Adagrad, Adam, ExpSchedule, GradientDescentMomentum, Optimizer,
                         PowerSchedule, RMSProp, Schedule, StepSchedule)
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = ["Explin", "Identity", "Logistic", "Rectlin", "Softmax", "Tanh", "ar", "ax", "Callback",
+           "EarlyStopping", "FitState", "MetricsHistory", "ProgressBar", "fit", "ArrayIterator",
+           "Constant", "Gaussian", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "fans",
+           "set_init_seed", "BatchNorm", "Bias", "BiRNN", "Convolution", "Dropout", "GRU", "LSTM",
+           "Affine", "Layer", "Linear", "LookupTable", "Pooling", "Recurrent", "Sequential",
+           "inference_mode_on", "is_inference_mode", "Adagrad", "Adam", "ExpSchedule",
+           "GradientDescentMomentum", "Optimizer", "PowerSchedule", "RMSProp", "Schedule",
+           "StepSchedule"]

@@ -16,7 +16,8 @@ import dataclasses
 import math
 import sys
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Sized, TextIO,
+                    cast)
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class Callback:
 class MetricsHistory(Callback):
     """Records every epoch's logs: ``history["loss"][epoch]``, ``history["val_acc"]``, ..."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.history: Dict[str, List[float]] = {}
         self.epochs: List[int] = []
 
@@ -76,7 +77,7 @@ class MetricsHistory(Callback):
             # A metric that appears late gets NaN for the epochs before it.
             values = self.history.setdefault(name, [math.nan] * (len(self.epochs) - 1))
             values.append(value)
-        for name, values in self.history.items():
+        for values in self.history.values():
             if len(values) < len(self.epochs):
                 values.append(math.nan)
 
@@ -101,6 +102,9 @@ class EarlyStopping(Callback):
     name contains "acc", else "min". The best value and the epoch it came in
     are kept in `best` and `best_epoch`; `stopped_epoch` is the last epoch run.
     """
+
+    best: float
+    best_epoch: Optional[int]
 
     def __init__(self, patience: int = 0, monitor: str = "loss", min_delta: float = 0.0,
                  mode: str = "auto"):
@@ -128,6 +132,7 @@ class EarlyStopping(Callback):
         self.wait += 1
         if self.wait >= self.patience:
             self.stopped_epoch = state.epoch
+            assert self.best_epoch is not None
             state.request_stop(f"{self.monitor} has not improved on {self.best:.6g} "
                                f"(epoch {self.best_epoch + 1}) for {self.wait} epochs")
 
@@ -233,7 +238,8 @@ def fit(train_step: Callable[..., Any], data: Iterable[Mapping[str, np.ndarray]]
     if history is None:
         history = MetricsHistory()
         callbacks.append(history)
-    state = FitState(epochs=epochs, nbatches=len(data) if hasattr(data, "__len__") else None)
+    state = FitState(epochs=epochs, nbatches=len(cast(Sized, data)) if hasattr(data, "__len__")
+                     else None)
 
     def call(hook: str) -> None:
         for callback in callbacks:

@@ -23,7 +23,7 @@ from typing import Dict, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ...axes import Axes, Axis, make_axis
+from ...axes import Axes, AxesLike, Axis, make_axis
 from ...errors import AxisLengthError
 from ...op_graph.tensors import AssignableTensorOp, placeholder
 
@@ -57,7 +57,7 @@ class ArrayIterator:
         if None in counts.values() or len(set(counts.values())) != 1:
             raise ValueError(f"ArrayIterator: every array needs the same number of examples along "
                              f"dim 0; got {counts}")
-        self.ndata = next(iter(counts.values()))
+        self.ndata: int = next(n for n in counts.values() if n is not None)  # all equal
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
                 or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -145,7 +145,7 @@ def _fit_length(axis: Axis, length: int, what: str) -> None:
         raise AxisLengthError(f"axis {axis.name} has length {axis.length} but {what} is {length}")
 
 
-def _feature_axes(name: str, array: np.ndarray, given: Optional[Sequence[Axis]]) -> Axes:
+def _feature_axes(name: str, array: np.ndarray, given: AxesLike) -> Axes:
     shape = array.shape[1:]
     if given is None:
         return Axes([make_axis(length, name=f"{name}_{dim}") for dim, length in enumerate(shape, 1)])

@@ -168,10 +168,10 @@ class Layer(abc.ABC):
         return self._forward(x)
 
     # -- for subclasses ----------------------------------------------------------
-    def _build(self, x: Op) -> None:
+    def _build(self, x: Op) -> None:  # noqa: B027 - a hook: layers without variables skip it
         """Make this layer's variables for inputs like x (first call only)."""
 
-    def _check_input(self, x: Op) -> None:
+    def _check_input(self, x: Op) -> None:  # noqa: B027 - a hook, as _build
         """Raise if x does not fit the variables made by the first call."""
 
     @abc.abstractmethod
@@ -463,6 +463,7 @@ class _FeatureMapLayer(Layer):
         return None if known is None else Axes((channel,) + known + (layout.batch,))
 
     def _remember(self, layout: conv.FeatureLayout, y: Op) -> Op:
+        assert isinstance(y, (conv.ConvFamilyOp, pooling_ops.PoolingOp))  # they know y_layout
         self._out_spatial.setdefault(tuple(id(a) for a in layout.spatial), y.y_layout.spatial)
         return y
 
@@ -783,7 +784,7 @@ class BiRNN(Layer):
     def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
                  activation: ActivationLike = None, bias_init: InitialValue = 0.0,
                  return_sequence: bool = True, sum_out: bool = False, concat_out: bool = False,
-                 cell: Callable[..., _RecurrentLayer] = None, name: Optional[str] = None,
+                 cell: Optional[Callable[..., _RecurrentLayer]] = None, name: Optional[str] = None,
                  **cell_options):
         super().__init__(name)
         if sum_out and concat_out:
@@ -797,7 +798,8 @@ class BiRNN(Layer):
             for direction, backward in (("fwd", False), ("bwd", True))
         )
 
-    def _forward(self, x: Op) -> Union[Op, Tuple[Op, Op]]:
+    # (neon's BiRNN gives the pair: the one layer whose call is not op -> op)
+    def _forward(self, x: Op) -> Union[Op, Tuple[Op, Op]]:  # type: ignore[override]
         fwd, bwd = self.fwd_rnn(x), self.bwd_rnn(x)
         fwd_axis, bwd_axis = self.fwd_rnn.hidden_axis, self.bwd_rnn.hidden_axis
         if self.sum_out:

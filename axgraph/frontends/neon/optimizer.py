@@ -34,7 +34,7 @@ from __future__ import annotations
 import abc
 
 import numbers
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, cast, overload
 
 import numpy as np
 
@@ -91,6 +91,8 @@ class Schedule:
       k iterations, ``alpha(t) = learning_rate * c ** floor(t / k)``.
     """
 
+    change: float | List[float]  # StepSchedule's is its list of rates
+
     def __init__(self, step_config=None, change: float = 1.0):
         if isinstance(change, (list, tuple)):
             raise TypeError("Schedule takes one change factor; to set the rate to given values at "
@@ -139,6 +141,8 @@ class StepSchedule(Schedule):
     2 <= t < 6 and 0.4 from t = 6: the values replace the rate, they do not scale it.
     """
 
+    change: List[float]
+
     def __init__(self, step_config: Sequence[int], change: Sequence[float]):
         if not isinstance(step_config, (list, tuple)) or not isinstance(change, (list, tuple)):
             raise TypeError("StepSchedule takes a list of iterations and a list of rates")
@@ -181,10 +185,15 @@ class ExpSchedule(Schedule):
 # -- the optimizer driver -----------------------------------------------------------
 
 
+@overload
+def _check_nonnegative(name: str, value: None) -> None: ...
+@overload
+def _check_nonnegative(name: str, value: float) -> float: ...
 def _check_nonnegative(name: str, value) -> Optional[float]:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not value >= 0:  # type: ignore[operator]  # typeshed's Real declares no >=
         raise ValueError(f"{name} must be a non-negative number, got {value!r}")
     return float(value)
 
@@ -233,7 +242,7 @@ class Optimizer(abc.ABC):
         self.iteration, self.learning_rate_op = iteration, rate
         return step
 
-    def _effective_gradients(self, variables: List[Op], gradients: List[Op]) -> List[Op]:
+    def _effective_gradients(self, variables: Sequence[Op], gradients: List[Op]) -> List[Op]:
         scale = None
         if self.gradient_clip_norm is not None:
             squares = [nn.squared_L2(g) for g in gradients]
@@ -288,7 +297,7 @@ def _checked_variables(cost: Op, variables: Optional[Sequence[Op]]) -> List[Assi
         if variable in seen:
             raise GraphError(f"optimizer: variable {variable.name} is listed twice", user_location())
         seen.add(variable)
-    return variables
+    return cast(List[AssignableTensorOp], variables)  # each checked above
 
 
 # -- the update rules ------------------------------------------------------------------

@@ -105,9 +105,9 @@ class CpuFunction:
                     and array.flags.c_contiguous and array.flags.writeable \
                     and not any(other is array for i, other in enumerate(arrays) if i != j):
                 outs[k] = array
-        outs = tuple(outs)
-        self._donation_memo = (program, tuple((j, arrays[j]) for j in donate.values()), outs)
-        return outs
+        donated = tuple(outs)
+        self._donation_memo = (program, tuple((j, arrays[j]) for j in donate.values()), donated)
+        return donated
 
     def _with_donations(self, program: Program, arrays, out, donate: Dict[int, int]):
         """The caller's `out`, with donated arguments where it leaves a result free."""

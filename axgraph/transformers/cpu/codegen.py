@@ -10,7 +10,7 @@ those few ops and the returned results need.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from . import runtime, windows
 from .tensor_description import TensorDescription, dense_order
 
 Shapes = Dict[Node, Tuple[int, ...]]
+_T = TypeVar("_T")
 
 # -- what each op becomes -------------------------------------------------------------------
 
@@ -64,7 +65,7 @@ ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBack
 IN_PLACE = (core.UnaryElementwise, core.BinaryElementwise)
 
 
-def _find(table: Dict[type, str], node: Node) -> Optional[str]:
+def _find(table: Mapping[type, _T], node: Node) -> Optional[_T]:
     for op_class in type(node).__mro__:
         if op_class in table:
             return table[op_class]
@@ -99,12 +100,12 @@ class Program:
                 self.fresh[node] = position
         #: Result positions the program does not write into a fresh array (copied out).
         self.copied = [k for k, node in enumerate(function.results) if self.fresh.get(node) != k]
-        self.no_outs = (None,) * len(function.results)
+        self.no_outs: Tuple[Optional[np.ndarray], ...] = (None,) * len(function.results)
         self.plan = self._plan()
         #: (result, parameter) positions where the result may overwrite the argument.
         self.donatable = self._donatable()
         self._users = function.users()
-        self.namespace = {"np": np, "rt": runtime, "win": windows, "CTX": ctx}
+        self.namespace: Dict[str, Any] = {"np": np, "rt": runtime, "win": windows, "CTX": ctx}
         self.names: Dict[Node, str] = {}
         #: Source line -> the node it computes, to say which op failed at run time.
         self.line_nodes: Dict[int, Node] = {}
@@ -190,15 +191,18 @@ class Program:
             return source.slice(tuple(slice(lo, hi, st) for lo, hi, st in zip(
                 _concrete(node.lower, self.bindings), _concrete(node.upper, self.bindings),
                 node.strides)))
+        assert isinstance(node, core.Reverse)  # the last of VIEWS
         return source.slice(tuple(slice(None, None, -1) if i in node.axes else slice(None)
                                   for i in range(node.rank)))
 
     def _can_run_in_place(self, node: Node, source: Node) -> bool:
         if self.kind.get(source) != "buffer" or source in self.alias or source in self.fresh:
             return False
+        layout, source_layout = self.layout[node], self.layout[source]
+        assert layout is not None and source_layout is not None  # both are buffers
         if self.shapes[node] != self.shapes[source] or \
                 node.element_type.dtype != source.element_type.dtype or \
-                self.layout[node].strides != self.layout[source].strides:
+                layout.strides != source_layout.strides:
             return False
         return self._overwrites_safely(node)
 
@@ -276,10 +280,10 @@ class Program:
         """The run's results, each in an array of its own (arena views are copied)."""
         if not self.copied:
             return results
-        results = list(results)
+        arrays = list(results)
         for k in self.copied:
-            results[k] = np.array(results[k], copy=True, order="C")
-        return tuple(results)
+            arrays[k] = np.array(arrays[k], copy=True, order="C")
+        return tuple(arrays)
 
     # -- memory --------------------------------------------------------------------------
     def _plan(self):
@@ -318,6 +322,7 @@ class Program:
             if kind == "internal":
                 continue  # computed inside its group's fused kernel
             if kind == "constant":
+                assert isinstance(node, core.Constant)
                 self.namespace[name] = np.broadcast_to(
                     np.asarray(node.value, dtype=node.element_type.dtype), self.shapes[node])
                 continue
@@ -329,7 +334,9 @@ class Program:
                 statement = self._buffer_call(node, index)
             elif kind == "buffer":
                 buffer = self.plan.buffers[node]
-                self.namespace[name] = _as_array(self.layout[node], arena[
+                layout = self.layout[node]
+                assert layout is not None  # every buffer has a layout
+                self.namespace[name] = _as_array(layout, arena[
                     buffer.offset:buffer.offset + buffer.nbytes])
                 statement = self._buffer_call(node, index)
             elif kind == "view":
@@ -360,6 +367,7 @@ class Program:
             return f"{ufunc}({', '.join(args)}, out={out})"
         reduction = _find(REDUCTIONS, node)
         if reduction is not None:
+            assert isinstance(node, core.Reduction)
             return self._outer_sum(node, args[0], out, index) or \
                 f"{reduction}({args[0]}, axis={tuple(node.axes)}, out={out})"
         if isinstance(node, core.Dot):
@@ -395,7 +403,7 @@ class Program:
                          f"core ops with a bridge rule (axgraph.passes.register_bridge)",
                          node.location)
 
-    def _outer_sum(self, node: Node, x: str, out: str, index: int) -> Optional[str]:
+    def _outer_sum(self, node: core.Reduction, x: str, out: str, index: int) -> Optional[str]:
         """A float Sum over the axes outermost in memory, as ones (R) x values (R, K).
 
         NumPy reduces such axes one K-wide row at a time (a bias gradient over an
@@ -429,7 +437,7 @@ class Program:
             and _find(UFUNCS, user) is not None and self.shapes[user] == self.shapes[node]
             for user in users)
 
-    def _dot(self, node: Node, args: List[str], out: str) -> str:
+    def _dot(self, node: core.Dot, args: List[str], out: str) -> str:
         """One matmul over (rest, contracted) x (contracted, rest) views.
 
         Transposed 2-d views reach BLAS as transposed operands, not copies;
@@ -439,7 +447,10 @@ class Program:
         shape_a, shape_b = self.shapes[a], self.shapes[b]
         rest_a = [i for i in range(len(shape_a)) if i not in node.contract_a]
         rest_b = [i for i in range(len(shape_b)) if i not in node.contract_b]
-        size = lambda shape, dims: int(np.prod([shape[i] for i in dims], dtype=np.int64))
+
+        def size(shape, dims) -> int:
+            return int(np.prod([shape[i] for i in dims], dtype=np.int64))
+
         m, k, n = size(shape_a, rest_a), size(shape_a, node.contract_a), size(shape_b, rest_b)
         layout_a, layout_b = self.layout.get(a), self.layout.get(b)
 
@@ -481,6 +492,7 @@ class Program:
                               zip(_concrete(node.lower, self.bindings),
                                   _concrete(node.upper, self.bindings), node.strides))
             return f"{x}[{items},]"
+        assert isinstance(node, core.Reverse)  # the last of VIEWS
         items = ", ".join("::-1" if i in node.axes else ":" for i in range(node.rank))
         return f"{x}[{items},]"
 
@@ -493,6 +505,7 @@ def _dense_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...
 def _as_array(layout: TensorDescription, memory: np.ndarray) -> np.ndarray:
     """The planned bytes of a buffer as an array of `layout` (a dense axis order)."""
     order = _dense_order(layout)
+    assert order is not None  # the planner lays every buffer out densely
     physical = tuple(layout.shape[i] for i in order)
     array = memory.view(layout.dtype).reshape(physical)
     return array.transpose(tuple(int(i) for i in np.argsort(order)))

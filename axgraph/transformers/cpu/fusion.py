@@ -179,10 +179,12 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
         else:
             continue
         members: Set[Node] = {root}
-        pending: List[Tuple[int, Node]] = []
+        pending: List[Tuple[int, str, Node]] = []
         queued: Set[Node] = set()
 
-        def offer(node: Node) -> None:
+        # The defaults bind this iteration's collections (offer runs only within it).
+        def offer(node: Node, queued=queued, members=members, taken=taken,
+                  pending=pending) -> None:
             if node not in queued and node not in members and node not in taken:
                 queued.add(node)
                 heapq.heappush(pending, (-position[node], node.name, node))
@@ -390,6 +392,7 @@ def finish_empty(group: FusedGroup, outer: int, inner: int, out) -> bool:
 def empty_reduction_error(group: FusedGroup) -> ExecutionError:
     """The interpreter's error for Max/Min over an empty dim."""
     node = group.reduction
+    assert node is not None  # called only for a group with a reduction
     return ExecutionError(f"{node.op} {node.name}: {node.op.lower()} over an empty dim",
                           node.location)
 

@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -587,7 +587,7 @@ class CKernel:
         _, self.out_shape, self.outer, self.inner = group_shapes(group, shapes)
         self.in_shapes = [concrete_shape(x, shapes) for x in group.inputs]
         self._indexed = indexed_inputs(group)
-        self._variants: Dict[FrozenSet[int], object] = {}
+        self._variants: Dict[FrozenSet[int], Callable[..., int]] = {}
         self.source = generate_source(group, frozenset(), chain.vector_math)
         self.path = self._build(frozenset(), self.source)
 

@@ -24,7 +24,7 @@ the reference's do.
 from __future__ import annotations
 
 import functools
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -183,6 +183,7 @@ class _Writer:
             self.lines.append(f"{name} = {target}")
         self.values[node] = name
         if single_ufunc:
+            assert found is not None
             ufunc, args = found
             self.lines.append(f"np.{ufunc}({', '.join(args)}, out={name})")
         else:
@@ -342,7 +343,7 @@ class NumpyKernel:
         self._multi_step_final = (group.reduction is None
                                   and writer._ufunc(group.output) is None)
         self.source = writer.source()
-        namespace = {"np": np, "divide_int": divide_int, "power_int": power_int}
+        namespace: Dict[str, Any] = {"np": np, "divide_int": divide_int, "power_int": power_int}
         exec(compile(self.source, "<axgraph fused NumPy kernel>", "exec"), namespace)
         self._kernel = namespace["kernel"]
 

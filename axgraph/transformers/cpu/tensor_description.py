@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ...errors import DTypeError, ShapeError
 
@@ -96,7 +97,7 @@ def _as_shape(shape: Sequence[object], what: str = "shape") -> Shape:
     return result
 
 
-def _as_np_dtype(dtype: object) -> np.dtype:
+def _as_np_dtype(dtype: DTypeLike) -> np.dtype:
     """A NumPy dtype, with the library's DTypeError instead of NumPy's TypeError."""
     try:
         return np.dtype(dtype)
@@ -310,11 +311,11 @@ class TensorDescription:
 
     dtype: np.dtype
     shape: Shape
-    strides: Optional[Shape] = None
+    strides: Shape = None  # type: ignore[assignment]  # None: __post_init__ makes it row-major
     offset: int = 0
-    sizes: Optional[Shape] = None
+    sizes: Shape = None  # type: ignore[assignment]  # None: __post_init__ makes it the shape
     read_only: bool = False
-    buffer: Optional[BufferDescription] = None
+    buffer: BufferDescription = None  # type: ignore[assignment]  # None: __post_init__ allocates
     base: Optional["TensorDescription"] = field(default=None, repr=False)
     name: str = ""
 
@@ -356,7 +357,7 @@ class TensorDescription:
     # ---------------------------------------------------------------- constructors
 
     @classmethod
-    def row_major(cls, shape: Sequence[int], dtype: object = np.float32,
+    def row_major(cls, shape: Sequence[int], dtype: DTypeLike = np.float32,
                   sizes: Optional[Sequence[int]] = None, alignment: Optional[int] = None,
                   read_only: bool = False, name: str = "") -> "TensorDescription":
         """A fresh allocation in row-major order (strides from the allocated sizes).
@@ -373,7 +374,7 @@ class TensorDescription:
         return cls._allocate(shape, dtype, sizes, alignment, read_only, name, column_major=False)
 
     @classmethod
-    def column_major(cls, shape: Sequence[int], dtype: object = np.float32,
+    def column_major(cls, shape: Sequence[int], dtype: DTypeLike = np.float32,
                      sizes: Optional[Sequence[int]] = None, alignment: Optional[int] = None,
                      read_only: bool = False, name: str = "") -> "TensorDescription":
         """A fresh allocation in column-major order; `alignment` pads the first dimension.
@@ -384,7 +385,7 @@ class TensorDescription:
         return cls._allocate(shape, dtype, sizes, alignment, read_only, name, column_major=True)
 
     @classmethod
-    def _allocate(cls, shape: Sequence[int], dtype: object, sizes: Optional[Sequence[int]],
+    def _allocate(cls, shape: Sequence[int], dtype: DTypeLike, sizes: Optional[Sequence[int]],
                   alignment: Optional[int], read_only: bool, name: str,
                   column_major: bool) -> "TensorDescription":
         """Shared body of the two constructors: sizes, padding, strides, buffer."""
@@ -760,7 +761,8 @@ class TensorDescription:
     def pad(self, below: Union[int, Sequence[int]], above: Union[int, Sequence[int]],
             value: object = 0) -> "PaddedView":
         """This tensor surrounded by a constant: the seed's complex view, see :class:`PaddedView`."""
-        return PaddedView(self, below, above, value)
+        # (the ignore: PaddedView's __post_init__ turns int pads into tuples)
+        return PaddedView(self, below, above, value)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         extra = ""

@@ -198,7 +198,7 @@ def _operand(strides: List[int], kind: str, nd: int, lanes: bool, block: int) ->
 def _plan(name: str, columns: str, dtypes: Tuple[np.dtype, ...], image: Tuple[int, ...],
           points: Tuple[int, ...], window: Tuple[int, ...], strides: Tuple[int, ...],
           dilation: Tuple[int, ...], below: Tuple[int, ...],
-          layouts: Tuple[Optional[Layout], ...]):
+          layouts: Tuple[Layout, Optional[Layout], Layout]):
     """The kernel and its `geometry` for operands laid out as `layouts`, built once.
 
     None means the C kernels cannot take these operands (use the fallback);
@@ -225,7 +225,8 @@ def _plan(name: str, columns: str, dtypes: Tuple[np.dtype, ...], image: Tuple[in
     block = channels // _channel_blocks(batch, channels) if lanes else 1
     kinds = ["columns" if columns == "first" else "image", "image",
              "columns" if columns == "out" else "image"]
-    a, b, o = (_operand(e, kind, nd, lanes, block) for e, kind in zip(element, kinds))
+    a, b, o = (_operand(e, kind, nd, lanes, block)  # type: ignore[arg-type]  # no None left
+               for e, kind in zip(element, kinds))
     a, b, o = (x + [0] * (10 - len(x)) for x in (a, b, o))
 
     def dims(values: Ints, fill: int, lane: int) -> List[int]:
