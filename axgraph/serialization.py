@@ -296,5 +296,5 @@ def restore_variables(path: PathLike, variables: VariablesLike, transformer=None
     return result
 
 
-__all__ = ["SerializationError", "get_values", "read_manifest", "restore_variables",
-           "save_variables", "set_values"]
+__all__ = ["FORMAT", "MANIFEST_KEY", "VERSION", "SerializationError", "get_values",
+           "read_manifest", "restore_variables", "save_variables", "set_values"]
