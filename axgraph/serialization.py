@@ -5,10 +5,12 @@
     restore_variables("model.npz", loss.variables(), transformer)
 
 The file is an ordinary .npz: the arrays under keys ``v0, v1, ...`` and, under
-``__manifest__``, a JSON document (UTF-8 bytes as a uint8 array) that lists for
-each array the variable's name, its axes (names and lengths) and its dtype.
-Nothing is pickled, and files are read with ``np.load(allow_pickle=False)``,
-so loading a file runs no code from it.
+``__manifest__``, a JSON document (bytes as a uint8 array) that lists for each
+array the variable's name, its axes (names and lengths) and its dtype. The
+format, and how it is read without trusting it, is `axgraph.variables_file`:
+nothing is pickled, every declared size is checked before memory is
+allocated, and a file that is truncated, empty, not ours or crafted is a
+`SerializationError` naming the path and what is wrong.
 
 Variables are matched by name: by default a variable's op name, so give the
 variables you save a `name=`. Op names are unique among the ops alive in a
@@ -19,11 +21,13 @@ names, the dtypes and the axes: lengths must agree, and axes that have
 user-given names on both sides must have the same names. When those names are
 the same set in another order, the array is transposed to the variable's
 order (axes pair by name, not by position). Every problem is reported at once
-in a `SerializationError` (a `GraphError`).
+in a `SerializationError`, before any array is read.
 
 Saving is atomic: the file is written to a temporary file in the same
 directory, flushed to disk, then moved over the destination with
-`os.replace`, so a failed save leaves any previous file as it was.
+`os.replace`, so a failed save leaves any previous file as it was and no
+temporary behind. Saving into a directory that does not exist, or any I/O
+failure, is a `SerializationError` naming the path (the OSError is its cause).
 
 Transformers. `get_values` and `set_values` read and write the stored tensors
 of a transformer that keeps them in ``transformer.state`` (a dict op ->
@@ -33,33 +37,25 @@ restored value later.
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import re
-import tempfile
 from pathlib import Path
-from typing import Dict, List, Mapping, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .dtypes import can_feed
-from .errors import GraphError
+from .errors import SerializationError
 from .op_graph.op import Op
 from .op_graph.tensors import AssignableTensorOp
+from .variables_file import (DTYPES, FORMAT, MANIFEST_KEY, VERSION, open_variables_file,
+                             shown_path, write_variables_file)
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Variables to restore (or save): a list of ops, known by their names, or a dict name -> op.
 VariablesLike = Union[Sequence[Op], Mapping[str, Op]]
 
-FORMAT = "axgraph-variables"
-VERSION = 1
-MANIFEST_KEY = "__manifest__"
 _AUTO_AXIS_NAME = re.compile(r"^Axis_\d+([+-]\d+)?$")
-
-
-class SerializationError(GraphError):
-    """A file that cannot be saved or restored, or that does not fit the variables."""
 
 
 # -- values in a transformer -----------------------------------------------------------
@@ -147,16 +143,19 @@ Named = List[Tuple[str, Op, np.ndarray]]
 
 def _named_variables(variables) -> Dict[str, Op]:
     """{name: op} from a dict name -> op, or from a list of ops (keyed by op.name)."""
+    named: Dict[str, Op] = {}
     if isinstance(variables, Mapping):
-        named = dict(variables)
+        named.update(variables)
         bad = [key for key in named if not isinstance(key, str)]
         if bad:
             raise SerializationError(f"a dict of variables maps names (str) to variables; got "
                                      f"key {bad[0]!r}")
         return named
-    named = {}
     for op in variables:
         name = getattr(op, "name", None)
+        if not isinstance(name, str):
+            raise SerializationError(f"{op!r} is not a variable: pass variables (ops) or a dict "
+                                     f"of name -> variable")
         if name in named:
             raise SerializationError(f"two variables are named {name!r}; names must be unique")
         named[name] = op
@@ -187,6 +186,7 @@ def save_variables(path: PathLike, values: Union[Mapping[Op, np.ndarray], Variab
     `transformer`; or a transformer, whose trainable variables are all saved.
     Variables are saved under their op names unless a dict gives the names.
     """
+    shown_path(path)
     arrays, entries, names = {}, [], set()
     for index, (name, op, value) in enumerate(_values_to_save(values, transformer)):
         op = _check_stored(op, writing=False)
@@ -195,101 +195,81 @@ def save_variables(path: PathLike, values: Union[Mapping[Op, np.ndarray], Variab
         names.add(name)
         array = _checked_array(op, value)
         key = f"v{index}"
-        arrays[key] = np.ascontiguousarray(array, dtype=op.dtype)
+        arrays[key] = np.asarray(array, dtype=op.dtype, order="C")     # keeps 0-d arrays 0-d
         entries.append({"name": name, "key": key, "dtype": op.dtype.str,
                         "shape": list(array.shape), "trainable": bool(op.trainable),
                         "axes": [_axis_entry(a, n) for a, n in zip(op.axes, array.shape)]})
     manifest = {"format": FORMAT, "version": VERSION, "variables": entries}
-    arrays[MANIFEST_KEY] = np.frombuffer(json.dumps(manifest, indent=1).encode("utf-8"),
-                                         dtype=np.uint8)
-    path = Path(path)
-    _write_atomically(path, arrays)
-    return path
-
-
-def _write_atomically(path: Path, arrays: Dict[str, np.ndarray]) -> None:
-    """Write the .npz to a temporary file beside `path`, then move it over `path`."""
-    directory = path.parent
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            # (NumPy >= 2.1 stubs match **arrays against savez's allow_pickle: bool too)
-            np.savez(file, **arrays)  # type: ignore[arg-type, unused-ignore]
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    _sync_directory(directory)
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the rename itself durable where the platform allows it (POSIX)."""
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _load(path: PathLike):
-    """(manifest, {key: array}) of a file written by save_variables."""
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            contents = {key: archive[key] for key in archive.files}
-    except (OSError, ValueError) as error:
-        raise SerializationError(f"cannot read variables from {path}: {error}") from error
-    raw = contents.pop(MANIFEST_KEY, None)
-    try:
-        manifest = json.loads(bytes(raw).decode("utf-8")) if raw is not None else None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SerializationError(f"{path}: its manifest is not valid JSON: {error}") from error
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise SerializationError(f"{path} is not an axgraph variables file (no {FORMAT} manifest)")
-    if manifest.get("version") != VERSION:
-        raise SerializationError(f"{path} has format version {manifest.get('version')}; this "
-                                 f"axgraph reads version {VERSION}")
-    return manifest, contents
+    return write_variables_file(path, manifest, arrays)
 
 
 def read_manifest(path: PathLike) -> dict:
-    """The manifest of a saved file: format, version and one entry per variable."""
-    return _load(path)[0]
+    """The checked manifest of a saved file: format, version and one entry per variable."""
+    with open_variables_file(path) as saved:
+        return saved.manifest
 
 
 def _user_named(saved_axis: dict, axis) -> bool:
     return not saved_axis["auto_named"] and not _is_auto_named(axis)
 
 
-def _arranged(name: str, entry: dict, array: np.ndarray, op: Op) -> np.ndarray:
-    """`array` in op's axis order, or a SerializationError saying why it does not fit."""
+def _axis_order(name: str, entry: dict, op: Op) -> Optional[List[int]]:
+    """The transposition that puts the saved array in op's axis order (None: none needed).
+
+    Raises a SerializationError naming both shapes when the entry does not fit op.
+    """
     saved_axes, axes = entry["axes"], list(op.axes)
     saved_names, names = [a["name"] for a in saved_axes], [a.name for a in axes]
-    reorderable = (len(saved_axes) == len(axes) == array.ndim
+    reorderable = (len(saved_axes) == len(axes)
                    and all(_user_named(s, a) for s, a in zip(saved_axes, axes))
                    and len(set(names)) == len(names) and sorted(saved_names) == sorted(names))
+    order = None
     if reorderable and saved_names != names:
         order = [saved_names.index(name) for name in names]
-        array, saved_axes = np.transpose(array, order), [saved_axes[i] for i in order]
+        saved_axes = [saved_axes[i] for i in order]
     described = ", ".join(f"{a['name']}: {a['length']}" for a in entry["axes"])
     lengths = op.axes.lengths
-    if array.ndim != len(axes) or any(n is not None and n != m
-                                      for n, m in zip(lengths, array.shape)):
-        raise SerializationError(f"{name}: the file has axes ({described}) but the variable "
-                                 f"has {op.axes}")
+    mismatch = (f"{name}: the file has shape {tuple(entry['shape'])} (axes {described}) but the "
+                f"variable has {op.axes}, shape {lengths}")
+    if len(saved_axes) != len(axes) or any(n is not None and n != saved["length"]
+                                           for n, saved in zip(lengths, saved_axes)):
+        raise SerializationError(mismatch)
     for saved, axis in zip(saved_axes, axes):
         if _user_named(saved, axis) and saved["name"] != axis.name:
-            raise SerializationError(f"{name}: the file has axes ({described}) but the "
-                                     f"variable has {op.axes}; axis {saved['name']} is not "
-                                     f"{axis.name}")
-    return array
+            raise SerializationError(f"{mismatch}; axis {saved['name']} is not {axis.name}")
+    return order
+
+
+def _some(names: Sequence[str], most: int = 20) -> str:
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def _matched(entries: Mapping[str, dict], named: Mapping[str, Op],
+             strict: bool) -> Tuple[Dict[str, Optional[List[int]]], List[str]]:
+    """({name: axis order} for the variables that fit their entries, [what does not fit])."""
+    problems: List[str] = []
+    missing = [name for name in named if name not in entries]
+    if missing:
+        problems.append(f"not in the file: {_some(missing)} (it has {_some(list(entries))})")
+    extra = sorted(set(entries) - set(named))
+    if strict and extra:
+        problems.append(f"in the file but not among the variables: {_some(extra)} "
+                        f"(pass strict=False to ignore them)")
+    orders: Dict[str, Optional[List[int]]] = {}
+    for name, op in named.items():
+        entry = entries.get(name)
+        if entry is None:
+            continue
+        dtype = DTYPES[entry["dtype"]]
+        if dtype.newbyteorder("<") != op.dtype.newbyteorder("<"):
+            problems.append(f"{name}: the file holds {dtype} but the variable is {op.dtype}")
+            continue
+        try:
+            orders[name] = _axis_order(name, entry, op)
+        except SerializationError as error:
+            problems.append(error.message)
+    return orders, problems
 
 
 def restore_variables(path: PathLike, variables: VariablesLike, transformer=None,
@@ -298,47 +278,26 @@ def restore_variables(path: PathLike, variables: VariablesLike, transformer=None
 
     `variables` is a list of variables (found in the file by op name) or a
     dict name in the file -> variable. Returns the dict variable -> array.
-    With `strict`, the file must hold no variable beyond these. Nothing is
-    written unless every check passes.
+    With `strict`, the file must hold no variable beyond these (those beyond
+    are never read either way). Nothing is written unless every check passes.
     """
-    manifest, contents = _load(path)
-    saved = {entry["name"]: entry for entry in manifest["variables"]}
     named = _named_variables(variables)
     for op in named.values():
         _check_stored(op, writing=True)
-    problems: List[str] = []
-    missing = [name for name in named if name not in saved]
-    if missing:
-        problems.append(f"not in the file: {', '.join(missing)} (it has {', '.join(saved)})")
-    if strict:
-        extra = sorted(set(saved) - set(named))
-        if extra:
-            problems.append(f"in the file but not among the variables: {', '.join(extra)} "
-                            f"(pass strict=False to ignore them)")
-    result: Dict[Op, np.ndarray] = {}
-    for name, op in named.items():
-        entry = saved.get(name)
-        if entry is None:
-            continue
-        array = contents.get(entry["key"])
-        if array is None:
-            problems.append(f"{name}: its array {entry['key']} is missing from the file")
-            continue
-        if np.dtype(entry["dtype"]) != op.dtype or array.dtype != op.dtype:
-            problems.append(f"{name}: the file holds {np.dtype(entry['dtype'])} but the "
-                            f"variable is {op.dtype}")
-            continue
-        try:
-            result[op] = _arranged(name, entry, array, op)
-        except SerializationError as error:
-            problems.append(error.message)
-    if problems:
-        raise SerializationError(f"cannot restore variables from {path}:\n  "
-                                 + "\n  ".join(problems))
+    with open_variables_file(path) as saved:
+        orders, problems = _matched(saved.entries, named, strict)
+        if problems:
+            raise SerializationError(f"cannot restore variables from {saved.path}:\n  "
+                                     + "\n  ".join(problems))
+        result: Dict[Op, np.ndarray] = {}
+        for name, op in named.items():
+            array = saved.read(saved.entries[name]).astype(op.dtype, copy=False)
+            order = orders[name]
+            result[op] = array if order is None else np.transpose(array, order)
     if transformer is not None:
         set_values(transformer, result)
     return result
 
 
-__all__ = ["SerializationError", "get_values", "read_manifest", "restore_variables",
-           "save_variables", "set_values"]
+__all__ = ["FORMAT", "MANIFEST_KEY", "VERSION", "SerializationError", "get_values",
+           "read_manifest", "restore_variables", "save_variables", "set_values"]
