@@ -10,7 +10,7 @@ import numbers
 import operator
 from typing import Optional, Sequence, Tuple, Union
 
-from ..axes import Axes, AxesLike, Axis, FlattenedAxis, make_axis
+from ..axes import Axes, AxesLike, Axis, FlattenedAxis, PaddedAxis, SlicedAxis, make_axis
 from ..debug_info import user_location
 from ..errors import AxisLengthError, IncompatibleAxesError, UnmatchedAxesError
 from .op import Op, as_op
@@ -178,7 +178,7 @@ def _sliced_axes(x: Op, slices: Tuple[Index, ...], axes: AxesLike) -> Axes:
         if length is None:
             raise _fail(AxisLengthError,
                         f"slicing {x.name}: axis {axis.name} needs a length before it is sliced")
-        result.append(make_axis(length=length, name=axis.name, roles=axis.roles))
+        result.append(SlicedAxis.of(axis, item))
     return Axes(result)
 
 
@@ -366,8 +366,7 @@ def pad(x, paddings, axes: AxesLike = None, name: Optional[str] = None) -> Op:
             elif axis.length is None:
                 raise _fail(AxisLengthError, f"pad of {x.name}: axis {axis.name} needs a length")
             else:
-                new_axes.append(make_axis(length=axis.length + before + after, name=axis.name,
-                                          roles=axis.roles))
+                new_axes.append(PaddedAxis.of(axis, (before, after)))
         axes = Axes(new_axes)
     else:
         axes = Axes(axes)
