@@ -3,7 +3,7 @@
 Axes are compared by identity. Two axes with equal names and lengths are still
 different axes, exactly as two variables with equal values are different
 variables: that is what lets axis labels act as types. Because a reader tells
-axes apart by name, two different axes that share a name the user gave are
+axes apart by name, two different axes that share a name are
 kept from meeting silently in an elementwise op (`elementwise_axes`), and the
 axes axgraph derives from another (slices, paddings, flattenings) print what
 they were derived from (`A[::-1]`, `A+pad(1,1)`, `(A*B)`).
@@ -118,14 +118,15 @@ class Axis:
         self._name = _check_name(value)
 
     @property
-    def given_name(self) -> Optional[str]:
-        """The name the user gave this axis, or the axis it was sliced or padded from.
+    def root_name(self) -> Optional[str]:
+        """The name a reader calls this axis by: its own, or for a slice or padding, that of
+        the axis it was derived from (`A` for `A[1:3]`). None for a dual axis.
 
-        None for names axgraph made up (`Axis_12`) and for dual axes: those never
-        clash. Two different axes with one given name meeting in an elementwise op
-        raise (see `elementwise_axes`).
+        Two different axes with one root name meeting in an elementwise op raise
+        (see `elementwise_axes`). Automatic names (`Axis_12`) carry a serial number,
+        so they never collide; dual axes meet their base on purpose.
         """
-        return None if self._auto_named else self.name
+        return self.name
 
     @property
     def location(self) -> Tuple[str, int]:
@@ -269,7 +270,7 @@ class DualAxis(Axis):
         raise _derived_name_error(self, self._base)
 
     @property
-    def given_name(self) -> Optional[str]:
+    def root_name(self) -> Optional[str]:
         """None: `A - 1` meeting `A` is deliberate (dot pairs them), never a name clash."""
         return None
 
@@ -327,8 +328,8 @@ class _DerivedAxis(Axis):
         raise _derived_name_error(self, self._parent)
 
     @property
-    def given_name(self) -> Optional[str]:
-        return self._parent.given_name
+    def root_name(self) -> Optional[str]:
+        return self._parent.root_name
 
     @property
     def length(self):
@@ -485,9 +486,9 @@ class FlattenedAxis(Axis):
         return self._axes
 
     @property
-    def given_name(self) -> Optional[str]:
-        """`(A*B)` when every part has a given name; None when one is axgraph's own."""
-        parts = [a.given_name for a in self._axes]
+    def root_name(self) -> Optional[str]:
+        """`(A*B)` from its parts' root names (None if a part is a dual axis)."""
+        parts = [a.root_name for a in self._axes]
         return None if None in parts else "(" + "*".join(parts) + ")"
 
     @property
@@ -656,6 +657,13 @@ class Axes:
         """The axes called `name` (names are labels, not identities)."""
         return Axes(a for a in self._axes if a.name == name)
 
+    def find_like(self, axis: Axis) -> "Axes":
+        """The axes a reader would call by `axis`'s name: those with its root name (`A`, an
+        `A` made elsewhere, `A[1:3]`), or for a dual axis those named like it."""
+        if axis.root_name is None:
+            return self.find_by_name(axis.name)
+        return Axes(a for a in self._axes if a.root_name == axis.root_name)
+
     def find_by_role(self, role: AxisRole) -> "Axes":
         """The axes carrying `role`."""
         return Axes(a for a in self._axes if role in a.roles)
@@ -780,7 +788,7 @@ def elementwise_axes(kind: str, x, y) -> Axes:
     """The axes of an elementwise op on operands `x` and `y` (anything with .name and .axes).
 
     x's axes, then y's new ones (seed 000). Two *different* axes that share a
-    given name, one from each operand, would come out side by side (`(H, H)`):
+    root name, one from each operand, would come out side by side (`(H, H)`):
     a silent outer product where a reader sees one H. That raises, naming both
     axes and where each was made; an explicit ng.broadcast stays the way to
     combine them on purpose.
@@ -788,12 +796,12 @@ def elementwise_axes(kind: str, x, y) -> Axes:
     extra = y.axes - x.axes
     if not extra:
         return x.axes
-    by_name = {a.given_name: a for a in x.axes - y.axes if a.given_name is not None}
-    clashes: List[Tuple[Axis, Axis]] = [(by_name[b.given_name], b) for b in extra
-                                        if b.given_name in by_name]
+    by_name = {a.root_name: a for a in x.axes - y.axes if a.root_name is not None}
+    clashes: List[Tuple[Axis, Axis]] = [(by_name[b.root_name], b) for b in extra
+                                        if b.root_name in by_name]
     if clashes:
         pairs = "; ".join(f"{_made_at(a)} and {_made_at(b)}" for a, b in clashes)
-        names = ", ".join(a.given_name for a, _ in clashes)
+        names = ", ".join(a.root_name for a, _ in clashes)
         raise IncompatibleAxesError(
             f"{kind} of {x.name} {x.axes} and {y.name} {y.axes}: the operands carry different "
             f"axes named {names} ({pairs}), so the result would hold both, an outer product "

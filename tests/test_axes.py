@@ -53,7 +53,7 @@ def test_cast_axes_relabels_a_same_named_axis(transformer, rng):
 
 def test_axes_with_automatic_names_combine_into_an_outer_product(transformer, rng):
     a, b = ng.make_axis(length=2), ng.make_axis(length=3)
-    assert a.given_name is None and a.name != b.name
+    assert a.root_name != b.root_name
     xv, yv = rng.standard_normal(2), rng.standard_normal(3)
     z = ng.constant(xv, [a]) * ng.constant(yv, [b])
     assert z.axes == ng.make_axes([a, b])
@@ -480,16 +480,28 @@ def test_standard_neon_axes_record_their_library_line():
     assert path.endswith("axis.py") and "neon" in path and line > 0
 
 
-def test_given_names():
+def test_root_names():
     A = ng.make_axis(length=4, name="A")
-    assert A.given_name == "A"
-    assert ng.make_axis(length=4).given_name is None
-    assert (A - 1).given_name is None
-    assert SlicedAxis(A, slice(1, 3)).given_name == "A"
-    assert PaddedAxis(A, 1).given_name == "A"
+    assert A.root_name == "A"
+    assert (A - 1).root_name is None
+    assert SlicedAxis(A, slice(1, 3)).root_name == "A"
+    assert PaddedAxis(SlicedAxis(A, slice(1, 3)), 1).root_name == "A"
     B = ng.make_axis(length=2, name="B")
-    assert FlattenedAxis.of([A, B]).given_name == "(A*B)"
-    assert FlattenedAxis.of([A, ng.make_axis(length=2)]).given_name is None
+    assert FlattenedAxis.of([A, B]).root_name == "(A*B)"
+    assert FlattenedAxis.of([A, B - 1]).root_name is None
+    # automatic names carry a serial number: they never collide
+    assert len({ng.make_axis(length=4).root_name for _ in range(50)}) == 50
+
+
+def test_find_like():
+    A = ng.make_axis(length=4, name="A")
+    A2 = ng.make_axis(length=4, name="A")
+    B = ng.make_axis(length=3, name="B")
+    s = SlicedAxis.of(A, slice(1, 3))
+    assert ng.make_axes([s, B]).find_like(A) == ng.make_axes([s])
+    assert ng.make_axes([B, A2]).find_like(A) == ng.make_axes([A2])
+    assert ng.make_axes([A - 1, B]).find_like(A - 1) == ng.make_axes([A - 1])
+    assert ng.make_axes([A - 1, B]).find_like(A) == ng.make_axes([])
 
 
 def test_axis_names_must_be_strings():
@@ -639,6 +651,16 @@ def test_shifted_slices_of_one_axis_meet_only_through_cast_axes(transformer, rng
     diff = ng.cast_axes(x[1:], x[:-1].axes) - x[:-1]
     xv = rng.standard_normal(5)
     np.testing.assert_allclose(transformer.computation(diff, x)(xv), np.diff(xv), rtol=1e-5)
+
+
+def test_slices_of_an_axis_concatenate_along_it(transformer, rng):
+    A = ng.make_axis(length=4, name="A")
+    x = ng.placeholder([A])
+    c = ng.concat_along_axis([x[2:], x[:2]], A)
+    assert len(c.axes) == 1 and c.axes[0].name == "A" and c.axes[0].length == 4
+    xv = rng.standard_normal(4)
+    np.testing.assert_allclose(transformer.computation(c, x)(xv), np.concatenate([xv[2:], xv[:2]]),
+                               rtol=1e-6)
 
 
 def test_dot_of_same_named_axes_stays_an_outer_product(transformer, rng):

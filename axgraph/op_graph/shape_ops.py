@@ -286,8 +286,8 @@ def slice_along_axis(x, axis: Axis, idx: Index, name: Optional[str] = None) -> O
 def concat_along_axis(xs: Sequence, axis: Axis, name: Optional[str] = None) -> Op:
     """Join tensors along `axis`.
 
-    Each tensor holds `axis` itself or an axis of the same name (lengths may
-    differ); every other axis is shared. The result gets a new axis of that
+    Each tensor holds `axis` itself or an axis of the same name, or a slice of
+    one (lengths may differ); every other axis is shared. The result gets a new axis of that
     name whose length is the sum.
     """
     xs = [as_op(x) for x in xs]
@@ -298,7 +298,7 @@ def concat_along_axis(xs: Sequence, axis: Axis, name: Optional[str] = None) -> O
         if axis in x.axes:
             concat_axes.append(axis)
             continue
-        found = x.axes.find_by_name(axis.name)
+        found = x.axes.find_like(axis)
         if len(found) != 1:
             raise _fail(UnmatchedAxesError,
                         f"concat_along_axis: {x.name} {x.axes} has no axis {axis.name} to join along")
