@@ -6,10 +6,10 @@ the module of its concept (see docs/architecture.md).
 from .autodiff import deriv
 from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, axis, make_axes,
                    make_axis, make_axis_role, make_name_scope)
-from .errors import (AxesError, AxgraphError, AxisLengthError, DTypeError, DuplicateAxisError,
-                     ExecutionError, FeedError, GraphError, IncompatibleAxesError,
-                     NotDifferentiableError, SerializationError, ShapeError,
-                     TransformerClosedError, UnmatchedAxesError)
+from .errors import (AxesError, AxgraphError, AxgraphTypeError, AxgraphValueError,
+                     AxisLengthError, DTypeError, DuplicateAxisError, ExecutionError, FeedError,
+                     GraphError, IncompatibleAxesError, NotDifferentiableError,
+                     SerializationError, ShapeError, TransformerClosedError, UnmatchedAxesError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
 from .op_graph.convolution import convolution, deconvolution
 from .op_graph.dot import dot
@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "NameScope", "axis",
            "make_axes", "make_axis", "make_axis_role", "make_name_scope", "AxesError",
-           "AxgraphError", "AxisLengthError", "DTypeError", "DuplicateAxisError", "ExecutionError",
+           "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError", "DTypeError", "DuplicateAxisError", "ExecutionError",
            "FeedError", "GraphError", "IncompatibleAxesError", "NotDifferentiableError",
            "SerializationError", "ShapeError", "TransformerClosedError", "UnmatchedAxesError",
            "AssignOp", "SetItem", "assign", "doall", "sequential", "set_item", "value_of",

@@ -16,7 +16,7 @@ import math
 from typing import Callable, Dict, List, Optional, Sequence
 
 from .debug_info import user_location
-from .errors import IncompatibleAxesError, NotDifferentiableError
+from .errors import AxgraphTypeError, IncompatibleAxesError, NotDifferentiableError
 from .op_graph import control, convolution as conv, dot as dot_ops, elementwise as ew, lookup, nn
 from .op_graph import pooling, random, reductions as red
 from .op_graph import shape_ops as so
@@ -363,6 +363,10 @@ def deriv(cost, wrt, error=None) -> Op:
 def deriv_many(cost, wrts: Sequence[Op], error=None) -> List[Op]:
     """d(cost)/d(w) for each w in `wrts`, sharing one backward pass."""
     cost = as_op(cost)
+    if not cost.is_tensor_op:
+        raise AxgraphTypeError(f"deriv: the cost {cost.name} ({type(cost).__name__}) has no "
+                               f"value to differentiate", user_location())
+    _check_wrts(wrts)
     if error is None:
         if cost.axes:
             raise IncompatibleAxesError(
@@ -393,6 +397,19 @@ def deriv_many(cost, wrts: Sequence[Op], error=None) -> List[Op]:
             found = so.broadcast(constant(0, dtype=wrt.dtype), wrt.axes)
         results.append(found)
     return results
+
+
+def _check_wrts(wrts) -> None:
+    """Each wrt is a tensor op: a derivative is taken with respect to a value of the graph."""
+    if not isinstance(wrts, (list, tuple)):
+        raise AxgraphTypeError(f"deriv_many takes a list or tuple of ops to differentiate "
+                               f"with respect to, not {type(wrts).__name__} {wrts!r:.60}",
+                               user_location())
+    for wrt in wrts:
+        if not isinstance(wrt, Op) or not wrt.is_tensor_op:
+            raise AxgraphTypeError(
+                f"deriv: wrt must be a tensor of the graph (a variable, or any op with a "
+                f"value), not {type(wrt).__name__} {wrt!r:.60}", user_location())
 
 
 def _ops_between(cost: Op, wrts: Sequence[Op]) -> List[Op]:

@@ -2,19 +2,26 @@
 
 Axes are compared by identity. Two axes with equal names and lengths are still
 different axes, exactly as two variables with equal values are different
-variables: that is what lets axis labels act as types.
+variables: that is what lets axis labels act as types. Because a reader tells
+axes apart by name, two different axes that share a name are
+kept from meeting silently in an elementwise op (`elementwise_axes`), and the
+axes axgraph derives from another (slices, paddings, flattenings) print what
+they were derived from (`A[::-1]`, `A+pad(1,1)`, `(A*B)`).
 """
 from __future__ import annotations
 
 import itertools
 import math
-from typing import (TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, Optional, Sequence,
-                    Tuple, Union)
+import os
+import sys
+from typing import (TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, List, Optional,
+                    Sequence, Tuple, Union)
 
 import numpy as np
 
 from .debug_info import user_location
-from .errors import AxisLengthError, DuplicateAxisError, IncompatibleAxesError
+from .errors import (AxesError, AxgraphTypeError, AxisLengthError, DuplicateAxisError,
+                     IncompatibleAxesError)
 
 _axis_serials = itertools.count()
 
@@ -37,11 +44,35 @@ def _check_length(length, what: str):
     if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
         if hasattr(length, "free_symbols"):  # a symbolic Dim expression
             return length
-        raise AxisLengthError(f"length of axis {what} must be a non-negative int, not {length!r}")
+        raise AxgraphTypeError(f"the length of {what} must be an int >= 0 (or None), not "
+                               f"{type(length).__name__} {length!r}", user_location())
     length = int(length)
     if length < 0:
-        raise AxisLengthError(f"length of axis {what} must be non-negative, not {length}")
+        raise AxisLengthError(f"the length of {what} must be >= 0, not {length}",
+                              user_location())
     return length
+
+
+def _check_name(name) -> str:
+    if not isinstance(name, str) or not name:
+        raise AxgraphTypeError(f"an axis name must be a non-empty string, not {name!r}",
+                               user_location())
+    return name
+
+
+_LIBRARY_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _creation_site() -> Tuple[str, int]:
+    """Where an axis is being made: the user's line, or for an axis axgraph makes while it
+    is itself imported (neon's standard axes), the library line that makes it."""
+    location = user_location()
+    if not location[0].startswith("<frozen"):
+        return location
+    frame = sys._getframe(2)
+    while frame.f_back is not None and frame.f_back.f_code.co_filename.startswith(_LIBRARY_DIR):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno)
 
 
 class Axis:
@@ -62,27 +93,67 @@ class Axis:
         docstring: Optional[str] = None,
     ):
         self._serial = next(_axis_serials)
+        self._location = _creation_site()
         self._auto_named = name is None
-        self.name = name if name is not None else f"Axis_{self._serial}"
-        self._length = _check_length(length, self.name)
+        self._name = _check_name(name) if name is not None else f"Axis_{self._serial}"
+        self._length = _check_length(length, f"axis {name}" if name is not None else "a new axis")
         self.roles = frozenset(roles)
         for role in self.roles:
             if not isinstance(role, AxisRole):
-                raise TypeError(f"roles of axis {self.name} must be AxisRole objects, not {role!r}")
+                raise AxgraphTypeError(f"roles of axis {self._name} must be AxisRole objects "
+                                       f"(ng.make_axis_role()), not {role!r}", user_location())
         self._batch = batch
         self._recurrent = recurrent
         self.docstring = docstring
         self._duals: Dict[int, "DualAxis"] = {}
+        self._derived: Dict[tuple, "Axis"] = {}
+
+    # -- name and origin ------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """A label for printing and for finding axes by name; identity is what pairs axes."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = _check_name(value)
+
+    @property
+    def root_name(self) -> Optional[str]:
+        """The name a reader calls this axis by: its own, or for a slice or padding, that of
+        the axis it was derived from (`A` for `A[1:3]`). None for a dual axis.
+
+        Two different axes with one root name meeting in an elementwise op raise
+        (see `elementwise_axes`). Automatic names (`Axis_12`) carry a serial number,
+        so they never collide; dual axes meet their base on purpose.
+        """
+        return self.name
+
+    @property
+    def location(self) -> Tuple[str, int]:
+        """(file, line) of the code that made this axis."""
+        return self._location
 
     # -- length ---------------------------------------------------------------
     @property
     def length(self):
-        """The number of positions along this axis, or None if not yet known."""
+        """The number of positions along this axis, or None if not yet known.
+
+        A length may be set once (`H.length = 3`, or again to the same value); a
+        different length would silently change every tensor already built on it.
+        """
         return self._length
 
     @length.setter
     def length(self, value) -> None:
-        self._length = _check_length(value, self.name)
+        value = _check_length(value, f"axis {self.name}")
+        if self._length is not None and value != self._length:
+            raise AxisLengthError(
+                f"axis {self.name} already has length {self._length} and cannot become "
+                f"{value}: tensors built on it rely on its length; make a new axis "
+                f"(ng.make_axis(length={value}, name={self.name!r})) instead",
+                user_location())
+        self._length = value
 
     # -- flags ----------------------------------------------------------------
     @property
@@ -163,12 +234,8 @@ class DualAxis(Axis):
     def __init__(self, base: Axis, level: int):
         self._base = base
         self._level = level
-        super().__init__(
-            length=None,
-            name=f"{base.name}{level:+d}",
-            roles=base.roles,
-            docstring=base.docstring,
-        )
+        super().__init__(length=None, roles=base.roles, docstring=base.docstring)
+        self._auto_named = False  # named after its base: name scopes leave it alone
 
     @property
     def base(self) -> Axis:
@@ -201,7 +268,197 @@ class DualAxis(Axis):
 
     @name.setter
     def name(self, value: str) -> None:
-        """Ignored: a dual axis's name is derived (Axis.__init__ assigns one)."""
+        raise _derived_name_error(self, self._base)
+
+    @property
+    def root_name(self) -> Optional[str]:
+        """None: `A - 1` meeting `A` is deliberate (dot pairs them), never a name clash."""
+        return None
+
+
+def _checked_parent(kind: type, parent) -> Axis:
+    if not isinstance(parent, Axis):
+        raise AxgraphTypeError(f"{kind.__name__} derives from an Axis, not {parent!r}",
+                               user_location())
+    return parent
+
+
+def _derived_name_error(axis: Axis, parent: Axis) -> AxesError:
+    return AxesError(f"axis {axis.name} is named after {parent.name}; rename {parent.name} "
+                     f"instead", user_location())
+
+
+class _DerivedAxis(Axis):
+    """An axis made from a parent axis (a slice, a padding).
+
+    It prints as the parent's name plus what was done to it, has the parent's
+    roles, is a batch (recurrent) axis when the parent is, and takes its length
+    from the parent's. `of(parent, ...)` gives the same object for the same
+    positions, so two tensors sliced alike still pair elementwise.
+    """
+
+    def __init__(self, parent: Axis):
+        self._parent = _checked_parent(type(self), parent)
+        super().__init__(roles=parent.roles, docstring=parent.docstring)
+        self._auto_named = False  # named after its parent: name scopes leave it alone
+
+    @classmethod
+    def _cached(cls, parent: Axis, key: tuple, make) -> Axis:
+        found = parent._derived.get((cls, key))
+        if found is None:
+            found = parent._derived[(cls, key)] = make()
+        return found
+
+    @property
+    def parent(self) -> Axis:
+        """The axis this one was derived from."""
+        return self._parent
+
+    def _suffix(self) -> str:
+        raise NotImplementedError
+
+    def _length_from(self, parent_length: int) -> int:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return self._parent.name + self._suffix()
+
+    @name.setter
+    def name(self, value: str) -> None:
+        raise _derived_name_error(self, self._parent)
+
+    @property
+    def root_name(self) -> Optional[str]:
+        return self._parent.root_name
+
+    @property
+    def length(self):
+        parent_length = self._parent.length
+        if parent_length is None or hasattr(parent_length, "free_symbols"):
+            return None
+        return self._length_from(parent_length)
+
+    @length.setter
+    def length(self, value) -> None:
+        raise AxisLengthError(f"the length of {self.name} follows {self._parent.name}'s; set "
+                              f"{self._parent.name}.length", user_location())
+
+    @property
+    def is_batch(self) -> bool:
+        return self._parent.is_batch
+
+    @property
+    def is_recurrent(self) -> bool:
+        return self._parent.is_recurrent
+
+
+_builtin_slice = slice  # SlicedAxis's argument is called `slice`, as in Nervana Graph
+
+
+class SlicedAxis(_DerivedAxis):
+    """The positions `slice` picks from `parent`, in that order (`A[1:3]`, `A[::-1]`)."""
+
+    def __init__(self, parent: Axis, slice: slice):
+        super().__init__(parent)
+        self._slice = _checked_slice(slice, parent)
+
+    @classmethod
+    def of(cls, parent: Axis, slice: slice) -> Axis:
+        """The axis of `parent`'s positions that `slice` picks; `parent` itself if it picks
+        them all in order, else the same object for the same positions every time."""
+        slice = _checked_slice(slice, _checked_parent(cls, parent))
+        if isinstance(parent.length, int):
+            slice = _canonical_slice(slice, parent.length)
+        key = (slice.start, slice.stop, slice.step or 1)
+        if key == (None, None, 1):
+            return parent
+        return cls._cached(parent, key, lambda: cls(parent, slice))
+
+    @property
+    def slice(self) -> slice:
+        """The slice of the parent's positions."""
+        return self._slice
+
+    def _suffix(self) -> str:
+        s = self._slice
+        text = f"{'' if s.start is None else s.start}:{'' if s.stop is None else s.stop}"
+        return f"[{text}]" if s.step in (None, 1) else f"[{text}:{s.step}]"
+
+    def _length_from(self, parent_length: int) -> int:
+        return len(range(*self._slice.indices(parent_length)))
+
+
+def _checked_slice(s, parent: Axis) -> slice:
+    if not isinstance(s, _builtin_slice) or not all(
+            bound is None or (isinstance(bound, (int, np.integer)) and not isinstance(bound, bool))
+            for bound in (s.start, s.stop, s.step)):
+        raise AxgraphTypeError(f"a slice of axis {parent.name} takes a slice of ints (or None), "
+                               f"not {s!r}", user_location())
+    if s.step == 0:
+        raise AxesError(f"a slice of axis {parent.name} cannot have step 0", user_location())
+    return s
+
+
+def _canonical_slice(s: slice, length: int) -> slice:
+    """The shortest slice that picks the same positions of an axis of `length`."""
+    picked = range(*s.indices(length))
+    if not picked:
+        return _builtin_slice(0, 0)
+    step = picked.step if len(picked) > 1 else 1  # one position: its step does not matter
+    first, last = picked[0], picked[-1]
+    if step > 0:
+        start = None if first == 0 else first
+        stop = None if last + step >= length else last + 1
+    else:
+        start = None if first == length - 1 else first
+        stop = None if last + step < 0 else last - 1
+    return _builtin_slice(start, stop, None if step == 1 else step)
+
+
+class PaddedAxis(_DerivedAxis):
+    """`parent` with `pad` = (before, after) positions added (`A+pad(1,1)`); an int pads
+    both sides alike."""
+
+    def __init__(self, parent: Axis, pad):
+        super().__init__(parent)
+        self._pad = _padding(pad, parent)
+
+    @classmethod
+    def of(cls, parent: Axis, pad) -> Axis:
+        """`parent` padded by `pad`: `parent` itself for no padding, else the same object
+        for the same padding every time."""
+        pad = _padding(pad, _checked_parent(cls, parent))
+        if pad == (0, 0):
+            return parent
+        return cls._cached(parent, pad, lambda: cls(parent, pad))
+
+    @property
+    def pad(self) -> Tuple[int, int]:
+        """(before, after): the positions added on each side."""
+        return self._pad
+
+    def _suffix(self) -> str:
+        return f"+pad({self._pad[0]},{self._pad[1]})"
+
+    def _length_from(self, parent_length: int) -> int:
+        return parent_length + self._pad[0] + self._pad[1]
+
+
+def _padding(pad, parent: Axis) -> Tuple[int, int]:
+    pair = (pad, pad) if isinstance(pad, (int, np.integer)) else pad
+    try:
+        before, after = pair
+    except (TypeError, ValueError):
+        before = after = None
+    if not (isinstance(before, (int, np.integer)) and isinstance(after, (int, np.integer))
+            and not isinstance(before, bool) and not isinstance(after, bool)):
+        raise AxgraphTypeError(f"the padding of axis {parent.name} must be an int or a "
+                               f"(before, after) pair of ints, not {pad!r}", user_location())
+    if before < 0 or after < 0:
+        raise AxesError(f"the padding of axis {parent.name} cannot be negative: {pad!r}",
+                        user_location())
+    return int(before), int(after)
 
 
 _flattened: Dict[Tuple[Axis, ...], "FlattenedAxis"] = {}
@@ -230,12 +487,20 @@ class FlattenedAxis(Axis):
         return self._axes
 
     @property
+    def root_name(self) -> Optional[str]:
+        """`(A*B)` from its parts' root names (None if a part is a dual axis)."""
+        parts = [a.root_name for a in self._axes]
+        names = [part for part in parts if part is not None]
+        return None if len(names) < len(parts) else "(" + "*".join(names) + ")"
+
+    @property
     def length(self):
         return self._axes.size
 
     @length.setter
     def length(self, value) -> None:
-        raise AxisLengthError(f"the length of flattened axis {self.name} follows its parts")
+        raise AxisLengthError(f"the length of flattened axis {self.name} follows its parts",
+                              user_location())
 
     @property
     def is_batch(self) -> bool:
@@ -247,6 +512,12 @@ class FlattenedAxis(Axis):
 
 
 AxesLike = Union["Axes", Axis, Iterable[Axis], None]
+
+
+def _listing(items) -> str:
+    """[H: 2, 3]: axes by name and length, anything else as Python shows it."""
+    return "[" + ", ".join(f"{a.name}: {a.length}" if isinstance(a, Axis) else repr(a)
+                           for a in items) + "]"
 
 
 class Axes:
@@ -268,10 +539,16 @@ class Axes:
             return
         elif isinstance(axes, Axis):
             axes = (axes,)
-        axes = tuple(axes)
-        for axis in axes:
+        try:
+            axes = tuple(axes)
+        except TypeError:
+            raise AxgraphTypeError(f"axes must be an Axis or a list of Axis objects, not "
+                                   f"{type(axes).__name__} {axes!r}", user_location()) from None
+        for position, axis in enumerate(axes):
             if not isinstance(axis, Axis):
-                raise TypeError(f"Axes holds Axis objects; got {axis!r}")
+                raise AxgraphTypeError(
+                    f"axes must be Axis objects (ng.make_axis), but item {position} of "
+                    f"{_listing(axes)} is {type(axis).__name__} {axis!r}", user_location())
         ids = frozenset(id(a) for a in axes)
         if len(ids) != len(axes):
             seen, repeated = set(), []
@@ -378,11 +655,18 @@ class Axes:
         for position, candidate in enumerate(self._axes):
             if candidate is axis:
                 return position
-        raise IncompatibleAxesError(f"{axis!r} is not one of {self!r}")
+        raise IncompatibleAxesError(f"{axis!r} is not one of {self!r}", user_location())
 
     def find_by_name(self, name: str) -> "Axes":
         """The axes called `name` (names are labels, not identities)."""
         return Axes(a for a in self._axes if a.name == name)
+
+    def find_like(self, axis: Axis) -> "Axes":
+        """The axes a reader would call by `axis`'s name: those with its root name (`A`, an
+        `A` made elsewhere, `A[1:3]`), or for a dual axis those named like it."""
+        if axis.root_name is None:
+            return self.find_by_name(axis.name)
+        return Axes(a for a in self._axes if a.root_name == axis.root_name)
 
     def find_by_role(self, role: AxisRole) -> "Axes":
         """The axes carrying `role`."""
@@ -416,7 +700,8 @@ class Axes:
         """Self, after checking that every length is known."""
         for axis in self._axes:
             if axis.length is None:
-                raise AxisLengthError(f"axis {axis.name} has no length; set {axis.name}.length")
+                raise AxisLengthError(f"axis {axis.name} has no length; set {axis.name}.length",
+                                      user_location())
         return self
 
 
@@ -502,3 +787,35 @@ def dual_pairs(left: Sequence[Axis], right: Sequence[Axis]):
         elif axis_l in right_set and id(axis_l) not in claimed:
             pairs.append((axis_l, axis_l))
     return pairs
+
+
+def _made_at(axis: Axis) -> str:
+    path, line = axis.location
+    return f"{axis.name}: {axis.length} made at {path}:{line}"
+
+
+def elementwise_axes(kind: str, x, y) -> Axes:
+    """The axes of an elementwise op on operands `x` and `y` (anything with .name and .axes).
+
+    x's axes, then y's new ones (seed 000). Two *different* axes that share a
+    root name, one from each operand, would come out side by side (`(H, H)`):
+    a silent outer product where a reader sees one H. That raises, naming both
+    axes and where each was made; an explicit ng.broadcast stays the way to
+    combine them on purpose.
+    """
+    extra = y.axes - x.axes
+    if not extra:
+        return x.axes
+    by_name = {a.root_name: a for a in x.axes - y.axes if a.root_name is not None}
+    clashes: List[Tuple[Axis, Axis]] = [(by_name[b.root_name], b) for b in extra
+                                        if b.root_name in by_name]
+    if clashes:
+        pairs = "; ".join(f"{_made_at(a)} and {_made_at(b)}" for a, b in clashes)
+        names = ", ".join(str(a.root_name) for a, _ in clashes)
+        raise IncompatibleAxesError(
+            f"{kind} of {x.name} {x.axes} and {y.name} {y.axes}: the operands carry different "
+            f"axes named {names} ({pairs}), so the result would hold both, an outer product "
+            f"{x.axes + extra}. If they are the same dimension, relabel {y.name} with "
+            f"{x.name}'s axis: ng.cast_axes({y.name}, axes); to combine them on purpose, "
+            f"ng.broadcast an operand to both axes first", user_location())
+    return x.axes + extra

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .debug_info import user_location
 from .errors import DTypeError
 
 DEFAULT_DTYPE = np.dtype(np.float32)
@@ -17,9 +18,10 @@ def as_dtype(dtype, default=DEFAULT_DTYPE) -> np.dtype:
     try:
         result = np.dtype(dtype)
     except TypeError as error:
-        raise DTypeError(f"{dtype!r} is not an element type: {error}") from None
+        raise DTypeError(f"{dtype!r} is not an element type: {error}", user_location()) from None
     if result.kind not in "biuf":
-        raise DTypeError(f"element type {result} is not supported (bool, ints and floats are)")
+        raise DTypeError(f"element type {result} is not supported (bool, ints and floats are)",
+                         user_location())
     return result
 
 

@@ -2,6 +2,11 @@
 
 Every error names what went wrong (the op, the axes or shapes) and where the
 user built it, so a failure deep inside a computation points back at user code.
+Each class also derives from the builtin exception a plain Python library would
+raise (TypeError for an argument of the wrong kind, ValueError for one of the
+right kind but an unusable value, ...), so existing `except` clauses keep working:
+every TypeError-like error is an AxgraphTypeError, every ValueError-like one an
+AxgraphValueError.
 """
 from __future__ import annotations
 
@@ -19,7 +24,17 @@ class AxgraphError(Exception):
         super().__init__(message)
 
 
-class AxesError(AxgraphError, ValueError):
+class AxgraphTypeError(AxgraphError, TypeError):
+    """An argument of the wrong kind: a NumPy array where a tensor is needed, a non-Axis
+    among axes, a length that is not an int."""
+
+
+class AxgraphValueError(AxgraphError, ValueError):
+    """An argument of the right kind whose value cannot be used (an unknown transformer
+    name); the subclasses below say what kind of value."""
+
+
+class AxesError(AxgraphValueError):
     """Axes that cannot be used the way they were asked to be."""
 
 
@@ -39,19 +54,19 @@ class AxisLengthError(AxesError):
     """An axis length is unset where a length is needed, or is invalid."""
 
 
-class ShapeError(AxgraphError, ValueError):
+class ShapeError(AxgraphValueError):
     """Shapes (or symbolic dims) that do not fit the operation."""
 
 
-class DTypeError(AxgraphError, TypeError):
+class DTypeError(AxgraphTypeError):
     """An element type that the operation does not accept."""
 
 
-class FeedError(AxgraphError, ValueError):
+class FeedError(AxgraphValueError):
     """A value passed to a computation does not fit its placeholder."""
 
 
-class GraphError(AxgraphError, ValueError):
+class GraphError(AxgraphValueError):
     """A malformed graph: assigning to a constant, a cycle, a missing value."""
 
 
@@ -59,7 +74,7 @@ class ExecutionError(AxgraphError, RuntimeError):
     """A computation failed while running (bad label values, shapes fed late, ...)."""
 
 
-class NotDifferentiableError(AxgraphError, TypeError):
+class NotDifferentiableError(AxgraphTypeError):
     """deriv() reached an op that has no derivative."""
 
 
@@ -67,7 +82,7 @@ class TransformerClosedError(AxgraphError, RuntimeError):
     """A closed transformer (or one of its computations) was used."""
 
 
-class SerializationError(AxgraphError, ValueError):
+class SerializationError(AxgraphValueError):
     """A file of saved variables cannot be written or is not one axgraph can read safely."""
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 import itertools
 from typing import Optional
 
+from .debug_info import user_location
+from .errors import AxgraphTypeError
+
 _serials = itertools.count()
 
 
@@ -37,5 +40,6 @@ class NameableValue:
     @name.setter
     def name(self, value: str) -> None:
         if not isinstance(value, str) or not value:
-            raise TypeError(f"a name must be a non-empty string, not {value!r}")
+            raise AxgraphTypeError(f"a name must be a non-empty string, not {value!r}",
+                                   user_location())
         self._name = value

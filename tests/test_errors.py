@@ -279,3 +279,245 @@ def test_reading_a_variable_with_no_initial_value_directly(transformer, axes):
     error = info.value
     assert "no_init_var_2" in error.message
     assert_location(error, "@bad-no-init-direct")
+
+
+# -- arguments of the wrong kind (AxgraphTypeError, a TypeError) -----------------------------
+
+def assert_error(error, error_class, builtin, marker: str, *words: str) -> None:
+    """`error` is an `error_class`, also a `builtin`, names every word, points at `marker`."""
+    assert isinstance(error, error_class) and isinstance(error, ng.AxgraphError)
+    assert isinstance(error, builtin)
+    for word in words:
+        assert word in error.message, (word, error.message)
+    assert_location(error, marker)
+
+
+def test_numpy_array_as_an_operand(axes):
+    H, W, N = axes
+    x = ng.placeholder([W], name="array_x")
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        x + np.ones(3)  # @bad-array-operand
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-array-operand",
+                 "NumPy array", "(3,)", "ng.constant")
+
+
+def test_a_list_as_an_operand(axes):
+    H, W, N = axes
+    x = ng.placeholder([W])
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        ng.multiply(x, [1, 2, 3])  # @bad-list-operand
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-list-operand",
+                 "list of 3 items", "ng.constant")
+
+
+def test_non_axis_in_an_axes_list(axes):
+    H, W, N = axes
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        ng.placeholder([H, 3])  # @bad-non-axis
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-non-axis",
+                 "item 1", "H: 2", "int 3")
+
+
+def test_computation_of_a_number(transformer):
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        transformer.computation(5)  # @bad-computation
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-computation",
+                 "computation results", "int 5")
+
+
+def test_computation_of_a_list_with_a_number(transformer, axes):
+    H, W, N = axes
+    x = ng.placeholder([H])
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        transformer.computation([x, "y"], x)  # @bad-computation-item
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-computation-item", "'y'")
+
+
+def test_deriv_with_respect_to_a_number(axes):
+    H, W, N = axes
+    w = ng.variable([H], initial_value=1.0, name="deriv_w")
+    cost = ng.sum(w * w)
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        ng.deriv(cost, 5)  # @bad-deriv-wrt
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-deriv-wrt", "wrt", "int 5")
+
+
+def test_deriv_many_of_a_single_op(axes):
+    H, W, N = axes
+    w = ng.variable([H], initial_value=1.0, name="deriv_w2")
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        ng.autodiff.deriv_many(ng.sum(w), w)  # @bad-deriv-many
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-deriv-many", "list or tuple",
+                 "deriv_w2")
+
+
+def test_length_of_the_wrong_type():
+    for bad in (2.5, "3"):
+        with pytest.raises(ng.AxgraphTypeError) as info:
+            ng.make_axis(length=bad, name="Wrong")  # @bad-length-type
+        assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-length-type",
+                     "Wrong", repr(bad))
+
+
+def test_complex_element_type(axes):
+    H, W, N = axes
+    with pytest.raises(ng.DTypeError) as info:
+        ng.placeholder([H], dtype=np.complex64)  # @bad-complex
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-complex", "complex64")
+
+
+def test_a_name_that_is_not_a_string(axes):
+    H, W, N = axes
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        ng.placeholder([H], name=5)  # @bad-name
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-name", "5")
+
+
+def test_transformer_option_it_does_not_take():
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        ng.make_transformer("interpreter", fast=True)  # @bad-transformer-option
+    assert_error(info.value, ng.AxgraphTypeError, TypeError, "@bad-transformer-option",
+                 "fast", "optimize")
+
+
+# -- values that cannot be used (AxgraphValueError, a ValueError) ------------------------------
+
+def test_unknown_transformer_name():
+    with pytest.raises(ng.AxgraphValueError) as info:
+        ng.make_transformer("nope")  # @bad-transformer
+    assert_error(info.value, ng.AxgraphValueError, ValueError, "@bad-transformer",
+                 "'nope'", *ng.transformer_choices())
+
+
+def test_negative_axis_length():
+    with pytest.raises(ng.AxisLengthError) as info:
+        ng.make_axis(length=-1, name="Negative")  # @bad-length-negative
+    assert_error(info.value, ng.AxesError, ValueError, "@bad-length-negative", "Negative", "-1")
+
+
+def test_changing_the_length_of_an_axis():
+    A = ng.make_axis(length=4, name="Fixed")
+    with pytest.raises(ng.AxisLengthError) as info:
+        A.length = 5  # @bad-length-change
+    assert_error(info.value, ng.AxesError, ValueError, "@bad-length-change", "Fixed", "4", "5")
+    assert A.length == 4
+    B = ng.make_axis(name="Open")
+    B.length = 5  # an axis without a length may get one
+    assert B.length == 5
+
+
+def test_dependency_cycle(transformer, axes):
+    H, W, N = axes
+    x = ng.placeholder([H], name="cycle_x")
+    a = ng.exp(x, name="cycle_a")  # @cycle-first
+    b = ng.log(a, name="cycle_b")
+    a.other_deps.add(b)
+    with pytest.raises(ng.GraphError) as info:
+        transformer.computation(b, x)
+    assert_error(info.value, ng.GraphError, ValueError, "@cycle-first",
+                 "cycle", "cycle_a", "cycle_b")
+
+
+# -- the same-name trap and derived axes ---------------------------------------------------------
+
+def test_distinct_axes_with_one_name_in_an_elementwise_op():
+    H1 = ng.make_axis(length=3, name="H")  # @first-H
+    H2 = ng.make_axis(length=3, name="H")  # @second-H
+    x = ng.placeholder([H1], name="left")
+    y = ng.placeholder([H2], name="right")
+    with pytest.raises(ng.IncompatibleAxesError) as info:
+        x + y  # @bad-same-name
+    error = info.value
+    assert_error(error, ng.AxesError, ValueError, "@bad-same-name",
+                 "Add", "left", "right", "ng.cast_axes", "ng.broadcast")
+    # where each H was made
+    name = os.path.basename(__file__)
+    for marker in ("@first-H", "@second-H"):
+        assert f"{name}:{line_of(marker)}" in error.message
+
+
+def test_slices_of_one_axis_in_an_elementwise_op():
+    A = ng.make_axis(length=4, name="A")
+    x = ng.placeholder([A], name="series")
+    with pytest.raises(ng.IncompatibleAxesError) as info:
+        x[1:] - x[:-1]  # @bad-shifted-slices
+    assert_error(info.value, ng.AxesError, ValueError, "@bad-shifted-slices",
+                 "Subtract", "A[1:]: 3", "A[:3]: 3")
+
+
+def test_assigning_a_reversed_slice_names_the_sliced_axis():
+    A = ng.make_axis(length=4, name="A")
+    w = ng.variable([A], initial_value=0.0, name="reversed_w")
+    with pytest.raises(ng.IncompatibleAxesError) as info:
+        ng.assign(w, w[::-1])  # @bad-assign-slice
+    assert_error(info.value, ng.AxesError, ValueError, "@bad-assign-slice",
+                 "reversed_w", "Axes(A: 4)", "Axes(A[::-1]: 4)")
+
+
+# -- core IR arguments -------------------------------------------------------------------------
+
+@pytest.fixture(params=["interpreter", "cpu"])
+def core_add(request):
+    from axgraph import core
+
+    scale = core.Parameter(core.f32, ())
+    x = core.Parameter(core.f32, (3, 4), name="x")
+    function = core.Function([core.Multiply(core.Broadcast(scale, (3, 4), (0, 1)), x)],
+                             [scale, x], name="scaled")
+    return core.compile(function, backend=request.param)
+
+
+def test_core_argument_of_the_wrong_shape(core_add):
+    with pytest.raises(ng.FeedError) as info:
+        core_add(np.float32(2), np.zeros((3, 5)))  # @bad-core-shape
+    assert_error(info.value, ng.FeedError, ValueError, "@bad-core-shape",
+                 "parameter 1 (x: f32[3, 4]) takes f32[3, 4]; got float64 (3, 5)")
+
+
+def test_core_argument_of_the_wrong_dims(core_add):
+    with pytest.raises(ng.FeedError) as info:
+        core_add(np.float32(2), np.zeros((3, 5), np.float32))  # @bad-core-dims
+    assert_error(info.value, ng.FeedError, ValueError, "@bad-core-dims",
+                 "parameter 1 (x: f32[3, 4]) takes f32[3, 4]; got float32 (3, 5): dim 1",
+                 "4 vs 5")
+
+
+def test_core_argument_of_the_wrong_rank(core_add):
+    with pytest.raises(ng.FeedError) as info:
+        core_add(np.float32(2), np.zeros(12, np.float32))  # @bad-core-rank
+    assert_error(info.value, ng.FeedError, ValueError, "@bad-core-rank",
+                 "parameter 1 (x: f32[3, 4])", "float32 (12,)", "rank 1, not 2")
+
+
+def test_core_wrong_number_of_arguments(core_add):
+    with pytest.raises(ng.FeedError) as info:
+        core_add(np.zeros((3, 4), np.float32))  # @bad-core-count
+    assert_error(info.value, ng.FeedError, ValueError, "@bad-core-count",
+                 "scaled takes 2 argument(s) (f32[], x: f32[3, 4]); got 1")
+
+
+def test_core_argument_that_is_not_an_array(core_add):
+    with pytest.raises(ng.FeedError) as info:
+        core_add(2.0, np.zeros((3, 4), np.float32))  # @bad-core-type
+    assert_error(info.value, ng.FeedError, ValueError, "@bad-core-type",
+                 "parameter 0 (f32[]) takes a NumPy array; got float")
+
+
+# -- the hierarchy ------------------------------------------------------------------------------
+
+def test_every_public_error_is_an_axgraph_error_and_a_builtin():
+    classes = [value for value in vars(ng).values()
+               if isinstance(value, type) and issubclass(value, Exception)]
+    assert ng.FeedError in classes and ng.AxgraphTypeError in classes
+    for error_class in classes:
+        assert issubclass(error_class, ng.AxgraphError)
+        if error_class is ng.AxgraphError:
+            continue  # the root: each subclass adds its builtin
+        builtins = [base for base in error_class.__mro__
+                    if base.__module__ == "builtins" and base not in (Exception, BaseException,
+                                                                      object)]
+        assert builtins, error_class
+        # every TypeError is an AxgraphTypeError, every ValueError an AxgraphValueError
+        assert issubclass(error_class, TypeError) == issubclass(error_class, ng.AxgraphTypeError)
+        assert issubclass(error_class, ValueError) == issubclass(error_class,
+                                                                 ng.AxgraphValueError)

@@ -265,7 +265,7 @@ def test_convolution_caller_output_axes_wrong_length_rejected():
     with pytest.raises(ng.IncompatibleAxesError):
         ng.convolution(None, x, w, axes=[a.K, P, Q, a.N])
     # the right length is accepted
-    P.length = out_len(6, 3)
+    P = ng.make_axis(out_len(6, 3), name="P", roles=[ar.Height])
     assert ng.convolution(None, x, w, axes=[a.K, P, Q, a.N]).axes.lengths == (3, 4, 6, 2)
 
 

@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Mapping, Sequence, Tuple, cast
 import numpy as np
 
 from .. import dims
+from ..debug_info import user_location
 from ..errors import AxgraphError, ExecutionError, FeedError, ShapeError
 from . import ops
 from .function import Function
@@ -448,8 +449,17 @@ def find_kernel(op_class: type) -> Kernel:
 
 
 def _describe(function: Function, index: int) -> str:
-    parameter = function.parameters[index]
-    return f"argument {index} (parameter {parameter.name} {parameter.type_str()})"
+    """`parameter 1 (x: f32[3, 4])`: position (from 0), user name if any, type and shape."""
+    return f"parameter {index} ({_signature(function.parameters[index])})"
+
+
+def _signature(parameter: Node) -> str:
+    who = f"{parameter.name}: " if parameter.has_user_name else ""
+    return who + parameter.type_str()
+
+
+def _got(array: np.ndarray) -> str:
+    return f"{array.dtype} {array.shape}"
 
 
 class InterpretedFunction:
@@ -468,21 +478,23 @@ class InterpretedFunction:
         parameters = self.function.parameters
         if len(arrays) != len(parameters):
             raise FeedError(f"{self.function.name} takes {len(parameters)} argument(s) "
-                            f"({', '.join(p.name for p in parameters)}), got {len(arrays)}")
+                            f"({', '.join(_signature(p) for p in parameters)}); got "
+                            f"{len(arrays)}", user_location())
         checked = []
         for index, (array, parameter) in enumerate(zip(arrays, parameters)):
             if not isinstance(array, (np.ndarray, np.generic)):
-                raise FeedError(f"{_describe(self.function, index)}: expected a NumPy array, "
-                                f"got {type(array).__name__}")
+                raise FeedError(f"{_describe(self.function, index)} takes a NumPy array; got "
+                                f"{type(array).__name__} {array!r:.40}", user_location())
             array = np.asarray(array)
             if array.dtype != parameter.element_type.dtype:
-                raise FeedError(f"{_describe(self.function, index)}: array has dtype "
-                                f"{array.dtype}, expected {parameter.element_type.dtype} (no "
-                                f"implicit conversion)", parameter.location)
+                raise FeedError(f"{_describe(self.function, index)} takes "
+                                f"{parameter.type_str()}; got {_got(array)} (element types are "
+                                f"never converted: use array.astype("
+                                f"{parameter.element_type.dtype}))", user_location())
             if array.ndim != parameter.rank:
-                raise FeedError(f"{_describe(self.function, index)}: array has shape "
-                                f"{array.shape}, rank {array.ndim}; expected rank "
-                                f"{parameter.rank}", parameter.location)
+                raise FeedError(f"{_describe(self.function, index)} takes "
+                                f"{parameter.type_str()}; got {_got(array)}: rank "
+                                f"{array.ndim}, not {parameter.rank}", user_location())
             checked.append(array)
         return tuple(checked)
 
@@ -493,20 +505,23 @@ class InterpretedFunction:
             for position, (expected, actual) in enumerate(zip(parameter.shape, array.shape)):
                 if expected == actual:  # a known dim that fits: nothing to solve or report
                     continue
-                equations.append((expected, actual, f"{_describe(self.function, index)}, dim "
-                                                    f"{position} (array shape {array.shape})"))
+                equations.append((expected, actual, f"{_describe(self.function, index)} takes "
+                                                    f"{parameter.type_str()}; got "
+                                                    f"{_got(array)}: dim {position}"))
         try:
             bindings, pending = dims.solve(equations)
         except ShapeError as error:
-            raise FeedError(error.message) from None
+            raise FeedError(error.message, user_location()) from None
         if pending:
             expected, actual, what = pending[0]
             raise FeedError(f"{what}: cannot determine {expected} == {actual} from the "
-                            f"arguments' shapes")
+                            f"arguments' shapes", user_location())
         missing = self.function.free_symbols - set(bindings)
         if missing:
-            raise FeedError(f"size variable(s) {', '.join(sorted(missing))} cannot be bound "
-                            f"from the arguments' shapes")
+            raise FeedError(f"size variable(s) {', '.join(sorted(missing))} of "
+                            f"{self.function.name} cannot be bound from the arguments' shapes "
+                            f"({', '.join(_signature(p) for p in self.function.parameters)})",
+                            user_location())
         return cast(Dict[str, int], bindings)  # solved against int array dims: all ints
 
     def _outs(self, out, arrays: Sequence[np.ndarray], shapes: Sequence[Tuple[int, ...]]):
@@ -515,24 +530,27 @@ class InterpretedFunction:
             out = (out,)
         out = tuple(out)
         if len(out) != len(results):
-            raise FeedError(f"out= has {len(out)} array(s) for {len(results)} result(s)")
+            raise FeedError(f"out= has {len(out)} array(s) for {len(results)} result(s)",
+                            user_location())
         for k, (array, node, shape) in enumerate(zip(out, results, shapes)):
             if not isinstance(array, np.ndarray):
-                raise FeedError(f"out[{k}] must be a NumPy array, not {type(array).__name__}")
+                raise FeedError(f"out[{k}] must be a NumPy array, not {type(array).__name__}",
+                                user_location())
             if array.dtype != node.element_type.dtype or array.shape != shape:
                 raise FeedError(f"out[{k}] is {array.dtype}{list(array.shape)}, but result {k} "
-                                f"({node.name}) is {node.element_type.dtype}{list(shape)}")
+                                f"({node.name}) is {node.element_type.dtype}{list(shape)}",
+                                user_location())
             if not array.flags.writeable:
-                raise FeedError(f"out[{k}] is read-only")
+                raise FeedError(f"out[{k}] is read-only", user_location())
             for index, argument in enumerate(arrays):
                 if np.may_share_memory(array, argument):
                     raise FeedError(f"out[{k}] is (or overlaps) the array of "
                                     f"{_describe(self.function, index)}: argument arrays cannot "
-                                    f"be used as result arrays")
+                                    f"be used as result arrays", user_location())
             for j in range(k):
                 if np.may_share_memory(array, out[j]):
                     raise FeedError(f"out[{k}] and out[{j}] share memory: each result needs a "
-                                    f"distinct array")
+                                    f"distinct array", user_location())
         return out
 
     # -- the call --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..axes import elementwise_axes
 from ..dtypes import BOOL_DTYPE, float_dtype_for
 from .op import Op, as_op
 
@@ -44,7 +45,7 @@ class BinaryElementWiseOp(ElementWiseOp):
 
     def __init__(self, x, y, name: Optional[str] = None, dtype=None):
         x, y = as_op(x), as_op(y)
-        axes = x.axes + (y.axes - x.axes)
+        axes = elementwise_axes(type(self).__name__, x, y)
         if dtype is None:
             dtype = BOOL_DTYPE if self.bool_result else binary_result_dtype(x, y)
             if self.float_result:

@@ -355,16 +355,21 @@ def as_op(value) -> Op:
     """An Op for `value`: ops pass through, numbers and arrays become constants."""
     if isinstance(value, Op):
         return value
+    from ..errors import AxgraphTypeError
     from .tensors import scalar_constant
 
     if isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.ndarray):
         return scalar_constant(value)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         return scalar_constant(value.item())
-    raise TypeError(
-        f"cannot use {type(value).__name__} {value!r} as a tensor; wrap arrays with "
-        f"ng.constant(array, axes) so that their axes are named"
-    )
+    if isinstance(value, (np.ndarray, list, tuple)):
+        what = (f"a NumPy array of shape {value.shape}" if isinstance(value, np.ndarray)
+                else f"a {type(value).__name__} of {len(value)} items")
+        raise AxgraphTypeError(
+            f"{what} cannot be an operand: its dimensions have no axes to pair by. Wrap it "
+            f"as ng.constant(value, axes), one axis per dimension", user_location())
+    raise AxgraphTypeError(f"{type(value).__name__} {value!r:.60} cannot be an operand; ops "
+                           f"take tensors (ops) and numbers", user_location())
 
 
 def upstream_ops(roots: Iterable[Op], include_control: bool = False) -> List[Op]:

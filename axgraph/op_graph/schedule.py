@@ -50,7 +50,7 @@ def schedule(roots: Iterable[Op]) -> List[Op]:
     if len(order) != len(ops):
         stuck = sorted((op for op in ops if pending[op]), key=lambda op: op._serial)
         raise GraphError("the graph has a dependency cycle through "
-                         + ", ".join(op.name for op in stuck[:5]))
+                         + ", ".join(op.name for op in stuck[:5]), stuck[0].location)
     return order
 
 

@@ -10,7 +10,7 @@ import numbers
 import operator
 from typing import Optional, Sequence, Tuple, Union
 
-from ..axes import Axes, AxesLike, Axis, FlattenedAxis, make_axis
+from ..axes import Axes, AxesLike, Axis, FlattenedAxis, PaddedAxis, SlicedAxis, make_axis
 from ..debug_info import user_location
 from ..errors import (AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
                       UnmatchedAxesError)
@@ -192,7 +192,7 @@ def _sliced_axes(x: Op, slices: Tuple[Index, ...], axes: AxesLike) -> Axes:
         if length is None:
             raise _fail(AxisLengthError,
                         f"slicing {x.name}: axis {axis.name} needs a length before it is sliced")
-        result.append(make_axis(length=length, name=axis.name, roles=axis.roles))
+        result.append(SlicedAxis.of(axis, item))
     return Axes(result)
 
 
@@ -300,8 +300,8 @@ def slice_along_axis(x, axis: Axis, idx: Index, name: Optional[str] = None) -> O
 def concat_along_axis(xs: Sequence, axis: Axis, name: Optional[str] = None) -> Op:
     """Join tensors along `axis`.
 
-    Each tensor holds `axis` itself or an axis of the same name (lengths may
-    differ); every other axis is shared. The result gets a new axis of that
+    Each tensor holds `axis` itself or an axis of the same name, or a slice of
+    one (lengths may differ); every other axis is shared. The result gets a new axis of that
     name whose length is the sum.
     """
     xs = [as_op(x) for x in xs]
@@ -312,7 +312,7 @@ def concat_along_axis(xs: Sequence, axis: Axis, name: Optional[str] = None) -> O
         if axis in x.axes:
             concat_axes.append(axis)
             continue
-        found = x.axes.find_by_name(axis.name)
+        found = x.axes.find_like(axis)
         if len(found) != 1:
             raise _fail(UnmatchedAxesError,
                         f"concat_along_axis: {x.name} {x.axes} has no axis {axis.name} to join along")
@@ -380,8 +380,7 @@ def pad(x, paddings, axes: AxesLike = None, name: Optional[str] = None) -> Op:
             elif axis.length is None:
                 raise _fail(AxisLengthError, f"pad of {x.name}: axis {axis.name} needs a length")
             else:
-                new_axes.append(make_axis(length=axis.length + before + after, name=axis.name,
-                                          roles=axis.roles))
+                new_axes.append(PaddedAxis.of(axis, (before, after)))
         axes = Axes(new_axes)
     else:
         axes = Axes(axes)

@@ -7,8 +7,11 @@ when asked for, so `import axgraph` needs NumPy alone.
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Callable, Dict, List, Optional, Union
 
+from ..debug_info import user_location
+from ..errors import AxgraphTypeError, AxgraphValueError
 from .base import Computation, Transformer
 
 _REGISTRY: Dict[str, Union[str, type]] = {
@@ -20,6 +23,14 @@ _REGISTRY: Dict[str, Union[str, type]] = {
 
 def register_transformer(name: str, transformer: Union[str, type]) -> None:
     """Make `make_transformer(name)` build `transformer` (a class or "module:Class")."""
+    if not isinstance(name, str) or not name:
+        raise AxgraphTypeError(f"a transformer name must be a non-empty string, not {name!r}",
+                               user_location())
+    is_path = isinstance(transformer, str) and transformer.count(":") == 1
+    if not (is_path or isinstance(transformer, type)):
+        raise AxgraphTypeError(f"register_transformer({name!r}, ...) takes a Transformer class "
+                               f"or a 'module:Class' string, not {transformer!r}",
+                               user_location())
     _REGISTRY[name] = transformer
 
 
@@ -30,10 +41,14 @@ def transformer_choices() -> List[str]:
 
 def transformer_class(name: str) -> type:
     """The class registered under `name` (importing its module if needed)."""
+    if not isinstance(name, str):
+        raise AxgraphTypeError(f"a transformer name is a string (one of "
+                               f"{transformer_choices()}), not {name!r}", user_location())
     try:
         entry = _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"no transformer named {name!r}; choose one of {transformer_choices()}") from None
+        raise AxgraphValueError(f"no transformer named {name!r}; choose one of "
+                                f"{transformer_choices()}", user_location()) from None
     if isinstance(entry, str):
         module_name, class_name = entry.split(":")
         entry = getattr(importlib.import_module(module_name), class_name)
@@ -44,7 +59,13 @@ def transformer_class(name: str) -> type:
 
 def allocate_transformer(name: str, **options) -> Transformer:
     """A new transformer of the registered kind `name` (Nervana Graph's name for it)."""
-    return transformer_class(name)(**options)
+    cls = transformer_class(name)
+    try:
+        inspect.signature(cls).bind(**options)
+    except TypeError as error:
+        raise AxgraphTypeError(f"make_transformer({name!r}): {error}; {cls.__name__} takes "
+                               f"{inspect.signature(cls)}", user_location()) from None
+    return cls(**options)
 
 
 class TransformerFactory:

@@ -16,7 +16,7 @@ import numpy as np
 from ..axes import Axis, FlattenedAxis
 from ..debug_info import user_location
 from ..dtypes import can_feed
-from ..errors import FeedError, TransformerClosedError
+from ..errors import AxgraphTypeError, FeedError, TransformerClosedError
 from ..op_graph.op import Op
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
@@ -247,10 +247,11 @@ def _normalize_results(results) -> Tuple[str, Tuple[Op, ...]]:
     if isinstance(results, (list, tuple)):
         for result in results:
             if not isinstance(result, Op):
-                raise TypeError(f"computation results must be ops, not {result!r}")
+                raise AxgraphTypeError(f"computation results must be ops, not {result!r}",
+                                       user_location())
         return "sequence", tuple(results)
-    raise TypeError(f"computation results must be an op or a list, tuple or set of ops, "
-                    f"not {results!r}")
+    raise AxgraphTypeError(f"computation results must be an op or a list, tuple or set of ops, "
+                           f"not {type(results).__name__} {results!r}", user_location())
 
 
 class _Described:
