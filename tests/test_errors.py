@@ -521,3 +521,37 @@ def test_every_public_error_is_an_axgraph_error_and_a_builtin():
         assert issubclass(error_class, TypeError) == issubclass(error_class, ng.AxgraphTypeError)
         assert issubclass(error_class, ValueError) == issubclass(error_class,
                                                                  ng.AxgraphValueError)
+
+
+def test_an_array_on_the_left_of_an_op_is_refused_too():
+    A = ng.make_axis(length=3, name="A")
+    x = ng.placeholder([A])
+    with pytest.raises(ng.AxgraphTypeError) as info:
+        np.ones(3) + x
+    assert "test_errors.py" in str(info.value)
+    assert (np.float32(2.0) * x).axes == ng.make_axes([A])  # NumPy scalars stay numbers
+
+
+def test_a_set_of_non_ops_as_results_is_a_type_error(transformer):
+    with pytest.raises(ng.AxgraphTypeError, match="must be ops"):
+        transformer.computation({5})
+
+
+def test_core_compile_refuses_bad_arguments_with_the_line():
+    with pytest.raises(ng.AxgraphTypeError, match="core Function") as info:
+        ng.core.compile(5)
+    assert "test_errors.py" in str(info.value)
+    a = ng.core.Parameter(ng.core.f32, (2,))
+    f = ng.core.Function([ng.core.Negative(a)], [a])
+    with pytest.raises(ng.AxgraphValueError, match="nope"):
+        ng.core.compile(f, backend="nope")
+
+
+def test_cpu_out_errors_name_the_line():
+    A = ng.make_axis(length=3, name="A")
+    x = ng.placeholder([A])
+    with ng.make_transformer("cpu") as t:
+        f = t.computation(x * 2.0, x)
+        with pytest.raises(ng.FeedError) as info:
+            f(np.ones(3, np.float32), out=np.empty(4, np.float32))
+    assert "test_errors.py" in str(info.value)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Callable, Dict, List, Union
 
+from ..debug_info import user_location
+from ..errors import AxgraphTypeError, AxgraphValueError
 from .function import Function
 
 Backend = Callable[[Function], Callable]
@@ -33,7 +35,8 @@ def _resolve(name: str) -> Backend:
     try:
         entry = _BACKENDS[name]
     except KeyError:
-        raise ValueError(f"no core backend named {name!r}; choose one of {backends()}") from None
+        raise AxgraphValueError(f"no core backend named {name!r}; choose one of {backends()}",
+                                user_location()) from None
     if isinstance(entry, str):
         module_name, attribute = entry.split(":")
         entry = getattr(importlib.import_module(module_name), attribute)
@@ -44,5 +47,6 @@ def _resolve(name: str) -> Backend:
 def compile(function: Function, backend: str = "interpreter") -> Callable:
     """`function` ready to call on row-major arrays: `fn(*arrays, out=None)` -> results."""
     if not isinstance(function, Function):
-        raise TypeError(f"compile() takes a core Function, not {type(function).__name__}")
+        raise AxgraphTypeError(f"compile() takes a core Function, not "
+                               f"{type(function).__name__}", user_location())
     return _resolve(backend)(function)

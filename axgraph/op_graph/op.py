@@ -332,6 +332,10 @@ class Op(NameableValue, DebugInfo):
     def __itruediv__(self, other):
         return self._update_in_place(other, _functions().divide)
 
+    # `array + op` must reach Op.__radd__ (and so as_op's clear error) instead of NumPy
+    # broadcasting the op into an object array.
+    __array_ufunc__ = None
+
     # Ops stay hashable and compare by identity: use ng.equal for values.
     __hash__ = object.__hash__
 

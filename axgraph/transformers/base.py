@@ -242,13 +242,13 @@ def _fill(target: np.ndarray, value: Optional[np.ndarray], computation: "Computa
 def _normalize_results(results) -> Tuple[str, Tuple[Op, ...]]:
     if isinstance(results, Op):
         return "single", (results,)
-    if isinstance(results, (set, frozenset)):
-        return "dict", tuple(sorted(results, key=lambda op: op._serial))
-    if isinstance(results, (list, tuple)):
+    if isinstance(results, (set, frozenset, list, tuple)):
         for result in results:
             if not isinstance(result, Op):
                 raise AxgraphTypeError(f"computation results must be ops, not {result!r}",
                                        user_location())
+        if isinstance(results, (set, frozenset)):
+            return "dict", tuple(sorted(results, key=lambda op: op._serial))
         return "sequence", tuple(results)
     raise AxgraphTypeError(f"computation results must be an op or a list, tuple or set of ops, "
                            f"not {type(results).__name__} {results!r}", user_location())

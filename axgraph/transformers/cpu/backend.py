@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import core
 from ...core.interpreter import Context, InterpretedFunction
+from ...debug_info import user_location
 from ...errors import AxgraphError, FeedError
 from .codegen import Program
 from .fusion import compile_group, find_fusion_groups
@@ -122,7 +123,8 @@ class CpuFunction:
         count = len(self.function.results)
         targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
         if len(targets) != count:
-            raise FeedError(f"out= has {len(targets)} entries for {count} results")
+            raise FeedError(f"out= has {len(targets)} entries for {count} results",
+                            user_location())
         for k, (target, node) in enumerate(zip(targets, self.function.results)):
             expected = (program.shapes[node], node.element_type.dtype)
             if target is not None and (not isinstance(target, np.ndarray)
@@ -130,7 +132,7 @@ class CpuFunction:
                                        or not target.flags.writeable):
                 raise FeedError(f"out[{k}] must be a writeable {expected[1]} array of shape "
                                 f"{expected[0]}, not {getattr(target, 'dtype', type(target))}"
-                                f"{list(getattr(target, 'shape', ()))}")
+                                f"{list(getattr(target, 'shape', ()))}", user_location())
         # Results the program computes are written straight into a usable caller array.
         direct = tuple(t if t is not None and t.flags.c_contiguous else None for t in targets)
         results = program.run(*arrays, direct)
