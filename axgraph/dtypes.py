@@ -125,6 +125,15 @@ class ElementRule:
         return operand, result
 
 
+def cast(array: np.ndarray, dtype, copy: bool = True) -> np.ndarray:
+    """`array.astype(dtype)` without NumPy's overflow warning: float64 values beyond
+    float32's range round to +-inf, as IEEE arithmetic (and every backend) has them."""
+    if array.dtype == dtype:
+        return array.copy() if copy else array
+    with np.errstate(over="ignore"):
+        return array.astype(dtype)
+
+
 def can_feed(value_dtype: np.dtype, target: np.dtype) -> bool:
     """Whether fed data of `value_dtype` converts to `target` without losing its kind.
 

@@ -315,3 +315,63 @@ def test_weak_python_int_meeting_bool_is_int64():
     assert (mask + 1).dtype == np.result_type(np.bool_, np.int64)
     assert dtypes.promote(np.dtype(np.int8), np.dtype(np.int64), y_weak=True) == np.int8
     assert dtypes.promote(np.dtype(np.int8), np.dtype(np.float64), y_weak=True) == np.float32
+
+
+def test_explicit_reduction_dtype_computes_in_it(any_transformer):
+    """dtype= as in NumPy: a boolean sum is any, a boolean product all (not a count
+    that wraps at 256), an int8 sum wraps in int8."""
+    K = ng.make_axis(300, name="K")
+    mask = ng.placeholder([K], dtype=np.bool_)
+    small = ng.placeholder([K], dtype=np.int8)
+    results = [ng.sum(mask, reduction_axes=[K], dtype=np.bool_),
+               ng.prod(mask, reduction_axes=[K], dtype=np.bool_),
+               ng.sum(small, reduction_axes=[K], dtype=np.int8),
+               ng.sum(small, reduction_axes=[K], dtype=np.float64)]
+    computation = any_transformer.computation(results, mask, small)
+    for maskv in (np.ones(300, bool), np.arange(300) < 256, np.zeros(300, bool)):
+        smallv = np.full(300, 100, np.int8)
+        expected = [np.sum(maskv, dtype=np.bool_), np.prod(maskv, dtype=np.bool_),
+                    np.sum(smallv, dtype=np.int8), np.sum(smallv, dtype=np.float64)]
+        for got, want in zip(computation(maskv, smallv), expected):
+            check(got, np.asarray(want))
+
+
+def test_float64_beyond_float32_range_rounds_to_inf(any_transformer):
+    """Fed data, initial values and Python numbers convert as IEEE rounding does
+    (what NumPy's astype gives, without its warning)."""
+    I, _ = _axes()
+    x = ng.placeholder([I])
+    big = np.array([1e300, -1e300, 1.0])
+    with np.errstate(over="ignore"):
+        expected = big.astype(np.float32)
+    initial = ng.variable([I], initial_value=big)
+    results = [x * 1.0, initial * 1.0, ng.constant(1e300), x * 1e300]
+    got = any_transformer.computation(results, x)(big)
+    check(got[0], expected)
+    check(got[1], expected)
+    check(got[2], np.asarray(np.inf, np.float32))
+    with np.errstate(over="ignore"):
+        check(got[3], expected * np.float32(1e300))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_dot(dtype, any_transformer, rng):
+    I, J = _axes()
+    x = ng.placeholder([I, J], dtype=dtype)
+    y = ng.placeholder([I], dtype=dtype)
+    xv, yv = sample(dtype, rng), sample(dtype, rng, SHAPE[:1])
+    got = any_transformer.computation(ng.dot(x, y), x, y)(xv, yv)
+    check(got, np.dot(yv, xv), exact=np.dtype(dtype).kind != "f")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_power(dtype, any_transformer, rng):
+    """x ** y with non-negative exponents (booleans as int8, integers wrapping, as NumPy)."""
+    I, J = _axes()
+    x = ng.placeholder([I, J], dtype=dtype)
+    y = ng.placeholder([I, J], dtype=dtype)
+    xv = sample(dtype, rng)
+    yv = np.abs(sample(dtype, rng)) if np.dtype(dtype).kind != "b" else sample(dtype, rng)
+    got = any_transformer.computation([x ** y, x ** 2], x, y)(xv, yv)
+    check(got[0], numpy_value(np.power, xv, yv), exact=np.dtype(dtype).kind != "f")
+    check(got[1], numpy_value(np.power, xv, 2), exact=np.dtype(dtype).kind != "f")

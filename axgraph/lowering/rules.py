@@ -116,8 +116,9 @@ def _binary(ctx, op, x, y):
 # -- reductions and contraction --------------------------------------------------------------
 
 REDUCTIONS = {red.Sum: core.Sum, red.Prod: core.Prod, red.Max: core.Max, red.Min: core.Min}
-
-
+#: Reductions to a boolean: any (a sum or max) and all (a product or min), run on uint8.
+LOGICAL_REDUCTIONS = {red.Sum: core.Max, red.Prod: core.Min, red.Max: core.Max,
+                      red.Min: core.Min}
 #: What booleans are compared as where the core compares numbers only (max, argmax, ...).
 BOOLEAN_AS = np.uint8
 
@@ -127,9 +128,12 @@ def _reduce(ctx, op, x):
     (arg,) = op.args
     x = ctx.convert(x, op.dtype)
     if op.reduction_axes:
-        numeric = ctx.convert(x, BOOLEAN_AS) if x.element_type.is_boolean else x
-        reduced = _by_class(REDUCTIONS, op)(numeric, positions(arg.axes, op.reduction_axes))
-        x = ctx.convert(reduced, op.dtype)
+        axes = positions(arg.axes, op.reduction_axes)
+        if x.element_type.is_boolean:
+            reduced = _by_class(LOGICAL_REDUCTIONS, op)(ctx.convert(x, BOOLEAN_AS), axes)
+            x = ctx.convert(reduced, op.dtype)
+        else:
+            x = _by_class(REDUCTIONS, op)(x, axes)
     return ctx.transpose(x, list(arg.axes - op.reduction_axes), op.axes)
 
 
@@ -157,8 +161,11 @@ def _tensor_size(ctx, op):
 @rule(dot.DotOp)
 def _dot(ctx, op, x, y):
     x_op, y_op = op.args
-    return core.Dot(ctx.convert(x, op.dtype), ctx.convert(y, op.dtype),
-                    positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce))
+    # booleans: NumPy's dot is an or of ands, i.e. a count of both-true pairs != 0
+    dtype = np.int64 if op.dtype.kind == "b" else op.dtype
+    product = core.Dot(ctx.convert(x, dtype), ctx.convert(y, dtype),
+                       positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce))
+    return ctx.convert(product, op.dtype)
 
 
 # -- shape ops ----------------------------------------------------------------------------

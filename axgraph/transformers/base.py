@@ -14,7 +14,7 @@ import numpy as np
 
 from ..axes import Axis, FlattenedAxis
 from ..debug_info import user_location
-from ..dtypes import can_feed
+from ..dtypes import can_feed, cast
 from ..errors import FeedError
 from ..op_graph.op import Op, current_user_deps
 from ..op_graph.schedule import schedule
@@ -226,7 +226,7 @@ def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindin
                             f"; got {array.shape} (axis {axis.name} is {known})", user_location())
     # Used in place when already of the right type and layout (no copy per call):
     # no backend ever writes into a fed array.
-    return np.asarray(array, dtype=placeholder.dtype, order="C")
+    return cast(np.asarray(array, order="C"), placeholder.dtype, copy=False)
 
 
 def no_value_error(tensor: AssignableTensorOp) -> FeedError:
