@@ -12,7 +12,7 @@ deliberate departures, both because float32 is this project's float:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import Tuple, Union
 
 import numpy as np
 

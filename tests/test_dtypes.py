@@ -1,8 +1,8 @@
 """Element types: every transformer gives NumPy's values and dtypes, and no warning.
 
-Expected values are NumPy's, computed here on the same arrays, with the one
-documented departure (docs/dtypes.md): a float made from bools or integers is
-float32. NumPy's refusals (``-mask``, ``mask - mask``) are DTypeErrors. Every
+Expected values are NumPy's, computed here on the same arrays, with the
+documented departures (docs/dtypes.md): a float made from bools or integers is
+float32, indices are int32. NumPy's refusals (``-mask``, ``mask - mask``) are DTypeErrors. Every
 case runs on the reference, the interpreter, and the cpu backend unfused and
 with every group fused (C where it applies, and blocked NumPy), with any
 RuntimeWarning an error.
