@@ -1,5 +1,18 @@
-"""Element types of the axes graph: NumPy dtypes, float32 by default."""
+"""Element types of the axes graph, and the rules that type every op's result.
+
+The rules are NumPy's (docs/dtypes.md has the table), stated once here; the
+axes ops derive their types from them and every transformer computes in the
+types they give, so all transformers agree on values and dtypes. Two
+deliberate departures, both because float32 is this project's float:
+
+* a float made from bools or integers (`sqrt`, `exp`, `/`, `mean`, ...) is
+  float32, where NumPy gives float16, float32 or float64 by the width;
+* a Python float meeting an integer tensor gives float32 (NumPy: float64).
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple, Union
 
 import numpy as np
 
@@ -7,8 +20,14 @@ from .debug_info import user_location
 from .errors import DTypeError
 
 DEFAULT_DTYPE = np.dtype(np.float32)
+#: NumPy's default integer: sums of bools and narrow ints, a Python int meeting a bool.
+DEFAULT_INT_DTYPE = np.dtype(np.int64)
 INDEX_DTYPE = np.dtype(np.int32)
 BOOL_DTYPE = np.dtype(np.bool_)
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+_DEFAULT_OF_KIND = {"b": BOOL_DTYPE, "u": DEFAULT_INT_DTYPE, "i": DEFAULT_INT_DTYPE,
+                    "f": DEFAULT_DTYPE}
 
 
 def as_dtype(dtype, default=DEFAULT_DTYPE) -> np.dtype:
@@ -25,9 +44,96 @@ def as_dtype(dtype, default=DEFAULT_DTYPE) -> np.dtype:
     return result
 
 
+def promote(x: np.dtype, y: np.dtype, x_weak: bool = False, y_weak: bool = False) -> np.dtype:
+    """The type two operands are computed in: `np.result_type`, with Python numbers weak.
+
+    A Python number (weak) takes the tensor's type unless it is of a higher
+    kind, then the default type of its kind: `int8 + 1` is int8, `int8 + 1.5`
+    float32, `bool + 1` int64. Two Python numbers give the default type of
+    the higher kind.
+    """
+    if not (x_weak or y_weak):
+        return np.result_type(x, y)
+    if x_weak and y_weak:
+        return _DEFAULT_OF_KIND[max(x.kind, y.kind, key=_KIND_RANK.__getitem__)]
+    tensor, number = (y, x) if x_weak else (x, y)
+    if _KIND_RANK[number.kind] <= _KIND_RANK[tensor.kind]:
+        return tensor
+    return _DEFAULT_OF_KIND[number.kind]
+
+
 def float_dtype_for(dtype: np.dtype) -> np.dtype:
-    """The float type a transcendental function of `dtype` returns."""
+    """The float type a float-valued function of `dtype` returns: floats keep theirs."""
     return dtype if dtype.kind == "f" else DEFAULT_DTYPE
+
+
+def accumulator_dtype(dtype: np.dtype) -> np.dtype:
+    """The type of a sum or product of `dtype` values, as `np.sum` gives it: bools and
+    integers narrower than 64 bits widen to int64 (unsigned ones to uint64)."""
+    if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 8):
+        return DEFAULT_INT_DTYPE
+    if dtype.kind == "u" and dtype.itemsize < 8:
+        return np.dtype(np.uint64)
+    return dtype
+
+
+#: What booleans mean to an elementwise op (`ElementRule.booleans`).
+LOGICAL = "logical"
+
+
+@dataclass(frozen=True)
+class ElementRule:
+    """How an elementwise op types its result from its operands' common type.
+
+    result: "same" (the common type), "float" (floats keep their type,
+        bools and integers become DEFAULT_DTYPE) or "bool" (comparisons).
+    booleans: what boolean operands mean. LOGICAL: they stay booleans and the
+        op keeps NumPy's logical meaning (add is or, multiply and minimum are
+        and, maximum is or; abs and floor are the identity); a dtype: they
+        are converted to it first (NumPy squares and powers booleans as
+        int8); None: refused, as NumPy refuses `-b` and `b - b`.
+    """
+
+    result: str = "same"
+    booleans: Union[str, np.dtype, None] = LOGICAL
+
+    def types(self, common: np.dtype, dtype=None, what: str = "this op"
+              ) -> Tuple[np.dtype, np.dtype]:
+        """(operand type, result type) for operands of `common` type.
+
+        `dtype` is the caller's explicit result type: the operands are then
+        computed in it (NumPy's `dtype=`). DTypeError for refused booleans or
+        a non-float `dtype` for a float-valued op; `what` names the op and
+        its operands in the message.
+        """
+        if dtype is not None:
+            operand = as_dtype(dtype)
+            if self.result == "float" and operand.kind != "f":
+                raise DTypeError(f"{what}: the result is a float; dtype={operand} is not a "
+                                 f"float type")
+        elif self.result == "float":
+            operand = float_dtype_for(common)
+        else:
+            operand = common
+        if operand.kind == "b" and self.booleans != LOGICAL:
+            if self.booleans is None:
+                raise DTypeError(f"{what}: not defined for booleans (NumPy refuses it too); "
+                                 f"pass dtype= (an integer type) to compute with 0 and 1")
+            if dtype is not None:
+                raise DTypeError(f"{what}: dtype=bool is not possible: booleans are computed "
+                                 f"as {np.dtype(self.booleans)}")
+            operand = np.dtype(self.booleans)
+        result = BOOL_DTYPE if self.result == "bool" else operand
+        return operand, result
+
+
+def cast(array: np.ndarray, dtype, copy: bool = True) -> np.ndarray:
+    """`array.astype(dtype)` without NumPy's overflow warning: float64 values beyond
+    float32's range round to +-inf, as IEEE arithmetic (and every backend) has them."""
+    if array.dtype == dtype:
+        return array.copy() if copy else array
+    with np.errstate(over="ignore"):
+        return array.astype(dtype)
 
 
 def can_feed(value_dtype: np.dtype, target: np.dtype) -> bool:

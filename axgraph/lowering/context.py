@@ -14,6 +14,7 @@ import numpy as np
 from .. import core
 from ..axes import Axes, Axis, FlattenedAxis
 from ..dims import Dim
+from ..dtypes import cast
 from ..op_graph.op import Op
 from ..op_graph.tensors import AssignableTensorOp
 
@@ -93,7 +94,7 @@ class LoweringContext:
         if node.element_type == target:
             return node
         if isinstance(node, core.Constant):  # convert the value now, not at every call
-            return core.Constant(target, node.shape, np.asarray(node.value).astype(target.dtype))
+            return core.Constant(target, node.shape, cast(np.asarray(node.value), target.dtype))
         return core.Convert(node, target)
 
     def transpose(self, node: core.Node, from_axes: Sequence[Axis],

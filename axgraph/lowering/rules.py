@@ -57,17 +57,27 @@ def _reciprocal(x, ctx):
 
 
 def _relu(x, ctx):
+    if x.element_type.is_boolean:  # max(b, False) is b
+        return x
     return core.Maximum(x, ctx.constant(0, x.element_type.dtype, x.shape))
 
 
+def _floor(x, ctx):
+    return core.Floor(x) if x.element_type.is_float else x  # integers are whole already
+
+
+def _absolute(x, ctx):
+    return x if x.element_type.is_boolean else core.Abs(x)
+
+
 UNARY: Dict[type, Callable] = {
-    ew.Negative: lambda x, ctx: core.Negative(x), ew.Absolute: lambda x, ctx: core.Abs(x),
+    ew.Negative: lambda x, ctx: core.Negative(x), ew.Absolute: _absolute,
     ew.Sign: lambda x, ctx: core.Sign(x), ew.Square: _square,
     ew.Sqrt: lambda x, ctx: core.Sqrt(x), ew.Exp: lambda x, ctx: core.Exp(x),
     ew.Log: lambda x, ctx: core.Log(x), ew.Safelog: _safelog, ew.Reciprocal: _reciprocal,
     ew.Tanh: lambda x, ctx: core.Tanh(x), ew.Sigmoid: lambda x, ctx: core.Sigmoid(x),
     ew.Sin: lambda x, ctx: core.Sin(x), ew.Cos: lambda x, ctx: core.Cos(x),
-    ew.Relu: _relu, ew.Floor: lambda x, ctx: core.Floor(x), ew.StopGradient: lambda x, ctx: x,
+    ew.Relu: _relu, ew.Floor: _floor, ew.StopGradient: lambda x, ctx: x,
 }
 
 BINARY: Dict[type, type] = {
@@ -76,6 +86,10 @@ BINARY: Dict[type, type] = {
     ew.Minimum: core.Minimum, ew.Equal: core.Equal, ew.NotEqual: core.NotEqual,
     ew.Less: core.Less, ew.LessEqual: core.LessEq, ew.Greater: core.Greater,
     ew.GreaterEqual: core.GreaterEq,
+}
+#: The core ops computing NumPy's arithmetic on booleans (the core has no boolean arithmetic).
+LOGICAL: Dict[type, type] = {
+    ew.Add: core.Or, ew.Multiply: core.And, ew.Maximum: core.Or, ew.Minimum: core.And,
 }
 
 
@@ -88,21 +102,26 @@ def _by_class(table: Mapping[type, _T], op: Op) -> _T:
 
 @rule(*UNARY)
 def _unary(ctx, op, x):
-    return _by_class(UNARY, op)(ctx.convert(x, op.dtype), ctx)
+    return _by_class(UNARY, op)(ctx.convert(x, op.operand_dtype), ctx)
 
 
 @rule(*BINARY)
 def _binary(ctx, op, x, y):
     x_op, y_op = op.args
-    operand_dtype = ew.binary_result_dtype(x_op, y_op) if op.bool_result else op.dtype
-    x = ctx.align(ctx.convert(x, operand_dtype), x_op.axes, op.axes)
-    y = ctx.align(ctx.convert(y, operand_dtype), y_op.axes, op.axes)
-    return _by_class(BINARY, op)(x, y)
+    x = ctx.align(ctx.convert(x, op.operand_dtype), x_op.axes, op.axes)
+    y = ctx.align(ctx.convert(y, op.operand_dtype), y_op.axes, op.axes)
+    logical = op.operand_dtype.kind == "b" and not op.bool_result
+    return _by_class(LOGICAL if logical else BINARY, op)(x, y)
 
 
 # -- reductions and contraction --------------------------------------------------------------
 
 REDUCTIONS = {red.Sum: core.Sum, red.Prod: core.Prod, red.Max: core.Max, red.Min: core.Min}
+#: Reductions to a boolean: any (a sum or max) and all (a product or min), run on uint8.
+LOGICAL_REDUCTIONS = {red.Sum: core.Max, red.Prod: core.Min, red.Max: core.Max,
+                      red.Min: core.Min}
+#: What booleans are compared as where the core compares numbers only (max, argmax, ...).
+BOOLEAN_AS = np.uint8
 
 
 @rule(*REDUCTIONS)
@@ -110,7 +129,12 @@ def _reduce(ctx, op, x):
     (arg,) = op.args
     x = ctx.convert(x, op.dtype)
     if op.reduction_axes:
-        x = _by_class(REDUCTIONS, op)(x, positions(arg.axes, op.reduction_axes))
+        axes = positions(arg.axes, op.reduction_axes)
+        if x.element_type.is_boolean:
+            reduced = _by_class(LOGICAL_REDUCTIONS, op)(ctx.convert(x, BOOLEAN_AS), axes)
+            x = ctx.convert(reduced, op.dtype)
+        else:
+            x = _by_class(REDUCTIONS, op)(x, axes)
     return ctx.transpose(x, list(arg.axes - op.reduction_axes), op.axes)
 
 
@@ -119,6 +143,8 @@ def _arg_reduce(ctx, op, x):
     (arg,) = op.args
     if not op.reduction_axes:  # the only position in an empty selection is 0
         return ctx.constant(0, op.dtype, ctx.dims(op.axes))
+    if x.element_type.is_boolean:
+        x = ctx.convert(x, BOOLEAN_AS)
     node_class = core.ArgMax if isinstance(op, red.ArgMax) else core.ArgMin
     index = node_class(x, positions(arg.axes, op.reduction_axes),
                        index_element_type=core.element_type(op.dtype))
@@ -136,8 +162,11 @@ def _tensor_size(ctx, op):
 @rule(dot.DotOp)
 def _dot(ctx, op, x, y):
     x_op, y_op = op.args
-    return core.Dot(ctx.convert(x, op.dtype), ctx.convert(y, op.dtype),
-                    positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce))
+    # booleans: NumPy's dot is an or of ands, i.e. a count of both-true pairs != 0
+    dtype = np.int64 if op.dtype.kind == "b" else op.dtype
+    product = core.Dot(ctx.convert(x, dtype), ctx.convert(y, dtype),
+                       positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce))
+    return ctx.convert(product, op.dtype)
 
 
 # -- shape ops ----------------------------------------------------------------------------

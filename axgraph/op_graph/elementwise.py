@@ -2,121 +2,120 @@
 
 The result of a binary op has the left operand's axes, then the right
 operand's axes that the left lacks: ``(C, H) + (W, H, N) -> (C, H, W, N)``.
-Python numbers take the element type of the tensor they meet, so ``x + 1``
-stays float32 and ``labels + 1`` stays int32.
+Element types follow NumPy (axgraph/dtypes.py, docs/dtypes.md): Python
+numbers take the element type of the tensor they meet, so ``x + 1`` stays
+float32 and ``labels + 1`` stays int32; ``mask * mask`` is a logical and.
 """
 from __future__ import annotations
 
 import math
-
-from typing import Optional
+from typing import ClassVar, Optional, Tuple
 
 import numpy as np
 
 from ..axes import elementwise_axes
-from ..dtypes import BOOL_DTYPE, float_dtype_for
+from ..debug_info import user_location
+from ..dtypes import ElementRule, promote
+from ..errors import DTypeError
 from .op import Op, as_op
+
+#: The element rules of the ops below: NumPy's meaning of each op for each type.
+SAME = ElementRule()
+FLOAT = ElementRule(result="float")
+COMPARISON = ElementRule(result="bool")
+NO_BOOLEANS = ElementRule(booleans=None)
+BOOLEANS_AS_INT8 = ElementRule(booleans=np.dtype(np.int8))
 
 
 class ElementWiseOp(Op):
-    """Base of ops whose value at each index uses only the args at that index."""
+    """Base of ops whose value at each index uses only the args at that index.
+
+    `operand_dtype` is the type every transformer converts the args to before
+    computing; `dtype` is the result's (they differ only for comparisons).
+    """
+
+    #: How the result type follows from the operands' (axgraph/dtypes.py).
+    rule: ClassVar[ElementRule] = SAME
+
+    def _types(self, args: Tuple[Op, ...], dtype) -> np.dtype:
+        """Sets `operand_dtype` and returns the result type (DTypeError if refused)."""
+        common = binary_result_dtype(args[0], args[-1])
+        what = f"{type(self).__name__} of {' and '.join(str(a.dtype) for a in args)}"
+        try:
+            self.operand_dtype, result = self.rule.types(common, dtype, what)
+        except DTypeError as error:
+            raise DTypeError(error.message, user_location()) from None
+        return result
+
+    @property
+    def bool_result(self) -> bool:
+        """Whether this op compares (its result is boolean whatever its operands)."""
+        return self.rule.result == "bool"
 
 
 class UnaryElementWiseOp(ElementWiseOp):
     """f(x) at every index of x; result axes are x's."""
 
-    #: True when the result is floating even for integer input (exp, log, ...).
-    float_result = False
-
     def __init__(self, x, name: Optional[str] = None, dtype=None):
         x = as_op(x)
-        if dtype is None:
-            dtype = binary_result_dtype(x, x)
-            dtype = float_dtype_for(dtype) if self.float_result else dtype
+        dtype = self._types((x,), dtype)
         super().__init__(x, axes=x.axes, dtype=dtype, name=name)
 
 
 class BinaryElementWiseOp(ElementWiseOp):
     """f(x, y) over the union of both operands' axes."""
 
-    #: True for comparisons: the result is boolean.
-    bool_result = False
-    float_result = False
-
     def __init__(self, x, y, name: Optional[str] = None, dtype=None):
         x, y = as_op(x), as_op(y)
         axes = elementwise_axes(type(self).__name__, x, y)
-        if dtype is None:
-            dtype = BOOL_DTYPE if self.bool_result else binary_result_dtype(x, y)
-            if self.float_result:
-                dtype = float_dtype_for(dtype)
+        dtype = self._types((x, y), dtype)
         super().__init__(x, y, axes=axes, dtype=dtype, name=name)
 
 
-_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
-_DEFAULT_OF_KIND = {"b": np.dtype(np.bool_), "u": np.dtype(np.int32), "i": np.dtype(np.int32),
-                    "f": np.dtype(np.float32)}
-
-
 def binary_result_dtype(x: Op, y: Op) -> np.dtype:
-    """Promote like NumPy, except that Python numbers adopt the tensor's type.
-
-    A number keeps the tensor's type unless it is of a higher kind
-    (a float meeting an int tensor gives float32).
-    """
-    x_weak, y_weak = getattr(x, "weak_dtype", False), getattr(y, "weak_dtype", False)
-    if not (x_weak or y_weak):
-        return np.result_type(x.dtype, y.dtype)
-    if x_weak and y_weak:  # two Python numbers: the default type of the higher kind
-        return _DEFAULT_OF_KIND[max(x.dtype.kind, y.dtype.kind, key=_KIND_RANK.__getitem__)]
-    tensor, number = (y, x) if x_weak else (x, y)
-    if _KIND_RANK[number.dtype.kind] <= _KIND_RANK[tensor.dtype.kind]:
-        return tensor.dtype
-    return _DEFAULT_OF_KIND[number.dtype.kind]
+    """The common type of two operands: NumPy's, with Python numbers weak (dtypes.promote)."""
+    return promote(x.dtype, y.dtype, getattr(x, "weak_dtype", False),
+                   getattr(y, "weak_dtype", False))
 
 
-def _unary(class_name: str, doc: str, float_result: bool = False):
-    return type(class_name, (UnaryElementWiseOp,), {"__doc__": doc, "float_result": float_result})
+def _unary(class_name: str, doc: str, rule: ElementRule = SAME):
+    return type(class_name, (UnaryElementWiseOp,), {"__doc__": doc, "rule": rule})
 
 
-def _binary(class_name: str, doc: str, bool_result: bool = False, float_result: bool = False):
-    return type(
-        class_name,
-        (BinaryElementWiseOp,),
-        {"__doc__": doc, "bool_result": bool_result, "float_result": float_result},
-    )
+def _binary(class_name: str, doc: str, rule: ElementRule = SAME):
+    return type(class_name, (BinaryElementWiseOp,), {"__doc__": doc, "rule": rule})
 
 
-Negative = _unary("Negative", "-x")
+Negative = _unary("Negative", "-x", NO_BOOLEANS)
 Absolute = _unary("Absolute", "|x|")
-Sign = _unary("Sign", "-1, 0 or 1 by the sign of x")
-Square = _unary("Square", "x * x")
-Sqrt = _unary("Sqrt", "square root of x", float_result=True)
-Exp = _unary("Exp", "e ** x", float_result=True)
-Log = _unary("Log", "natural logarithm of x", float_result=True)
-Safelog = _unary("Safelog", "log(max(x, exp(-50))): finite where x underflows to 0", float_result=True)
-Reciprocal = _unary("Reciprocal", "1 / x", float_result=True)
-Tanh = _unary("Tanh", "hyperbolic tangent of x", float_result=True)
-Sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x))", float_result=True)
-Sin = _unary("Sin", "sine of x", float_result=True)
-Cos = _unary("Cos", "cosine of x", float_result=True)
+Sign = _unary("Sign", "-1, 0 or 1 by the sign of x", NO_BOOLEANS)
+Square = _unary("Square", "x * x", BOOLEANS_AS_INT8)
+Sqrt = _unary("Sqrt", "square root of x", FLOAT)
+Exp = _unary("Exp", "e ** x", FLOAT)
+Log = _unary("Log", "natural logarithm of x", FLOAT)
+Safelog = _unary("Safelog", "log(max(x, exp(-50))): finite where x underflows to 0", FLOAT)
+Reciprocal = _unary("Reciprocal", "1 / x (true division, as Divide)", FLOAT)
+Tanh = _unary("Tanh", "hyperbolic tangent of x", FLOAT)
+Sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x))", FLOAT)
+Sin = _unary("Sin", "sine of x", FLOAT)
+Cos = _unary("Cos", "cosine of x", FLOAT)
 Relu = _unary("Relu", "max(x, 0)")
-Floor = _unary("Floor", "the largest whole number <= x")
+Floor = _unary("Floor", "the largest whole number <= x (integers and booleans are unchanged)")
 StopGradient = _unary("StopGradient", "x, through which deriv passes no gradient")
 
-Add = _binary("Add", "x + y")
-Subtract = _binary("Subtract", "x - y")
-Multiply = _binary("Multiply", "x * y")
-Divide = _binary("Divide", "x / y (true division: integer inputs give floats)", float_result=True)
-Power = _binary("Power", "x ** y")
+Add = _binary("Add", "x + y (logical or of booleans)")
+Subtract = _binary("Subtract", "x - y", NO_BOOLEANS)
+Multiply = _binary("Multiply", "x * y (logical and of booleans)")
+Divide = _binary("Divide", "x / y (true division: integer inputs give floats)", FLOAT)
+Power = _binary("Power", "x ** y", BOOLEANS_AS_INT8)
 Maximum = _binary("Maximum", "the larger of x and y (NaN propagates)")
 Minimum = _binary("Minimum", "the smaller of x and y (NaN propagates)")
-Equal = _binary("Equal", "x == y", bool_result=True)
-NotEqual = _binary("NotEqual", "x != y", bool_result=True)
-Less = _binary("Less", "x < y", bool_result=True)
-LessEqual = _binary("LessEqual", "x <= y", bool_result=True)
-Greater = _binary("Greater", "x > y", bool_result=True)
-GreaterEqual = _binary("GreaterEqual", "x >= y", bool_result=True)
+Equal = _binary("Equal", "x == y", COMPARISON)
+NotEqual = _binary("NotEqual", "x != y", COMPARISON)
+Less = _binary("Less", "x < y", COMPARISON)
+LessEqual = _binary("LessEqual", "x <= y", COMPARISON)
+Greater = _binary("Greater", "x > y", COMPARISON)
+GreaterEqual = _binary("GreaterEqual", "x >= y", COMPARISON)
 
 def negative(x, name=None, dtype=None) -> Op:
     """-x."""

@@ -11,7 +11,7 @@ from typing import Optional, Tuple
 
 from ..axes import Axes, AxesLike
 from ..debug_info import user_location
-from ..dtypes import INDEX_DTYPE
+from ..dtypes import INDEX_DTYPE, accumulator_dtype
 from ..errors import IncompatibleAxesError, UnmatchedAxesError
 from .op import Op, as_op
 
@@ -64,11 +64,18 @@ class ReductionOp(Op):
         return x.dtype if dtype is None else dtype
 
 
-class Sum(ReductionOp):
-    """Sum over the reduction axes."""
+class Accumulation(ReductionOp):
+    """A sum or product: bools and narrow integers accumulate in 64 bits, as np.sum does."""
+
+    def _result_dtype(self, x: Op, dtype):
+        return accumulator_dtype(x.dtype) if dtype is None else dtype
 
 
-class Prod(ReductionOp):
+class Sum(Accumulation):
+    """Sum over the reduction axes (of booleans: how many are true)."""
+
+
+class Prod(Accumulation):
     """Product over the reduction axes."""
 
 
@@ -151,7 +158,10 @@ def batch_size(x, name=None, dtype=None) -> Op:
 
 
 def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:
-    """Arithmetic mean of x over `reduction_axes` (or keeping `out_axes`)."""
+    """Arithmetic mean of x over `reduction_axes` (or keeping `out_axes`).
+
+    The sum divided by the count, so bools and integers give float32 (dtypes.py).
+    """
     x = as_op(x)
     reduction_axes, out_axes = resolve_reduction_axes(x, reduction_axes, out_axes, "mean")
     total = Sum(x, reduction_axes, out_axes)

@@ -19,6 +19,7 @@ from typing import Callable, Optional, Union
 import numpy as np
 
 from ..axes import Axes, AxesLike, make_axis
+from ..dtypes import cast
 from ..errors import AxisLengthError, DTypeError, GraphError
 from .op import Op
 
@@ -111,7 +112,7 @@ def _checked_initial_value(tensor: AssignableTensorOp, value: InitialValue):
     if array.dtype.kind not in "biuf":
         raise tensor.error(DTypeError, f"initial_value of dtype {array.dtype} is not numeric")
     if array.ndim == 0:
-        return array.astype(tensor.dtype)
+        return cast(array, tensor.dtype)
     axes = tensor.axes
     if array.ndim != len(axes):
         raise tensor.error(
@@ -126,7 +127,7 @@ def _checked_initial_value(tensor: AssignableTensorOp, value: InitialValue):
                 AxisLengthError,
                 f"initial value has shape {array.shape} but axes {axes} have lengths {axes.lengths}",
             )
-    return array.astype(tensor.dtype)
+    return cast(array, tensor.dtype)
 
 
 def _axes_for_value(value, axes: AxesLike) -> Axes:

@@ -54,7 +54,7 @@ def _sigmoid(x):
 
 
 def _safelog(x):
-    return np.log(np.maximum(x, np.exp(-50.0)))
+    return np.log(np.maximum(x, np.asarray(np.exp(-50.0), x.dtype)))  # in x's precision
 
 
 UNARY_FUNCTIONS = {
@@ -87,17 +87,19 @@ def by_class(table: Dict[type, Callable], op) -> Callable:
     return entry
 
 
+# NumPy's own ufuncs on operands of the op's operand type give the op's meaning for
+# every type (axgraph/dtypes.py): np.add of booleans is or, np.floor of ints is the ints.
+
 @kernel(*UNARY_FUNCTIONS)
 def _unary(op, ctx, x):
-    return by_class(UNARY_FUNCTIONS, op)(x.astype(op.dtype, copy=False))
+    return by_class(UNARY_FUNCTIONS, op)(x.astype(op.operand_dtype, copy=False))
 
 
 @kernel(*BINARY_FUNCTIONS)
 def _binary(op, ctx, x, y):
     x_arg, y_arg = op.args
     function = by_class(BINARY_FUNCTIONS, op)
-    operand_dtype = op.dtype if not op.bool_result else ew.binary_result_dtype(x_arg, y_arg)
-    x, y = x.astype(operand_dtype, copy=False), y.astype(operand_dtype, copy=False)
+    x, y = x.astype(op.operand_dtype, copy=False), y.astype(op.operand_dtype, copy=False)
     result = function(align(x, x_arg.axes, op.axes), align(y, y_arg.axes, op.axes))
     return np.broadcast_to(result, ctx.lengths(op.axes, op))
 

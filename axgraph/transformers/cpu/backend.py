@@ -77,12 +77,15 @@ class CpuFunction:
             program = self.program(self._checker.bind(arrays))
             self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
         try:
-            if out is None:  # the common case, kept short
-                outs = self._donated(program, arrays, donate) if donate else program.no_outs
-                return program.results_for_caller(program.run(*arrays, outs))
-            if donate:
-                out = self._with_donations(program, arrays, out, donate)
-            return self._run_into(program, arrays, out)
+            # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
+            # as the interpreter gives them
+            with np.errstate(all="ignore"):
+                if out is None:  # the common case, kept short
+                    outs = self._donated(program, arrays, donate) if donate else program.no_outs
+                    return program.results_for_caller(program.run(*arrays, outs))
+                if donate:
+                    out = self._with_donations(program, arrays, out, donate)
+                return self._run_into(program, arrays, out)
         except (AxgraphError, ArithmeticError, ValueError, IndexError, TypeError) as error:
             attributed = program.attributed(error, error.__traceback__)
             if attributed is None:  # not raised by a node's line (a bad `out=`, say)

@@ -16,10 +16,10 @@ from ...errors import ExecutionError
 
 def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)): IEEE arithmetic gives the limits (exp overflows to inf, 1 / inf
-    is 0) with full relative accuracy in the tail, so no branch is needed."""
-    with np.errstate(over="ignore"):
-        np.negative(x, out=out)
-        np.exp(out, out=out)
+    is 0) with full relative accuracy in the tail, so no branch is needed (the overflow
+    is silenced by the errstate every run of a program is under)."""
+    np.negative(x, out=out)
+    np.exp(out, out=out)
     out += 1.0
     np.divide(1.0, out, out=out)  # np.reciprocal is several times slower on float32
     return out

@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 from ..base import Computation
 from ..interpreter import InterpreterTransformer
@@ -40,9 +40,12 @@ class CpuTransformer(InterpreterTransformer):
 
     transformer_name = "cpu"
 
-    def __init__(self, fuse: bool = True, engine: str = "auto", optimize: bool = True):
+    def __init__(self, fuse: bool = True, engine: str = "auto", optimize: bool = True,
+                 fuse_min_elements: Optional[int] = None):
         super().__init__(backend="cpu", optimize=optimize)
         self.backend_options: Dict = {"fuse": fuse, "engine": engine}
+        if fuse_min_elements is not None:  # else the backend's measured default
+            self.backend_options["fuse_min_elements"] = fuse_min_elements
 
     def passes(self) -> list:
         """The default pipeline, then convolutions as shared im2col columns times BLAS."""
