@@ -4,8 +4,9 @@ This module is the public namespace and only re-exports; each name lives in
 the module of its concept (see docs/architecture.md).
 """
 from .autodiff import deriv
-from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, axis, make_axes,
-                   make_axis, make_axis_role, make_name_scope)
+from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, PaddedAxis,
+                   SlicedAxis, axis, get_current_name_scope, make_axes, make_axis,
+                   make_axis_role, make_name_scope, name_scope, with_name_scope)
 from .errors import (AxesError, AxgraphError, AxgraphTypeError, AxgraphValueError,
                      AxisLengthError, DTypeError, DuplicateAxisError, ExecutionError, FeedError,
                      GraphError, IncompatibleAxesError, NotDifferentiableError,
@@ -35,7 +36,9 @@ from .transformers.nptransform import NumPyTransformer
 
 __version__ = "0.1.0"
 
-__all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "NameScope", "axis",
+__all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "NameScope",
+           "PaddedAxis", "SlicedAxis", "get_current_name_scope", "name_scope", "with_name_scope",
+           "axis",
            "make_axes", "make_axis", "make_axis_role", "make_name_scope", "AxesError",
            "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError", "DTypeError", "DuplicateAxisError", "ExecutionError",
            "FeedError", "GraphError", "IncompatibleAxesError", "NotDifferentiableError",

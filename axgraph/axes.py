@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import functools
 import os
 import sys
-from typing import (TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, List, Optional,
+import threading
+from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional,
                     Sequence, Tuple, Union)
 
 import numpy as np
@@ -180,6 +182,19 @@ class Axis:
         """Whether this axis carries `role`."""
         return role in self.roles
 
+    def add_role(self, role: AxisRole) -> "Axis":
+        """Give this axis `role` as well (neon finds channel and spatial axes by role)."""
+        if not isinstance(role, AxisRole):
+            raise AxgraphTypeError(f"roles of axis {self.name} must be AxisRole objects "
+                                   f"(ng.make_axis_role()), not {role!r}", user_location())
+        self.roles = self.roles | {role}
+        return self
+
+    @property
+    def short_name(self) -> str:
+        """The name without a name scope's prefix (the part after the last '.')."""
+        return self.name.rsplit(".", 1)[-1]
+
     # -- duals ----------------------------------------------------------------
     @property
     def base(self) -> "Axis":
@@ -202,6 +217,17 @@ class Axis:
             dual = DualAxis(base, level)
             base._duals[level] = dual
         return dual
+
+    @property
+    def primary_axis(self) -> "Axis":
+        """The plain axis this one is a dual of (Nervana Graph's name for `base`)."""
+        return self.base
+
+    @property
+    def T(self) -> "Axis":
+        """The transposing dual: `A.T` is `A - 1` and `(A - 1).T` is `A` (so `T.T` is the
+        axis itself); `ng.dot(w, x)` contracts w's `F.T` with x's `F`."""
+        return self.get_dual(-1 - 2 * self.dual_level)
 
     def __add__(self, offset: int) -> "Axis":
         if isinstance(offset, bool) or not isinstance(offset, int):
@@ -465,21 +491,32 @@ _flattened: Dict[Tuple[Axis, ...], "FlattenedAxis"] = {}
 
 
 class FlattenedAxis(Axis):
-    """One axis standing for several (flatten/unflatten); length is the product."""
+    """One axis standing for several (flatten/unflatten); length is the product.
 
-    def __init__(self, axes: "Axes"):
+    `FlattenedAxis([A, B])` and `FlattenedAxis.of([A, B])` are the same object,
+    so flattening the same axes twice gives axes that pair.
+    """
+
+    def __new__(cls, axes: Iterable[Axis]):
+        axes = Axes(axes)
+        found = _flattened.get(tuple(axes))
+        if found is None:
+            found = super().__new__(cls)
+            found._init_parts(axes)
+            _flattened[tuple(axes)] = found
+        return found
+
+    def __init__(self, axes: Iterable[Axis]):
+        """(Everything is set once, by __new__, for the first object of these parts.)"""
+
+    def _init_parts(self, axes: "Axes") -> None:
         self._axes = axes
         super().__init__(name="(" + "*".join(a.name for a in axes) + ")")
 
     @classmethod
     def of(cls, axes: Iterable[Axis]) -> "FlattenedAxis":
         """The flattened axis of these axes, in order; the same object every time."""
-        axes = Axes(axes)
-        key = tuple(axes)
-        found = _flattened.get(key)
-        if found is None:
-            found = _flattened[key] = cls(axes)
-        return found
+        return cls(axes)
 
     @property
     def axes(self) -> "Axes":
@@ -542,8 +579,15 @@ class Axes:
         try:
             axes = tuple(axes)
         except TypeError:
+            hint = (f"; an op was given where axes were expected (its axes are "
+                    f"{getattr(axes, 'name', '')}.axes)" if hasattr(axes, "is_tensor_op") else "")
             raise AxgraphTypeError(f"axes must be an Axis or a list of Axis objects, not "
-                                   f"{type(axes).__name__} {axes!r}", user_location()) from None
+                                   f"{type(axes).__name__} {axes!r}{hint}",
+                                   user_location()) from None
+        if any(isinstance(axis, (list, tuple, Axes)) for axis in axes):
+            # Nervana Graph's nesting: make_axes([A, (B, C)]) is A, FlattenedAxis(B, C).
+            axes = tuple(FlattenedAxis(axis) if isinstance(axis, (list, tuple, Axes)) else axis
+                         for axis in axes)
         for position, axis in enumerate(axes):
             if not isinstance(axis, Axis):
                 raise AxgraphTypeError(
@@ -696,6 +740,55 @@ class Axes:
         """One axis standing for all of these, in order."""
         return FlattenedAxis.of(self)
 
+    # -- Nervana Graph's helpers ----------------------------------------------
+    def role_axes(self, role: AxisRole) -> "Axes":
+        """The axes carrying `role` (Nervana Graph's name for find_by_role)."""
+        return self.find_by_role(role)
+
+    def recurrent_axes(self) -> "Axes":
+        """The recurrent axes."""
+        return Axes(a for a in self._axes if a.is_recurrent)
+
+    def set_shape(self, shape: Sequence[int]) -> None:
+        """Set each axis's length from `shape`, in order."""
+        shape = tuple(shape)
+        if len(shape) != len(self._axes):
+            raise AxisLengthError(f"set_shape: {len(shape)} lengths {shape} for the "
+                                  f"{len(self._axes)} axes {self!r}", user_location())
+        for axis, length in zip(self._axes, shape):
+            axis.length = length
+
+    def get_dual(self, offset: int = -1) -> "Axes":
+        """Each axis's dual at `offset` (default -1: the axes a weight contracts with)."""
+        return Axes(a.get_dual(offset) for a in self._axes)
+
+    @property
+    def T(self) -> "Axes":
+        """Each axis's transposing dual (see Axis.T)."""
+        return Axes(a.T for a in self._axes)
+
+    def intersect(self, other: AxesLike) -> "Axes":
+        """The axes of self that are also in other (self & other)."""
+        return self & other
+
+    def has_same_axes(self, other: AxesLike) -> bool:
+        """Same axes, in any order (is_equal_set)."""
+        return self.is_equal_set(other)
+
+    def find(self, axes: AxesLike) -> "Axes":
+        """The axes of self among `axes` (an axis or several), in self's order."""
+        return self & axes
+
+    def append(self, axis: Axis) -> "Axes":
+        """These axes with `axis` added last (a new Axes: an Axes never changes)."""
+        return self + Axes(axis)
+
+    def insert(self, index: int, axis: Axis) -> "Axes":
+        """These axes with `axis` added at `index` (a new Axes)."""
+        axes = list(self._axes)
+        axes.insert(index, axis)
+        return Axes(axes)
+
     def with_lengths_checked(self) -> "Axes":
         """Self, after checking that every length is known."""
         for axis in self._axes:
@@ -739,12 +832,19 @@ class NameScope:
 
     `ax.N = ng.make_axis()` names the axis 'N' (and so makes it the batch
     axis by neon's convention), as the standard neon axes of seed 000 expect.
+    A scope is also a context manager (`with ng.name_scope("layer") as s:`):
+    inside, `get_current_name_scope()` is it, and scopes made there become
+    its attributes.
     """
 
     name: Optional[str]
 
-    def __init__(self, name: Optional[str] = None):
+    def __init__(self, name: Optional[str] = None, parent: Optional["NameScope"] = None):
         object.__setattr__(self, "name", name)
+        if parent is None:
+            parent = get_current_name_scope()
+        if parent is not None and name is not None:
+            setattr(parent, name, self)
 
     if TYPE_CHECKING:
         # members are whatever the user stores, so any attribute may be read
@@ -756,14 +856,57 @@ class NameScope:
             value._auto_named = False
         object.__setattr__(self, key, value)
 
+    def __enter__(self) -> "NameScope":
+        _scopes.stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _scopes.stack.remove(self)
+
     def __repr__(self) -> str:
         members = ", ".join(k for k in vars(self) if k != "name")
         return f"NameScope({self.name}: {members})"
 
 
+class _ScopeStack(threading.local):
+    """Per-thread stack of the name scopes entered with `with`."""
+
+    def __init__(self) -> None:
+        self.stack: List[NameScope] = []
+
+
+_scopes = _ScopeStack()
+
+
+def get_current_name_scope() -> Optional[NameScope]:
+    """The innermost name scope entered with `with` in this thread, or None."""
+    return _scopes.stack[-1] if _scopes.stack else None
+
+
 def make_name_scope(name: Optional[str] = None) -> NameScope:
     """A new NameScope (seed 000 `ng.make_name_scope(name="ax")`)."""
     return NameScope(name)
+
+
+def name_scope(name: Optional[str] = None, name_scope: Optional[NameScope] = None) -> NameScope:
+    """A new scope called `name` (or `name_scope` itself, to re-enter it): use it as a
+    namespace object or as a context manager, as Nervana Graph's `ng.name_scope` was."""
+    return name_scope if name_scope is not None else NameScope(name)
+
+
+def with_name_scope(fun: Optional[Callable] = None, name: Optional[str] = None):
+    """Decorator: call `fun(scope, *args, **kwargs)` inside a new scope named `name` (the
+    function's name by default; a `name=` keyword of the call wins)."""
+    if fun is None:
+        return functools.partial(with_name_scope, name=name)
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        scope_name = kwargs.pop("name", None) or name or fun.__name__
+        with NameScope(scope_name) as scope:
+            return fun(scope, *args, **kwargs)
+
+    return wrapper
 
 
 def dual_pairs(left: Sequence[Axis], right: Sequence[Axis]):

@@ -332,6 +332,10 @@ class Op(NameableValue, DebugInfo):
     def __itruediv__(self, other):
         return self._update_in_place(other, _functions().divide)
 
+    # An op is not a sequence: `Axes(op)` or `list(op)` must fail clearly instead of
+    # iterating through __getitem__ (slicing) until an IndexError.
+    __iter__ = None
+
     # `array + op` must reach Op.__radd__ (and so as_op's clear error) instead of NumPy
     # broadcasting the op into an object array.
     __array_ufunc__ = None

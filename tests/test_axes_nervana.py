@@ -1,0 +1,101 @@
+"""Nervana Graph v0.4's axes API: name scopes, flattened and derived axes, axis helpers."""
+import numpy as np
+import pytest
+
+import axgraph as ng
+
+
+def test_name_scope_as_a_namespace_names_what_it_holds():
+    ax = ng.name_scope("x")
+    ax.N = ng.make_axis(length=4)
+    ax.F = ng.make_axis(length=3)
+    assert (ax.N.name, ax.F.name) == ("N", "F")
+    assert ax.N.is_batch and not ax.F.is_batch
+
+
+def test_name_scope_as_a_context_nests_and_is_current_inside():
+    assert ng.get_current_name_scope() is None
+    with ng.name_scope("layer") as layer:
+        assert ng.get_current_name_scope() is layer
+        inner = ng.name_scope("inner")
+        with inner:
+            assert ng.get_current_name_scope() is inner
+        assert ng.get_current_name_scope() is layer
+    assert ng.get_current_name_scope() is None
+    assert layer.inner is inner
+
+
+def test_with_name_scope_calls_in_a_fresh_scope():
+    @ng.with_name_scope
+    def build(scope, n):
+        return scope, ng.get_current_name_scope(), n
+
+    scope, current, n = build(3)
+    assert scope is current and scope.name == "build" and n == 3
+    assert build(1, name="other")[0].name == "other"
+
+
+def test_flattened_axis_constructor_is_the_cached_axis():
+    A, B = ng.make_axis(length=3, name="A"), ng.make_axis(length=2, name="B")
+    flat = ng.FlattenedAxis([A, B])
+    assert flat.length == 6 and flat is ng.FlattenedAxis.of([A, B])
+    assert ng.FlattenedAxis([B, A]) is not flat
+
+
+def test_make_axes_flattens_nested_groups(transformer):
+    A, B, C = (ng.make_axis(length=n, name=name) for n, name in ((2, "A"), (3, "B"), (4, "C")))
+    axes = ng.make_axes([A, (B, C)])
+    assert axes[0] is A and axes[1] is ng.FlattenedAxis.of([B, C]) and axes.lengths == (2, 12)
+    x = ng.placeholder([A, B, C])
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    flat = transformer.computation(ng.flatten(x, axes), x)(data)
+    np.testing.assert_array_equal(flat, data.reshape(2, 12))
+
+
+def test_an_op_where_axes_are_expected_is_a_type_error():
+    A = ng.make_axis(length=3, name="A")
+    x = ng.placeholder([A], name="inputs")
+    with pytest.raises(ng.AxgraphTypeError, match="inputs.axes") as info:
+        ng.placeholder(x)
+    assert "test_axes_nervana.py" in str(info.value)
+    with pytest.raises(TypeError):
+        list(x)
+
+
+def test_sliced_axes_keep_the_batch_flag_and_refuse_step_zero():
+    N = ng.make_axis(length=8, name="N")
+    sliced = ng.SlicedAxis(N, slice(2, 6))
+    assert sliced.length == 4 and sliced.is_batch
+    assert ng.SlicedAxis(N, slice(None, None, -2)).length == 4
+    y = ng.placeholder([N])
+    assert y[1:5].axes[0].is_batch and y[1:5].axes[0].length == 4
+    with pytest.raises(ng.AxgraphError):
+        ng.SlicedAxis(N, slice(0, 4, 0))
+    assert ng.PaddedAxis(N, (1, 2)).length == 11
+
+
+def test_axis_helpers():
+    role = ng.make_axis_role("Channel")
+    A = ng.make_axis(length=3, name="scope.A")
+    assert A.add_role(role) is A and A.has_role(role)
+    assert A.short_name == "A"
+    assert A.T is A - 1 and A.T.T is A and (A - 1).primary_axis is A
+
+
+def test_axes_helpers():
+    role = ng.make_axis_role("Time")
+    A, B = ng.make_axis(length=3, name="A"), ng.make_axis(length=None, name="B")
+    R = ng.make_axis(length=5, name="REC", roles=[role])
+    axes = ng.make_axes([A, B, R])
+    assert axes.role_axes(role) == ng.make_axes([R])
+    assert axes.recurrent_axes() == ng.make_axes([R])
+    assert axes.get_dual() == ng.make_axes([A - 1, B - 1, R - 1])
+    assert axes.intersect([B, A]) == ng.make_axes([A, B]) and axes.find(B) == ng.make_axes([B])
+    assert axes.has_same_axes([R, A, B]) and not axes.has_same_axes([A, B])
+    C = ng.make_axis(length=2, name="C")
+    assert axes.append(C) == ng.make_axes([A, B, R, C])
+    assert axes.insert(1, C) == ng.make_axes([A, C, B, R])
+    ng.make_axes([B]).set_shape((7,))
+    assert B.length == 7 and axes.size == 3 * 7 * 5
+    with pytest.raises(ng.AxisLengthError):
+        axes.set_shape((1, 2))
