@@ -1,0 +1,125 @@
+"""Nervana Graph v0.4-style programs run as written, on small local data shaped like theirs.
+
+Each program in examples/ngraph_v04 is run as ``__main__`` with a short
+command line; only its data loader (examples.ngraph_v04.data) is replaced,
+by scikit-learn's digits drawn at MNIST's size, CIFAR-shaped images whose
+class sets their colour and texture, and a character stream of CPython's own
+help text in place of the Penn Treebank. Training must lower the cost.
+"""
+import runpy
+import sys
+
+import numpy as np
+import pytest
+
+from axgraph.frontends.neon import ax, loop_eval
+
+pytest.importorskip("sklearn")
+
+from examples.ngraph_v04 import data  # noqa: E402
+
+
+def digits_as_mnist(seed=0):
+    """The 8x8 digits scaled to 0..255 and blown up 3x, padded to 1 x 28 x 28 like MNIST."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = np.kron(digits.images / 16.0 * 255.0, np.ones((3, 3)))
+    images = np.pad(images, ((0, 0), (2, 2), (2, 2))).astype(np.uint8)[:, None]
+    order = np.random.default_rng(seed).permutation(len(images))
+    train, test = order[:1347], order[1347:]
+    return (data.image_split(images[train], digits.target[train]),
+            data.image_split(images[test], digits.target[test]))
+
+
+def cifar_shaped(count=192, seed=0):
+    """3 x 32 x 32 uint8 images: each class has its own mean colour and stripe period."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, count)
+    colours = rng.uniform(60, 200, (10, 3))
+    stripes = np.sin(np.arange(32)[None, :] * (1 + np.arange(10))[:, None] / 3.0)  # (10, 32)
+    images = (colours[labels][:, :, None, None] + 40 * stripes[labels][:, None, None, :]
+              + rng.normal(0, 20, (count, 3, 32, 32)))
+    images = np.clip(images, 0, 255).astype(np.uint8)
+    split = count * 3 // 4
+    return (data.image_split(images[:split], labels[:split]),
+            data.image_split(images[split:], labels[split:]))
+
+
+def help_text_as_ptb(length=12000):
+    """Characters of pydoc's help topics in place of the Penn Treebank's."""
+    from pydoc_data.topics import topics
+
+    text = "".join(topics[name] for name in sorted(topics))[:length]
+    cut = length * 4 // 5
+    return data.char_splits({"train": text[:cut], "valid": text[cut:]})
+
+
+class Loader:
+    """Stands in for one of data.py's classes: same interface, given data."""
+
+    def __init__(self, result, vocab=None):
+        self.result, self.vocab = result, vocab
+
+    def __call__(self, path="."):
+        return self
+
+    def load_data(self):
+        return self.result
+
+
+@pytest.fixture
+def run_program(monkeypatch):
+    """Runs examples.ngraph_v04.<name> as __main__ with `argv`; returns its globals.
+
+    The standard neon axes (ax.N, ax.C, ...) get lengths from the programs;
+    they are put back afterwards so other tests see them unset.
+    """
+    lengths = {name: axis.length for name, axis in vars(ax).items() if name != "name"}
+
+    def run(name, loader_name, loader, argv):
+        monkeypatch.setattr(data, loader_name, loader)
+        monkeypatch.setattr(sys, "argv", [name, "--no_progress_bar", "-r", "0"] + argv)
+        return runpy.run_module(f"examples.ngraph_v04.{name}", run_name="__main__")
+
+    yield run
+    for name, length in lengths.items():
+        getattr(ax, name).length = length
+
+
+def train_costs(program):
+    return np.asarray(program["cbs"].callback_data["cost/train"])
+
+
+def test_mnist_mlp_reaches_90_percent_on_digits(run_program):
+    program = run_program("mnist_mlp", "MNIST", Loader(digits_as_mnist()),
+                          ["-z", "32", "-t", "120", "--iter_interval", "60"])
+    costs = train_costs(program)
+    assert costs[-20:].mean() < 0.25 * costs[:20].mean()
+    result = loop_eval(program["valid_set"], program["loss_computation"])
+    assert 1 - result["misclass_pct"] >= 0.90
+    history = program["cbs"].callback_data
+    np.testing.assert_allclose(history["cost/misclass_pct"][-1], result["misclass_pct"])
+
+
+def test_cifar10_mlp_learns(run_program):
+    program = run_program("cifar10_mlp", "CIFAR10", Loader(cifar_shaped()),
+                          ["-z", "16", "-t", "40", "--iter_interval", "40"])
+    costs = train_costs(program)
+    assert costs[-10:].mean() < 0.7 * costs[:10].mean()
+
+
+def test_cifar10_conv_learns(run_program):
+    program = run_program("cifar10_conv", "CIFAR10", Loader(cifar_shaped()),
+                          ["-z", "16", "-t", "24", "--iter_interval", "24"])
+    costs = train_costs(program)
+    assert costs[-6:].mean() < 0.8 * costs[:6].mean()
+
+
+def test_char_rnn_learns(run_program):
+    splits, vocab = help_text_as_ptb()
+    program = run_program("char_rnn", "PTB", Loader(splits, vocab),
+                          ["-z", "16", "-t", "60", "--iter_interval", "60"])
+    costs = train_costs(program)
+    assert costs[0] == pytest.approx(np.log2(len(vocab)), rel=0.05)   # bits: uniform at first
+    assert costs[-10:].mean() < 0.8 * costs[:5].mean()
