@@ -123,3 +123,52 @@ def test_char_rnn_learns(run_program):
     costs = train_costs(program)
     assert costs[0] == pytest.approx(np.log2(len(vocab)), rel=0.05)   # bits: uniform at first
     assert costs[-10:].mean() < 0.8 * costs[:5].mean()
+
+
+# -- the walk-throughs ------------------------------------------------------------------
+
+def run_walk_through(name, capsys, replacements=()):
+    """Runs examples/ngraph_v04/walk_through/<name>.py, with each (old, new) line replaced
+    once (only to shorten training); returns its globals and what it printed."""
+    import pathlib
+
+    path = pathlib.Path(data.__file__).parent / "walk_through" / f"{name}.py"
+    source = path.read_text()
+    for old, new in replacements:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    namespace = {"__name__": "__main__", "__file__": str(path)}
+    exec(compile(source, str(path), "exec"), namespace)
+    return namespace, capsys.readouterr().out
+
+
+def test_graph_introduction_computes_x_plus_one(capsys):
+    _, printed = run_walk_through("graph_introduction", capsys)
+    assert [float(v) for v in printed.split()] == [1.0, 2.0, 3.0, 4.0, 5.0, 42.0]
+
+
+def test_logistic_regression_part_1_learns(capsys):
+    program, printed = run_walk_through("logistic_regression_part_1", capsys)
+    assert printed.count("loss") == 100
+    # W starts at 0, so the first loss is ln 2 per example.
+    first_loss = float(printed.splitlines()[0].rsplit(" ", 1)[1])
+    assert first_loss == pytest.approx(np.log(2), rel=1e-5)
+    assert program["loss_val"] < 0.2 * first_loss
+
+
+def test_logistic_regression_part_2_learns(capsys):
+    program, printed = run_walk_through("logistic_regression_part_2", capsys)
+    assert printed.startswith("['W', 'b']")
+    start = 4 * np.log(2) / 128          # avg_loss with W = 0, b = 0: 4 batches of ln 2 / 128
+    assert float(printed.splitlines()[1].rsplit(" ", 1)[1]) == pytest.approx(start, rel=1e-5)
+    # The notebook divides the gradient of the batch mean by the batch size once more,
+    # so its steps are small: the loss falls by about a third in 10 epochs.
+    assert float(program["avg_loss"](program["EVAL_XS"], program["EVAL_YS"])) < 0.8 * start
+
+
+def test_mnist_direct_reaches_90_percent_on_digits(capsys, monkeypatch):
+    monkeypatch.setattr(data, "MNIST", Loader(digits_as_mnist()))
+    program, printed = run_walk_through("mnist_direct", capsys,
+                                        [("num_iterations = 2000", "num_iterations = 100")])
+    assert "[Epoch 1.0] Cost" in printed
+    assert np.mean(program["all_errors"]) <= 0.10
