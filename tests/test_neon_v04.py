@@ -272,3 +272,14 @@ def test_argparser_has_the_v04_options(tmp_path):
     assert (defaults.batch_size, defaults.num_iterations, defaults.output_file) == \
         (128, 2000, None)
     assert defaults.progress_bar and defaults.backend in ng.transformers.transformer_choices()
+
+
+def test_recurrent_and_lookup_take_v04_arguments():
+    from axgraph.frontends.neon import LookupTable, Recurrent, Tanh
+
+    layer = Recurrent(4, ConstantInit(0.1), None, Tanh(), True, False)   # reset_cells, return_seq
+    assert layer.reset_cells and not layer.return_sequence
+    T, N = ng.make_axis(3, name="REC"), ng.make_axis(2, name="N")
+    frozen = LookupTable(5, 2, ConstantInit(0.5), False)                  # update=False
+    frozen(ng.placeholder([T, N], dtype=np.int32))
+    assert frozen.variables() == [] and not frozen.W.trainable

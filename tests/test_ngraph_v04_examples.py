@@ -172,3 +172,37 @@ def test_mnist_direct_reaches_90_percent_on_digits(capsys, monkeypatch):
                                         [("num_iterations = 2000", "num_iterations = 100")])
     assert "[Epoch 1.0] Cost" in printed
     assert np.mean(program["all_errors"]) <= 0.10
+
+
+def test_data_loaders_read_the_real_file_formats(tmp_path):
+    """MNIST's pickle, CIFAR-10's python batches and PTB's text, written small by hand."""
+    import gzip
+    import pickle
+
+    rng = np.random.default_rng(0)
+    mnist = [(rng.integers(0, 256, (n, 28, 28), dtype=np.uint8), np.arange(n) % 10)
+             for n in (6, 4)]
+    with gzip.open(tmp_path / "mnist.pkl.gz", "wb") as f:
+        pickle.dump(mnist, f)
+    train, test = data.MNIST(str(tmp_path)).load_data()
+    assert train["image"].shape == (6, 1, 28, 28) and test["label"].dtype == np.int32
+    np.testing.assert_array_equal(train["image"][2, 0], mnist[0][0][2])
+
+    batches = tmp_path / "cifar-10-batches-py"
+    batches.mkdir()
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        with open(batches / name, "wb") as f:
+            pickle.dump({"data": rng.integers(0, 256, (2, 3072), dtype=np.uint8),
+                         "labels": [1, 2]}, f)
+    train, test = data.CIFAR10(str(tmp_path)).load_data()
+    assert train["image"].shape == (10, 3, 32, 32) and test["label"].tolist() == [1, 2]
+
+    (tmp_path / "ptb.train.txt").write_text("abcab")
+    (tmp_path / "ptb.valid.txt").write_text("cad")
+    ptb = data.PTB(str(tmp_path))
+    splits = ptb.load_data()
+    assert ptb.vocab == ["a", "b", "c", "d"]
+    assert splits["train"]["inp_txt"].tolist() == [0, 1, 2, 0]
+    assert splits["train"]["tgt_txt"].tolist() == [1, 2, 0, 1]
+    with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
+        data.MNIST(str(tmp_path / "nowhere")).load_data()

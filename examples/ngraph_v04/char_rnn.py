@@ -20,7 +20,7 @@ from axgraph.frontends.neon import (Affine, NgraphArgparser, Preprocess, Recurre
 from examples.ngraph_v04.data import PTB
 
 # parse the command line arguments
-parser = NgraphArgparser(__doc__)
+parser = NgraphArgparser(description=__doc__)
 parser.set_defaults(batch_size=50)
 args = parser.parse_args()
 
