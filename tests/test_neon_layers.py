@@ -364,7 +364,9 @@ def test_pooling_layer_matches_numpy(transformer, rng, pool_type, reduce):
 def test_feature_map_layer_errors():
     C, H, W, N = image_axes()
     with pytest.raises(L.LayerError, match="filter_shape"):
-        L.Convolution((3, 3), filter_init=0.1)(ng.placeholder([C, H, W, N]))
+        L.Convolution((3, 3, 3, 3), filter_init=0.1)(ng.placeholder([C, H, W, N]))
+    with pytest.raises(L.LayerError, match="filter_shape"):   # a depth the input lacks
+        L.Convolution({"T": 2, "R": 3, "S": 3, "K": 2}, 0.1)(ng.placeholder([C, H, W, N]))
     with pytest.raises(L.LayerAxesError, match="Convolution .*cannot tell"):
         L.Convolution((3, 3, 2), filter_init=0.1)(ng.placeholder([H, W, N]))
     with pytest.raises(L.LayerError, match="pool_type"):

@@ -106,8 +106,8 @@ CASES = {
                    {"clip_value": 0.5}),
     "clip_norm": (lambda: GradientDescentMomentum(0.1, momentum_coef=0.9, gradient_clip_norm=1.0),
                   gdm_rule(0.9), {"clip_norm": 1.0}),
-    "rmsprop": (lambda: RMSProp(), rmsprop_rule(0.9, 1e-6), {}),
-    "rmsprop_tuned": (lambda: RMSProp(0.05, decay_rate=0.5, epsilon=1e-3, gradient_clip_value=1.0),
+    "rmsprop": (lambda: RMSProp(), rmsprop_rule(0.95, 1e-6), {}),
+    "rmsprop_tuned": (lambda: RMSProp(0.5, 0.05, epsilon=1e-3, gradient_clip_value=1.0),
                       rmsprop_rule(0.5, 1e-3), {"clip_value": 1.0}),
     "adam": (lambda: Adam(), adam_rule(0.9, 0.999, 1e-8), {}),
     "adam_tuned": (lambda: Adam(0.1, beta_1=0.5, beta_2=0.9, epsilon=1e-4, wdecay=0.1),
@@ -117,7 +117,7 @@ CASES = {
                           {"clip_norm": 2.0}),
 }
 RATES = {"sgd": 0.1, "momentum": 0.1, "nesterov": 0.1, "wdecay": 0.1, "clip_value": 0.1,
-         "clip_norm": 0.1, "rmsprop": 1e-3, "rmsprop_tuned": 0.05, "adam": 1e-3,
+         "clip_norm": 0.1, "rmsprop": 2e-3, "rmsprop_tuned": 0.05, "adam": 1e-3,
          "adam_tuned": 0.1, "adagrad": 0.01, "adagrad_clip_norm": 0.5}
 
 
@@ -195,7 +195,7 @@ def test_explicit_variables_leave_the_others_alone(transformer):
     np.testing.assert_allclose(u_value, U0 - 0.1 * np_grads(W0, U0)[1])
 
 
-def test_cost_with_axes_is_averaged(transformer):
+def test_cost_with_axes_is_averaged_over_the_batch(transformer):
     N = ng.make_axis(4, name="N")
     A = ng.make_axis(2, name="A")
     w = ng.variable([A], dtype=np.float64, initial_value=np.array([1.0, -1.0]), name="w")
@@ -204,6 +204,36 @@ def test_cost_with_axes_is_averaged(transformer):
     step = GradientDescentMomentum(1.0)(per_example)
     _, value = transformer.computation([step, w])()
     np.testing.assert_allclose(value, [1.0, -1.0] - np.arange(8.0).reshape(2, 4).mean(axis=1))
+
+
+RECURRENT_COST_STEPS = {  # optimizer, step as a function of the gradient g (by hand)
+    "gdm": (lambda: GradientDescentMomentum(0.5), lambda g: 0.5 * g),
+    "rmsprop": (lambda: RMSProp(0.5, 0.5, epsilon=1.0),
+                lambda g: 0.5 * g / (np.sqrt(0.5 * g ** 2 + 1.0) + 1.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECURRENT_COST_STEPS))
+def test_cost_with_a_recurrent_axis_is_summed_over_time_as_in_v04(transformer, case):
+    """v0.4: grad of sum(cost) over all axes / len(N); not the mean over (REC, N)."""
+    make, step = RECURRENT_COST_STEPS[case]
+    T, N, A = ng.make_axis(3, name="REC"), ng.make_axis(4, name="N"), ng.make_axis(2, name="A")
+    x_value = np.arange(24.0).reshape(2, 3, 4) / 10
+    w = ng.variable([A], dtype=np.float64, initial_value=np.array([1.0, -1.0]), name="w")
+    x = ng.constant(x_value, [A, T, N], dtype=np.float64)
+    cost = ng.sum(w * x, out_axes=[T, N])           # one value per example and time step
+    _, value = transformer.computation([make()(cost), w])()
+    grad = x_value.sum(axis=(1, 2)) / 4              # d/dw of the sum over (REC, N) / len(N)
+    np.testing.assert_allclose(value, [1.0, -1.0] - step(grad))
+
+
+def test_positional_arguments_follow_v04():
+    rmsprop = RMSProp(0.95, 2e-3)
+    assert (rmsprop.decay_rate, rmsprop.learning_rate) == (0.95, 2e-3)
+    gdm = GradientDescentMomentum(0.1, 0.9, False, 1e-4)
+    assert (gdm.learning_rate, gdm.momentum_coef, gdm.wdecay) == (0.1, 0.9, 1e-4)
+    with pytest.raises(ng.AxgraphError, match="stochastic_round"):
+        GradientDescentMomentum(0.1, 0.9, True)
 
 
 def test_errors_name_the_problem():

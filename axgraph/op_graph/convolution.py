@@ -203,13 +203,16 @@ def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Seque
         return out, Axes((channel,) + spatial + (layout.batch,))
     axes = Axes(axes)
     spatial = _spatial_axes(axes)
+    rest = axes - Axes(spatial) - axes.batch_axes()
+    # The channel axis: `channel` itself, or a fresh axis of its length (as ngraph makes them).
     batch = axes.batch_axis()
-    out = FeatureLayout(batch, channel, spatial) if batch is not None else None
+    out = (FeatureLayout(batch, rest[0] if len(rest) == 1 else channel, spatial)
+           if batch is not None else None)
     if out is None or len(spatial) != len(lengths) or not Axes(out.canonical).is_equal_set(axes):
         raise _fail(IncompatibleAxesError,
-                    f"{what}: output axes {axes} must be {channel.name}, {len(lengths)} spatial axes "
-                    f"with roles and the batch axis")
-    for axis, length in zip(spatial, lengths):
+                    f"{what}: output axes {axes} must be {channel.name} (or a new channel axis), "
+                    f"{len(lengths)} spatial axes with roles and the batch axis")
+    for axis, length in zip((out.channel,) + spatial, (channel.length,) + tuple(lengths)):
         if axis.length is None:
             axis.length = length
         elif axis.length != length:

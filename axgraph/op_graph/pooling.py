@@ -48,6 +48,7 @@ def pooling(params: Optional[Dict], inputs, axes: AxesLike = None, window=None, 
     """
     x = as_op(inputs)
     params = dict(params or {})
+    refuse_crossmap(params)
     layout = feature_layout(x, "pooling")
     roles = layout.spatial_roles
     kind = pool_type or params.pop("op", "max")
@@ -71,3 +72,16 @@ def pooling(params: Optional[Dict], inputs, axes: AxesLike = None, window=None, 
             f"{in_lengths} (padding must be smaller than the window)", user_location())
     y_layout, out_axes = _output_axes("pooling", layout, layout.channel, out_lengths, axes)
     return PoolingOp(x, layout, y_layout, out_axes, window, geometry, kind, name=name)
+
+
+#: ngraph's crossmap keys and the values that mean "no pooling across channels".
+CROSSMAP_NEUTRAL = {"J": 1, "str_c": 1, "pad_c": 0}
+
+
+def refuse_crossmap(params: Dict) -> None:
+    """Pooling across channels (J > 1, str_c, pad_c) is not implemented: refuse it, never ignore it."""
+    asked = {k: params.pop(k) for k in CROSSMAP_NEUTRAL if k in params}
+    if any(int(v) != CROSSMAP_NEUTRAL[k] for k, v in asked.items()):
+        raise IncompatibleAxesError(
+            f"pooling: crossmap pooling (over channels) is not supported; got params "
+            f"{asked}, which must be {CROSSMAP_NEUTRAL}", user_location())

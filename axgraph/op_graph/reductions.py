@@ -142,10 +142,15 @@ def argmin(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=N
 
 def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None,
                 dtype=None) -> Op:
-    """Number of elements of x along `reduction_axes` (all axes if none given)."""
+    """Number of elements of x along `reduction_axes`.
+
+    With neither `reduction_axes` nor `out_axes`, the size of one example: the
+    product of x's non-batch axes, as Nervana Graph v0.4 counted it (its
+    walk-throughs divide a batch-summed gradient by it).
+    """
     x = as_op(x)
     if reduction_axes is None and out_axes is None:
-        size_axes = x.axes
+        size_axes = x.axes.sample_axes()
     else:
         size_axes, _ = resolve_reduction_axes(x, reduction_axes, out_axes, "tensor_size")
     return TensorSize(size_axes, name=name, dtype=dtype)

@@ -14,6 +14,7 @@ ng.temporary           False     False       False      False
 """
 from __future__ import annotations
 
+import inspect
 from typing import Callable, Optional, Union
 
 import numpy as np
@@ -78,8 +79,8 @@ class AssignableTensorOp(Op):
     def initial_array(self, lengths) -> np.ndarray:
         """The initial value as an array of `lengths` (callables are called now)."""
         value = self.initial_value
-        if callable(value):
-            value = value(self.axes)
+        if callable(value):  # called with the axes, or with nothing (Nervana Graph v0.4)
+            value = value() if _takes_no_arguments(value) else value(self.axes)
             if isinstance(value, Op):
                 raise self.error(GraphError, "an initial_value callable must return an array, not an op")
         array = np.asarray(value, dtype=self.dtype)
@@ -101,6 +102,13 @@ class InitializeOp(Op):
     def __init__(self, tensor: AssignableTensorOp):
         super().__init__(name=f"init_{tensor.name}")
         self.tensor = tensor
+
+
+def _takes_no_arguments(function: Callable) -> bool:
+    try:
+        return not inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: give it the axes
+        return False
 
 
 def _checked_initial_value(tensor: AssignableTensorOp, value: InitialValue):

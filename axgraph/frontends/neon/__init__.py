@@ -4,25 +4,40 @@
         GlorotUniform, GradientDescentMomentum, ArrayIterator, fit
 
 Layers learn their input axes on the first call; optimizers turn a cost into
-one update op, so one call of a computation is one training step.
+one update op, so one call of a computation is one training step. Nervana
+Graph v0.4's spellings live beside axgraph's own (one implementation each):
+``layer.train_outputs(x)``, Preprocess, Conv2D, Pool2D, GaussianInit,
+UniformInit, ConstantInit, SequentialArrayIterator, NgraphArgparser,
+make_bound_computation, make_default_callbacks, loop_train and loop_eval.
 """
-from .activation import Explin, Identity, Logistic, Rectlin, Softmax, Tanh
+from .activation import Explin, Identity, Logistic, Normalizer, Rectlin, Softmax, Tanh
+from .argparser import NgraphArgparser
 from .axis import ar, ax
+from .bound_computation import BoundComputation, make_bound_computation
 from .callbacks import Callback, EarlyStopping, FitState, MetricsHistory, ProgressBar, fit
-from .data import ArrayIterator
-from .initializers import Constant, Gaussian, GlorotUniform, Initializer, Kaiming, Uniform, fans
+from .data import ArrayIterator, SequentialArrayIterator
+from .initializers import (Constant, ConstantInit, Gaussian, GaussianInit, GlorotUniform,
+                           Initializer, Kaiming, Uniform, UniformInit, fans)
 from .initializers import set_seed as set_init_seed
-from .layer import (BatchNorm, Bias, BiRNN, Convolution, Dropout, GRU, LSTM, Affine, Layer,
-                    Linear, LookupTable, Pooling, Recurrent, Sequential, inference_mode_on,
-                    is_inference_mode)
+from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, GRU, LSTM, Affine,
+                    Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
+                    Sequential, inference_mode_on, is_inference_mode)
 from .optimizer import (Adagrad, Adam, ExpSchedule, GradientDescentMomentum, Optimizer,
                         PowerSchedule, RMSProp, Schedule, StepSchedule)
+from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, ProgressCallback,
+                         RunTimerCallback, TrainCostCallback, TrainLoggerCallback, loop_eval,
+                         loop_train, make_default_callbacks)
 
-__all__ = ["Explin", "Identity", "Logistic", "Rectlin", "Softmax", "Tanh", "ar", "ax", "Callback",
-           "EarlyStopping", "FitState", "MetricsHistory", "ProgressBar", "fit", "ArrayIterator",
-           "Constant", "Gaussian", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "fans",
-           "set_init_seed", "BatchNorm", "Bias", "BiRNN", "Convolution", "Dropout", "GRU", "LSTM",
-           "Affine", "Layer", "Linear", "LookupTable", "Pooling", "Recurrent", "Sequential",
-           "inference_mode_on", "is_inference_mode", "Adagrad", "Adam", "ExpSchedule",
-           "GradientDescentMomentum", "Optimizer", "PowerSchedule", "RMSProp", "Schedule",
-           "StepSchedule"]
+__all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax", "Tanh",
+           "NgraphArgparser", "ar", "ax", "BoundComputation", "make_bound_computation",
+           "Callback", "EarlyStopping", "FitState", "MetricsHistory", "ProgressBar", "fit",
+           "ArrayIterator", "SequentialArrayIterator", "Constant", "ConstantInit", "Gaussian",
+           "GaussianInit", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "UniformInit",
+           "fans", "set_init_seed", "BatchNorm", "Bias", "BiRNN", "Conv2D", "Convolution",
+           "Dropout", "GRU", "LSTM", "Affine", "Layer", "Linear", "LookupTable", "Pool2D",
+           "Pooling", "Preprocess", "Recurrent", "Sequential", "inference_mode_on",
+           "is_inference_mode", "Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum",
+           "Optimizer", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule",
+           "CallbackContainer", "CallbackPhase", "LossCallback", "ProgressCallback",
+           "RunTimerCallback", "TrainCostCallback", "TrainLoggerCallback", "loop_eval",
+           "loop_train", "make_default_callbacks"]

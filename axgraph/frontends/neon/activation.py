@@ -96,6 +96,16 @@ class Softmax(Activation):
         return nn.softmax(x, normalization_axes=self.normalization_axes)
 
 
+class Normalizer(Activation):
+    """x / divisor: scales inputs by a fixed factor (v0.4's Normalizer, default 128)."""
+
+    def __init__(self, divisor: float = 128.0):
+        self.divisor = float(divisor)
+
+    def __call__(self, x: Op) -> Op:
+        return as_op(x) / self.divisor
+
+
 #: Names accepted wherever a layer takes an activation.
 ACTIVATIONS: Dict[str, Callable[[], Activation]] = {
     "identity": Identity, "linear": Identity, "relu": Rectlin, "rectlin": Rectlin,

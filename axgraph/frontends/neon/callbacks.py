@@ -43,7 +43,15 @@ class FitState:
 
 
 class Callback:
-    """Base of callbacks: every hook does nothing, so subclasses override what they need."""
+    """Base of callbacks: every hook does nothing, so subclasses override what they need.
+
+    Two loops call callbacks: `fit` calls the ``on_*`` hooks with its FitState;
+    Nervana Graph v0.4's `loop_train` calls the callback itself,
+    ``callback(callback_data, phase, data, idx)`` (module train_loop).
+    """
+
+    def __call__(self, callback_data, phase, data=None, idx=None) -> None:
+        """v0.4's hook: `phase` is a train_loop.CallbackPhase; write history to `callback_data`."""
 
     def on_train_begin(self, state: FitState) -> None:
         """Before the first epoch."""

@@ -1,13 +1,15 @@
-"""Minibatches from in-memory arrays (neon's ArrayIterator).
+"""Minibatches from in-memory arrays (neon's ArrayIterator and SequentialArrayIterator).
 
     train = ArrayIterator({"image": X, "label": y}, batch_size=32, shuffle=True)
-    inputs = train.make_placeholders()          # {"image": [N, image_1], "label": [N]}
+    inputs = train.make_placeholders()          # {"image": [image_1, N], "label": [N]}
     for batch in train:                          # one epoch
         step(batch["image"], batch["label"])
 
-Examples lie along dimension 0 of every array, and each batch keeps that
-layout, so a batch feeds the placeholders of `make_placeholders` (axes
-``[N] + feature axes``) as it is.
+Examples lie along dimension 0 of every array given. A batch puts them
+along the *last* dimension, as Nervana Graph v0.4 did: an array of images
+(n, C, H, W) gives batches (C, H, W, batch_size) that feed a placeholder
+with axes (C, H, W, N), and `make_placeholders` makes such placeholders
+(feature axes, then N). ``train.shapes["image"]`` is one example's shape.
 
 The final partial batch wraps around, as in neon: every batch holds exactly
 `batch_size` examples (so the batch axis N has one length), and a batch that
@@ -15,11 +17,16 @@ runs past the end of the data is completed from the start of the next pass
 (the next permutation when shuffling). The position carries over from one
 epoch to the next, so over many epochs every example is used equally often.
 `reset()` goes back to the state right after construction.
+
+SequentialArrayIterator cuts a long token stream into `batch_size` parallel
+streams and yields windows of `time_steps` tokens from each, as (time_steps,
+batch_size) arrays for placeholders with axes (REC, N).
 """
 from __future__ import annotations
 
+import abc
 import math
-from typing import Dict, Iterator, Mapping, Optional, Sequence, Union
+from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -33,8 +40,55 @@ SINGLE_ARRAY_KEY = "x"
 #: Placeholder element type for each kind of array data (float data becomes float32).
 PLACEHOLDER_DTYPES = {"f": np.float32, "i": np.int32, "u": np.int32, "b": np.bool_}
 
+Batch = Dict[str, np.ndarray]
 
-class ArrayIterator:
+
+def _positive_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{what} must be a positive int, got {value!r}")
+    return int(value)
+
+
+class _EpochIterator(abc.ABC):
+    """One ``for`` loop is one epoch of `total_iterations` batches; the position carries over."""
+
+    batch_size: int
+
+    def __init__(self, total_iterations: Optional[int]):
+        self.total_iterations = (self.nbatches if total_iterations is None
+                                 else _positive_int(total_iterations, "total_iterations"))
+        self.reset()
+
+    @property
+    @abc.abstractmethod
+    def nbatches(self) -> int:
+        """Batches in one pass over the data."""
+
+    @abc.abstractmethod
+    def _restart(self) -> None:
+        """Back to the first batch."""
+
+    @abc.abstractmethod
+    def _next_batch(self) -> Batch:
+        """The next batch (copies, batch axis last)."""
+
+    def __len__(self) -> int:
+        """Batches per epoch (``total_iterations``)."""
+        return self.total_iterations
+
+    def reset(self) -> None:
+        """Back to the state right after construction."""
+        self._restart()
+        self.epoch = 0
+
+    def __iter__(self) -> Iterator[Batch]:
+        """One epoch: `total_iterations` dicts name -> batch array."""
+        for _ in range(self.total_iterations):
+            yield self._next_batch()
+        self.epoch += 1
+
+
+class ArrayIterator(_EpochIterator):
     """Iterates over minibatches of named arrays; one ``for`` loop is one epoch.
 
     Args:
@@ -58,35 +112,27 @@ class ArrayIterator:
             raise ValueError(f"ArrayIterator: every array needs the same number of examples along "
                              f"dim 0; got {counts}")
         self.ndata: int = next(n for n in counts.values() if n is not None)  # all equal
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-                or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if batch_size > self.ndata:
+        self.batch_size = _positive_int(batch_size, "batch_size")
+        if self.batch_size > self.ndata:
             raise ValueError(f"batch_size {batch_size} is larger than the {self.ndata} examples")
-        self.batch_size = int(batch_size)
-        if total_iterations is not None and (isinstance(total_iterations, bool)
-                                             or int(total_iterations) < 1):
-            raise ValueError(f"total_iterations must be a positive int, got {total_iterations!r}")
-        self.total_iterations = self.nbatches if total_iterations is None else int(total_iterations)
         self.shuffle = bool(shuffle)
         self.seed = seed
-        self.reset()
+        super().__init__(total_iterations)
 
     @property
     def nbatches(self) -> int:
         """Batches in one pass over the data: ceil(ndata / batch_size)."""
         return math.ceil(self.ndata / self.batch_size)
 
-    def __len__(self) -> int:
-        """Batches per epoch (``total_iterations``)."""
-        return self.total_iterations
+    @property
+    def shapes(self) -> Dict[str, Tuple[int, ...]]:
+        """The shape of one example of each array (v0.4: ``C, H, W = it.shapes["image"]``)."""
+        return {name: array.shape[1:] for name, array in self.data.items()}
 
-    def reset(self) -> None:
-        """Back to the first example, and restart the shuffling stream from `seed`."""
+    def _restart(self) -> None:
         self._rng = np.random.default_rng(self.seed)
         self._order = self._new_order()
         self._position = 0
-        self.epoch = 0
 
     def _new_order(self) -> np.ndarray:
         return self._rng.permutation(self.ndata) if self.shuffle else np.arange(self.ndata)
@@ -102,17 +148,15 @@ class ArrayIterator:
             needed -= len(taken)
         return np.concatenate(chosen)
 
-    def __iter__(self) -> Iterator[Dict[str, np.ndarray]]:
-        """One epoch: `total_iterations` dicts name -> batch array (copies)."""
-        for _ in range(self.total_iterations):
-            indices = self._next_indices()
-            yield {name: np.take(array, indices, axis=0) for name, array in self.data.items()}
-        self.epoch += 1
+    def _next_batch(self) -> Batch:
+        indices = self._next_indices()
+        return {name: np.ascontiguousarray(np.moveaxis(np.take(array, indices, axis=0), 0, -1))
+                for name, array in self.data.items()}
 
     def make_placeholders(self, batch_axis: Optional[Axis] = None,
                           axes: Optional[Mapping[str, Sequence[Axis]]] = None,
                           ) -> Dict[str, AssignableTensorOp]:
-        """A placeholder per array, with axes [N] + feature axes, fed by a batch as is.
+        """A placeholder per array, with axes feature axes + [N], fed by a batch as is.
 
         `batch_axis` defaults to a new axis named 'N' (so it is the batch axis)
         of length `batch_size`. `axes` may name the feature axes of some arrays
@@ -130,12 +174,83 @@ class ArrayIterator:
         result = {}
         for name, array in self.data.items():
             features = _feature_axes(name, array, axes.get(name))
-            dtype = PLACEHOLDER_DTYPES.get(array.dtype.kind)
-            if dtype is None:
-                raise TypeError(f"make_placeholders: array {name!r} has dtype {array.dtype}, "
-                                f"which a placeholder cannot hold")
-            result[name] = placeholder(Axes([batch_axis]) + features, dtype=dtype, name=name)
+            result[name] = placeholder(features + Axes([batch_axis]),
+                                       dtype=_placeholder_dtype(name, array), name=name)
         return result
+
+
+class SequentialArrayIterator(_EpochIterator):
+    """Windows of `time_steps` tokens from `batch_size` parallel streams (v0.4's iterator).
+
+    Each array of `data_arrays` (a dict name -> 1-d token array, all of one
+    length) is cut to ``ndata * time_steps`` tokens and split into
+    `batch_size` contiguous streams; batch i holds window ``i % nbatches`` of
+    every stream, as a (time_steps, batch_size) array, so consecutive batches
+    continue each stream. `reverse_target` reverses each window of
+    `tgt_key`, `get_prev_target` adds 'prev_tgt': that window shifted right by one.
+    """
+
+    def __init__(self, data_arrays: Mapping[str, np.ndarray], time_steps: int, batch_size: int,
+                 total_iterations: Optional[int] = None, reverse_target: bool = False,
+                 get_prev_target: bool = False, tgt_key: str = "tgt_txt"):
+        if not isinstance(data_arrays, Mapping) or not data_arrays:
+            raise ValueError("SequentialArrayIterator needs a dict name -> 1-d token array")
+        arrays = {name: np.asarray(a) for name, a in data_arrays.items()}
+        lengths = {name: (len(a) if a.ndim == 1 else None) for name, a in arrays.items()}
+        if None in lengths.values() or len(set(lengths.values())) != 1:
+            raise ValueError(f"SequentialArrayIterator: every array must be 1-d and of one "
+                             f"length; got shapes { {n: a.shape for n, a in arrays.items()} }")
+        self.time_steps = _positive_int(time_steps, "time_steps")
+        self.batch_size = _positive_int(batch_size, "batch_size")
+        length = next(n for n in lengths.values() if n is not None)  # all equal
+        #: Sequences of `time_steps` tokens used (a whole number of batches' worth).
+        self.ndata = length // (self.batch_size * self.time_steps) * self.batch_size
+        if self.ndata == 0:
+            raise ValueError(f"SequentialArrayIterator: {length} tokens are fewer than one batch "
+                             f"of {self.batch_size} x {self.time_steps}")
+        windows = {name: a[:self.ndata * self.time_steps].reshape(
+            self.batch_size, self.nbatches, self.time_steps) for name, a in arrays.items()}
+        if (reverse_target or get_prev_target) and tgt_key not in windows:
+            raise ValueError(f"SequentialArrayIterator: no target array {tgt_key!r} to reverse or "
+                             f"shift; arrays are {sorted(windows)}")
+        if reverse_target:
+            windows[tgt_key] = windows[tgt_key][:, :, ::-1]
+        if get_prev_target:
+            windows["prev_tgt"] = np.roll(windows[tgt_key], shift=1, axis=2)
+        self._windows = windows
+        super().__init__(total_iterations)
+
+    @property
+    def nbatches(self) -> int:
+        """Windows per stream: ndata / batch_size."""
+        return self.ndata // self.batch_size
+
+    def _restart(self) -> None:
+        self._index = 0
+
+    def _next_batch(self) -> Batch:
+        window = self._index % self.nbatches
+        self._index += 1
+        return {name: np.ascontiguousarray(w[:, window, :].T) for name, w in self._windows.items()}
+
+    def make_placeholders(self, time_axis: Optional[Axis] = None,
+                          batch_axis: Optional[Axis] = None) -> Dict[str, AssignableTensorOp]:
+        """A placeholder (REC, N) per array; new axes named REC and N unless given."""
+        time_axis = time_axis if time_axis is not None else make_axis(name="REC")
+        batch_axis = batch_axis if batch_axis is not None else make_axis(name="N")
+        _fit_length(time_axis, self.time_steps, "time_steps")
+        _fit_length(batch_axis, self.batch_size, "the batch size")
+        return {name: placeholder([time_axis, batch_axis], dtype=_placeholder_dtype(name, w),
+                                  name=name)
+                for name, w in self._windows.items()}
+
+
+def _placeholder_dtype(name: str, array: np.ndarray):
+    dtype = PLACEHOLDER_DTYPES.get(array.dtype.kind)
+    if dtype is None:
+        raise TypeError(f"make_placeholders: array {name!r} has dtype {array.dtype}, which a "
+                        f"placeholder cannot hold")
+    return dtype
 
 
 def _fit_length(axis: Axis, length: int, what: str) -> None:
@@ -158,4 +273,4 @@ def _feature_axes(name: str, array: np.ndarray, given: AxesLike) -> Axes:
     return given
 
 
-__all__ = ["ArrayIterator", "PLACEHOLDER_DTYPES", "SINGLE_ARRAY_KEY"]
+__all__ = ["ArrayIterator", "PLACEHOLDER_DTYPES", "SINGLE_ARRAY_KEY", "SequentialArrayIterator"]

@@ -8,12 +8,18 @@ The transformer calls the initializer when it first initializes the variable
 (the first computation that uses it), with the variable's axes; the array
 comes back in the axes' order.
 
+An initializer may also be called with a shape tuple (``GaussianInit()((3, 4))``),
+as Nervana Graph v0.4 code does.
+
 Randomness. An initializer built with ``seed=`` owns a generator started from
 that seed, so a freshly built initializer with the same seed produces the
 same sequence of draws. Without a seed it draws from one module-level stream,
 which ``set_seed(seed)`` restarts: call it before building and running a model
 to make a whole run reproducible. Every draw advances its stream, so two
-layers sharing one initializer object get different values.
+layers sharing one initializer object get different values. The v0.4
+spellings (``GaussianInit``, ``UniformInit``, ``ConstantInit``) draw from
+NumPy's global stream instead, so v0.4 programs' ``np.random.seed(...)``
+makes them reproducible as it did there.
 
 Fan-in and fan-out (``fans(axes)``). A weight's axes are (out axes..., in
 axes...) in the convention of ``ng.dot``, where the axes that contract with
@@ -31,11 +37,12 @@ from __future__ import annotations
 import abc
 
 import math
-from typing import Optional, Tuple
+import numbers
+from typing import Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
-from ...axes import Axes, AxesLike
+from ...axes import Axes, AxesLike, make_axis
 from ...errors import AxisLengthError
 
 _default_rng = np.random.default_rng(0)
@@ -72,21 +79,35 @@ def _product(axes) -> int:
     return int(math.prod(int(axis.length) for axis in axes)) if axes else 1
 
 
+def _as_axes(axes_or_shape: Union[AxesLike, Sequence[int]]) -> Axes:
+    """Axes as given, or new unnamed axes for a shape tuple of ints."""
+    if isinstance(axes_or_shape, (tuple, list)) and all(
+            isinstance(n, numbers.Integral) for n in axes_or_shape):
+        return Axes(make_axis(length=int(n)) for n in axes_or_shape)
+    return Axes(cast(AxesLike, axes_or_shape))
+
+
 class Initializer(abc.ABC):
-    """Base: a seedable callable of axes. Subclasses implement `_draw`."""
+    """Base: a seedable callable of axes (or of a shape). Subclasses implement `_draw`."""
+
+    #: Unseeded draws come from NumPy's global stream (the v0.4 spellings) rather than ours.
+    draws_from_numpy_global_stream = False
 
     def __init__(self, seed: Optional[int] = None):
         self.seed = seed
         self._rng = None if seed is None else np.random.default_rng(seed)
 
     @property
-    def rng(self) -> np.random.Generator:
-        """This initializer's own stream if seeded, else the module's default stream."""
-        return self._rng if self._rng is not None else _default_rng
+    def rng(self):
+        """This initializer's own stream if seeded, else the shared default stream."""
+        if self._rng is not None:
+            return self._rng
+        return np.random if self.draws_from_numpy_global_stream else _default_rng
 
-    def __call__(self, axes: AxesLike) -> np.ndarray:
+    def __call__(self, axes: Union[AxesLike, Sequence[int]]) -> np.ndarray:
+        axes = _as_axes(axes)
         shape = _lengths(axes, repr(self))
-        return np.asarray(self._draw(Axes(axes), shape), dtype=np.float64)
+        return np.asarray(self._draw(axes, shape), dtype=np.float64)
 
     @abc.abstractmethod
     def _draw(self, axes: Axes, shape: Tuple[int, ...]) -> np.ndarray:
@@ -164,5 +185,34 @@ class Kaiming(Initializer):
         return self.rng.normal(0.0, math.sqrt(2.0 / max(fan_in, 1)), shape)
 
 
-__all__ = ["Constant", "Gaussian", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "fans",
-           "set_seed"]
+# -- the spellings of Nervana Graph v0.4 -------------------------------------------------------
+
+class GaussianInit(Gaussian):
+    """v0.4's GaussianInit(mean, var): N(mean, var**2).
+
+    v0.4 handed `var` to ``np.random.normal`` as its scale, so despite its
+    name `var` is the standard deviation; that is kept so v0.4 programs
+    initialize as they did.
+    """
+
+    draws_from_numpy_global_stream = True
+
+    def __init__(self, mean: float = 0.0, var: float = 0.01, seed: Optional[int] = None):
+        super().__init__(loc=mean, scale=var, seed=seed)
+
+
+class UniformInit(Uniform):
+    """v0.4's UniformInit(low, high): U[low, high), by default U[-0.01, 0.01)."""
+
+    draws_from_numpy_global_stream = True
+
+    def __init__(self, low: float = -0.01, high: float = 0.01, seed: Optional[int] = None):
+        super().__init__(low=low, high=high, seed=seed)
+
+
+class ConstantInit(Constant):
+    """v0.4's ConstantInit(val): every element equal to `val`."""
+
+
+__all__ = ["Constant", "ConstantInit", "Gaussian", "GaussianInit", "GlorotUniform", "Initializer",
+           "Kaiming", "Uniform", "UniformInit", "fans", "set_seed"]

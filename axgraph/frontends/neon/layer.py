@@ -25,7 +25,9 @@ Training and inference
 Dropout and BatchNorm behave differently when training. The switch is a
 graph-construction flag, as in ngraph-neon: calls made inside
 ``with inference_mode_on():`` (also ``Layer.inference_mode_on()``) build the
-inference graph, everything else builds the training graph. Both graphs share
+inference graph, everything else builds the training graph. Nervana Graph
+v0.4's protocol says the same per call: ``layer.train_outputs(x)`` and
+``layer.inference_outputs(x)`` (Sequential passes the mode down). Both graphs share
 the layers' variables, so one transformer can run either. Nothing is decided
 at run time, so neither graph pays for the other.
 
@@ -65,8 +67,8 @@ from .activation import ActivationLike, Logistic, Tanh, get_activation
 
 __all__ = [
     "LayerError", "LayerAxesError", "Layer", "Affine", "Linear", "Bias", "Dropout", "BatchNorm",
-    "LookupTable", "Convolution", "Pooling", "Recurrent", "LSTM", "GRU", "BiRNN", "Sequential",
-    "inference_mode_on", "is_inference_mode", "feature_axes",
+    "LookupTable", "Convolution", "Conv2D", "Pooling", "Pool2D", "Preprocess", "Recurrent", "LSTM",
+    "GRU", "BiRNN", "Sequential", "inference_mode_on", "is_inference_mode", "feature_axes",
 ]
 
 
@@ -91,13 +93,17 @@ _mode = _Mode()
 
 
 @contextlib.contextmanager
-def inference_mode_on() -> Iterator[None]:
-    """Layers called inside build their inference graph (no dropout, running BN stats)."""
-    previous, _mode.inference = _mode.inference, True
+def _graph_mode(inference: bool) -> Iterator[None]:
+    previous, _mode.inference = _mode.inference, inference
     try:
         yield
     finally:
         _mode.inference = previous
+
+
+def inference_mode_on() -> contextlib.AbstractContextManager:
+    """Layers called inside build their inference graph (no dropout, running BN stats)."""
+    return _graph_mode(True)
 
 
 def is_inference_mode() -> bool:
@@ -116,6 +122,12 @@ def _float_dtype(x: Op) -> np.dtype:
     return x.dtype if x.dtype.kind == "f" else np.dtype(DEFAULT_DTYPE)
 
 
+def channel_axis(axes: AxesLike) -> Optional[Axis]:
+    """The one feature axis with role Channel or Channelout (a feature map's C), or None."""
+    found = [a for a in feature_axes(axes) if conv.role_names(a) & {"channel", "channelout"}]
+    return found[0] if len(found) == 1 else None
+
+
 def _weight_axes(in_axes: Axes, out_axes: Axes) -> Axes:
     """out_axes + the duals of in_axes: ng.dot pairs each input axis with its dual, which
     takes precedence over a shared axis, so a recurrent weight (H, H - 1) maps a state
@@ -124,13 +136,16 @@ def _weight_axes(in_axes: Axes, out_axes: Axes) -> Axes:
 
 
 def _new_axes(layer: "Layer", nout: Optional[int], axes: AxesLike, axis_name: str) -> Axes:
-    """The output axes a layer was given, or one new axis `axis_name` of length nout."""
+    """The output axes a layer was given, or one new axis `axis_name` of length nout.
+
+    Batch and recurrent axes among `axes` are dropped (the input's pass
+    through), as v0.4 did; lengths may be set later, until the first call.
+    """
     if axes is not None:
-        axes = Axes(axes)
-        unusable = Axes(a for a in axes if a.is_batch or a.is_recurrent or a.length is None)
-        if not axes or unusable:
-            raise layer._fail(LayerError, f"output axes {axes} must be non-empty feature axes "
-                                          f"with lengths; {unusable} are not")
+        axes = feature_axes(axes)
+        if not axes:
+            raise layer._fail(LayerError, "output axes must include a feature axis (one that is "
+                                          "neither batch nor recurrent)")
         return axes
     if nout is None or isinstance(nout, bool) or int(nout) != nout or nout <= 0:
         raise layer._fail(LayerError, f"needs nout (a positive int) or axes, got nout={nout!r}")
@@ -178,11 +193,18 @@ class Layer(abc.ABC):
     def _forward(self, x: Op) -> Op:
         """The op graph of one call on x (variables already made)."""
 
-    def _variable(self, key: str, axes: AxesLike, init: InitialValue, dtype) -> Op:
+    def _variable(self, key: str, axes: AxesLike, init: InitialValue, dtype,
+                  trainable: bool = True) -> Op:
         if init is None:
             raise self._fail(LayerError, f"no initializer given for its variable {key}")
-        op = variable(axes, dtype=dtype, initial_value=init, name=f"{self.name}_{key}")
-        self._variables[key] = op
+        unset = [a.name for a in Axes(axes) if a.length is None]
+        if unset:
+            raise self._fail(AxisLengthError, f"its variable {key} needs the lengths of axes "
+                                              f"{', '.join(unset)}; set them before the first call")
+        make = variable if trainable else persistent_tensor
+        op = make(axes, dtype=dtype, initial_value=init, name=f"{self.name}_{key}")
+        if trainable:
+            self._variables[key] = op
         return op
 
     def _fail(self, error_class, message: str) -> AxgraphError:
@@ -196,6 +218,16 @@ class Layer(abc.ABC):
                              f"has {found} (all axes {x.axes})")
 
     # -- public ------------------------------------------------------------------
+    def train_outputs(self, in_obj) -> Op:
+        """The training graph of this layer on `in_obj` (Nervana Graph v0.4's protocol)."""
+        with _graph_mode(False):
+            return self(in_obj)
+
+    def inference_outputs(self, in_obj) -> Op:
+        """The inference graph of this layer on `in_obj` (v0.4's protocol)."""
+        with _graph_mode(True):
+            return self(in_obj)
+
     def variables(self) -> List[Op]:
         """This layer's trainable variables (empty until the first call)."""
         return list(self._variables.values())
@@ -211,10 +243,26 @@ class Layer(abc.ABC):
 
 # -- dense layers --------------------------------------------------------------------------
 
-class Linear(Layer):
-    """y = W x: maps the input's feature axes to `axes` (or a new axis of length nout)."""
+class Preprocess(Layer):
+    """Applies `functor` (any callable op -> op), e.g. ``Preprocess(functor=lambda x: x / 255.)``."""
 
-    def __init__(self, nout: Optional[int] = None, init: InitialValue = None,
+    def __init__(self, functor: Callable[[Op], Op], name: Optional[str] = None):
+        super().__init__(name)
+        if not callable(functor):
+            raise self._fail(LayerError, f"functor {functor!r} is not callable")
+        self.functor = functor
+
+    def _forward(self, x: Op) -> Op:
+        return self.functor(x)
+
+
+class Linear(Layer):
+    """y = W x: maps the input's feature axes to `axes` (or a new axis of length nout).
+
+    Arguments come in Nervana Graph v0.4's order: ``Linear(init, nout, axes)``.
+    """
+
+    def __init__(self, init: InitialValue = None, nout: Optional[int] = None,
                  axes: AxesLike = None, name: Optional[str] = None):
         super().__init__(name)
         self.axes = _new_axes(self, nout, axes, f"{self.name}_out")
@@ -238,21 +286,35 @@ class Linear(Layer):
 
 
 class Bias(Layer):
-    """y = x + b with b over the input's feature axes."""
+    """y = x + b with b over the input's feature axes (Nervana Graph v0.4's Bias).
 
-    def __init__(self, init: InitialValue = 0.0, name: Optional[str] = None):
+    With `shared` (the default) a feature map gets one bias per channel: b
+    has only the input's channel axis (found by role Channel or Channelout).
+    Inputs without a channel axis get a bias per feature. ``init=None`` means
+    no bias: the layer passes its input through.
+    """
+
+    def __init__(self, init: InitialValue = 0.0, shared: bool = True,
+                 name: Optional[str] = None):
         super().__init__(name)
-        self.init = init
+        self.init, self.shared = init, bool(shared)
+
+    def _bias_axes(self, x: Op) -> Axes:
+        channel = channel_axis(x.axes) if self.shared else None
+        return Axes(channel) if channel is not None else feature_axes(x.axes)
 
     def _build(self, x: Op) -> None:
+        if self.init is None:
+            return
         self.in_axes = feature_axes(x.axes)
-        self.b = self._variable("b", self.in_axes, self.init, _float_dtype(x))
+        self.b = self._variable("b", self._bias_axes(x), self.init, _float_dtype(x))
 
     def _check_input(self, x: Op) -> None:
-        self._check_features(x, self.in_axes)
+        if self.init is not None:
+            self._check_features(x, self.in_axes)
 
     def _forward(self, x: Op) -> Op:
-        return x + self.b
+        return x if self.init is None else x + self.b
 
 
 class Affine(Layer):
@@ -261,10 +323,11 @@ class Affine(Layer):
     The output has `axes` (or one new axis ``<name>_out`` of length nout) and
     the input's batch and recurrent axes. With batch_norm the bias is left out
     (BatchNorm's beta plays its part) and `updates` holds the running-average
-    assigns.
+    assigns. Arguments come in Nervana Graph v0.4's order:
+    ``Affine(weight_init, nout, bias_init, activation, batch_norm, axes)``.
     """
 
-    def __init__(self, nout: Optional[int] = None, weight_init: InitialValue = None,
+    def __init__(self, weight_init: InitialValue = None, nout: Optional[int] = None,
                  bias_init: InitialValue = None, activation: ActivationLike = None,
                  batch_norm: bool = False, axes: AxesLike = None, name: Optional[str] = None):
         super().__init__(name)
@@ -274,7 +337,7 @@ class Affine(Layer):
         # The parts share the Affine's name, so its variables read <name>_W, <name>_b.
         self.linear = Linear(init=weight_init, axes=self.axes, name=self.name)
         use_bias = bias_init is not None and not batch_norm
-        self.bias = Bias(bias_init, name=self.name) if use_bias else None
+        self.bias = Bias(bias_init, shared=False, name=self.name) if use_bias else None
         self.batch_norm = BatchNorm(name=f"{self.name}_bn") if batch_norm else None
         self.activation = get_activation(activation)
         self._parts = [p for p in (self.linear, self.bias, self.batch_norm) if p is not None]
@@ -329,17 +392,20 @@ class Dropout(Layer):
 class BatchNorm(Layer):
     """gamma * (x - mean) / sqrt(var + eps) + beta per feature (Ioffe & Szegedy 2015).
 
-    Training uses the statistics of the batch (over the batch axis, the
-    recurrent axis if present and, with `spatial`, the axes with roles
-    Depth/Height/Width: per-channel statistics of feature maps; population
-    variance) and builds the assigns
+    Training uses the statistics of the batch (population variance). A
+    feature map, an input with a channel axis (role Channel or Channelout),
+    gets per-channel statistics, over every other axis, as Nervana Graph v0.4
+    took them; ``spatial=False`` asks for statistics per (C, H, W) instead.
+    Other inputs are normalized per feature, over the batch axis and the
+    recurrent axis if present. Training builds the assigns
     ``gmean <- rho * gmean + (1 - rho) * mean`` (likewise gvar) as `updates`,
     replacing those of the previous training call. Inference uses gmean and
     gvar (persistent, initially 0 and 1).
     """
 
     def __init__(self, rho: float = 0.9, eps: float = 1e-3, init_gamma: InitialValue = 1.0,
-                 init_beta: InitialValue = 0.0, spatial: bool = False, name: Optional[str] = None):
+                 init_beta: InitialValue = 0.0, spatial: Optional[bool] = None,
+                 name: Optional[str] = None):
         super().__init__(name)
         if not 0.0 <= rho <= 1.0 or eps < 0:
             raise self._fail(LayerError,
@@ -349,9 +415,10 @@ class BatchNorm(Layer):
         self.spatial = spatial
 
     def _stat_axes(self, x: Op) -> Axes:
-        spatial = set(conv.SPATIAL_ROLES) if self.spatial else set()
-        return Axes(a for a in x.axes
-                    if a.is_batch or a.is_recurrent or conv.role_names(a) & spatial)
+        channel = channel_axis(x.axes) if self.spatial is not False else None
+        if channel is not None:
+            return x.axes - Axes(channel)
+        return Axes(a for a in x.axes if a.is_batch or a.is_recurrent)
 
     def _build(self, x: Op) -> None:
         self.in_axes = x.axes - self._stat_axes(x)
@@ -397,10 +464,12 @@ class LookupTable(Layer):
     output has the embedding axis ``<name>_embed`` in front of them. It is
     ``ng.lookuptable`` (a gather whose gradient is a scatter-add, so only the
     rows used are touched). With `pad_idx`, that index embeds to zeros, its row
-    starts at zero and it receives no gradient.
+    starts at zero and it receives no gradient. With ``update=False`` the
+    table is a persistent tensor rather than a variable, so no optimizer
+    trains it (v0.4's argument, in v0.4's position).
     """
 
-    def __init__(self, vocab_size: int, embed_dim: int, init: InitialValue,
+    def __init__(self, vocab_size: int, embed_dim: int, init: InitialValue, update: bool = True,
                  pad_idx: Optional[int] = None, dtype=None, name: Optional[str] = None):
         super().__init__(name)
         for what, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim)):
@@ -411,7 +480,7 @@ class LookupTable(Layer):
         self.vocab_axis = make_axis(length=int(vocab_size), name=f"{self.name}_vocab")
         self.embed_axis = make_axis(length=int(embed_dim), name=f"{self.name}_embed")
         self.axes = Axes(self.embed_axis)
-        self.init, self.pad_idx = init, pad_idx
+        self.init, self.pad_idx, self.update = init, pad_idx, bool(update)
         self.dtype = np.dtype(dtype or DEFAULT_DTYPE)
 
     def _initial_table(self, axes: Axes) -> np.ndarray:
@@ -422,7 +491,8 @@ class LookupTable(Layer):
 
     def _build(self, x: Op) -> None:
         init = self.init if self.pad_idx is None else self._initial_table
-        self.W = self._variable("W", [self.vocab_axis, self.embed_axis], init, self.dtype)
+        self.W = self._variable("W", [self.vocab_axis, self.embed_axis], init, self.dtype,
+                                trainable=self.update)
 
     def _forward(self, x: Op) -> Op:
         taken = Axes(a for a in (self.vocab_axis, self.embed_axis) if a in x.axes)
@@ -469,12 +539,14 @@ class _FeatureMapLayer(Layer):
 
 
 def _per_dim(value, what: str, layer: Layer, roles: Sequence[str]) -> Union[int, Tuple[int, ...]]:
-    """An int, or one value per spatial dim (a sequence, or a dict keyed by role letter)."""
+    """An int, or one value per spatial dim: a sequence, or a dict keyed by role letter
+    (d/T, h/R, w/S) or by ngraph's names (str_h, pad_w, dil_d, ...)."""
     if isinstance(value, dict):
         letters = {"depth": ("d", "T"), "height": ("h", "R"), "width": ("w", "S")}
         picked = []
         for role in roles:
-            found = [value[k] for k in letters[role] if k in value]
+            found = [v for k, v in value.items()
+                     if k in letters[role] or k.endswith("_" + letters[role][0])]
             if not found:
                 raise layer._fail(LayerError, f"{what} {value} gives nothing for the {role} axis")
             picked.append(found[0])
@@ -499,11 +571,15 @@ class Convolution(_FeatureMapLayer):
     input's channel axis and of new spatial axes ``<name>_R`` ... (with the
     input's roles), in the (out, in - 1) convention of Affine's weight.
     The bias is per output channel; batch_norm uses per-channel statistics.
+
+    As in Nervana Graph v0.4, a 2-d filter may be given as (R=S, K), and the
+    arguments come in v0.4's order: ``Convolution(fshape, filter_init,
+    strides, padding, bias_init, activation, batch_norm)``; `dilation` follows.
     """
 
     def __init__(self, filter_shape, filter_init: InitialValue, strides=1, padding=0,
-                 dilation=1, bias_init: InitialValue = None, activation: ActivationLike = None,
-                 batch_norm: bool = False, name: Optional[str] = None):
+                 bias_init: InitialValue = None, activation: ActivationLike = None,
+                 batch_norm: bool = False, dilation=1, name: Optional[str] = None):
         super().__init__(name)
         if filter_init is None:
             raise self._fail(LayerError, "needs filter_init=")
@@ -518,11 +594,15 @@ class Convolution(_FeatureMapLayer):
         shape = self.filter_shape
         if isinstance(shape, dict):
             missing = [k for k in letters + ["K"] if k not in shape]
-            if missing:
-                raise self._fail(LayerError, f"filter_shape {shape} lacks {missing} for an input "
-                                             f"with spatial roles {tuple(roles)}")
+            absent = {k: v for k, v in shape.items() if k not in letters + ["K"] and v != 1}
+            if missing or absent:
+                raise self._fail(LayerError, f"filter_shape {shape} lacks {missing} or sizes "
+                                             f"dims {absent} that an input with spatial roles "
+                                             f"{tuple(roles)} does not have")
             return tuple(int(shape[k]) for k in letters), int(shape["K"])
         shape = tuple(int(n) for n in shape)
+        if len(shape) == 2 and len(letters) == 2:  # v0.4's (R = S, K)
+            shape = (shape[0],) + shape
         if len(shape) != len(letters) + 1:
             raise self._fail(LayerError, f"filter_shape {shape} needs {len(letters) + 1} values "
                                          f"({', '.join(letters)}, K) for an input with spatial "
@@ -579,6 +659,17 @@ class Convolution(_FeatureMapLayer):
         return self.batch_norm.updates if self.batch_norm is not None else []
 
 
+class Conv2D(Convolution):
+    """Nervana Graph v0.4's Conv2D: a Convolution taking ``(fshape, init, strides,
+    padding, activation)`` in that order, without a bias unless `bias_init` is given."""
+
+    def __init__(self, fshape, init: InitialValue, strides=1, padding=0,
+                 activation: ActivationLike = None, dilation=1, bias_init: InitialValue = None,
+                 batch_norm: bool = False, name: Optional[str] = None):
+        super().__init__(fshape, init, strides, padding, bias_init, activation, batch_norm,
+                         dilation, name)
+
+
 class Pooling(_FeatureMapLayer):
     """Max or average pooling over the spatial axes of a feature map (no variables).
 
@@ -607,6 +698,38 @@ class Pooling(_FeatureMapLayer):
         return self._remember(layout, y)
 
 
+#: Pool2D's 4-value fshape: channels (crossmap), depth, height, width.
+POOL2D_DIMS = ("J", "T", "R", "S")
+
+
+class Pool2D(Pooling):
+    """Nervana Graph v0.4's Pool2D(fshape, strides=1, padding=0, op='max').
+
+    `fshape` is an int (a square window), (R, S), (J, T, R, S) or a dict with
+    those keys; `strides` and `padding` are ints or dicts (str_h, pad_w, ...).
+    Unlike Pooling, strides default to 1 (overlapping windows), as in v0.4.
+    Pooling across channels (J, str_c, pad_c) is refused, as ``ng.pooling`` does.
+    """
+
+    def __init__(self, fshape, strides=1, padding=0, op: str = "max",
+                 name: Optional[str] = None):
+        if isinstance(fshape, int):
+            fshape = (fshape, fshape)
+        if not isinstance(fshape, dict):
+            fshape = tuple(fshape)
+            if len(fshape) not in (2, len(POOL2D_DIMS)):
+                raise LayerError(f"Pool2D: fshape {fshape} must be an int, (R, S), (J, T, R, S) "
+                                 f"or a dict", user_location())
+            fshape = dict(zip(POOL2D_DIMS[-len(fshape):], fshape))
+        crossmap = {"J": fshape.get("J", 1)}
+        for key, given in (("str_c", strides), ("pad_c", padding)):
+            if isinstance(given, dict) and key in given:
+                crossmap[key] = given[key]
+        pooling_ops.refuse_crossmap(crossmap)
+        super().__init__({k: v for k, v in fshape.items() if k != "J"}, strides, padding, op,
+                         name)
+
+
 # -- recurrent layers ------------------------------------------------------------------------
 
 State = Union[Op, Tuple[Op, ...], None]
@@ -621,16 +744,21 @@ class _RecurrentLayer(Layer):
     step is sliced out (ng.slice_along_axis), the cell is applied, and the
     outputs are stacked back along the same REC axis (ng.stack). The initial
     state is zero; a zero state's terms (U h_0, f * c_0) are simply left out.
+
+    Arguments come in Nervana Graph v0.4's order, `reset_cells` included; v0.4
+    learned an initial state when it was False, axgraph always starts from zero.
     """
 
     #: Names of the gates; each has its own W, U and b.
     gates: ClassVar[Tuple[str, ...]] = ()
 
     def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
-                 activation: ActivationLike = None, bias_init: InitialValue = 0.0,
+                 activation: ActivationLike = None, reset_cells: bool = False,
                  return_sequence: bool = True, backward: bool = False,
-                 axis_name: Optional[str] = None, name: Optional[str] = None):
+                 bias_init: InitialValue = 0.0, axis_name: Optional[str] = None,
+                 name: Optional[str] = None):
         super().__init__(name)
+        self.reset_cells = bool(reset_cells)
         if init is None:
             raise self._fail(LayerError, "needs init= (the input weight initializer)")
         self.axes = _new_axes(self, nout, None, axis_name or f"{self.name}_hidden")
@@ -715,11 +843,11 @@ class _GatedLayer(_RecurrentLayer):
 
     def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
                  activation: ActivationLike = None, gate_activation: ActivationLike = None,
-                 bias_init: InitialValue = 0.0, return_sequence: bool = True,
-                 backward: bool = False, axis_name: Optional[str] = None,
-                 name: Optional[str] = None):
-        super().__init__(nout, init, init_inner, activation, bias_init, return_sequence,
-                         backward, axis_name, name)
+                 reset_cells: bool = False, return_sequence: bool = True,
+                 backward: bool = False, bias_init: InitialValue = 0.0,
+                 axis_name: Optional[str] = None, name: Optional[str] = None):
+        super().__init__(nout, init, init_inner, activation, reset_cells, return_sequence,
+                         backward, bias_init, axis_name, name)
         self.gate_activation = get_activation(gate_activation, Logistic())
 
 
@@ -782,18 +910,18 @@ class BiRNN(Layer):
     """
 
     def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
-                 activation: ActivationLike = None, bias_init: InitialValue = 0.0,
+                 activation: ActivationLike = None, reset_cells: bool = False,
                  return_sequence: bool = True, sum_out: bool = False, concat_out: bool = False,
-                 cell: Optional[Callable[..., _RecurrentLayer]] = None, name: Optional[str] = None,
-                 **cell_options):
+                 bias_init: InitialValue = 0.0, cell: Optional[Callable[..., _RecurrentLayer]] = None,
+                 name: Optional[str] = None, **cell_options):
         super().__init__(name)
         if sum_out and concat_out:
             raise self._fail(LayerError, "sum_out and concat_out exclude each other")
         cell = Recurrent if cell is None else cell
         self.sum_out, self.concat_out = sum_out, concat_out
         self.fwd_rnn, self.bwd_rnn = (
-            cell(nout, init, init_inner, activation=activation, bias_init=bias_init,
-                 return_sequence=return_sequence, backward=backward,
+            cell(nout, init, init_inner, activation=activation, reset_cells=reset_cells,
+                 bias_init=bias_init, return_sequence=return_sequence, backward=backward,
                  axis_name=f"{self.name}_hidden", name=f"{self.name}_{direction}", **cell_options)
             for direction, backward in (("fwd", False), ("bwd", True))
         )

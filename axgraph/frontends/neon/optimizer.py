@@ -27,20 +27,30 @@ it does, in order:
 All of it is built inside ``ng.Op.saved_user_deps()``, so the updates run only
 in computations that name the update op, never as a side effect of others.
 
-A cost with axes (one value per example) is averaged over all its axes first.
+The cost. A cost with axes is summed over all of them and divided by the
+length of its batch axis (1 without one), as Nervana Graph v0.4 did: a cost
+per example gives the batch mean, and a cost per example and time step (axes
+REC, N) gives the batch mean of the sum over time, so its steps are T times
+those of the mean over every element. A scalar cost is used as it is.
+
+Signatures follow Nervana Graph v0.4, whose programs pass these arguments by
+position: ``GradientDescentMomentum(learning_rate, momentum_coef,
+stochastic_round, wdecay, ...)`` and ``RMSProp(decay_rate, learning_rate,
+epsilon, ...)``; Adam and Adagrad (not in v0.4) take ngraph's later order.
+Weight decay comes last where v0.4 had none.
 """
 from __future__ import annotations
 
 import abc
 
 import numbers
-from typing import Dict, List, Optional, Sequence, cast, overload
+from typing import Dict, List, Optional, Sequence, cast
 
 import numpy as np
 
 from ... import autodiff
 from ...debug_info import user_location
-from ...errors import DTypeError, GraphError
+from ...errors import AxgraphError, DTypeError, GraphError
 from ...op_graph import control, elementwise as ew, nn, reductions as red
 from ...op_graph.op import Op, as_op
 from ...op_graph.tensors import AssignableTensorOp, constant, persistent_tensor
@@ -185,17 +195,26 @@ class ExpSchedule(Schedule):
 # -- the optimizer driver -----------------------------------------------------------
 
 
-@overload
-def _check_nonnegative(name: str, value: None) -> None: ...
-@overload
-def _check_nonnegative(name: str, value: float) -> float: ...
+class OptimizerError(AxgraphError, ValueError):
+    """An optimizer setting that cannot work (a negative rate, stochastic rounding, ...)."""
+
+
 def _check_nonnegative(name: str, value) -> Optional[float]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real) \
             or not value >= 0:  # type: ignore[operator]  # typeshed's Real declares no >=
-        raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+        raise OptimizerError(f"{name} must be a non-negative number, got {value!r}",
+                             user_location())
     return float(value)
+
+
+def _reduced_cost(cost: Op) -> Op:
+    """The scalar to differentiate: sum over all axes / batch length (v0.4's rule)."""
+    if not cost.axes:
+        return cost
+    total = red.sum(cost, out_axes=())
+    return total / red.batch_size(cost, dtype=total.dtype)
 
 
 class Optimizer(abc.ABC):
@@ -209,8 +228,9 @@ class Optimizer(abc.ABC):
     def __init__(self, learning_rate: float, wdecay: float = 0.0,
                  gradient_clip_norm: Optional[float] = None,
                  gradient_clip_value: Optional[float] = None,
-                 schedule: Optional[Schedule] = None):
-        self.learning_rate = _check_nonnegative("learning_rate", learning_rate)
+                 schedule: Optional[Schedule] = None, name: Optional[str] = None):
+        self.name = name if name is not None else type(self).__name__
+        self.learning_rate: float = _check_nonnegative("learning_rate", learning_rate) or 0.0
         self.wdecay = _check_nonnegative("wdecay", wdecay)
         self.gradient_clip_norm = _check_nonnegative("gradient_clip_norm", gradient_clip_norm)
         self.gradient_clip_value = _check_nonnegative("gradient_clip_value", gradient_clip_value)
@@ -222,13 +242,12 @@ class Optimizer(abc.ABC):
         """One op, without a value, that performs a training step on `variables`."""
         cost = as_op(cost)
         with Op.saved_user_deps():
-            if cost.axes:
-                cost = red.mean(cost, out_axes=())
+            cost = _reduced_cost(cost)
             variables = _checked_variables(cost, variables)
             dtype = np.result_type(*[v.dtype for v in variables])
             gradients = autodiff.deriv_many(cost, variables)
             iteration = persistent_tensor((), dtype=np.int32, initial_value=0,
-                                          name=f"{type(self).__name__}_iteration")
+                                          name=f"{self.name}_iteration")
             rate = self.schedule.get_learning_rate(self.learning_rate, iteration, dtype)
             step_number = _as_float(iteration + 1, dtype)
             effective = self._effective_gradients(variables, gradients)
@@ -238,7 +257,7 @@ class Optimizer(abc.ABC):
                 updates.extend(self._updates(variable, gradient, rate, shared))
             increment = control.assign(iteration, iteration + 1)
             step = control.doall([cost, *effective, *updates, increment],
-                                 name=f"{type(self).__name__}_step")
+                                 name=f"{self.name}_step")
         self.iteration, self.learning_rate_op = iteration, rate
         return step
 
@@ -312,13 +331,20 @@ class GradientDescentMomentum(Optimizer):
         theta' = theta + v'                      (nesterov=False)
         theta' = theta + mu * v' - alpha * g     (nesterov=True)
 
-    The velocity v starts at 0.
+    The velocity v starts at 0. `stochastic_round` (v0.4's third argument) must
+    stay False: rounding to reduced precision is not implemented.
     """
 
-    def __init__(self, learning_rate: float, momentum_coef: float = 0.0, wdecay: float = 0.0,
-                 nesterov: bool = False, gradient_clip_norm: Optional[float] = None,
-                 gradient_clip_value: Optional[float] = None, schedule: Optional[Schedule] = None):
-        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule)
+    def __init__(self, learning_rate: float, momentum_coef: float = 0.0,
+                 stochastic_round: bool = False, wdecay: float = 0.0,
+                 gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
+                 schedule: Optional[Schedule] = None, nesterov: bool = False):
+        if stochastic_round:
+            raise OptimizerError(f"GradientDescentMomentum: stochastic_round={stochastic_round!r} "
+                                 f"is not supported (axgraph rounds to nearest)", user_location())
+        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule,
+                         name)
         self.momentum_coef = _check_nonnegative("momentum_coef", momentum_coef)
         self.nesterov = bool(nesterov)
 
@@ -341,16 +367,19 @@ class RMSProp(Optimizer):
         mu' = lambda * mu + (1 - lambda) * g**2
         theta' = theta - alpha * g / (sqrt(mu' + epsilon) + epsilon)
 
-    mu starts at 0, as in neon.
+    mu starts at 0, as in neon. The arguments come in v0.4's order:
+    ``RMSProp(0.95, 2e-3)`` is decay_rate 0.95, learning rate 0.002.
     """
 
-    def __init__(self, learning_rate: float = 1e-3, decay_rate: float = 0.9,
-                 epsilon: float = 1e-6, wdecay: float = 0.0,
-                 gradient_clip_norm: Optional[float] = None,
-                 gradient_clip_value: Optional[float] = None, schedule: Optional[Schedule] = None):
-        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule)
+    def __init__(self, decay_rate: float = 0.95, learning_rate: float = 2e-3,
+                 epsilon: float = 1e-6, gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
+                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0):
+        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule,
+                         name)
         if not 0.0 <= decay_rate <= 1.0:
-            raise ValueError(f"RMSProp decay_rate must lie in [0, 1], got {decay_rate}")
+            raise OptimizerError(f"RMSProp decay_rate must lie in [0, 1], got {decay_rate}",
+                                 user_location())
         self.decay_rate = float(decay_rate)
         self.epsilon = _check_nonnegative("epsilon", epsilon)
 
@@ -378,13 +407,15 @@ class Adam(Optimizer):
     """
 
     def __init__(self, learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.999,
-                 epsilon: float = 1e-8, wdecay: float = 0.0,
-                 gradient_clip_norm: Optional[float] = None,
-                 gradient_clip_value: Optional[float] = None, schedule: Optional[Schedule] = None):
-        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule)
-        for name, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
+                 epsilon: float = 1e-8, gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
+                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0):
+        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule,
+                         name)
+        for which, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
             if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Adam {name} must lie in [0, 1), got {beta}")
+                raise OptimizerError(f"Adam {which} must lie in [0, 1), got {beta}",
+                                     user_location())
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon = _check_nonnegative("epsilon", epsilon)
 
@@ -413,10 +444,12 @@ class Adagrad(Optimizer):
     G starts at 0.
     """
 
-    def __init__(self, learning_rate: float = 0.01, epsilon: float = 1e-8, wdecay: float = 0.0,
+    def __init__(self, learning_rate: float = 0.01, epsilon: float = 1e-8,
                  gradient_clip_norm: Optional[float] = None,
-                 gradient_clip_value: Optional[float] = None, schedule: Optional[Schedule] = None):
-        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule)
+                 gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
+                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0):
+        super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule,
+                         name)
         self.epsilon = _check_nonnegative("epsilon", epsilon)
 
     def _updates(self, variable, grad, rate, shared):
@@ -427,4 +460,4 @@ class Adagrad(Optimizer):
 
 
 __all__ = ["Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum", "Optimizer",
-           "PowerSchedule", "RMSProp", "Schedule", "StepSchedule"]
+           "OptimizerError", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule"]
