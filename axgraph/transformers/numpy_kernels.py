@@ -226,9 +226,13 @@ def _read_tensor(op, ctx):
 
 
 @kernel(InitializeOp)
-def _initialize(op, ctx):
+def _initialize(op, ctx, *computed):
     tensor = op.tensor
-    ctx.write(tensor, tensor.initial_array(ctx.lengths(tensor.axes, tensor)))
+    lengths = ctx.lengths(tensor.axes, tensor)
+    if computed:  # the initial value was given as an op: its value, placed
+        ctx.write(tensor, tensor.array_from_initial_op(computed[0], lengths))
+    else:
+        ctx.write(tensor, tensor.initial_array(lengths))
 
 
 @kernel(control.AssignOp)
