@@ -13,7 +13,7 @@ import numpy as np
 
 from ..axes import Axes
 from ..errors import ExecutionError
-from ..op_graph import control, dot, elementwise as ew, nn, random, reductions as red
+from ..op_graph import control, debug, dot, elementwise as ew, nn, random, reductions as red
 from ..op_graph import shape_ops as so
 from ..op_graph.tensors import AssignableTensorOp, InitializeOp
 
@@ -270,6 +270,14 @@ def _do_all(op, ctx, *values):
 @kernel(control.ValueOfOp)
 def _value_of(op, ctx, x):
     return np.array(x, copy=True)
+
+
+@kernel(debug.PrintOp)
+def _print(op, ctx, x):
+    from ..core.host import print_value  # the text every backend prints
+
+    print_value(op.prefix, x)
+    return x
 
 
 def find_kernel(op_class: type) -> Kernel:
