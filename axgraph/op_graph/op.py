@@ -25,7 +25,7 @@ import numpy as np
 from ..axes import Axes, AxesLike
 from ..debug_info import DebugInfo, user_location
 from ..dtypes import as_dtype
-from ..errors import AxgraphError
+from ..errors import AxgraphError, DTypeError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
 
@@ -130,6 +130,11 @@ class Op(NameableValue, DebugInfo):
         """(file, line) of the user code that created this op."""
         return self._location
 
+    def named(self, name: str) -> "Op":
+        """Set the name and return this op, for chaining (`ng.variable(...).named("w")`)."""
+        self.name = name
+        return self
+
     def error(self, error_class, message: str) -> AxgraphError:
         """An `error_class` naming this op and where the user created it."""
         return error_class(f"{self.name}: {message}", self._location)
@@ -229,10 +234,14 @@ def as_op(value) -> Op:
         return scalar_constant(value)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         return scalar_constant(value.item())
-    raise TypeError(
-        f"cannot use {type(value).__name__} {value!r} as a tensor; wrap arrays with "
-        f"ng.constant(array, axes) so that their axes are named"
-    )
+    raise DTypeError(
+        f"cannot use {type(value).__name__} {value!r:.60} as a tensor; wrap arrays with "
+        f"ng.constant(array, axes) so that their axes are named", user_location())
+
+
+def as_ops(values: Iterable) -> Tuple[Op, ...]:
+    """`as_op` of each of `values`, as a tuple."""
+    return tuple(as_op(value) for value in values)
 
 
 def upstream_ops(roots: Iterable[Op], include_control: bool = False) -> List[Op]:
