@@ -12,8 +12,10 @@ from .errors import (AxesError, AxgraphError, AxgraphTypeError, AxgraphValueErro
                      GraphError, IncompatibleAxesError, NotDifferentiableError,
                      SerializationError, ShapeError, TransformerClosedError, UnmatchedAxesError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
-from .op_graph.convolution import convolution, deconvolution
+from .op_graph.convolution import convolution, deconvolution, spatial_axis
+from .op_graph.debug import PrintOp
 from .op_graph.dot import dot
+from .op_graph.fills import fill, init_tensor
 from .op_graph.lookup import lookuptable
 from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, floor, greater, greater_equal,
                                    less, less_equal, log, maximum, minimum, multiply, negative,
@@ -21,15 +23,16 @@ from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, floor
                                    square, stop_gradient, subtract, tanh)
 from .op_graph.nn import (cross_entropy_binary, cross_entropy_binary_inner, cross_entropy_multi,
                           dropout, moments, one_hot, sigmoid, softmax, squared_L2)
-from .op_graph.op import Op
+from .op_graph.op import Op, as_op, as_ops
 from .op_graph.pooling import pooling
 from .op_graph.random import normal, set_random_seed, uniform
 from .op_graph.reductions import (argmax, argmin, batch_size, max, mean, min, prod, sum,
                                   tensor_size, variance)
 from .op_graph.shape_ops import (axes_with_order, broadcast, cast_axes, concat_along_axis,
-                                 flatten, flatten_at, pad, slice_along_axis, stack, tensor_slice,
-                                 unflatten)
-from .op_graph.tensors import (AssignableTensorOp, constant, persistent_tensor, placeholder,
+                                 dimshuffle, expand_dims, flatten, flatten_at, pad,
+                                 slice_along_axis, stack, tensor_slice, unflatten)
+from .op_graph.tensors import (AssignableTensorOp, constant, constant_storage, constant_value,
+                               is_constant, is_constant_scalar, persistent_tensor, placeholder,
                                temporary, variable)
 from .transformers import make_transformer, transformer_choices
 from .transformers.nptransform import NumPyTransformer
@@ -37,31 +40,34 @@ from .transformers.nptransform import NumPyTransformer
 __version__ = "0.1.0"
 
 __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "NameScope",
-           "PaddedAxis", "SlicedAxis", "get_current_name_scope", "name_scope", "with_name_scope",
-           "axis",
-           "make_axes", "make_axis", "make_axis_role", "make_name_scope", "AxesError",
-           "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError", "DTypeError", "DuplicateAxisError", "ExecutionError",
-           "FeedError", "GraphError", "IncompatibleAxesError", "NotDifferentiableError",
-           "SerializationError", "ShapeError", "TransformerClosedError", "UnmatchedAxesError",
-           "AssignOp", "SetItem", "assign", "doall", "sequential", "set_item", "value_of",
-           "convolution", "deconvolution", "dot", "lookuptable", "absolute", "add", "cos", "divide",
-           "equal", "exp", "floor", "greater", "greater_equal", "less", "less_equal", "log",
-           "maximum", "minimum", "multiply", "negative", "not_equal", "power", "reciprocal", "relu",
-           "safelog", "sign", "sin", "sqrt", "square", "stop_gradient", "subtract", "tanh",
-           "cross_entropy_binary", "cross_entropy_binary_inner", "cross_entropy_multi", "dropout",
-           "moments", "one_hot", "sigmoid", "softmax", "squared_L2", "Op", "pooling", "normal",
+           "PaddedAxis", "SlicedAxis", "axis", "get_current_name_scope", "make_axes", "make_axis",
+           "make_axis_role", "make_name_scope", "name_scope", "with_name_scope", "AxesError",
+           "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError",
+           "DTypeError", "DuplicateAxisError", "ExecutionError", "FeedError", "GraphError",
+           "IncompatibleAxesError", "NotDifferentiableError", "SerializationError", "ShapeError",
+           "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem", "assign",
+           "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",
+           "spatial_axis", "PrintOp", "dot", "fill", "init_tensor", "lookuptable", "absolute",
+           "add", "cos", "divide", "equal", "exp", "floor", "greater", "greater_equal", "less",
+           "less_equal", "log", "maximum", "minimum", "multiply", "negative", "not_equal",
+           "power", "reciprocal", "relu", "safelog", "sign", "sin", "sqrt", "square",
+           "stop_gradient", "subtract", "tanh", "cross_entropy_binary",
+           "cross_entropy_binary_inner", "cross_entropy_multi", "dropout", "moments", "one_hot",
+           "sigmoid", "softmax", "squared_L2", "Op", "as_op", "as_ops", "pooling", "normal",
            "set_random_seed", "uniform", "argmax", "argmin", "batch_size", "max", "mean", "min",
            "prod", "sum", "tensor_size", "variance", "axes_with_order", "broadcast", "cast_axes",
-           "concat_along_axis", "flatten", "flatten_at", "pad", "slice_along_axis", "stack",
-           "tensor_slice", "unflatten", "AssignableTensorOp", "constant", "persistent_tensor",
-           "placeholder", "temporary", "variable", "make_transformer", "transformer_choices",
-           "NumPyTransformer"]
+           "concat_along_axis", "dimshuffle", "expand_dims", "flatten", "flatten_at", "pad",
+           "slice_along_axis", "stack", "tensor_slice", "unflatten", "AssignableTensorOp",
+           "constant", "constant_storage", "constant_value", "is_constant", "is_constant_scalar",
+           "persistent_tensor", "placeholder", "temporary", "variable", "make_transformer",
+           "transformer_choices", "NumPyTransformer"]
 
 
 def __getattr__(name: str):
-    # The strict core IR is imported on first use, so `import axgraph` stays light.
-    if name == "core":
+    # The strict core IR and the test helpers (`ng.testing`, as in Nervana Graph) are
+    # imported on first use, so `import axgraph` stays light.
+    if name in ("core", "testing"):
         import importlib
 
-        return importlib.import_module(".core", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'axgraph' has no attribute {name!r}")

@@ -17,7 +17,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from .debug_info import user_location
 from .errors import AxgraphTypeError, IncompatibleAxesError, NotDifferentiableError
-from .op_graph import control, convolution as conv, dot as dot_ops, elementwise as ew, lookup, nn
+from .op_graph import control, convolution as conv, debug, dot as dot_ops, elementwise as ew
+from .op_graph import lookup, nn
 from .op_graph import pooling, random, reductions as red
 from .op_graph import shape_ops as so
 from .op_graph.op import Op, as_op, upstream_ops
@@ -319,7 +320,7 @@ def _sequential(op, d):
     return [None] * (len(op.args) - 1) + [d]
 
 
-@adjoint(control.ValueOfOp)
+@adjoint(control.ValueOfOp, debug.PrintOp)
 def _value_of(op, d):
     return [d]
 

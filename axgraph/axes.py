@@ -651,6 +651,13 @@ class Axes:
         return tuple(a.name for a in self._axes)
 
     @property
+    def full_lengths(self) -> Tuple:
+        """Like `lengths`, but a FlattenedAxis gives the nested lengths of the axes it
+        stands for (Nervana Graph v0.4): `((2, 3), 4)` for a (2*3)-axis then a 4-axis."""
+        return tuple(a.axes.full_lengths if isinstance(a, FlattenedAxis) else a.length
+                     for a in self._axes)
+
+    @property
     def size(self):
         """Number of elements of a tensor with these axes (None if unknown)."""
         lengths = self.lengths

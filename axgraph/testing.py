@@ -171,13 +171,15 @@ def _factory() -> ExecutorFactory:
 
 def assert_allclose(actual, desired, rtol: Optional[float] = None, atol: Optional[float] = None,
                     err_msg: str = "") -> None:
-    """np.testing.assert_allclose with tolerances suited to the values' type.
+    """np.testing.assert_allclose with tolerances suited to the values' types.
 
-    The active transformer may state its own (`default_rtol`/`default_atol`),
-    for backends that reassociate floating-point sums.
+    The tolerance is the looser of the two arguments' types (a float32 result
+    against a float64 reference is held to float32's), so swapping the
+    arguments never changes the tolerance. The active transformer may state
+    its own (`default_rtol`/`default_atol`), for backends that reassociate
+    floating-point sums.
     """
-    dtype = np.result_type(np.asarray(actual).dtype, np.float16)
-    default_rtol, default_atol = TOLERANCES.get(np.dtype(dtype), (1e-5, 1e-6))
+    default_rtol, default_atol = np.max([_tolerance(actual), _tolerance(desired)], axis=0)
     if _active:
         transformer = _active[-1].transformer
         default_rtol = getattr(transformer, "default_rtol", default_rtol)
@@ -185,6 +187,12 @@ def assert_allclose(actual, desired, rtol: Optional[float] = None, atol: Optiona
     np.testing.assert_allclose(actual, desired,
                                rtol=default_rtol if rtol is None else rtol,
                                atol=default_atol if atol is None else atol, err_msg=err_msg)
+
+
+def _tolerance(value) -> tuple:
+    """(rtol, atol) for values of `value`'s type (ints and bools as floats they fit)."""
+    dtype = np.result_type(np.asarray(value).dtype, np.float16)
+    return TOLERANCES.get(np.dtype(dtype), (1e-5, 1e-6))
 
 
 class RandomTensorGenerator:

@@ -16,7 +16,7 @@ from .. import core
 from ..errors import FeedError
 from ..op_graph.op import Op
 from ..op_graph.tensors import AssignableTensorOp
-from . import nn_rules  # noqa: F401  (registers the nn rules)
+from . import debug_rules, nn_rules  # noqa: F401  (register the print and nn rules)
 from .context import LoweringContext
 from .rules import RULES, lower_op
 
@@ -71,7 +71,10 @@ def lower(ops: Sequence[Op], results: Sequence[Op]) -> LoweredComputation:
                and node is not ctx.state_parameters.get(tensor)]
     state_inputs = list(ctx.state_parameters)
     _check_bindable(ctx, [ctx.state_parameters[t] for t in state_inputs])
-    function = core.Function(result_nodes + [ctx.state[t] for t in written],
+    # The last host call (each reads the one before) is a result too, so that every
+    # print runs even when no result needs its value; it sits before the new state.
+    effects = ctx.effects[-1:]
+    function = core.Function(result_nodes + effects + [ctx.state[t] for t in written],
                              [ctx.state_parameters[t] for t in state_inputs])
     return LoweredComputation(function, state_inputs, positions, written)
 

@@ -31,6 +31,8 @@ class LoweringContext:
         #: The op being lowered, and the op that first needed each size variable.
         self.current_op: Optional[Op] = None
         self.symbol_origins: Dict[str, Tuple[Axis, Optional[Op]]] = {}
+        #: Host calls (prints) in program order, each reading the one before.
+        self.effects: List[core.Node] = []
 
     # -- dims --------------------------------------------------------------------------
     def dim(self, axis: Axis):

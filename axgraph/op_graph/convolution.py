@@ -11,11 +11,12 @@ Output spatial lengths follow the usual rule
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Tuple
 
-from ..axes import Axes, AxesLike, Axis, make_axis
-from ..errors import IncompatibleAxesError, UnmatchedAxesError
+from ..axes import Axes, AxesLike, Axis, AxisRole, make_axis
+from ..errors import AxisLengthError, IncompatibleAxesError, UnmatchedAxesError
 from .op import Op, as_op
 from .shape_ops import _fail
 
@@ -175,6 +176,55 @@ def conv_geometry(params: Optional[Dict], spatial_roles: Sequence[str], padding=
         raise _fail(IncompatibleAxesError, f"convolution geometry {result} is invalid: strides and "
                                            f"dilation must be >= 1, padding >= 0")
     return ConvGeometry(**result)
+
+
+def spatial_axis(axes, filter, padding: int, stride: int, role: AxisRole) -> Axis:
+    """The output axis of a convolution or pooling along the input axis with `role`
+    (Nervana Graph v0.4, for building a layer's output axes ahead of the op).
+
+    `axes` are the input's (or an op, for its axes); the one axis among them with
+    role `role` is the input axis. `filter` is the window's length along it: an
+    int, or the filter's axes (or an op) whose axis with `role` gives it. The
+    new axis has length ``(in + 2 * padding - filter) // stride + 1``, the input
+    axis's roles, and the name the convolution gives its own outputs (M, P, Q
+    for depth, height, width; the input axis's name for other roles).
+    """
+    if not isinstance(role, AxisRole):
+        raise _fail(UnmatchedAxesError, f"spatial_axis: role must be an AxisRole, not {role!r:.60}")
+    source = _axis_with_role(axes, role, "input")
+    window = filter if _is_count(filter) else _axis_with_role(filter, role, "filter").length
+    checks = ((padding, "padding", 0), (stride, "stride", 1), (window, "filter", 1))
+    for value, what, least in checks:
+        if not _is_count(value) or value < least:
+            raise _fail(IncompatibleAxesError,
+                        f"spatial_axis {role.name}: {what} must be an int >= {least}, not "
+                        f"{value!r:.60}")
+    if source.length is None:
+        raise _fail(AxisLengthError, f"spatial_axis {role.name}: input axis {source.name} needs a "
+                                     f"length")
+    length = ConvGeometry((int(padding),), (int(stride),), (1,)).output_length(
+        0, source.length, int(window))
+    if length < 1:
+        raise _fail(IncompatibleAxesError,
+                    f"spatial_axis {role.name}: a window of {window} with padding {padding} does "
+                    f"not fit input axis {source.name} of length {source.length}")
+    name = OUTPUT_NAMES.get(role.name.lower(), source.name)
+    return make_axis(length=length, name=name, roles=source.roles)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _axis_with_role(axes, role: AxisRole, what: str) -> Axis:
+    """The one axis of `axes` (an op's, or Axes) that has `role` (matched by name)."""
+    axes = axes.axes if isinstance(axes, Op) else Axes(axes)
+    found = _by_role(axes, role.name.lower())
+    if found is None:
+        raise _fail(UnmatchedAxesError,
+                    f"spatial_axis: the {what} axes {axes} need exactly one axis with role "
+                    f"{role.name}")
+    return found
 
 
 def _check_spatial_match(what: str, x_layout: FeatureLayout, w_layout: FilterLayout) -> None:

@@ -380,6 +380,11 @@ def as_op(value) -> Op:
                            f"take tensors (ops) and numbers", user_location())
 
 
+def as_ops(values: Iterable) -> Tuple[Op, ...]:
+    """`as_op` of each of `values`, as a tuple."""
+    return tuple(as_op(value) for value in values)
+
+
 def upstream_ops(roots: Iterable[Op], include_control: bool = False) -> List[Op]:
     """Every op reachable from `roots` through args (and other_deps if asked)."""
     seen, order, stack = set(), [], list(roots)

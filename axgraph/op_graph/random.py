@@ -1,11 +1,16 @@
-"""Random tensors drawn afresh on every call, reproducible by seed."""
+"""Random tensors drawn afresh on every call, reproducible by seed.
+
+`uniform` and `normal` take axes, or (Nervana Graph v0.4) a tensor op: the
+draws then take its axes and dtype, and a stored tensor is filled with them.
+"""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
 from ..axes import AxesLike
+from .fills import refill
 from .op import Op
 
 _seed_source = np.random.SeedSequence(0)
@@ -45,13 +50,29 @@ class NormalOp(RandomOp):
         self.loc, self.scale = float(loc), float(scale)
 
 
-def uniform(axes: AxesLike, low: float = 0.0, high: float = 1.0, seed: Optional[int] = None,
-            dtype=None, name: Optional[str] = None) -> Op:
-    """New uniform samples in [low, high) on every call (reproducible by `seed`)."""
+def uniform(axes: Union[AxesLike, Op], low: float = 0.0, high: float = 1.0,
+            seed: Optional[int] = None, dtype=None, name: Optional[str] = None) -> Op:
+    """New uniform samples in [low, high) on every call (reproducible by `seed`).
+
+    `axes` may be a tensor op instead (Nervana Graph v0.4 `uniform(x, low, high)`):
+    the samples take its axes and dtype, and a stored tensor (a variable,
+    persistent tensor or placeholder) is filled with them, the result being
+    its new value.
+    """
+    if isinstance(axes, Op):
+        draw = UniformOp(axes.axes, low, high, seed=seed, dtype=dtype or axes.dtype)
+        return refill(axes, draw, name)
     return UniformOp(axes, low, high, seed=seed, dtype=dtype, name=name)
 
 
-def normal(axes: AxesLike, loc: float = 0.0, scale: float = 1.0, seed: Optional[int] = None,
-           dtype=None, name: Optional[str] = None) -> Op:
-    """New normal samples of mean `loc`, std `scale` on every call."""
+def normal(axes: Union[AxesLike, Op], loc: float = 0.0, scale: float = 1.0,
+           seed: Optional[int] = None, dtype=None, name: Optional[str] = None) -> Op:
+    """New normal samples of mean `loc`, std `scale` on every call.
+
+    Like `uniform`, it also takes a tensor op, whose axes and dtype the samples
+    take and which, when stored, it fills.
+    """
+    if isinstance(axes, Op):
+        draw = NormalOp(axes.axes, loc, scale, seed=seed, dtype=dtype or axes.dtype)
+        return refill(axes, draw, name)
     return NormalOp(axes, loc, scale, seed=seed, dtype=dtype, name=name)

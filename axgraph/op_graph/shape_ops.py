@@ -12,7 +12,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 from ..axes import Axes, AxesLike, Axis, FlattenedAxis, PaddedAxis, SlicedAxis, make_axis
 from ..debug_info import user_location
-from ..errors import (AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
+from ..errors import (AxesError, AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
                       UnmatchedAxesError)
 from .op import Op, as_op
 
@@ -121,6 +121,8 @@ class SliceAdjointOp(Op):
 
 
 def _normalized_slices(x: Op, slices) -> Tuple[Index, ...]:
+    if isinstance(slices, list):  # Nervana Graph passed one entry per axis as a list
+        slices = tuple(slices)
     if not isinstance(slices, tuple):
         slices = (slices,)
     if any(item is Ellipsis for item in slices):
@@ -241,6 +243,27 @@ def broadcast(x, axes: AxesLike, name: Optional[str] = None) -> Op:
     return BroadcastOp(x, axes, name=name)
 
 
+def expand_dims(x, axis: Axis, dim: int, name: Optional[str] = None) -> Op:
+    """x with `axis` inserted at position `dim` of its axes, its values repeated along it
+    (Nervana Graph v0.4); x itself when it already has `axis`.
+
+    `dim` counts like a list index: 0 puts the axis first, len(x.axes) last,
+    and a negative dim counts from the end (-1 puts it before the last axis).
+    """
+    x = as_op(x)
+    if not isinstance(axis, Axis):
+        raise _fail(AxesError, f"expand_dims: axis must be an Axis, not {axis!r:.60}")
+    if axis in x.axes:
+        return x
+    rank = len(x.axes)
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or not -rank <= dim <= rank:
+        raise _fail(IncompatibleAxesError,
+                    f"expand_dims of {x.name} {x.axes}: position {dim!r} is not an int from "
+                    f"{-rank} to {rank}")
+    axes = list(x.axes)
+    return broadcast(x, Axes(axes[:dim] + [axis] + axes[dim:]), name=name)
+
+
 def cast_axes(x, axes: AxesLike, name: Optional[str] = None) -> Op:
     """Relabel x's axes, position by position, with axes of the same lengths."""
     return AxesCastOp(x, axes, name=name)
@@ -252,6 +275,11 @@ def axes_with_order(x, axes: AxesLike, name: Optional[str] = None) -> Op:
     if axes == x.axes:
         return x
     return ReorderAxes(x, axes, name=name)
+
+
+def dimshuffle(x, axes: AxesLike, name: Optional[str] = None) -> Op:
+    """x with its axes in the order `axes` gives (Nervana Graph's name for axes_with_order)."""
+    return axes_with_order(x, axes, name=name)
 
 
 def flatten(x, axes: AxesLike = None, name: Optional[str] = None) -> Op:

@@ -11,20 +11,28 @@ ng.persistent_tensor   False     True        False      False
 ng.variable            False     True        True       False
 ng.temporary           False     False       False      False
 =====================  ========  ==========  =========  =====
+
+An initial value is a number, an array, a callable `f(axes) -> array`, or an
+op computable at initialization (Nervana Graph v0.4 assigned the op as the
+tensor's initializer): constants, random draws and stored tensors that have
+initial values of their own, combined by any ops. Such an op is computed when
+the tensor is initialized; the stored tensors it reads are initialized first,
+and it sees their values at that moment.
 """
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Optional, Union
+from typing import Callable, Iterable, List, Optional, Union
 
 import numpy as np
 
 from ..axes import Axes, AxesLike, make_axis
+from ..debug_info import user_location
 from ..dtypes import cast
-from ..errors import AxisLengthError, DTypeError, GraphError
-from .op import Op
+from ..errors import AxisLengthError, DTypeError, FeedError, GraphError, IncompatibleAxesError
+from .op import Op, upstream_ops
 
-InitialValue = Union[None, int, float, bool, np.ndarray, Callable[[Axes], object]]
+InitialValue = Union[None, int, float, bool, np.ndarray, Callable[[Axes], object], Op]
 
 
 class AssignableTensorOp(Op):
@@ -55,6 +63,11 @@ class AssignableTensorOp(Op):
         if initial_value is not None:
             self.initializers.add(InitializeOp(self))
 
+    @property
+    def initial_value_op(self) -> Optional[Op]:
+        """The op computing the initial value, when one was given (else None)."""
+        return self.initial_value if isinstance(self.initial_value, Op) else None
+
     def _name_prefix(self) -> str:
         if self.constant:
             return "constant"
@@ -77,8 +90,15 @@ class AssignableTensorOp(Op):
         return np.broadcast_to(self.initial_value, self.axes.lengths)
 
     def initial_array(self, lengths) -> np.ndarray:
-        """The initial value as an array of `lengths` (callables are called now)."""
+        """The initial value as an array of `lengths` (callables are called now).
+
+        Not for an initial value given as an op: that is computed by the
+        transformer and placed with `array_from_initial_op`.
+        """
         value = self.initial_value
+        if isinstance(value, Op):
+            raise self.error(GraphError, f"the initial value {value.name} is an op; a "
+                                         f"transformer computes it")
         if callable(value):  # called with the axes, or with nothing (Nervana Graph v0.4)
             value = value() if _takes_no_arguments(value) else value(self.axes)
             if isinstance(value, Op):
@@ -93,14 +113,27 @@ class AssignableTensorOp(Op):
             )
         return array.copy()
 
+    def array_from_initial_op(self, value: np.ndarray, lengths) -> np.ndarray:
+        """The tensor's initial array from its initial-value op's computed `value`
+        (in that op's axis order): put in the tensor's axis order, repeated over the
+        tensor's axes the op lacks, converted to the tensor's dtype."""
+        source = self.initial_value.axes
+        value = np.transpose(np.asarray(value), [source.index(a) for a in self.axes if a in source])
+        kept = tuple(n if a in source else 1 for a, n in zip(self.axes, lengths))
+        return np.array(np.broadcast_to(value.reshape(kept), tuple(lengths)), dtype=self.dtype)
+
 
 class InitializeOp(Op):
-    """Writes a tensor's initial value; lives in the tensor's `initializers`."""
+    """Writes a tensor's initial value; lives in the tensor's `initializers`.
+
+    For an initial value given as an op, that op is this op's one arg.
+    """
 
     is_tensor_op = False
 
     def __init__(self, tensor: AssignableTensorOp):
-        super().__init__(name=f"init_{tensor.name}")
+        value = tensor.initial_value_op
+        super().__init__(*([] if value is None else [value]), name=f"init_{tensor.name}")
         self.tensor = tensor
 
 
@@ -111,11 +144,87 @@ def _takes_no_arguments(function: Callable) -> bool:
         return False
 
 
+def initialization_order(tensors: Iterable[AssignableTensorOp],
+                         initialized) -> List[AssignableTensorOp]:
+    """`tensors` and the stored tensors their initial-value ops read, each after what
+    it reads, leaving out those in `initialized` (their values already exist)."""
+    order: List[AssignableTensorOp] = []
+    seen = set()
+
+    def visit(tensor: AssignableTensorOp) -> None:
+        if tensor in seen or tensor in initialized:
+            return
+        seen.add(tensor)
+        for read in stored_reads(tensor.initial_value_op):
+            visit(read)
+        order.append(tensor)
+
+    for tensor in tensors:
+        visit(tensor)
+    return order
+
+
+def stored_reads(value: Optional[Op]) -> List[AssignableTensorOp]:
+    """The stored tensors computing `value` reads (none for None), in creation order."""
+    if value is None:
+        return []
+    found = [op for op in upstream_ops([value]) if isinstance(op, AssignableTensorOp)]
+    return sorted(found, key=lambda op: op._serial)
+
+
+def _checked_initial_op(tensor: AssignableTensorOp, value: Op) -> Op:
+    """An initial value op must be computable before any computation runs."""
+    if tensor.constant:
+        raise tensor.error(GraphError, f"a constant's value must be a number or an array, not "
+                                       f"the op {value.name}; use ng.variable or "
+                                       f"ng.persistent_tensor for a value computed by ops")
+    if not value.is_tensor_op:
+        raise tensor.error(GraphError, f"initial_value {value.name} has no value (it is run for "
+                                       f"its effect)")
+    extra = value.axes - tensor.axes
+    if extra:
+        raise tensor.error(IncompatibleAxesError,
+                           f"initial_value {value.name} {value.axes} has axes {extra} that the "
+                           f"tensor {tensor.axes} lacks")
+    pending = list(value.user_deps) if value.is_assignable else []
+    for op in upstream_ops([value] + pending, include_control=True):
+        problem = _not_initializable(op)
+        if problem is not None:
+            error_class, reason = problem
+            raise tensor.error(error_class, f"initial_value {value.name} cannot be computed at "
+                                            f"initialization: {reason}")
+    return value
+
+
+def _not_initializable(op: Op):
+    """(error class, reason) when reading `op` keeps an initial value from being
+    computed at initialization, else None."""
+    where = f"(made at {op.location[0]}:{op.location[1]})"
+    if op.lvalue_args:
+        return GraphError, (f"it depends on {type(op).__name__} {op.name} {where}, which writes "
+                            f"{op.args[0].name}; initial values are computed before any "
+                            f"computation runs")
+    if not isinstance(op, AssignableTensorOp):
+        return None
+    if op.input:
+        return FeedError, (f"it reads placeholder {op.name} {where}, whose values exist only "
+                           f"during a call")
+    if not op.persistent:
+        return GraphError, (f"it reads temporary {op.name} {where}, whose value exists only "
+                            f"during a call")
+    if not op.constant and op.initial_value is None:
+        return GraphError, (f"it reads {op._name_prefix()} {op.name} {where}, which has no "
+                            f"initial value")
+    return None
+
+
 def _checked_initial_value(tensor: AssignableTensorOp, value: InitialValue):
-    if value is None or callable(value):
+    if value is None:
         return value
     if isinstance(value, Op):
-        raise tensor.error(GraphError, "initial_value must be a number, an array or a callable, not an op")
+        return _checked_initial_op(tensor, value)
+    if callable(value):
+        return value
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise tensor.error(DTypeError, f"initial_value of dtype {array.dtype} is not numeric")
@@ -167,6 +276,40 @@ def scalar_constant(value) -> AssignableTensorOp:
     op = AssignableTensorOp((), dtype=dtype, initial_value=value, constant=True)
     op.weak_dtype = True
     return op
+
+
+def constant_storage(axes: AxesLike, dtype=None, initial_value: InitialValue = None,
+                     name: Optional[str] = None) -> AssignableTensorOp:
+    """A constant with the given axes, holding `initial_value` (Nervana Graph v0.4).
+
+    Unlike `ng.constant`, the axes are required and the value may be a callable
+    `f(axes) -> array`, called when the constant is first needed.
+    """
+    if initial_value is None:
+        raise GraphError(f"constant_storage {Axes(axes)} needs an initial_value: nothing can "
+                         f"write a constant later", user_location())
+    return AssignableTensorOp(axes, dtype=dtype, initial_value=initial_value, constant=True,
+                              persistent=True, name=name)
+
+
+def is_constant(value) -> bool:
+    """True when `value` is a constant tensor op (ng.constant, ng.constant_storage)."""
+    return isinstance(value, AssignableTensorOp) and value.constant
+
+
+def is_constant_scalar(value) -> bool:
+    """True when `value` is a constant tensor op without axes."""
+    return is_constant(value) and not value.axes
+
+
+def constant_value(value) -> np.ndarray:
+    """The value of a constant tensor op, as an array in its axis order (a copy)."""
+    if not is_constant(value):
+        what = value.name if isinstance(value, Op) else f"{value!r:.60}"
+        raise GraphError(f"constant_value: {what} is not a constant tensor op", user_location())
+    if callable(value.initial_value):
+        return value.initial_array(value.axes.lengths)
+    return np.array(value.const)
 
 
 def placeholder(axes: AxesLike, dtype=None, initial_value: InitialValue = None,

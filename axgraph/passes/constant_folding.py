@@ -5,7 +5,8 @@ kernel (so folding can never disagree with execution) and replaced by a
 Constant holding the value. Rules that keep this safe and cheap:
 
 * never fold a random draw, a DimValue or a Parameter (they have no inputs,
-  and their values are not known now);
+  and their values are not known now), nor a host call (a print: running it
+  now would print at compile time, and folding it would drop it);
 * elementwise ops over *uniform* Constants (one value filling a shape) are
   computed on that one value and give a uniform Constant, whatever the
   shape: no array is materialized, and symbolic shapes fold too;
@@ -24,6 +25,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..core.function import Function
+from ..core.host import HostCall
 from ..core.interpreter import Context, find_kernel
 from ..core.node import Node, at_location
 from ..core.ops import (BinaryElementwise, Constant, Convert, Select, UnaryElementwise)
@@ -73,6 +75,8 @@ class ConstantFolding(Pass):
     def fold(self, node: Node) -> Optional[Constant]:
         """The Constant `node` evaluates to, or None when it must not be folded."""
         if not node.inputs or not all(isinstance(i, Constant) for i in node.inputs):
+            return None
+        if isinstance(node, HostCall):
             return None
         if not _numeric_kind(node.element_type.dtype):
             return None

@@ -6,7 +6,8 @@ by the earlier. Commutative ops compare their inputs as a set, so `a + b` and
 `b + a` merge too.
 
 Random draws are never merged: each is its own stream, and two draws of one
-distribution are two different values even with equal attributes.
+distribution are two different values even with equal attributes. Host calls
+(prints) are never merged either: each is an effect of its own.
 """
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from typing import Dict, Hashable, Tuple
 import numpy as np
 
 from ..core.function import Function
+from ..core.host import HostCall
 from ..core.node import Node
 from ..core.ops import (Add, And, Equal, Maximum, Minimum, Multiply, NotEqual, Or, Parameter,
                         RandomNormal, RandomUniform)
 from .manager import Pass
 
 COMMUTATIVE: Tuple[type, ...] = (Add, Multiply, Maximum, Minimum, Equal, NotEqual, And, Or)
-NEVER_MERGED: Tuple[type, ...] = (Parameter, RandomUniform, RandomNormal)
+NEVER_MERGED: Tuple[type, ...] = (Parameter, RandomUniform, RandomNormal, HostCall)
 
 
 def freeze(value) -> Hashable:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import threading
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeGuard
 
 import numpy as np
@@ -405,6 +406,8 @@ class Transformer(abc.ABC):
         #: The computations made by this transformer, in order.
         self.computations: List[Computation] = []
         self._lock = threading.RLock()
+        #: The computations made here and still alive (what `initialize` looks at).
+        self._computations: "weakref.WeakSet[Computation]" = weakref.WeakSet()
 
     def computation(self, results, *parameters) -> Computation:
         """A callable computing `results`; `parameters` are fed positionally."""
@@ -415,10 +418,44 @@ class Transformer(abc.ABC):
                     f"build computations", user_location())
             computation = self._make_computation(results, parameters)
             self.computations.append(computation)
+            self._computations.add(computation)
             return computation
 
     def _make_computation(self, results, parameters) -> Computation:
         return Computation(self, results, parameters)
+
+    def initialize(self) -> None:
+        """Give every stored tensor of this transformer's computations its initial value now.
+
+        Nervana Graph v0.4 ran all initializers before the first computation;
+        here each call initializes what it uses on first use, and `initialize()`
+        does it ahead of time, for the computations made so far: each variable,
+        persistent tensor, constant and placeholder default they use that has
+        not been initialized yet (with the stored tensors its initial-value op
+        reads, first). Tensors already initialized, or written by
+        `serialization.set_values`, keep their values: it never resets. Tensors
+        with an axis whose length comes from fed data wait for the first call
+        that binds it; temporaries are made per call. With nothing left to do
+        it does nothing.
+        """
+        with self._lock:
+            if self.closed:
+                raise TransformerClosedError(
+                    f"this {self.transformer_name} transformer is closed; make a new one",
+                    user_location())
+            bindings = LengthBindings()
+            pending = {tensor for computation in list(self._computations)
+                       for tensor in computation.persistent_tensors
+                       if tensor not in self.initialized
+                       and None not in (bindings.get(axis) for axis in tensor.axes)}
+            if pending:
+                self._initialize_tensors(sorted(pending, key=lambda t: t._serial), bindings)
+
+    @abc.abstractmethod
+    def _initialize_tensors(self, tensors: List[AssignableTensorOp],
+                            bindings: LengthBindings) -> None:
+        """Run the initializers of `tensors` (and of the stored tensors their initial
+        values read, first) and mark the persistent ones initialized."""
 
     @abc.abstractmethod
     def _run(self, computation: Computation, feeds: Dict[AssignableTensorOp, np.ndarray],
@@ -437,6 +474,7 @@ class Transformer(abc.ABC):
             self.state.clear()
             self.initialized.clear()
             self.computations.clear()
+            self._computations = weakref.WeakSet()
 
     def __enter__(self) -> "Transformer":
         return self

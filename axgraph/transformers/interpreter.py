@@ -14,7 +14,8 @@ import numpy as np
 from .. import core
 from ..lowering import LoweredComputation, lower
 from ..passes import PassManager, default_passes
-from ..op_graph.tensors import AssignableTensorOp
+from ..op_graph.schedule import schedule
+from ..op_graph.tensors import AssignableTensorOp, initialization_order
 from .base import Computation, LengthBindings, Transformer, check_readable
 
 
@@ -62,9 +63,9 @@ class InterpreterTransformer(Transformer):
         try:
             pending = [t for t in persistent if t not in self.initialized]
             if pending:
-                self._initialize(pending, bindings)
+                self._initialize_tensors(pending, bindings)
             if temporaries:
-                self._initialize(temporaries, bindings)
+                self._initialize_tensors(temporaries, bindings)
             if computation not in self._readable:
                 # Stored values only accumulate, so one successful check holds for later calls.
                 check_readable(computation.ops, computation.results, self.state)
@@ -87,14 +88,31 @@ class InterpreterTransformer(Transformer):
             for tensor in temporaries:
                 self.state.pop(tensor, None)
 
-    def _initialize(self, tensors: List[AssignableTensorOp], bindings: LengthBindings) -> None:
-        """Run the init Function: one Constant result per tensor with an initial value."""
-        valued = [t for t in tensors if t.initial_value is not None]
+    def _initialize_tensors(self, tensors: List[AssignableTensorOp],
+                            bindings: LengthBindings) -> None:
+        """Run the init Function (one Constant result per tensor with a host initial
+        value), then each initial-value op, lowered and run after what it reads."""
+        order = initialization_order(tensors, self.initialized)
+        valued = [t for t in order if t.initial_value is not None and t.initial_value_op is None]
         if valued:
             results = [_initial_node(t, bindings.lengths(t.axes, t)) for t in valued]
             values = core.compile(core.Function(results, []), "interpreter")()
             self.state.update(zip(valued, values))
-        self.initialized.update(t for t in tensors if t.persistent)
+        for tensor in order:
+            if tensor.initial_value_op is not None:
+                self.state[tensor] = self._computed_initial_value(tensor, bindings)
+        self.initialized.update(t for t in order if t.persistent)
+
+    def _computed_initial_value(self, tensor: AssignableTensorOp,
+                                bindings: LengthBindings) -> np.ndarray:
+        """The value of tensor's initial-value op, lowered and run on the core interpreter
+        over the current values of the stored tensors it reads."""
+        value_op = tensor.initial_value_op
+        assert value_op is not None  # only tensors initialized by an op come here
+        lowered = lower(schedule([value_op]), [value_op])
+        (value,) = core.compile(lowered.function, "interpreter")(
+            *[self.state[t] for t in lowered.state_inputs])[:1]
+        return tensor.array_from_initial_op(value, bindings.lengths(tensor.axes, tensor))
 
     def close(self) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ from ..errors import AxgraphError, AxisLengthError, ExecutionError
 from ..op_graph.op import Op
 from ..op_graph.random import RandomOp
 from ..op_graph.schedule import schedule
-from ..op_graph.tensors import AssignableTensorOp
+from ..op_graph.tensors import AssignableTensorOp, initialization_order
 from .base import Computation, LengthBindings, Transformer, check_readable, no_value_error
 from . import numpy_nn_kernels  # noqa: F401  (registers the nn kernels)
 from .numpy_kernels import run_kernel
@@ -100,10 +100,19 @@ class NumPyTransformer(Transformer):
                 self.state.pop(tensor, None)
 
     def _initialize(self, tensors: List[AssignableTensorOp], ctx: RunContext) -> None:
-        init_ops = [init for tensor in tensors for init in tensor.initializers]
+        # An initial-value op reads stored tensors when it runs: those not initialized
+        # yet come first in the order, and their initializers (made with them, so
+        # earlier) run before it in the schedule.
+        order = initialization_order(tensors, self.initialized)
+        init_ops = [init for tensor in order for init in tensor.initializers]
         if init_ops:
             self._execute(schedule(init_ops), ctx)
-        self.initialized.update(t for t in tensors if t.persistent)
+        self.initialized.update(t for t in order if t.persistent)
+
+    def _initialize_tensors(self, tensors: List[AssignableTensorOp],
+                            bindings: LengthBindings) -> None:
+        with np.errstate(all="ignore"):
+            self._initialize(tensors, RunContext(self, bindings, {}))
 
     def _execute(self, ops: List[Op], ctx: RunContext) -> Dict[Op, np.ndarray]:
         values: Dict[Op, np.ndarray] = {}

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..axes import Axes
 from ..errors import ExecutionError
-from ..op_graph import control, dot, elementwise as ew, nn, random, reductions as red
+from ..op_graph import control, debug, dot, elementwise as ew, nn, random, reductions as red
 from ..op_graph import shape_ops as so
 from ..op_graph.tensors import AssignableTensorOp, InitializeOp
 
@@ -228,9 +228,13 @@ def _read_tensor(op, ctx):
 
 
 @kernel(InitializeOp)
-def _initialize(op, ctx):
+def _initialize(op, ctx, *computed):
     tensor = op.tensor
-    ctx.write(tensor, tensor.initial_array(ctx.lengths(tensor.axes, tensor)))
+    lengths = ctx.lengths(tensor.axes, tensor)
+    if computed:  # the initial value was given as an op: its value, placed
+        ctx.write(tensor, tensor.array_from_initial_op(computed[0], lengths))
+    else:
+        ctx.write(tensor, tensor.initial_array(lengths))
 
 
 @kernel(control.AssignOp)
@@ -268,6 +272,14 @@ def _do_all(op, ctx, *values):
 @kernel(control.ValueOfOp)
 def _value_of(op, ctx, x):
     return np.array(x, copy=True)
+
+
+@kernel(debug.PrintOp)
+def _print(op, ctx, x):
+    from ..core.host import print_value  # the text every backend prints
+
+    print_value(op.prefix, x)
+    return x
 
 
 def find_kernel(op_class: type) -> Kernel:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ... import core
 from ...core import interpreter
+from ...core.host import HostCall
 from ...core.node import Node
 from ...errors import AxgraphError, ExecutionError, GraphError
 from . import runtime, windows
@@ -55,8 +56,9 @@ WINDOWS = {core.Im2Col: ("win.im2col", ("window", "strides", "dilation", "paddin
                                                             "padding_above"))}
 #: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
 #: (Random draws keep the reference's exact stream: NumPy's Generator draws them anew.)
+#: (Host calls, such as prints, run here too: in node order, never fused.)
 ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBackpropFilters,
-              core.RandomUniform, core.RandomNormal, core.DimValue)
+              core.RandomUniform, core.RandomNormal, core.DimValue, HostCall)
 #: Sums over the outermost axes of at least this many elements run as a BLAS product.
 OUTER_SUM_MIN = 1 << 14
 #: Ops besides the ufuncs whose kernels write an `out` of any strides.

@@ -1,0 +1,98 @@
+"""Whole-tensor writes of Nervana Graph v0.4: `fill` with a scalar, `init_tensor` from
+a host function, and the refill behind `ng.uniform(tensor)` / `ng.normal(tensor)`.
+
+Each is an assign (control.AssignOp) and so ordered like one (seed 001): it
+records itself on the tensor it writes, and ops built later that read the
+tensor run after it.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..debug_info import user_location
+from ..errors import DTypeError, GraphError
+from .control import AssignOp, SequentialOp
+from .op import Op, as_op
+from .tensors import AssignableTensorOp
+
+
+class Fill(AssignOp):
+    """Every element of a stored tensor set to one scalar; has no value (like assign)."""
+
+    def __init__(self, tensor, scalar, name: Optional[str] = None):
+        tensor = as_op(tensor)
+        if getattr(tensor, "constant", False):
+            raise GraphError(f"fill: {tensor.name} {tensor.axes} is a constant",
+                             user_location())
+        value = _scalar_value(tensor, scalar)
+        super().__init__(tensor, value, name=name)
+        #: The number written, in the tensor's dtype.
+        self.scalar = np.asarray(value.const if isinstance(value, AssignableTensorOp) else value,
+                                 dtype=tensor.dtype)[()]
+
+
+def _scalar_value(tensor: Op, scalar):
+    """`scalar` if it is a number or a constant op without axes; else a clear error."""
+    if isinstance(scalar, Op):
+        if getattr(scalar, "constant", False) and not scalar.axes:
+            return scalar
+        raise GraphError(f"fill {tensor.name}: {scalar.name} {scalar.axes} is not a constant "
+                         f"scalar; fill writes one number (use ng.assign for a computed value)",
+                         user_location())
+    array = np.asarray(scalar)
+    if array.dtype.kind not in "biuf":
+        raise DTypeError(f"fill {tensor.name}: {scalar!r:.60} is not a number", user_location())
+    if array.ndim:
+        raise GraphError(f"fill {tensor.name}: a scalar is needed, not an array of shape "
+                         f"{array.shape} (use ng.assign with ng.constant for an array)",
+                         user_location())
+    return array.item()
+
+
+def fill(tensor, scalar, name: Optional[str] = None) -> Fill:
+    """Set every element of the stored tensor `tensor` to the number `scalar`."""
+    return Fill(tensor, scalar, name=name)
+
+
+class InitTensorOp(SequentialOp):
+    """Writes `valfun(tensor)`, an array made on the host, into `tensor`; its value is the
+    tensor's new value (Nervana Graph v0.4 InitTensorOp).
+
+    `valfun` is called when the value is first needed (when the computation
+    running this op is built or first run), with the tensor; it returns an
+    array in the tensor's axis order, or a number to fill it with.
+    """
+
+    def __init__(self, tensor, valfun: Callable, name: Optional[str] = None):
+        from .tensors import AssignableTensorOp
+
+        tensor = as_op(tensor)
+        if not callable(valfun):
+            raise GraphError(f"init_tensor {tensor.name}: valfun must be a function of the "
+                             f"tensor returning its value, not {valfun!r:.60}", user_location())
+        self.valfun = valfun
+        host_value = AssignableTensorOp(tensor.axes, dtype=tensor.dtype, constant=True,
+                                        initial_value=lambda axes: valfun(tensor),
+                                        name=f"{tensor.name}_host_value")
+        super().__init__([AssignOp(tensor, host_value), tensor], name=name)
+
+
+def init_tensor(tensor, valfun: Callable, name: Optional[str] = None) -> InitTensorOp:
+    """Initialize the stored tensor `tensor` with `valfun(tensor)`, computed on the host."""
+    return InitTensorOp(tensor, valfun, name=name)
+
+
+def refill(tensor: Op, draw: Op, name: Optional[str] = None) -> Op:
+    """`draw` written into `tensor` when that is a stored, writable tensor, with the
+    tensor's new value as value; otherwise `draw` alone (Nervana Graph v0.4's
+    `uniform(x)` / `normal(x)` took the axes of any op)."""
+    if not draw.dtype.kind == "f":
+        raise DTypeError(f"random draws are floating-point; {tensor.name} holds "
+                         f"{tensor.dtype}", user_location())
+    if not tensor.is_assignable or getattr(tensor, "constant", False):
+        if name is not None:
+            draw.name = name
+        return draw
+    return SequentialOp([AssignOp(tensor, draw), tensor], name=name)
