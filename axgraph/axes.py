@@ -863,6 +863,11 @@ class NameScope:
             value._auto_named = False
         object.__setattr__(self, key, value)
 
+    def named(self, name: str) -> "NameScope":
+        """Set the scope's name and return it (Nervana Graph's chaining spelling)."""
+        object.__setattr__(self, "name", name)
+        return self
+
     def __enter__(self) -> "NameScope":
         _scopes.stack.append(self)
         return self

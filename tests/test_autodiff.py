@@ -1117,3 +1117,17 @@ def test_sigmoid_cross_entropy_gradient_is_right_where_naive_saturates(backend):
     # The naive path takes safelog of a probability rounded to exactly 0 or 1: its gradient
     # there is lost (or infinite), never the true sigmoid(x) - t.
     assert not np.all(np.isfinite(naive_value)) or not np.allclose(naive_value, expected, atol=0.5)
+
+
+def test_binary_cross_entropy_gradient_at_zero_logit_is_sigmoid_minus_target(transformer):
+    # The stable form's derivative at x = 0 must be sigmoid(0) - t = 0.5 - t (a walk-through
+    # starting from zero weights takes its first step there).
+    C, N = ng.make_axis(length=3, name="C"), ng.make_axis(length=4, name="N")
+    z = ng.placeholder([C, N], dtype=np.float64)
+    t = ng.placeholder([C, N], dtype=np.float64)
+    cost = ng.sum(ng.cross_entropy_binary(ng.sigmoid(z), t), out_axes=())
+    targets = np.array([[0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]], np.float64)
+    logits = np.zeros((3, 4))
+    logits[0, 0] = 1.5
+    got = transformer.computation(ng.deriv(cost, z), z, t)(logits, targets)
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-logits)) - targets, rtol=1e-12)

@@ -376,3 +376,18 @@ def test_power(dtype, any_transformer, rng):
     got = any_transformer.computation([x ** y, x ** 2], x, y)(xv, yv)
     check(got[0], numpy_value(np.power, xv, yv), exact=np.dtype(dtype).kind != "f")
     check(got[1], numpy_value(np.power, xv, 2), exact=np.dtype(dtype).kind != "f")
+
+
+@pytest.mark.parametrize("value", [2.5, np.nan, np.inf, [1.0, 2.5, 3.0]])
+def test_non_integer_float_initial_values_are_refused_for_int_tensors(value):
+    I = ng.make_axis(length=3, name="I")
+    with pytest.raises(ng.DTypeError, match="truncated"):
+        ng.variable([I], dtype=np.int32, initial_value=value)
+
+
+def test_integral_float_initial_values_fill_int_tensors(any_transformer):
+    I = ng.make_axis(length=3, name="I")
+    v = ng.variable([I], dtype=np.int32, initial_value=[1.0, -2.0, 3.0])
+    got = any_transformer.computation(v * 1)()
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, [1, -2, 3])

@@ -64,6 +64,13 @@ def test_early_stopping_min_delta_and_max_mode():
     assert history["val_acc"] == [0.5, 0.6, 0.605, 0.608]
 
 
+def test_early_stopping_stops_on_a_loss_that_is_nan_from_the_start():
+    stopper = EarlyStopping(patience=1, monitor="loss")
+    history = fit(scripted_step([float("nan")] * 20), BATCHES, epochs=5, feed=FEED,
+                  callbacks=[stopper])
+    assert len(history["loss"]) == 1 and stopper.best_epoch is None and stopper.stopped_epoch == 0
+
+
 def test_early_stopping_names_a_missing_metric():
     with pytest.raises(KeyError, match="val_loss"):
         fit(scripted_step([1, 1]), BATCHES, 1, FEED, callbacks=[EarlyStopping(monitor="val_loss")])

@@ -274,6 +274,18 @@ def test_argparser_has_the_v04_options(tmp_path):
     assert defaults.progress_bar and defaults.backend in ng.transformers.transformer_choices()
 
 
+def test_argparser_backend_sets_the_default_transformer():
+    import axgraph.transformers as ngt
+
+    previous = ngt.get_transformer_factory()
+    try:
+        NgraphArgparser().parse_args(["-b", "interpreter"])
+        with ngt.make_transformer() as t:
+            assert t.transformer_name == "interpreter"
+    finally:
+        ngt.set_transformer_factory(previous)
+
+
 def test_recurrent_and_lookup_take_v04_arguments():
     from axgraph.frontends.neon import LookupTable, Recurrent, Tanh
 

@@ -96,8 +96,11 @@ def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
     schema = _find_schema(y, SigmoidSchema) if enable_sig_opt else None
     if schema is not None:
         x = schema.x
-        # softplus form: max(x, 0) - x t + log(1 + exp(-|x|))
-        return ew.maximum(x, 0.0) - x * t + ew.log(1.0 + ew.exp(-ew.absolute(x)))
+        # softplus form: max(x, 0) - x t + log(1 + exp(-|x|)), with max(x, 0) written
+        # (x + |x|) / 2 so that its derivative at x = 0 is 1/2 and the whole gradient is
+        # sigmoid(x) - t there too (max's derivative at a tie would give 1 - t)
+        abs_x = ew.absolute(x)
+        return 0.5 * (x + abs_x) - x * t + ew.log(1.0 + ew.exp(-abs_x))
     return -(t * ew.safelog(y) + (1.0 - t) * ew.safelog(1.0 - y))
 
 

@@ -228,6 +228,12 @@ def _checked_initial_value(tensor: AssignableTensorOp, value: InitialValue):
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise tensor.error(DTypeError, f"initial_value of dtype {array.dtype} is not numeric")
+    if tensor.dtype.kind in "biu" and array.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            exact = bool(np.all(np.isfinite(array) & (np.floor(array) == array)))
+        if not exact:
+            raise tensor.error(DTypeError, f"initial_value holds non-integer floats for a "
+                                           f"{tensor.dtype} tensor; they would be truncated")
     if array.ndim == 0:
         return cast(array, tensor.dtype)
     axes = tensor.axes

@@ -62,6 +62,8 @@ class NgraphArgparser(argparse.ArgumentParser):
             args = _config_arguments(first.config) + (args if args is not None else _argv())
         parsed = super().parse_args(args, namespace)
         parsed.progress_bar = not parsed.no_progress_bar
+        # As v0.4 did: `ngt.make_transformer()` now makes the chosen backend.
+        transformers.set_transformer_factory(transformers.make_transformer_factory(parsed.backend))
         return parsed
 
 

@@ -140,7 +140,10 @@ class EarlyStopping(Callback):
         self.wait += 1
         if self.wait >= self.patience:
             self.stopped_epoch = state.epoch
-            assert self.best_epoch is not None
+            if self.best_epoch is None:  # never a usable value (NaN from the first epoch)
+                state.request_stop(f"{self.monitor} has had no comparable value (it is "
+                                   f"{value}) for {self.wait} epochs")
+                return
             state.request_stop(f"{self.monitor} has not improved on {self.best:.6g} "
                                f"(epoch {self.best_epoch + 1}) for {self.wait} epochs")
 

@@ -12,8 +12,7 @@ import axgraph.transformers as ngt
 
 my_axis = ng.make_axis(length=256).named('my_axis')
 
-# v0.4: ax = ng.make_name_scope().named('ax')   (NameScope.named is not in axgraph yet)
-ax = ng.make_name_scope(name='ax')
+ax = ng.make_name_scope().named('ax')
 ax.N = ng.make_axis(length=128, batch=True)
 ax.C = ng.make_axis(length=4)
 

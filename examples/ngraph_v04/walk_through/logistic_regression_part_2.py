@@ -17,8 +17,7 @@ alpha = ng.placeholder(())
 X = ng.placeholder([ax_W, ax_H, ax_N])  # now X has shape (W, H, N)
 Y = ng.placeholder([ax_N])
 
-# v0.4: W = ng.variable([ax_W, ax_H], initial_value=0).named('W')   (Op.named is not in axgraph yet)
-W = ng.variable([ax_W, ax_H], initial_value=0, name='W')  # now the Weight Matrix W has shape (W, H)
+W = ng.variable([ax_W, ax_H], initial_value=0).named('W')  # now the Weight Matrix W has shape (W, H)
 b = ng.variable((), initial_value=0, name='b')
 
 Y_hat = ng.sigmoid(ng.dot(W, X) + b)

@@ -77,7 +77,7 @@ updates = ng.doall(velocity_updates + param_updates)
 transformer = ngt.make_transformer()
 train_comp = transformer.computation([mean_cost, updates], x, t)
 error_comp = transformer.computation(errors, x, t)
-# v0.4: transformer.initialize()   (axgraph initializes on the first call; no such method yet)
+transformer.initialize()
 
 total_cost = []
 for mb_idx, npbufs in enumerate(train_set):
