@@ -93,6 +93,7 @@ class Axis:
         batch: Optional[bool] = None,
         recurrent: Optional[bool] = None,
         docstring: Optional[str] = None,
+        match_on_length: bool = False,
     ):
         self._serial = next(_axis_serials)
         self._location = _creation_site()
@@ -107,6 +108,9 @@ class Axis:
         self._batch = batch
         self._recurrent = recurrent
         self.docstring = docstring
+        #: Nervana Graph v0.4's flag: an elementwise op pairs this axis with the other
+        #: operand's one axis of the same length (axes of `ng.constant(array)` without axes).
+        self.match_on_length = bool(match_on_length)
         self._duals: Dict[int, "DualAxis"] = {}
         self._derived: Dict[tuple, "Axis"] = {}
 
@@ -812,10 +816,12 @@ def make_axis(
     batch: Optional[bool] = None,
     recurrent: Optional[bool] = None,
     docstring: Optional[str] = None,
+    match_on_length: bool = False,
 ) -> Axis:
-    """A new axis; `batch` defaults to True for 'N', `recurrent` for 'REC'."""
+    """A new axis; `batch` defaults to True for 'N', `recurrent` for 'REC'. With
+    `match_on_length`, elementwise ops pair it with an axis of the same length."""
     return Axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
-                docstring=docstring)
+                docstring=docstring, match_on_length=match_on_length)
 
 
 def axis(length=None, name=None, roles=(), batch=None, recurrent=None, docstring=None) -> Axis:

@@ -99,3 +99,27 @@ def test_axes_helpers():
     assert B.length == 7 and axes.size == 3 * 7 * 5
     with pytest.raises(ng.AxisLengthError):
         axes.set_shape((1, 2))
+
+
+def test_a_constant_without_axes_pairs_by_length_like_v04(transformer):
+    H, W = ng.make_axis(length=2, name="H"), ng.make_axis(length=3, name="W")
+    x = ng.placeholder([H, W])
+    row = np.array([1.0, 2.0, 3.0])
+    c = ng.constant(row)
+    data = np.arange(6.0).reshape(2, 3)
+    left, right = x + c, c * x
+    assert left.axes == ng.make_axes([H, W]) and right.axes == ng.make_axes([W, H])
+    got_left, got_right = transformer.computation([left, right], x)(data)
+    np.testing.assert_allclose(got_left, data + row)
+    np.testing.assert_allclose(got_right, (row * data).T)
+
+
+def test_match_on_length_axes_pair_and_ambiguity_is_refused():
+    A, B = ng.make_axis(length=3, name="A"), ng.make_axis(length=3, name="B")
+    free = ng.make_axis(length=3, match_on_length=True)
+    x = ng.placeholder([A])
+    assert (x + ng.placeholder([free])).axes == ng.make_axes([A])
+    with pytest.raises(ng.IncompatibleAxesError, match="ng.constant"):
+        ng.placeholder([A, B]) + ng.constant(np.ones(3))
+    plain = ng.make_axis(length=3, name="P")
+    assert (x + ng.placeholder([plain])).axes == ng.make_axes([A, plain])  # identity otherwise

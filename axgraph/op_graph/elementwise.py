@@ -13,10 +13,10 @@ from typing import ClassVar, Optional, Tuple
 
 import numpy as np
 
-from ..axes import elementwise_axes
+from ..axes import Axes, elementwise_axes
 from ..debug_info import user_location
 from ..dtypes import ElementRule, promote
-from ..errors import DTypeError
+from ..errors import DTypeError, IncompatibleAxesError
 from .op import Op, as_op
 
 #: The element rules of the ops below: NumPy's meaning of each op for each type.
@@ -67,9 +67,38 @@ class BinaryElementWiseOp(ElementWiseOp):
 
     def __init__(self, x, y, name: Optional[str] = None, dtype=None):
         x, y = as_op(x), as_op(y)
+        x, y = matched_on_length(x, y), matched_on_length(y, x)
         axes = elementwise_axes(type(self).__name__, x, y)
         dtype = self._types((x, y), dtype)
         super().__init__(x, y, axes=axes, dtype=dtype, name=name)
+
+
+def matched_on_length(x: Op, other: Op) -> Op:
+    """`x` with each of its `match_on_length` axes that `other` lacks cast to `other`'s one
+    axis of the same length (Nervana Graph v0.4's rule for `ng.constant(array)` without
+    axes); two candidates are ambiguous and refused."""
+    if not any(axis.match_on_length for axis in x.axes):
+        return x
+    free = [axis for axis in other.axes if axis not in x.axes]
+    renamed, taken = [], set()
+    for axis in x.axes:
+        if not axis.match_on_length or axis in other.axes:
+            renamed.append(axis)
+            continue
+        same = [b for b in free if b.length == axis.length and b not in taken]
+        if len(same) > 1:
+            raise IncompatibleAxesError(
+                f"{x.name} {x.axes}: its axis {axis.name} (made up for an array, so it pairs "
+                f"by length) could pair with any of {Axes(same)} of {other.name}; give the "
+                f"array its axes: ng.constant(array, axes)", user_location())
+        target = same[0] if same else axis
+        taken.add(target)
+        renamed.append(target)
+    if all(a is b for a, b in zip(renamed, x.axes)):
+        return x
+    from .shape_ops import cast_axes
+
+    return cast_axes(x, renamed)
 
 
 def binary_result_dtype(x: Op, y: Op) -> np.dtype:

@@ -259,7 +259,8 @@ def _axes_for_value(value, axes: AxesLike) -> Axes:
     array = np.asarray(value) if not callable(value) else None
     if array is None or array.ndim == 0:
         return Axes()
-    return Axes(make_axis(length=n) for n in array.shape)
+    # As in Nervana Graph v0.4: axes made up for an array pair by length in elementwise ops.
+    return Axes(make_axis(length=n, match_on_length=True) for n in array.shape)
 
 
 def constant(const, axes: AxesLike = None, dtype=None, name: Optional[str] = None,
