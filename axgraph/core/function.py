@@ -13,6 +13,7 @@ from typing import (Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..traversal import post_order
 from ..debug_info import user_location
 from ..dims import Dim
 from ..errors import DTypeError, GraphError, ShapeError
@@ -37,21 +38,7 @@ def _as_nodes(values, what: str) -> Tuple[Node, ...]:
 
 def topological_order(results: Iterable[Node]) -> List[Node]:
     """Every node the results depend on, inputs before users, in first-visit order."""
-    order: List[Node] = []
-    seen = set()
-    for root in results:
-        stack = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            stack.extend((i, False) for i in reversed(node.inputs) if i not in seen)
-    return order
+    return post_order(results, lambda node: node.inputs)
 
 
 def attribute_symbols(node: Node) -> FrozenSet[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Type, TypeVar
+from typing import ContextManager, Dict, Iterable, Iterator, List, Optional, Tuple, Type, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ..dtypes import as_dtype
 from ..errors import AxgraphError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
+from ..traversal import post_order
 
 _E = TypeVar("_E", bound=AxgraphError)
 
@@ -56,6 +57,18 @@ class _Collectors(threading.local):
 
 
 _collectors = _Collectors()
+
+_Item = TypeVar("_Item")
+
+
+@contextlib.contextmanager
+def _pushed(stack: List[_Item], item: _Item) -> Iterator[_Item]:
+    """`item` on top of a per-thread `stack` for the duration of a `with` block."""
+    stack.append(item)
+    try:
+        yield item
+    finally:
+        stack.pop()
 
 
 class Op(NameableValue, DebugInfo):
@@ -117,8 +130,8 @@ class Op(NameableValue, DebugInfo):
         self.other_deps.add(op)
 
     @staticmethod
-    @contextlib.contextmanager
-    def saved_user_deps(user_deps_map: Optional[UserDepsMap] = None) -> Iterator[UserDepsMap]:
+    def saved_user_deps(user_deps_map: Optional[UserDepsMap] = None,
+                        ) -> ContextManager[UserDepsMap]:
         """Keep the assigns made inside out of the main stream (seed 001).
 
         Ops built inside read and record `user_deps` in `user_deps_map` (a new,
@@ -126,53 +139,22 @@ class Op(NameableValue, DebugInfo):
         order nothing outside the block: a computation runs them only when it
         names them or reaches them through args.
         """
-        user_deps_map = {} if user_deps_map is None else user_deps_map
-        _saved.maps.append(user_deps_map)
-        try:
-            yield user_deps_map
-        finally:
-            _saved.maps.pop()
+        return _pushed(_saved.maps, {} if user_deps_map is None else user_deps_map)
 
     @staticmethod
-    @contextlib.contextmanager
-    def all_ops(ops: Optional[List["Op"]] = None) -> Iterator[List["Op"]]:
+    def all_ops(ops: Optional[List["Op"]] = None) -> ContextManager[List["Op"]]:
         """Collect every op made inside the block (nested blocks see them too)."""
-        ops = [] if ops is None else ops
-        _collectors.all_ops.append(ops)
-        try:
-            yield ops
-        finally:
-            _collectors.all_ops.pop()
+        return _pushed(_collectors.all_ops, [] if ops is None else ops)
 
     @staticmethod
-    @contextlib.contextmanager
-    def captured_ops(ops: Optional[List["Op"]] = None) -> Iterator[List["Op"]]:
+    def captured_ops(ops: Optional[List["Op"]] = None) -> ContextManager[List["Op"]]:
         """Collect the ops made inside the block, hidden from enclosing captured_ops blocks."""
-        ops = [] if ops is None else ops
-        _collectors.captured.append(ops)
-        try:
-            yield ops
-        finally:
-            _collectors.captured.pop()
+        return _pushed(_collectors.captured, [] if ops is None else ops)
 
     @staticmethod
     def ordered_ops(roots: Iterable["Op"]) -> List["Op"]:
         """The ops `roots` reach through args, each after its args (a topological order)."""
-        order: List[Op] = []
-        seen: set = set()
-        for root in roots:
-            stack = [(root, False)]
-            while stack:
-                op, expanded = stack.pop()
-                if expanded:
-                    order.append(op)
-                    continue
-                if op in seen:
-                    continue
-                seen.add(op)
-                stack.append((op, True))
-                stack.extend((arg, False) for arg in reversed(op.args) if arg not in seen)
-        return order
+        return post_order(roots, lambda op: op.args)
 
     def named(self, name: str) -> "Op":
         """Set the name and return this op, for chaining: ``ng.exp(x).named("e")``."""
