@@ -95,7 +95,7 @@ def test_the_same_seed_builds_the_same_program():
 def test_configurations_toggle_each_pass_of_each_backend():
     names = {c.name for c in CONFIGURATIONS}
     assert {"interpreter", "interpreter optimize=False", "cpu", "cpu fuse=False",
-            "cpu fused engine=numpy", "cpu optimize=False"} <= names
+            "cpu fused", "cpu optimize=False"} <= names
     without = {c.without for c in CONFIGURATIONS if c.backend == "interpreter" and c.without}
     with InterpreterTransformer() as transformer:
         assert without == {type(p).__name__ for p in transformer.passes()}
