@@ -272,8 +272,11 @@ class _Builder:
         """Name `op`, list it as `label = call`, and make it available to later ops."""
         label = f"t{len(self.label_of)}"
         self.label_of[id(op)] = label
-        axes = self.axes_text(op.axes)  # lists any new axis first
-        self.listing.append(f"{label} = {call}  # {axes} {op.dtype}")
+        if op.is_tensor_op:
+            axes = self.axes_text(op.axes)  # lists any new axis first
+            self.listing.append(f"{label} = {call}  # {axes} {op.dtype}")
+        else:  # an assign: no value
+            self.listing.append(f"{label} = {call}")
         self.constructs.add(construct)
         self.mark_used(op)
         if operand:
@@ -405,15 +408,20 @@ class _Builder:
         y = self.partner(x)
         if isinstance(y, Op) and not self.fits(x.axes + (y.axes - x.axes)):
             return None
-        if name == "divide" and isinstance(y, Op):
-            y = self.positive(y)
         if name == "power":  # a positive base, any exponent
-            x = self.positive(x) if isinstance(x, Op) else x
+            x = self.positive(x)
             if not isinstance(y, Op):
                 y = self.c.choice((2.0, 0.5, -1.5, 3.0))
-        if name == "divide" and not isinstance(y, Op):
-            y = self.c.choice((2.0, 0.5, -1.5, 4.0))
-        if self.c.chance(50) and name != "power":
+            return self.apply(name, x, y)
+        if name == "divide":
+            # A divisor is kept from zero, where it would make inf. (At a zero divisor the
+            # cpu backend also leaks NumPy's divide-by-zero RuntimeWarning, where the
+            # reference returns inf silently: a known bug.)
+            numerator, divisor = (y, x) if self.c.chance(50) else (x, y)
+            if isinstance(divisor, Op):
+                divisor = self.positive(divisor)
+            return self.apply(name, numerator, divisor)
+        if self.c.chance(50):
             x, y = y, x
         return self.apply(name, x, y)
 
@@ -446,8 +454,14 @@ class _Builder:
             return None
         axes = self.c.permutation(x.axes)
         op = shape_ops.axes_with_order(x, axes)
-        return self.record(op, self.call("axes_with_order", x, axes=axes), "reorder",
-                           x in self.exact)
+        op = self.record(op, self.call("axes_with_order", x, axes=axes), "reorder",
+                         x in self.exact)
+        if self.c.chance(40):  # transformed in that order, then put back (layout sinking)
+            inner = self.apply(self.c.choice(SMOOTH_UNARY), op)
+            back = shape_ops.axes_with_order(inner, x.axes)
+            op = self.record(back, self.call("axes_with_order", inner, axes=list(x.axes)),
+                             "reorder")
+        return op
 
     def cast(self, x: Op) -> Optional[Op]:
         """x relabelled with other axes of the same lengths (pool axes or new ones)."""
@@ -550,6 +564,8 @@ class _Builder:
             # Excluded: deriv of a concat along an axis without a length fails
             # (autodiff's ConcatOp adjoint adds up the parts' `.length`, None here).
             return None
+        if not unknown and axis.length >= 2 and self.c.chance(30):
+            return self.rejoin(x, axis)
         parts = [x]
         for _ in range(self.c.integer(1, 2)):
             if self.c.chance(50) and not unknown:
@@ -568,6 +584,22 @@ class _Builder:
             return None
         text = "[" + ", ".join(self.label(p) for p in parts) + "]"
         return self.record(op, f"concat_along_axis({text}, {self.axis_label(axis)})", "concat")
+
+    def rejoin(self, x: Op, axis: Axis) -> Op:
+        """x cut into pieces along `axis`, joined again in another order."""
+        cuts = sorted(self.c.subset(range(1, axis.length), 1, 2))
+        bounds = [0] + cuts + [axis.length]
+        pieces = []
+        for low, high in zip(bounds, bounds[1:]):
+            items = tuple(slice(low, high) if a is axis else slice(None) for a in x.axes)
+            text = ", ".join(_index_text(i) for i in items)
+            pieces.append(self.record(shape_ops.tensor_slice(x, items),
+                                      f"{self.label(x)}[{text}]", "slice", x in self.exact))
+        pieces = self.c.permutation(pieces)
+        op = shape_ops.concat_along_axis(pieces, axis)
+        text = "[" + ", ".join(self.label(p) for p in pieces) + "]"
+        return self.record(op, f"concat_along_axis({text}, {self.axis_label(axis)})", "concat",
+                           x in self.exact)
 
     def stack(self, x: Op) -> Optional[Op]:
         count = self.c.integer(1, 3)
