@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import multiprocessing
 import os
 import shutil
 import sys
@@ -44,7 +45,7 @@ class Outcome:
     """What one example found."""
 
     example: int
-    status: str                  # "agrees", "disagrees" or "unsuitable" (the reference overflows)
+    status: str                  # "agrees", "disagrees" or "unsuitable" (values near overflow)
     listing: str = ""
     problems: List[str] = field(default_factory=list)
     configurations: List[str] = field(default_factory=list)
@@ -174,8 +175,8 @@ def _run(args) -> int:
         bar.close()
     elapsed = time.perf_counter() - started
     print(f"\n{args.examples} graphs in {elapsed:.0f} s: {counts['agrees']} agree, "
-          f"{counts['disagrees']} disagree, {counts['unsuitable']} skipped (the reference "
-          f"overflows or warns)")
+          f"{counts['disagrees']} disagree, {counts['unsuitable']} skipped (values near "
+          f"overflow)")
     for name, count in by_config.most_common():
         print(f"  {count:5d} graphs disagree on {name}")
     print(f"disagreements: {counts['disagrees']}")
@@ -188,7 +189,11 @@ def _outcomes(args, passes):
         for k in examples:
             yield run_example(args.seed, k, passes)
         return
-    with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+    # Spawned, not forked: the C kernels' OpenMP runtime (libgomp) is not fork-safe, and a
+    # child forked after this process probed the compiler hangs in its first threaded
+    # kernel (a known bug of the cpu backend's probe).
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
         futures = [pool.submit(run_example, args.seed, k, passes) for k in examples]
         for future in concurrent.futures.as_completed(futures):
             yield future.result()
