@@ -122,7 +122,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--all-configs", action="store_true",
                         help="every configuration for every example")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--memory-gb", type=float, default=4.0,
+                        help="address space per process: a runaway graph then raises "
+                             "MemoryError instead of exhausting the machine (0: no limit)")
     args = parser.parse_args(argv)
+    _limit_memory(args.memory_gb)
 
     temporary = None
     if not os.environ.get("AXGRAPH_CACHE_DIR"):
@@ -135,6 +139,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _limit_memory(gigabytes: float) -> None:
+    try:
+        import resource
+    except ImportError:  # not on POSIX: no limit
+        return
+    if gigabytes > 0:
+        limit = int(gigabytes * 2**30)
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def _replay(seed: int, example: int) -> int:
@@ -174,7 +191,7 @@ def _run(args) -> int:
     if bar is not None:
         bar.close()
     elapsed = time.perf_counter() - started
-    print(f"\n{args.examples} graphs in {elapsed:.0f} s: {counts['agrees']} agree, "
+    print(f"\n{sum(counts.values())} graphs in {elapsed:.0f} s: {counts['agrees']} agree, "
           f"{counts['disagrees']} disagree, {counts['unsuitable']} skipped (values near "
           f"overflow)")
     for name, count in by_config.most_common():
@@ -193,10 +210,20 @@ def _outcomes(args, passes):
     # child forked after this process probed the compiler hangs in its first threaded
     # kernel (a known bug of the cpu backend's probe).
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
-        futures = [pool.submit(run_example, args.seed, k, passes) for k in examples]
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context,
+                                                initializer=_limit_memory,
+                                                initargs=(args.memory_gb,)) as pool:
+        futures = {pool.submit(run_example, args.seed, k, passes): k for k in examples}
         for future in concurrent.futures.as_completed(futures):
-            yield future.result()
+            try:
+                yield future.result()
+            except concurrent.futures.process.BrokenProcessPool:
+                # A worker died (a crash in a kernel, or killed): the pool is lost, with
+                # every example not finished. One of them did it; replay them alone.
+                lost = sorted(k for f, k in futures.items() if not f.done() or f.exception())
+                yield Outcome(futures[future], "disagrees", "(a worker process died)",
+                              [f"examples not finished: {lost}"], ["(worker died)"])
+                return
 
 
 if __name__ == "__main__":
