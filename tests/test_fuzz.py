@@ -155,11 +155,11 @@ def test_fuzz_script_reports_disagreements_and_exits_non_zero(monkeypatch, capsy
 
     monkeypatch.setenv("AXGRAPH_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(fuzz, "_CONFIGURATIONS", [BROKEN])
-    assert fuzz.main(["--examples", "12", "--seed", "3"]) == 1
+    assert fuzz.main(["--examples", "12", "--seed", "3", "--memory-gb", "0"]) == 1
     out = capsys.readouterr().out
     assert "disagrees (replay: python benchmarks/fuzz.py --seed 3 --example" in out
     assert "interpreter with a broken pass" in out and "results:" in out
     monkeypatch.setattr(fuzz, "_CONFIGURATIONS",
                         [c for c in CONFIGURATIONS if c.name == "interpreter"])
-    assert fuzz.main(["--examples", "4", "--seed", "3"]) == 0
+    assert fuzz.main(["--examples", "4", "--seed", "3", "--memory-gb", "0"]) == 0
     assert "disagreements: 0" in capsys.readouterr().out
