@@ -56,6 +56,25 @@ def test_assigns_agree_on_every_configuration(graph):
     assert not problems, explain(graph, problems)
 
 
+@settings(max_examples=2, **FUZZ_SETTINGS)
+@given(graph=graphs(unknown_length=True, smooth=False))
+def test_unknown_lengths_agree_on_every_configuration(graph):
+    """An axis without a length: two calls with different lengths bound from the feeds."""
+    assert graph.rebound_feeds is not None
+    problems = agreement(graph, CONFIGURATIONS)
+    assert not problems, explain(graph, problems)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_a_large_graph_agrees_where_kernels_block_and_thread(seed):
+    """Axes of 64K+ elements: fused kernels split into blocks and threads."""
+    graph = random_graph(RandomChoices(seed), large=True)
+    configs = [c for c in CONFIGURATIONS if c.name in ("cpu", "cpu fused",
+                                                         "cpu fused engine=numpy")]
+    problems = compare(graph, configs)
+    assert not problems, explain(graph, problems)
+
+
 @settings(max_examples=8, **FUZZ_SETTINGS)
 @given(graph=graphs(smooth=True))
 def test_deriv_matches_finite_differences(graph):
@@ -75,7 +94,7 @@ def test_every_construct_is_generated():
     assert seen >= {"placeholder", "constant", "variable", "elementwise", "comparison",
                     "broadcast", "reorder", "cast", "reduction", "argreduce", "dot", "dual",
                     "slice", "concat", "stack", "pad", "flatten", "unflatten", "softmax",
-                    "assign", "set_item", "deriv"}
+                    "assign", "set_item", "deriv", "unknown length", "large"}
 
 
 def test_smooth_graphs_are_float64_with_gradients_of_every_placeholder():
