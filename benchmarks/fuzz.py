@@ -36,8 +36,9 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
 
 import numpy as np  # noqa: E402
 
-from axgraph.testing_graphs import (Configuration, Disagreement, RandomChoices, UnsuitableGraph,  # noqa: E402
-                                    check_derivatives, compare, configurations, random_graph)
+from axgraph.testing_graphs import (Configuration, Disagreement, RandomChoices,  # noqa: E402
+                                    UnsuitableGraph, check_derivatives, compare,
+                                    configurations, random_graph)
 
 
 @dataclass

@@ -163,7 +163,8 @@ def test_a_concat_along_an_unknown_length_joins_its_dims():
             both = np.concatenate([xv, -xv])
             flat_value, spread_value = compute(xv)
             np.testing.assert_array_equal(flat_value, both.reshape(-1))
-            np.testing.assert_array_equal(spread_value, np.broadcast_to(both.sum(1), (2, 2 * batch)))
+            np.testing.assert_array_equal(spread_value,
+                                          np.broadcast_to(both.sum(1), (2, 2 * batch)))
 
 
 def test_lowered_function_is_cached_per_computation():
