@@ -735,7 +735,7 @@ class _Builder:
                 construct = self.c.choice(self.CONSTRUCTS)
                 if getattr(self, construct)(self.operand()) is not None:
                     break
-        # Every op nothing reads is a result, so that every op built is computed.
+        # The ops nothing reads are the results, so that (nearly) every op built is computed.
         sinks = [n for n in self.nodes if id(n) not in self.used]
         results = sinks[-MAX_RESULTS:] + self.terminals
         intermediates = [n for n in self.nodes if n.dtype.kind == "f"]
