@@ -117,6 +117,56 @@ def test_slices_with_negative_steps_and_their_adjoint():
     np.testing.assert_array_equal(gradient, expected)
 
 
+def test_the_adjoint_of_a_slice_keeps_an_unknown_length_whole():
+    """Found by the fuzzer: the region's symbolic count was tested for truth."""
+    A, N = ng.make_axis(3, "A"), ng.make_axis(name="N")
+    x = ng.placeholder([N, A], dtype=np.float64, name="x")
+    w = ng.placeholder([N], dtype=np.float64, name="w")
+    grad = ng.deriv(ng.sum(x[:, 1] * w, out_axes=()), x)
+    with ng.make_transformer("interpreter") as t:
+        compute = t.computation(grad, x, w)
+        for batch in (2, 5):
+            wv = np.arange(1.0, batch + 1)
+            expected = np.zeros((batch, 3))
+            expected[:, 1] = wv
+            np.testing.assert_array_equal(compute(np.ones((batch, 3)), wv), expected)
+
+
+def test_a_fed_placeholder_gives_its_lengths_though_its_values_are_not_read():
+    """Found by the fuzzer: the gradient of a sum needs x's axes, not x; N must still bind."""
+    A, N = ng.make_axis(3, "A"), ng.make_axis(name="N")
+    x = ng.placeholder([N, A], dtype=np.float64, name="x")
+    grad = ng.deriv(ng.sum(x, out_axes=()), x)
+    with pytest.raises(ng.FeedError, match="axis N has no length"):
+        lowered(grad)  # nothing fed: nothing to bind N from
+    result = lower(schedule([grad]), [grad], [x])
+    assert [p.name for p in result.function.parameters] == ["x"]
+    assert result.state_inputs == [x]
+    with ng.make_transformer("interpreter") as t:
+        compute = t.computation(grad, x)
+        for batch in (2, 4):
+            np.testing.assert_array_equal(compute(np.zeros((batch, 3))), np.ones((batch, 3)))
+
+
+def test_a_concat_along_an_unknown_length_joins_its_dims():
+    """Found by the fuzzer: the joined axis got a size variable of its own, unbindable."""
+    A, N = ng.make_axis(2, "A"), ng.make_axis(name="N")
+    x = ng.placeholder([N, A], dtype=np.float64, name="x")
+    joined = ng.concat_along_axis([x, -x], N)
+    flat = ng.flatten(joined)
+    spread = ng.broadcast(ng.sum(joined, reduction_axes=[A]), [A, joined.axes[0]])
+    assert "2*N" in str(lowered(flat, spread).function)
+    with ng.make_transformer("interpreter") as t:
+        compute = t.computation([flat, spread], x)
+        for batch in (1, 3):
+            xv = np.arange(batch * 2.0).reshape(batch, 2)
+            both = np.concatenate([xv, -xv])
+            flat_value, spread_value = compute(xv)
+            np.testing.assert_array_equal(flat_value, both.reshape(-1))
+            np.testing.assert_array_equal(spread_value,
+                                          np.broadcast_to(both.sum(1), (2, 2 * batch)))
+
+
 def test_lowered_function_is_cached_per_computation():
     W = ng.make_axis(2, "W")
     x = ng.placeholder([W], name="x")

@@ -45,8 +45,14 @@ class LoweredComputation:
                 if t in inputs and not t.input and count + i not in shown}
 
 
-def lower(ops: Sequence[Op], results: Sequence[Op]) -> LoweredComputation:
-    """Lower the scheduled `ops` of a computation returning `results`."""
+def lower(ops: Sequence[Op], results: Sequence[Op],
+          inputs: Sequence[AssignableTensorOp] = ()) -> LoweredComputation:
+    """Lower the scheduled `ops` of a computation returning `results`.
+
+    `inputs`: the placeholders fed to the computation. One that the function does
+    not read still becomes a parameter where it alone gives an axis its length (a
+    gradient that depends only on a placeholder's axes, say).
+    """
     ctx = LoweringContext()
     for op in ops:
         if op.is_assignable:
@@ -69,6 +75,7 @@ def lower(ops: Sequence[Op], results: Sequence[Op]) -> LoweredComputation:
     written = [tensor for tensor, node in ctx.state.items()
                if tensor.persistent and not tensor.constant
                and node is not ctx.state_parameters.get(tensor)]
+    _bind_from_inputs(ctx, inputs)
     state_inputs = list(ctx.state_parameters)
     _check_bindable(ctx, [ctx.state_parameters[t] for t in state_inputs])
     # The last host call (each reads the one before) is a result too, so that every
@@ -77,6 +84,21 @@ def lower(ops: Sequence[Op], results: Sequence[Op]) -> LoweredComputation:
     function = core.Function(result_nodes + effects + [ctx.state[t] for t in written],
                              [ctx.state_parameters[t] for t in state_inputs])
     return LoweredComputation(function, state_inputs, positions, written)
+
+
+def _unbound_axes(ctx: LoweringContext) -> set:
+    """ids of the axes whose size variables no parameter's shape binds."""
+    bindable = frozenset().union(*(p.shape.free_symbols for p in ctx.state_parameters.values()))
+    return {id(axis) for name, (axis, _) in ctx.symbol_origins.items() if name not in bindable}
+
+
+def _bind_from_inputs(ctx: LoweringContext, inputs: Sequence[AssignableTensorOp]) -> None:
+    """Make parameters of the fed placeholders that alone bind a size variable."""
+    for tensor in inputs:
+        unbound = _unbound_axes(ctx)
+        if tensor not in ctx.state_parameters and any(id(a.base) in unbound
+                                                      for a in tensor.axes):
+            ctx.read(tensor)
 
 
 def _check_bindable(ctx: LoweringContext, parameters) -> None:

@@ -52,6 +52,13 @@ class LoweringContext:
             self.symbol_origins[name] = (base, self.current_op)
         return symbol
 
+    def define_dim(self, axis: Axis, dim) -> None:
+        """Give an axis without a length the dim its op computes (a concat's joined axis),
+        rather than a size variable of its own that nothing could bind."""
+        base = axis.base
+        if base.length is None and base not in self._symbols:
+            self._symbols[base] = dim
+
     def dims(self, axes: Iterable[Axis]) -> Tuple:
         """`dim` of each axis, in order."""
         return tuple(self.dim(a) for a in axes)

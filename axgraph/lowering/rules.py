@@ -238,7 +238,9 @@ def place_in_region(ctx: LoweringContext, value: core.Node, axes: Axes, slices,
     value = ctx.reshape(value, counts)
     below = [p[0] for p in plan]
     interior = [p[2] - 1 for p in plan]
-    above = [length - (lower + (count - 1) * stride + 1) if count else length - lower
+    # An empty region pads the whole dim; a symbolic count (an unknown length sliced
+    # whole) is never empty.
+    above = [length - lower if count == 0 else length - (lower + (count - 1) * stride + 1)
              for (lower, _, stride, _, _), count, length in zip(plan, counts, ctx.dims(axes))]
     if any(below) or any(above) or any(interior):
         value = core.Pad(value, below, above, interior, value=fill)
@@ -254,6 +256,7 @@ def _slice_adjoint(ctx, op, delta):
 @rule(so.ConcatOp)
 def _concat(ctx, op, *xs):
     position = op.args[0].axes.index(op.concat_axes[0])
+    ctx.define_dim(op.axes[position], sum(x.shape[position] for x in xs))
     return core.Concat(list(xs), position) if len(xs) > 1 else xs[0]
 
 

@@ -40,7 +40,7 @@ class InterpreterTransformer(Transformer):
     def _compile(self, computation: Computation):
         found = self._compiled.get(computation)
         if found is None:
-            lowered = lower(computation.ops, computation.results)
+            lowered = lower(computation.ops, computation.results, computation.parameters)
             if self.optimize:
                 manager = PassManager(self.passes(), max_rounds=4)
                 lowered.function = manager.run(lowered.function)
