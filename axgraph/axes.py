@@ -561,7 +561,7 @@ def _listing(items) -> str:
                            for a in items) + "]"
 
 
-class Axes:
+class Axes(Sequence[Axis]):
     """An ordered, duplicate-free tuple of axes.
 
     The order is the order values come back in, never a promise about memory
@@ -705,10 +705,11 @@ class Axes:
         """Every axis of other is in self."""
         return self._ids >= Axes(other)._ids
 
-    def index(self, axis: Axis) -> int:
-        """Position of `axis` (by identity)."""
+    def index(self, axis: Any, start: int = 0, stop: Optional[int] = None) -> int:
+        """Position of `axis` (by identity), looked for from `start` up to `stop`."""
+        end = len(self._axes) if stop is None else stop
         for position, candidate in enumerate(self._axes):
-            if candidate is axis:
+            if start <= position < end and candidate is axis:
                 return position
         raise IncompatibleAxesError(f"{axis!r} is not one of {self!r}", user_location())
 

@@ -34,13 +34,14 @@ import contextlib
 import math
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 
 import axgraph as ng
 
-from .axes import Axes, Axis, DualAxis, FlattenedAxis
+from .axes import Axes, Axis, DualAxis, FlattenedAxis, elementwise_axes
+from .errors import IncompatibleAxesError
 from .op_graph.op import Op
 from .op_graph.shape_ops import parts_of
 from .testing import numeric_jacobian
@@ -212,7 +213,7 @@ class _Builder:
 
     def __init__(self, choices: Choices, options: Options):
         self.c, self.options = choices, options
-        self.smooth, self.dtype = options.smooth, np.dtype(options.dtype)
+        self.smooth, self.dtype = bool(options.smooth), np.dtype(options.dtype)
         self.max_size = MAX_SIZE_LARGE if options.large else MAX_SIZE
         #: Axes without a length: id -> (length fed first, length fed in the third call).
         self.bound: Dict[int, Tuple[int, int]] = {}
@@ -369,13 +370,22 @@ class _Builder:
         exact = [n for n in self.nodes if n in self.exact]
         return self.c.choice(exact) if exact else self.leaf(self.some_axes(1, 2))
 
+    def combines(self, x: Op, y: Op) -> bool:
+        """Whether an elementwise op of x and y is allowed (no two distinct axes that share a
+        name, ng's same-name rule) and its result fits the size bound."""
+        try:
+            axes = elementwise_axes("combine", x, y)
+        except IncompatibleAxesError:
+            return False
+        return self.fits(axes)
+
     def partner(self, x: Op):
         """Something to combine with x: an existing node, a new leaf, or a Python number."""
         roll = self.c.integer(0, 9)
         if roll < 2:
             return self.c.choice(NUMBERS)
         if roll < 6:
-            fitting = [n for n in self.nodes if self.fits(x.axes + (n.axes - x.axes))]
+            fitting = [n for n in self.nodes if self.combines(x, n)]
             if fitting:
                 return self.c.choice(fitting)
         return self.leaf(self.with_some_of(x.axes))
@@ -404,7 +414,7 @@ class _Builder:
     def binary(self, x: Op) -> Optional[Op]:
         name = self.c.choice(SMOOTH_BINARY + (() if self.smooth else KINKED_BINARY))
         y = self.partner(x)
-        if isinstance(y, Op) and not self.fits(x.axes + (y.axes - x.axes)):
+        if isinstance(y, Op) and not self.combines(x, y):
             return None
         if name == "power":  # a positive base, any exponent
             return self.apply(name, self.positive(x), y)
@@ -426,12 +436,12 @@ class _Builder:
             return None
         a = self.exact_operand()
         b = self.c.choice([n for n in self.nodes if n in self.exact] + [1.0, 0.0])
-        if isinstance(b, Op) and not self.fits(a.axes + (b.axes - a.axes)):
+        if isinstance(b, Op) and not self.combines(a, b):
             return None
         name = self.c.choice(COMPARISONS)
         mask = self.record(getattr(ng, name)(a, b), self.call(name, a, b), "comparison",
                            operand=False)
-        if not self.fits(mask.axes + (x.axes - mask.axes)):
+        if not self.combines(mask, x):
             self.terminals.append(mask)
             return mask
         return self.apply("multiply", mask, x, construct="comparison")
@@ -530,7 +540,7 @@ class _Builder:
     def slice(self, x: Op) -> Optional[Op]:
         if not x.axes:
             return None
-        items = []
+        items: List[Union[int, slice]] = []
         for axis in x.axes:
             kind = self.c.integer(0, 3)
             if kind == 0 or self.unknown([axis]):  # no length: sliced whole
@@ -548,8 +558,8 @@ class _Builder:
         return self.record(op, f"{self.label(x)}[{text}]", "slice", x in self.exact)
 
     def concat(self, x: Op) -> Optional[Op]:
-        names = [a.name for a in x.axes]
-        axes = [a for a in x.axes if names.count(a.name) == 1
+        names = [a.root_name or a.name for a in x.axes]
+        axes = [a for a in x.axes if names.count(a.root_name or a.name) == 1
                 and not isinstance(a, (FlattenedAxis, DualAxis))]
         if not axes:
             return None
@@ -566,7 +576,7 @@ class _Builder:
             length, rest = self.c.integer(1, 3), [a for a in x.axes if a is not axis]
             if self.c.chance(50) and not unknown and self.fits(rest, length):
                 # another tensor: its own axis of that name, its own length
-                own = self.new_axis(length, axis.name)
+                own = self.new_axis(length, axis.root_name or axis.name)
                 parts.append(self.leaf(self.c.permutation(
                     [own if a is axis else a for a in x.axes])))
             else:
@@ -575,7 +585,8 @@ class _Builder:
         op = ng.concat_along_axis(parts, axis)
         if self.unknown([axis]):  # every part has the axis itself
             joined = next(a for a in op.axes if a.name == axis.name)
-            self.bound[id(joined)] = tuple(len(parts) * n for n in self.bound[id(axis.base)])
+            low, high = self.bound[id(axis.base)]
+            self.bound[id(joined)] = (len(parts) * low, len(parts) * high)
         if not self.fits(op.axes):
             return None
         text = "[" + ", ".join(self.label(p) for p in parts) + "]"
@@ -680,7 +691,7 @@ class _Builder:
 
     def write(self, v: Op, value: Op) -> Op:
         if self.c.chance(35):  # a region: set_item(v, item, value of the region's shape)
-            items = []
+            items: List[Union[int, slice]] = []
             for axis in v.axes:
                 kind = self.c.integer(0, 2)
                 if kind == 0:
@@ -710,7 +721,7 @@ class _Builder:
             return self.apply("tanh", v)
         if kind == 2:
             return self.apply("sum", v, reduction_axes=self.c.subset(v.axes, 1))
-        others = [n for n in earlier if self.fits(v.axes + (n.axes - v.axes))]
+        others = [n for n in earlier if self.combines(v, n)]
         return self.apply("add", v, self.c.choice(others)) if others else v
 
     # -- the whole graph ---------------------------------------------------------------------
@@ -807,7 +818,7 @@ class Configuration:
     fuse_min_elements: Optional[int] = None
 
     def make(self) -> Transformer:
-        transformer = make_transformer(self.backend, **dict(self.options))
+        transformer: Any = make_transformer(self.backend, **dict(self.options))
         if self.fuse_min_elements is not None:
             transformer.backend_options["fuse_min_elements"] = self.fuse_min_elements
         if self.without is not None:  # the pipeline is built by `passes()` per computation

@@ -341,7 +341,11 @@ def concat_along_axis(xs: Sequence, axis: Axis, name: Optional[str] = None) -> O
             concat_axes.append(axis)
             continue
         found = x.axes.find_like(axis)
-        if len(found) != 1:
+        if len(found) > 1:
+            raise _fail(UnmatchedAxesError,
+                        f"concat_along_axis: {x.name} {x.axes} has several axes named like "
+                        f"{axis.name} ({found}); join along one of them by passing it")
+        if not found:
             raise _fail(UnmatchedAxesError,
                         f"concat_along_axis: {x.name} {x.axes} has no axis {axis.name} to join along")
         concat_axes.append(found[0])
