@@ -212,3 +212,15 @@ def test_feature_macros_name_instruction_sets_not_cpus(cache):
     assert macros and all(name == name.upper() for name in macros)
     if kernel_c.platform.machine() in ("x86_64", "AMD64"):
         assert "__SSE2__" in macros
+
+
+def test_a_fast_math_kernel_leaves_denormals_alone(cache, rng):
+    """gcc < 13 links crtfastmath.o into a -ffast-math shared object, and loading it used to
+    switch the process to flush-to-zero: every later NumPy result below 1e-38 became 0."""
+    tiny = np.float32(1e-44)
+    assert np.spacing(tiny) > 0
+    group = _group(core.Exp)
+    kernel = compile_group(group, {n: tuple(n.shape) for n in group.nodes + group.inputs}, "c",
+                           fast_math=True)
+    _run(kernel, rng, np.exp)
+    assert np.spacing(tiny) > 0 and tiny * np.float32(0.5) > 0

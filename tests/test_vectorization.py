@@ -9,7 +9,8 @@ linked or run, so any target of a compiler can be checked) with kernel_c's own f
 ``-fopt-info-vec-optimized -fopt-info-vec-missed``, for x86-64-v2, v3 (AVX2) and v4
 (AVX-512) and for armv8-a (AdvSIMD), by this machine's gcc and any cross gcc on PATH. Every
 loop over elements must be reported vectorized, and must call glibc's vector math (libmvec)
-at the target's vector width.
+at the target's vector width. The one function the kernels compute themselves (float tanh,
+a rational: libmvec's was most of the time of the chain) is checked against float64 here too.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Tuple
 
+import numpy as np
 import pytest
 
 from axgraph import core
@@ -277,3 +279,48 @@ def test_sigmoid_is_one_select_and_one_division():
     (text,) = sources("chain", core.f32)[""].split("const float e3 = ")[1:]
     line = text.splitlines()[1]
     assert line.count("/") == 1 and "? ((float)1) : e3) / (((float)1) + e3)" in line
+
+
+# -- the math the kernels bring themselves -------------------------------------------------------
+
+def _tanh_kernel(n: int):
+    x = core.Parameter(core.f32, core.Shape(n))
+    function = core.Function([core.Tanh(x)], [x])
+    members = tuple(node for node in function.nodes if node is not x)
+    group = kernel_c.FusedGroup(members, (x,), function.results[0])
+    return kernel_c.CKernel(group, {node: (n,) for node in (x, *members)})
+
+
+def test_own_tanhf_is_within_7_ulp_of_tanh_across_the_floats(tmp_path, monkeypatch):
+    """Every 997th float from the smallest subnormal to 9.5 (past where tanh rounds to 1), and
+    their negatives, against float64 tanh: at most 7 ulp, within 1 ulp for 97 % (checked once
+    over every float: 6.9 ulp, 97.2 %), never above 1 in magnitude."""
+    if kernel_c.toolchain() is None:
+        pytest.skip("no working C compiler here")
+    monkeypatch.setenv("AXGRAPH_CACHE_DIR", str(tmp_path))
+    bits = np.arange(1, np.float32(9.5).view(np.int32), 997, dtype=np.int32)
+    x = np.concatenate([bits.view(np.float32), -bits.view(np.float32)])
+    kernel = _tanh_kernel(x.size)
+    assert "axgraph_tanhf(" in kernel.source
+    out = np.empty_like(x)
+    kernel(x, out=out)
+    exact = np.tanh(x.astype(np.float64))
+    ulps = np.abs(out - exact) / np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert ulps.max() <= 7.0, x[np.argmax(ulps)]
+    assert np.mean(ulps > 1) < 0.03
+    assert np.all(np.abs(out) <= 1) and np.array_equal(np.signbit(out), np.signbit(x))
+
+
+def test_own_tanhf_keeps_the_special_values(tmp_path, monkeypatch):
+    if kernel_c.toolchain() is None:
+        pytest.skip("no working C compiler here")
+    monkeypatch.setenv("AXGRAPH_CACHE_DIR", str(tmp_path))
+    limit = np.float32(float.fromhex("0x1.205968p+3"))  # the first float whose tanh rounds to 1
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, limit, -limit, 30.0, 1e-30, -1e-42],
+                 np.float32)
+    out = np.empty_like(x)
+    _tanh_kernel(x.size)(x, out=out)
+    expected = np.tanh(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(out, expected)  # NaN where NaN; exact 1 from `limit` on
+    assert np.array_equal(np.signbit(out), np.signbit(x))  # -0 stays -0
+    assert np.tanh(np.float64(np.nextafter(limit, np.float32(0)))).astype(np.float32) < 1
