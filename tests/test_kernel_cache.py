@@ -8,8 +8,8 @@ directory or file that another user owns or can write is never loaded.
 from __future__ import annotations
 
 import os
+import platform
 import stat
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +94,15 @@ def test_a_cache_below_a_directory_others_can_write_is_not_used(cache, rng):
     _run(kernel, rng, np.exp)
 
 
+def test_a_cache_path_that_is_a_file_is_not_used(cache, rng):
+    cache.parent.mkdir(parents=True)
+    cache.write_text("not a directory")
+    with pytest.warns(RuntimeWarning, match="kernels is not a directory"):
+        kernel = _compile(_group(core.Exp))
+    assert kernel.path.parent != cache
+    _run(kernel, rng, np.exp)
+
+
 def test_a_sticky_parent_like_tmp_is_fine(cache):
     cache.parent.mkdir(parents=True)
     os.chmod(cache.parent, 0o1777)
@@ -162,7 +171,7 @@ def test_the_target_is_part_of_the_cache_key(cache, monkeypatch, rng):
     may differ in the last bit)."""
     group = _group(core.Sigmoid)
     native = _compile(group)
-    monkeypatch.setenv(kernel_c.MARCH_VARIABLE, "x86-64-v2" if kernel_c.platform.machine()
+    monkeypatch.setenv(kernel_c.MARCH_VARIABLE, "x86-64-v2" if platform.machine()
                        in ("x86_64", "AMD64") else "armv8-a")
     try:
         chain = kernel_c.toolchain()
@@ -210,7 +219,7 @@ def test_feature_macros_name_instruction_sets_not_cpus(cache):
     if macros is None:
         pytest.skip("the compiler has no -march=native")
     assert macros and all(name == name.upper() for name in macros)
-    if kernel_c.platform.machine() in ("x86_64", "AMD64"):
+    if platform.machine() in ("x86_64", "AMD64"):
         assert "__SSE2__" in macros
 
 

@@ -372,7 +372,7 @@ def directory_problem(directory: Path) -> Optional[str]:
     others (who could swap it for theirs) unless it is sticky like /tmp.
     """
     real = directory.resolve()
-    problem = why_not_private(real)
+    problem = why_not_private(real) if real.is_dir() else "not a directory"
     if problem:
         return f"{real} is {problem}"
     for parent in real.parents:
