@@ -41,6 +41,7 @@ child process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import gc
 import io
@@ -54,7 +55,7 @@ import sys
 import time
 import tracemalloc
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 NOISE = 0.15  # relative differences below this are noise on the 2-core machine
 PROBE_MARK = "AXGRAPH-BENCH-PROBE "
@@ -508,6 +509,30 @@ def cpu_transformer_options(try_call: Callable[[Any], None], engine: str = "auto
                 f"fuse=True failed ({type(error).__name__}: {message}); measured with fuse=False")
 
 
+@contextlib.contextmanager
+def kernel_march(march: Optional[str]) -> Iterator[None]:
+    """Build the C kernels compiled inside the block for -march=`march` ($AXGRAPH_MARCH);
+    None keeps the caller's setting (native unless the environment says otherwise).
+
+    The cpu transformer compiles on a computation's first call, so that call
+    belongs inside the block; kernels keep their target once built.
+    """
+    if march is None:
+        yield
+        return
+    from axgraph.transformers.cpu import kernel_c
+
+    saved = os.environ.get(kernel_c.MARCH_VARIABLE)
+    os.environ[kernel_c.MARCH_VARIABLE] = march
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(kernel_c.MARCH_VARIABLE, None)
+        else:
+            os.environ[kernel_c.MARCH_VARIABLE] = saved
+
+
 def describe_options(options: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in options.items())
 
@@ -570,18 +595,21 @@ def machine_facts() -> str:
         lines.append("numpy BLAS: " + ("; ".join(blas) or "none found"))
     except ImportError:
         lines.append("numpy BLAS: threadpoolctl not installed (see np.show_config())")
-    overrides = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")
+    overrides = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS_", "AXGRAPH_"))
                  or k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "MKL_NUM_THREADS")}
     lines.append("env: " + (", ".join(f"{k}={v}" for k, v in sorted(overrides.items()))
-                            or "no OPENBLAS_*/OMP_* overrides"))
+                            or "no OPENBLAS_*/OMP_*/AXGRAPH_* overrides"))
     try:
         from axgraph.transformers.cpu import kernel_c
 
         chain = kernel_c.toolchain()
         if chain:
             version = str(getattr(chain, "version", chain)).splitlines()[0]
-            flags = " ".join(f for f in getattr(chain, "flags", ()) if f.startswith(("-march", "-fopenmp")))
-            lines.append(f"C compiler for fused kernels: {version} ({flags})")
+            flags = " ".join(getattr(chain, "flags", ()))
+            isa = [m.strip("_") for m in sorted(kernel_c.feature_macros(chain.compiler, "native")
+                                                or ()) if m.startswith(("__AVX", "__SSE4_2"))]
+            lines.append(f"C compiler for fused kernels: {version} ({flags}); this CPU: "
+                         f"{' '.join(isa) or 'no AVX'}")
         else:
             lines.append("C compiler for fused kernels: none (NumPy engine only)")
     except Exception as error:  # noqa: BLE001 - facts are best effort

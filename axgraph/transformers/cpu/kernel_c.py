@@ -1,40 +1,67 @@
 """Fused groups as generated C: one flat OpenMP loop per group, compiled once, cached on disk.
 
-Why C: measured on the target machine (2 cores, gcc 12), a C loop compiled
-with ``-O3 -march=native -fopenmp`` and glibc's vector math (libmvec) runs
-``tanh(a*b+c)*sigmoid(d)-e`` over 4M f32 and ``sum((x-y)**2)`` over 10M f32
-as fast as XLA does, several times faster than NumPy; numba has no vector
-``tanhf`` there. C is optional: without a working compiler this engine
-reports itself unavailable and the blocked NumPy engine runs instead.
+Why C: a C loop compiled with ``-O3 -march=native -fopenmp`` and glibc's
+vector math (libmvec) runs ``tanh(a*b+c)*sigmoid(d)-e`` over 4M f32 and
+``sum((x-y)**2)`` over 10M f32 as fast as XLA does, several times faster
+than NumPy, on AVX2 and AVX-512 machines alike; numba has no vector
+``tanhf`` there. Float tanh is the kernel's own inline rational
+(`OWN_FUNCTIONS`): libmvec's cost as much as the rest of that chain. C is
+optional: without a working compiler this engine reports itself
+unavailable and the blocked NumPy engine runs instead.
+
+Every loop must vectorize, on x86-64-v2, v3 (AVX2), v4 (AVX-512) and
+aarch64 (tests/test_vectorization.py reads gcc's vectorizer report), so the
+generated element code has no branches: a choice is a select between two
+values that are both safe to compute (Sigmoid divides once, by ``1 + e``,
+a numerator chosen by sign). Without AVX-512's masked instructions gcc
+will not if-convert anything that might trap, and one branch leaves the
+whole loop scalar (measured on a 2-core AVX2 machine: the chain above took
+185 ms scalar, ~10 ms vectorized).
 
 Semantics kept (no ``-ffast-math`` unless asked for): ``-ffp-contract=off``
 so ``a*b+c`` rounds twice as NumPy does; Maximum/Minimum and Max/Min
 propagate NaN like ``np.maximum``; Sigmoid is computed stably as the
-reference does. ``-fno-math-errno`` only drops the errno writes (which NumPy
-never reads either) and is what lets gcc call the vector variants of
-``expf``/``tanhf``/...: glibc's <math.h> declares those variants only under
-``__FAST_MATH__``, so the kernel declares them itself with
-``#pragma omp declare simd``, for the functions this libmvec exports.
-Float sums accumulate in double, per fixed block of elements, and blocks are
-combined in order, so the result is accurate and does not depend on the
-number of threads.
+reference does. Two flags change no value: ``-fno-math-errno`` drops the
+errno writes (which NumPy never reads either) and is what lets gcc call the
+vector variants of ``expf``/``tanhf``/...: glibc's <math.h> declares those
+variants only under ``__FAST_MATH__``, so the kernel declares them itself
+with ``#pragma omp declare simd``, for the functions this libmvec exports.
+``-fno-trapping-math`` lets gcc assume nobody watches the floating-point
+exception flags (NumPy clears them before each ufunc it checks, and they
+are per thread), which is what vectorizes ``floor`` (SSE4.1/AVX
+``round``). Float sums accumulate in double, per fixed block of elements,
+and blocks are combined in order, so the result is accurate and does not
+depend on the number of threads.
+
+Target: ``-march=native`` unless ``$AXGRAPH_MARCH`` names another target
+(``x86-64-v3``: kernels an AVX2 machine would run), which this CPU must be
+able to execute (checked from the compiler's feature macros, never by
+running foreign code).
 
 Cache: the shared object is named by the sha256 of (source, flags, compiler
 version, CPU features), in ``$AXGRAPH_CACHE_DIR`` or
-``~/.cache/axgraph/kernels``; it is compiled to a temporary file and moved
-into place with ``os.replace``, so concurrent processes never see a partial
-file. Loaded with ctypes (which releases the GIL during the call).
+``~/.cache/axgraph/kernels``. Loading a library runs its code, so only a
+private cache is trusted: the directory is created 0700 and must belong to
+this user and be writable by nobody else (nor may its parents be, short of
+a sticky /tmp), and each library file too; otherwise the kernels are
+compiled into a fresh private directory for this process, with a warning.
+A library is compiled to a temporary file and moved into place with
+``os.replace``, so concurrent processes never see a partial file. Loaded
+with ctypes (which releases the GIL during the call).
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import hashlib
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
@@ -54,7 +81,10 @@ BLOCK = 16384
 #: than it saves on memory-bound loops over two cores.
 PARALLEL_MIN = 1 << 18
 ENTRY = "axgraph_kernel"
-BASE_FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
+BASE_FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC",
+              "-shared")
+#: Names the -march the kernels are built for (default: native, this CPU).
+MARCH_VARIABLE = "AXGRAPH_MARCH"
 FAST_MATH_FLAGS = ("-ffast-math",)
 CTYPES = {"f32": "float", "f64": "double", "boolean": "uint8_t"}
 #: Booleans computed inside a kernel are C ints, 0 or 1: a uint8_t between two float
@@ -65,6 +95,28 @@ MATH_FUNCTIONS = {core.Exp: "exp", core.Log: "log", core.Tanh: "tanh", core.Sin:
                   core.Cos: "cos", core.Sigmoid: "exp", core.Power: "pow"}
 # ops compiled to single instructions (no library call)
 INLINE_FUNCTIONS = {core.Abs: "fabs", core.Sqrt: "sqrt", core.Floor: "floor"}
+#: libm functions the kernels compute with their own inline code instead, by libm name.
+#: tanhf: libmvec's costs about as much as expf and a division together, and was most of the
+#: time of tanh(a*b+c)*sigmoid(d)-e on AVX2 (slower than XLA, whose tanh is a rational too).
+#: The rational x P(x^2) / Q(x^2) of degree (4, 4) was fitted here to tanh on [0, 9] (weighted
+#: least squares on the relative error, reweighted towards minimax): 2.1e-8 relative error in
+#: exact arithmetic; evaluated in float, as below, at most 6.9 ulp from tanh and within 1 ulp
+#: for 97 % of all floats (measured over every float; NumPy's own float32 tanh allows 1.4
+#: ulp, XLA's about 4.4). From 0x1.205968p+3 (9.0109138) on, tanh rounds to 1: returned as is.
+OWN_FUNCTIONS = {"tanhf": """\
+static inline float axgraph_tanhf(float x)
+{
+    const float ax = fabsf(x);
+    const float a = ax > 0x1.205968p+3f ? 0x1.205968p+3f : ax;  /* NaN stays NaN */
+    const float z = a * a;
+    const float p = (((0x1.cadb52p-27f * z + 0x1.59c2c4p-16f) * z + 0x1.ca2c34p-9f) * z
+                     + 0x1.120b14p-3f) * z + 1.0f;
+    const float q = (((0x1.a17f30p-21f * z + 0x1.5885bcp-12f) * z + 0x1.a7f7cep-6f) * z
+                     + 0x1.de5ad4p-2f) * z + 1.0f;
+    const float t = a * p / q;
+    const float below_one = t > 1.0f ? 1.0f : t;
+    return copysignf(ax >= 0x1.205968p+3f ? 1.0f : below_one, x);  /* odd, -0 kept */
+}"""}
 
 
 class KernelCompileError(ExecutionError):
@@ -89,6 +141,11 @@ def cache_dir() -> Path:
     if configured:
         return Path(configured).expanduser()
     return Path.home() / ".cache" / "axgraph" / "kernels"
+
+
+def target_march() -> str:
+    """The -march kernels are built for: $AXGRAPH_MARCH, else "native" (this CPU)."""
+    return os.environ.get(MARCH_VARIABLE, "").strip() or "native"
 
 
 @functools.lru_cache(maxsize=None)
@@ -184,19 +241,61 @@ def _compiler_version(compiler: str) -> Optional[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _probe(compiler: str) -> Optional[Toolchain]:
-    """The first flag set with which a small OpenMP/vector-math kernel builds, loads and runs."""
+def feature_macros(compiler: str, march: str) -> Optional[FrozenSet[str]]:
+    """The instruction-set macros (`__AVX2__`, `__ARM_FEATURE_SVE`, ...) -march=`march`
+    defines; None if the compiler rejects it. Lower-case macros name CPUs, not features."""
+    try:
+        run = subprocess.run([compiler, f"-march={march}", "-dM", "-E", "-x", "c", os.devnull],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if run.returncode != 0:
+        return None
+    names = (line.split()[1] for line in run.stdout.splitlines() if line.startswith("#define "))
+    return frozenset(name for name in names if name == name.upper())
+
+
+def _unsupported(compiler: str, march: str) -> Optional[str]:
+    """Why code for -march=`march` cannot run on this CPU, or None if it can.
+
+    Compared at compile time (the target's feature macros against native's):
+    running code this CPU lacks instructions for would kill the process.
+    """
+    if march == "native":
+        return None
+    target = feature_macros(compiler, march)
+    if target is None:
+        return f"{compiler} does not accept -march={march}"
+    native = feature_macros(compiler, "native")
+    if native is None:
+        return f"{compiler} does not accept -march=native, so -march={march} cannot be checked"
+    missing = sorted(target - native)
+    if missing:
+        return (f"this CPU cannot run code built for -march={march}: it lacks "
+                f"{', '.join(name.strip('_') for name in missing)}")
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(compiler: str, march: str) -> Tuple[Optional[Toolchain], str]:
+    """The first flag set with which a small OpenMP/vector-math kernel builds, loads and
+    runs, and otherwise why none did."""
     version = _compiler_version(compiler)
     if version is None:
-        return None
+        return None, f"{compiler} --version failed"
+    unsupported = _unsupported(compiler, march)
+    if unsupported:
+        return None, unsupported
     vector = vector_math_symbols()
-    native = ("-march=native",)
+    target = (f"-march={march}",)
     attempts = [
-        (native + ("-fopenmp",), True, vector),
-        (native + ("-fopenmp",), True, frozenset()),
-        (native + ("-fopenmp-simd",), False, frozenset()),
-        ((), False, frozenset()),
+        (target + ("-fopenmp",), True, vector),
+        (target + ("-fopenmp",), True, frozenset()),
+        (target + ("-fopenmp-simd",), False, frozenset()),
     ]
+    if march == "native":  # a compiler without -march=native still builds plain kernels
+        attempts.append(((), False, frozenset()))
+    failure = "no attempt ran"
     for extra, openmp, functions in attempts:
         toolchain = Toolchain(compiler, version, BASE_FLAGS + extra, openmp, functions)
         source = _PROBE % _declarations(sorted(functions & {"expf"}))
@@ -207,16 +306,27 @@ def _probe(compiler: str) -> Optional[Toolchain]:
             pointers = (ctypes.c_void_p * 2)(x.ctypes.data, out.ctypes.data)
             function(x.size, 1, pointers)
             if np.allclose(out, np.exp(x) + np.sqrt(x), rtol=1e-5):
-                return toolchain
-        except (KernelCompileError, OSError):
-            continue
-    return None
+                return toolchain, ""
+            failure = f"the probe kernel built with {' '.join(extra)} computed wrong values"
+        except (KernelCompileError, OSError) as error:
+            failure = str(error).splitlines()[0]
+    return None, failure
 
 
 def toolchain() -> Optional[Toolchain]:
-    """The working toolchain, or None when there is no usable C compiler."""
+    """The working toolchain, or None when there is no usable C compiler.
+
+    Raises KernelCompileError when $AXGRAPH_MARCH asks for a target that
+    cannot be built or run here (a setting the user chose is not ignored).
+    """
     compiler = find_compiler()
-    return _probe(compiler) if compiler else None
+    if compiler is None:
+        return None
+    march = target_march()
+    chain, failure = _probe(compiler, march)
+    if chain is None and march != "native":
+        raise KernelCompileError(f"${MARCH_VARIABLE}={march}: {failure}")
+    return chain
 
 
 def c_available() -> bool:
@@ -238,44 +348,119 @@ def kernel_key(source: str, chain: Toolchain, fast_math: bool = False) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def why_not_private(path: Path) -> Optional[str]:
+    """Why the file or directory at `path` may hold another user's code; None if it cannot:
+    it is this user's own, writable by nobody else, and a regular file or a real
+    directory (a symlinked file could change under us)."""
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        return f"cannot read its status ({error.strerror})"
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        return "neither a regular file nor a directory"
+    if info.st_uid != os.getuid():
+        return f"owned by uid {info.st_uid}, not by this user (uid {os.getuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def directory_problem(directory: Path) -> Optional[str]:
+    """Why libraries in `directory` may hold another user's code, or None.
+
+    Besides the directory itself, no directory above it may be writable by
+    others (who could swap it for theirs) unless it is sticky like /tmp.
+    """
+    real = directory.resolve()
+    problem = why_not_private(real) if real.is_dir() else "not a directory"
+    if problem:
+        return f"{real} is {problem}"
+    for parent in real.parents:
+        try:
+            mode = os.stat(parent).st_mode
+        except OSError as error:
+            return f"cannot read the status of {parent} ({error.strerror})"
+        if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
+            return f"{parent} is writable by others (mode {stat.S_IMODE(mode):o})"
+    return None
+
+
+def private_cache_dir() -> Path:
+    """cache_dir() (created 0700 if missing) when only this user can write it; otherwise a
+    fresh private directory for the rest of this process, with one warning."""
+    directory = cache_dir()
+    missing = [directory, *directory.parents]
+    missing = missing[:next(k for k, path in enumerate(missing) if path.is_dir())]
+    for path in reversed(missing):  # each 0700 whatever the umask, as it is created
+        try:
+            path.mkdir()
+            os.chmod(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as error:
+            raise KernelCompileError(f"cannot create the kernel cache {directory}: "
+                                     f"{error}") from None
+    problem = directory_problem(directory)
+    return directory if problem is None else _fallback_dir(str(directory), problem)
+
+
+@functools.lru_cache(maxsize=None)
+def _fallback_dir(refused: str, problem: str) -> Path:
+    fallback = Path(tempfile.mkdtemp(prefix="axgraph-kernels-"))  # 0700, this user's
+    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+    warnings.warn(f"the kernel cache {refused} is not private ({problem}), so a library in it "
+                  f"could run another user's code: kernels of this process are compiled into "
+                  f"{fallback} instead. Make it yours alone (chmod go-w) or set "
+                  f"$AXGRAPH_CACHE_DIR to a directory only you can write.",
+                  RuntimeWarning, stacklevel=2)
+    return fallback
+
+
 def library_path(source: str, chain: Toolchain, fast_math: bool = False) -> Path:
     """The cache path the kernel of `source` has (whether or not it is built yet)."""
-    return cache_dir() / f"{kernel_key(source, chain, fast_math)}.so"
+    return private_cache_dir() / f"{kernel_key(source, chain, fast_math)}.so"
 
 
 def build(source: str, chain: Toolchain, fast_math: bool = False) -> Path:
     """The shared object for `source`: from the disk cache, or compiled into it now.
 
-    Compiles into a temporary file in the cache directory and renames it into
-    place (atomic on POSIX), so processes racing on the same kernel each
-    produce a complete file and the last rename wins harmlessly.
+    A cached file that is not private (see `why_not_private`) is compiled
+    again over it. Compiles into a temporary file in the cache directory and
+    renames it into place (atomic on POSIX), so processes racing on the same
+    kernel each produce a complete file and the last rename wins harmlessly.
     """
     target = library_path(source, chain, fast_math)
-    if target.exists():
+    if os.path.lexists(target) and why_not_private(target) is None:
         return target
     directory = target.parent
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise KernelCompileError(f"cannot create the kernel cache {directory}: {error}") from None
     stem = target.stem
     c_fd, c_temp = tempfile.mkstemp(prefix=f".{stem[:16]}-", suffix=".c", dir=directory)
     so_fd, so_temp = tempfile.mkstemp(prefix=f".{stem[:16]}-", suffix=".so", dir=directory)
     os.close(so_fd)
+    o_temp = so_temp[:-3] + ".o"
     try:
         with os.fdopen(c_fd, "w") as handle:
             handle.write(source)
-        command = [chain.compiler, *compile_flags(chain, fast_math), c_temp, "-o", so_temp, "-lm"]
-        try:
-            run = subprocess.run(command, capture_output=True, text=True, timeout=300)
-        except (OSError, subprocess.SubprocessError) as error:
-            raise KernelCompileError(f"running {chain.compiler} failed: {error}") from None
-        if run.returncode != 0:
-            raise KernelCompileError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
+        flags = compile_flags(chain, fast_math)
+        if fast_math:
+            # gcc < 13 links crtfastmath.o into a -ffast-math library: loading it would switch
+            # the whole process to flush denormals to zero. Compiled fast, linked plain.
+            steps = [[chain.compiler, *flags, "-c", c_temp, "-o", o_temp],
+                     [chain.compiler, *compile_flags(chain), o_temp, "-o", so_temp, "-lm"]]
+        else:
+            steps = [[chain.compiler, *flags, c_temp, "-o", so_temp, "-lm"]]
+        for command in steps:
+            try:
+                run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            except (OSError, subprocess.SubprocessError) as error:
+                raise KernelCompileError(f"running {chain.compiler} failed: {error}") from None
+            if run.returncode != 0:
+                raise KernelCompileError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
+        os.chmod(so_temp, 0o755)  # the linker's mode follows the umask, which may be lax
         os.replace(c_temp, directory / f"{stem}.c")  # kept beside the .so for reading
         os.replace(so_temp, target)
     finally:
-        for leftover in (c_temp, so_temp):
+        for leftover in (c_temp, so_temp, o_temp):
             if os.path.exists(leftover):
                 os.unlink(leftover)
     return target
@@ -285,10 +470,19 @@ _LOADED: Dict[str, ctypes.CDLL] = {}
 
 
 def load_library(path: Path) -> ctypes.CDLL:
-    """A built shared object, opened once per process."""
+    """A built shared object, opened once per process, if it and its directory are private.
+
+    Raises KernelCompileError otherwise: opening a library runs its code.
+    """
     key = str(path)
     library = _LOADED.get(key)
     if library is None:
+        problem = directory_problem(Path(path).parent)
+        if problem is None:
+            problem = why_not_private(Path(path))
+            problem = problem and f"{path} is {problem}"
+        if problem:
+            raise KernelCompileError(f"refusing to load the kernel library {path}: {problem}")
         # Idle OpenMP threads must sleep, not spin: a spinning team starves BLAS's own
         # threads (numpy matmul between two kernels) on a machine with few cores. libgomp
         # reads this once, when the first kernel loads it; a user's setting wins.
@@ -373,7 +567,7 @@ class _Emitter:
     def _math(self, name: str, et: core.ElementType) -> str:
         full = name + ("f" if et.name == "f32" else "")
         self.used_math.add(full)
-        return full
+        return f"axgraph_{full}" if full in OWN_FUNCTIONS else full
 
     def _member(self, k: int, node: Node) -> None:
         family = op_family(node)
@@ -411,11 +605,12 @@ class _Emitter:
             if isinstance(node, core.Not):
                 return f"(!{a})"
             if isinstance(node, core.Sigmoid):
-                # the reference's stable form: e = exp(-|x|); x >= 0 ? 1/(1+e) : e/(1+e)
+                # the reference's stable form, e = exp(-|x|); x >= 0 ? 1/(1+e) : e/(1+e), as
+                # one division of a numerator chosen by sign: the same roundings, no branch
                 e = f"e{name[1:]}"
                 self.body.append(f"const {ctype} {e} = {self._math('exp', et)}"
                                  f"(-{self._math('fabs', et)}({a}));")
-                return f"({a} >= 0 ? {one} / ({one} + {e}) : {e} / ({one} + {e}))"
+                return f"(({a} >= 0 ? {one} : {e}) / ({one} + {e}))"
             for table in (INLINE_FUNCTIONS, MATH_FUNCTIONS):
                 for op_class, function in table.items():
                     if isinstance(node, op_class):
@@ -447,8 +642,11 @@ class _Emitter:
         raise KernelCompileError(f"the C engine has no code for {node.op}")
 
     def declarations(self) -> str:
-        """`omp declare simd` for the library functions used that libmvec vectorizes."""
-        return _declarations(sorted(self.used_math & self.vector_math))
+        """`omp declare simd` for the library functions used that libmvec vectorizes, and
+        the code of the functions the kernel brings itself."""
+        own = [OWN_FUNCTIONS[name] for name in sorted(self.used_math) if name in OWN_FUNCTIONS]
+        library = _declarations(sorted((self.used_math - set(OWN_FUNCTIONS)) & self.vector_math))
+        return "\n".join(filter(None, [library, *own]))
 
 
 def indexed_inputs(group: FusedGroup) -> FrozenSet[int]:
