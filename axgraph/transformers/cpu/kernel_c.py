@@ -288,7 +288,7 @@ def _probe(compiler: str, march: str) -> Tuple[Optional[Toolchain], str]:
         return None, unsupported
     vector = vector_math_symbols()
     target = (f"-march={march}",)
-    attempts = [
+    attempts: List[Tuple[Tuple[str, ...], bool, FrozenSet[str]]] = [
         (target + ("-fopenmp",), True, vector),
         (target + ("-fopenmp",), True, frozenset()),
         (target + ("-fopenmp-simd",), False, frozenset()),
