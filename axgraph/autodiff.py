@@ -245,6 +245,14 @@ def _slice_adjoint(op, d):
 @adjoint(so.ConcatOp)
 def _concat(op, d):
     position = op.axes.index(next(a for a in op.axes if a not in op.args[0].axes))
+    unknown = [a.name for a in op.concat_axes if a.length is None]
+    if unknown:
+        # The adjoint slices the joined gradient at the parts' lengths, which must be known
+        # when the graph is built (slices take int bounds).
+        raise op.error(NotDifferentiableError,
+                       f"deriv through a concat along {', '.join(unknown)}, whose length comes "
+                       f"only from fed data, needs the lengths when the graph is built: set "
+                       f"the axis length (axis.length = n)")
     grads, start = [], 0
     for x, concat_axis in zip(op.args, op.concat_axes):
         stop = start + concat_axis.length

@@ -566,8 +566,8 @@ class _Builder:
         axis = self.c.choice(axes)
         unknown = self.unknown([axis])
         if unknown and self.smooth:
-            # Excluded: deriv of a concat along an axis without a length fails
-            # (autodiff's ConcatOp adjoint adds up the parts' `.length`, None here).
+            # Excluded: deriv of a concat along an axis without a length is refused
+            # (NotDifferentiableError: its adjoint slices at the parts' lengths).
             return None
         if not unknown and axis.length >= 2 and self.c.chance(30):
             return self.rejoin(x, axis)

@@ -1131,3 +1131,12 @@ def test_binary_cross_entropy_gradient_at_zero_logit_is_sigmoid_minus_target(tra
     logits[0, 0] = 1.5
     got = transformer.computation(ng.deriv(cost, z), z, t)(logits, targets)
     np.testing.assert_allclose(got, 1 / (1 + np.exp(-logits)) - targets, rtol=1e-12)
+
+
+def test_deriv_through_a_concat_along_an_unknown_length_says_what_to_do():
+    N, A = ng.make_axis(name="N"), ng.make_axis(length=2, name="A")
+    x = ng.placeholder([N, A], dtype=np.float64)
+    joined = ng.concat_along_axis([x, -x], N)
+    with pytest.raises(ng.NotDifferentiableError, match="length") as info:
+        ng.deriv(ng.sum(joined, out_axes=()), x)
+    assert "test_autodiff.py" in str(info.value)
