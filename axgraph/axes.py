@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import abc
 import functools
 import os
 import sys
@@ -318,7 +319,7 @@ def _derived_name_error(axis: Axis, parent: Axis) -> AxesError:
                      f"instead", user_location())
 
 
-class _DerivedAxis(Axis):
+class _DerivedAxis(Axis, metaclass=abc.ABCMeta):
     """An axis made from a parent axis (a slice, a padding).
 
     It prints as the parent's name plus what was done to it, has the parent's
@@ -344,11 +345,13 @@ class _DerivedAxis(Axis):
         """The axis this one was derived from."""
         return self._parent
 
+    @abc.abstractmethod
     def _suffix(self) -> str:
-        raise NotImplementedError
+        """What the name adds to the parent's (`[1:3]`, `+pad(1,1)`)."""
 
+    @abc.abstractmethod
     def _length_from(self, parent_length: int) -> int:
-        raise NotImplementedError
+        """The length, given the parent's."""
 
     @property
     def name(self) -> str:
