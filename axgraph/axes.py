@@ -724,7 +724,7 @@ class Axes(Sequence[Axis]):
         """The axes a reader would call by `axis`'s name: those with its root name (`A`, an
         `A` made elsewhere, `A[1:3]`), or for a dual axis those named like it."""
         if axis.root_name is None:
-            return self.find_by_name(axis.name)
+            return Axes(a for a in self._axes if a.name == axis.name or _derived_from(a, axis))
         return Axes(a for a in self._axes if a.root_name == axis.root_name)
 
     def find_by_role(self, role: AxisRole) -> "Axes":
@@ -811,6 +811,15 @@ class Axes(Sequence[Axis]):
                 raise AxisLengthError(f"axis {axis.name} has no length; set {axis.name}.length",
                                       user_location())
         return self
+
+
+def _derived_from(axis: Axis, ancestor: Axis) -> bool:
+    """Whether `axis` is a slice or padding (of a slice ...) of `ancestor`."""
+    while isinstance(axis, _DerivedAxis):
+        axis = axis.parent
+        if axis is ancestor:
+            return True
+    return False
 
 
 def make_axis(

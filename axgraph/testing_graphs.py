@@ -41,7 +41,7 @@ import numpy as np
 import axgraph as ng
 
 from .axes import Axes, Axis, DualAxis, FlattenedAxis, elementwise_axes
-from .errors import IncompatibleAxesError
+from .errors import AxesError, IncompatibleAxesError
 from .op_graph.elementwise import Cos, Sin
 from .op_graph.op import Op
 from .op_graph.shape_ops import parts_of
@@ -747,14 +747,23 @@ class _Builder:
         for _ in range(self.c.integer(1, 12)):
             for _attempt in range(6):
                 construct = self.c.choice(self.CONSTRUCTS)
-                if getattr(self, construct)(self.operand()) is not None:
+                try:
+                    made = getattr(self, construct)(self.operand())
+                except AxesError:
+                    # ng refused to build it (the same axis twice, two distinct axes with
+                    # one name): not applicable here. Refusals are tested in test_errors.
+                    made = None
+                if made is not None:
                     break
         # The ops nothing reads are the results, so that (nearly) every op built is computed.
         sinks = [n for n in self.nodes if id(n) not in self.used]
         results = sinks[-MAX_RESULTS:] + self.terminals
         intermediates = [n for n in self.nodes if n.dtype.kind == "f"]
         if self.options.assigns:
-            self.update()
+            try:
+                self.update()
+            except AxesError:  # a region's axes clash (see the loop above): no assign
+                pass
         results += self.sequentials
         graph = RandomGraph(results, [self.label(r) for r in results], self.placeholders,
                             self.feeds, self.assigned, self.listing, self.dtype, self.smooth,

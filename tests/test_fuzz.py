@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import assume, HealthCheck, given, reject, settings
 
 from axgraph import core
 from axgraph.passes import Any, Op, RewriteRule, RulePass
@@ -51,7 +51,9 @@ def test_random_graphs_agree_with_the_reference(configuration, graph):
 @given(graph=graphs(assigns=True))
 def test_assigns_agree_on_every_configuration(graph):
     """Values returned by two calls of an updating computation, and the variables read after."""
-    assert graph.assigned and "assign" in graph.constructs
+    # (a graph whose every axis takes its length from data has no variable to assign)
+    assume(graph.assigned)
+    assert "assign" in graph.constructs
     problems = agreement(graph, CONFIGURATIONS)
     assert not problems, explain(graph, problems)
 
