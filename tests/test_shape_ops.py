@@ -559,3 +559,13 @@ def test_pad_accepts_numpy_integers(transformer):
     expected = np.zeros((4, 4), np.float32)
     expected[1:3, 0:3] = xv
     np.testing.assert_array_equal(transformer.computation(p, x)(xv), expected)
+
+
+def test_mean_over_a_concat_along_an_axis_without_a_length(transformer):
+    # The joined axis gets its length only when the concat runs; the count must wait for it.
+    N, A = ng.make_axis(name="N"), ng.make_axis(length=2, name="A")
+    x = ng.placeholder([N, A], dtype=np.float64)
+    joined = ng.concat_along_axis([x, ng.exp(x)], N)
+    data = np.arange(8.0).reshape(4, 2) / 10
+    got = transformer.computation(ng.mean(joined, out_axes=()), x)(data)
+    np.testing.assert_allclose(got, np.concatenate([data, np.exp(data)]).mean(), rtol=1e-12)

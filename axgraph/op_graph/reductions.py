@@ -105,9 +105,14 @@ class ArgMin(IndexReduction):
 class TensorSize(Op):
     """The number of elements along `size_axes` (a scalar, known at run time)."""
 
-    def __init__(self, size_axes: Axes, name: Optional[str] = None, dtype=None):
+    def __init__(self, size_axes: Axes, name: Optional[str] = None, dtype=None,
+                 of: Optional[Op] = None):
         super().__init__(axes=(), dtype=dtype, name=name)
         self.size_axes = Axes(size_axes)
+        if of is not None:
+            # Run after the tensor measured: a length only its computation binds (a concat
+            # along an axis without a length) is known from then on.
+            self.other_deps.add(of)
 
 
 def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
@@ -153,13 +158,13 @@ def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, n
         size_axes = x.axes.sample_axes()
     else:
         size_axes, _ = resolve_reduction_axes(x, reduction_axes, out_axes, "tensor_size")
-    return TensorSize(size_axes, name=name, dtype=dtype)
+    return TensorSize(size_axes, name=name, dtype=dtype, of=x)
 
 
 def batch_size(x, name=None, dtype=None) -> Op:
     """Number of examples in x: the product of its batch axes' lengths."""
     x = as_op(x)
-    return TensorSize(x.axes.batch_axes(), name=name, dtype=dtype)
+    return TensorSize(x.axes.batch_axes(), name=name, dtype=dtype, of=x)
 
 
 def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:
@@ -170,7 +175,7 @@ def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=Non
     x = as_op(x)
     reduction_axes, out_axes = resolve_reduction_axes(x, reduction_axes, out_axes, "mean")
     total = Sum(x, reduction_axes, out_axes)
-    result = total / TensorSize(reduction_axes, dtype=total.dtype)
+    result = total / TensorSize(reduction_axes, dtype=total.dtype, of=x)
     if name is not None:
         result.name = name
     return result
