@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import abc
 import threading
-import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeGuard
 
 import numpy as np
@@ -406,8 +405,6 @@ class Transformer(abc.ABC):
         #: The computations made by this transformer, in order.
         self.computations: List[Computation] = []
         self._lock = threading.RLock()
-        #: The computations made here and still alive (what `initialize` looks at).
-        self._computations: "weakref.WeakSet[Computation]" = weakref.WeakSet()
 
     def computation(self, results, *parameters) -> Computation:
         """A callable computing `results`; `parameters` are fed positionally."""
@@ -418,7 +415,6 @@ class Transformer(abc.ABC):
                     f"build computations", user_location())
             computation = self._make_computation(results, parameters)
             self.computations.append(computation)
-            self._computations.add(computation)
             return computation
 
     def _make_computation(self, results, parameters) -> Computation:
@@ -444,7 +440,7 @@ class Transformer(abc.ABC):
                     f"this {self.transformer_name} transformer is closed; make a new one",
                     user_location())
             bindings = LengthBindings()
-            pending = {tensor for computation in list(self._computations)
+            pending = {tensor for computation in self.computations
                        for tensor in computation.persistent_tensors
                        if tensor not in self.initialized
                        and None not in (bindings.get(axis) for axis in tensor.axes)}
@@ -474,7 +470,6 @@ class Transformer(abc.ABC):
             self.state.clear()
             self.initialized.clear()
             self.computations.clear()
-            self._computations = weakref.WeakSet()
 
     def __enter__(self) -> "Transformer":
         return self
