@@ -9,7 +9,7 @@ from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, Pad
                    make_axis_role, make_name_scope, name_scope, with_name_scope)
 from .errors import (AxesError, AxgraphError, AxgraphTypeError, AxgraphValueError,
                      AxisLengthError, DTypeError, DuplicateAxisError, ExecutionError, FeedError,
-                     GraphError, IncompatibleAxesError, NotDifferentiableError,
+                     GraphError, IncompatibleAxesError, LayoutError, NotDifferentiableError,
                      SerializationError, ShapeError, TransformerClosedError, UnmatchedAxesError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
 from .op_graph.convolution import convolution, deconvolution, spatial_axis
@@ -34,6 +34,7 @@ from .op_graph.shape_ops import (axes_with_order, broadcast, cast_axes, concat_a
 from .op_graph.tensors import (AssignableTensorOp, constant, constant_storage, constant_value,
                                is_constant, is_constant_scalar, persistent_tensor, placeholder,
                                temporary, variable)
+from .tensor_description import TensorDescription, reduce_strides
 from .transformers import make_transformer, transformer_choices
 from .transformers.nptransform import NumPyTransformer
 
@@ -44,8 +45,8 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "make_axis_role", "make_name_scope", "name_scope", "with_name_scope", "AxesError",
            "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError",
            "DTypeError", "DuplicateAxisError", "ExecutionError", "FeedError", "GraphError",
-           "IncompatibleAxesError", "NotDifferentiableError", "SerializationError", "ShapeError",
-           "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem", "assign",
+           "IncompatibleAxesError", "LayoutError", "NotDifferentiableError",
+           "SerializationError", "ShapeError", "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem", "assign",
            "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",
            "spatial_axis", "PrintOp", "dot", "fill", "init_tensor", "lookuptable", "absolute",
            "add", "cos", "divide", "equal", "exp", "floor", "greater", "greater_equal", "less",
@@ -59,7 +60,8 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "concat_along_axis", "dimshuffle", "expand_dims", "flatten", "flatten_at", "pad",
            "slice_along_axis", "stack", "tensor_slice", "unflatten", "AssignableTensorOp",
            "constant", "constant_storage", "constant_value", "is_constant", "is_constant_scalar",
-           "persistent_tensor", "placeholder", "temporary", "variable", "make_transformer",
+           "persistent_tensor", "placeholder", "temporary", "variable", "TensorDescription",
+           "reduce_strides", "make_transformer",
            "transformer_choices", "NumPyTransformer"]
 
 

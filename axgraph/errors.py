@@ -58,6 +58,20 @@ class ShapeError(AxgraphValueError):
     """Shapes (or symbolic dims) that do not fit the operation."""
 
 
+class LayoutError(ShapeError):
+    """A memory layout that cannot exist or cannot express a view: strides, sizes or
+    offsets that do not fit a buffer, or a flatten whose parts are not contiguous with
+    respect to each other (a copy is needed)."""
+
+
+class TensorIndexError(LayoutError, IndexError):
+    """An index outside a tensor description's shape.
+
+    It is also an ``IndexError`` so generic code that guards indexing keeps
+    working, but its message always names the tensor, the index and the shape.
+    """
+
+
 class DTypeError(AxgraphTypeError):
     """An element type that the operation does not accept."""
 

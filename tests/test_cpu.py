@@ -128,11 +128,11 @@ def test_elementwise_buffers_take_their_first_input_layout():
     program = compiled.last_program
     add = next(n for n in function.nodes if isinstance(n, core.Add))
     # computed in exp(a)'s memory order: the add's buffer is the transpose of a row-major one
-    assert program.layout[add].strides == (1, 8)
+    assert program.layout[add].element_strides == (1, 8)
     # the square follows it and may overwrite it; the add may not overwrite tanh's
     # row-major buffer (that would make every ufunc call copy its operand first)
     square = next(n for n in function.nodes if isinstance(n, core.Multiply))
-    assert program.layout[square].strides == (1, 8)
+    assert program.layout[square].element_strides == (1, 8)
     assert program.plan.buffers[square].in_place_of is add
     assert program.plan.buffers[add].in_place_of is None
 
@@ -283,7 +283,7 @@ def test_a_fused_reductions_input_stays_row_major():
     compiled(values)
     program = compiled.last_program
     assert any(g.reduction is not None and maps in g.inputs for g in program.groups)
-    assert program.layout[maps].is_contiguous
+    assert program.layout[maps].c_contiguous
     tracemalloc.start()
     got, _ = compiled(values)
     peak = tracemalloc.get_traced_memory()[1]

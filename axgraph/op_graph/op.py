@@ -28,6 +28,7 @@ from ..dtypes import as_dtype
 from ..errors import AxgraphError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
+from ..tensor_description import TensorDescription
 from ..traversal import post_order
 
 _E = TypeVar("_E", bound=AxgraphError)
@@ -195,6 +196,21 @@ class Op(NameableValue, DebugInfo):
     def graph_label(self) -> str:
         """How pictures of the graph label this op: its kind and name."""
         return f"{type(self).__name__}[{self.name}]"
+
+    def tensor_description(self) -> Optional[TensorDescription]:
+        """The description of this op's value (Nervana Graph v0.4): its axes and dtype,
+        laid out row-major in storage of its own, named after the op; the same object on
+        every call. None for an op without a value (an assign).
+
+        Every axis needs a length; one without raises AxisLengthError naming it.
+        """
+        if not self.is_tensor_op:
+            return None
+        found = self.__dict__.get("_tensor_description")
+        if found is None:
+            found = self._tensor_description = TensorDescription(self.axes, dtype=self.dtype,
+                                                                 name=self.name)
+        return found
 
     def mean(self, reduction_axes: AxesLike = None, out_axes: AxesLike = None) -> "Op":
         """`ng.mean` of this op (the default axes: all but batch and recurrent ones)."""

@@ -19,8 +19,9 @@ from ...core import interpreter
 from ...core.host import HostCall
 from ...core.node import Node
 from ...errors import AxgraphError, ExecutionError, GraphError
+from ...strides import dense_order
+from ...tensor_description import TensorDescription
 from . import runtime, windows
-from .tensor_description import TensorDescription, dense_order
 
 Shapes = Dict[Node, Tuple[int, ...]]
 _T = TypeVar("_T")
@@ -204,7 +205,7 @@ class Program:
         assert layout is not None and source_layout is not None  # both are buffers
         if self.shapes[node] != self.shapes[source] or \
                 node.element_type.dtype != source.element_type.dtype or \
-                layout.strides != source_layout.strides:
+                layout.element_strides != source_layout.element_strides:
             return False
         return self._overwrites_safely(node)
 
@@ -464,7 +465,7 @@ class Program:
         # The contracted dims may be merged in any order both operands agree on: in
         # the order given, or in the memory order of either operand.
         pairs = list(zip(node.contract_a, node.contract_b))
-        orders = [pairs] + [sorted(pairs, key=lambda p: -layout.strides[p[side]])
+        orders = [pairs] + [sorted(pairs, key=lambda p: -layout.element_strides[p[side]])
                             for side, layout in enumerate((layout_a, layout_b)) if layout]
         pairs = min(orders, key=copied)
         left = _arranged(args[0], shape_a, rest_a + [i for i, _ in pairs], (m, k))
@@ -501,7 +502,7 @@ class Program:
 
 def _dense_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:
     """Axes outermost-first when `layout` densely fills its elements in that order."""
-    return None if layout is None else dense_order(layout.shape, layout.strides)
+    return None if layout is None else dense_order(layout.shape, layout.element_strides)
 
 
 def _as_array(layout: TensorDescription, memory: np.ndarray) -> np.ndarray:
@@ -521,7 +522,7 @@ def _copy_cost(layout: Optional[TensorDescription], order: List[int],
         return 0
     view = layout.transpose(order).reshape(matrix)
     if view is not None and any(stride == 1 or length == 1
-                                for stride, length in zip(view.strides, view.shape)):
+                                for stride, length in zip(view.element_strides, view.shape)):
         return 0
     return matrix[0] * matrix[1]
 

@@ -25,7 +25,7 @@ from typing import List, Mapping, Optional, Sequence, Set, Tuple
 from ... import core
 from ...core.node import Node
 from ...errors import ExecutionError, ShapeError
-from .tensor_description import dense_order
+from ...strides import dense_order
 
 # Op classes a group may contain (user subclasses count as their nearest base).
 UNARY_OPS: Tuple[type, ...] = (
