@@ -23,7 +23,8 @@ Nested = Union[int, Tuple["Nested", ...]]
 
 
 def row_major_strides(sizes: Sequence[int], unit: int = 1) -> Shape:
-    """Strides for row-major order: partial products of `sizes` from the right.
+    """Strides for row-major order: partial products of `sizes` from the right, the
+    innermost dim stepping by `unit`.
 
     For sizes (5, 3, 2) this is (6, 2, 1), the seed's example.
     """
