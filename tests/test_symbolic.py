@@ -39,3 +39,46 @@ def test_slice_in_a_gradient_with_an_unknown_batch_size(backend, batch, rng):
     np.testing.assert_allclose(expected[2], dw, rtol=1e-12)
     for value, reference in zip(got, expected):
         np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_a_batch_axis_of_symbolic_length_is_bound_from_the_data(backend, rng):
+    # ng.make_axis(length=Dim("N")): the length is the size variable N, unified with
+    # the fed shapes as every backend unifies a core Function's parameter shapes.
+    N = ng.make_axis(length=ng.core.Dim("N"), name="N")
+    F = ng.make_axis(length=5, name="F")
+    x = ng.placeholder([F, N], dtype=np.float64)
+    y = ng.placeholder([N], dtype=np.float64)
+    cost = ng.sum(ng.tanh(x)[0:2, :] * y, out_axes=())
+    results = [cost, ng.deriv(cost, x)]
+    xv, yv = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    with ng.make_transformer(backend) as t:
+        f = t.computation(results, x, y)
+        value, gradient = f(xv, yv)
+        expected = np.zeros((5, 3))
+        expected[0:2] = (1 - np.tanh(xv[0:2]) ** 2) * yv
+        np.testing.assert_allclose(value, np.sum(np.tanh(xv[0:2]) * yv), rtol=1e-12)
+        np.testing.assert_allclose(gradient, expected, rtol=1e-12)
+        assert f(xv[:, :1], yv[:1])[1].shape == (5, 1)  # another batch length, same computation
+        with pytest.raises(ng.FeedError) as info:
+            f(xv, yv[:2])
+    message = info.value.message
+    assert "dim 0: dims differ: N vs 2 (with N = 3)" in message and "takes shape (N)" in message
+    assert "test_symbolic.py" in str(info.value)
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_axis_lengths_that_are_expressions_solve_for_their_variable(backend, rng):
+    T = ng.core.Dim("T")
+    whole = ng.make_axis(length=2 * T + 1, name="S")
+    half = ng.make_axis(length=T, name="H")
+    x = ng.placeholder([whole], dtype=np.float64)
+    y = ng.placeholder([half], dtype=np.float64)
+    with ng.make_transformer(backend) as t:
+        f = t.computation([ng.sum(x, out_axes=()), y * 2.0], x, y)
+        total, doubled = f(np.arange(7.0), np.arange(3.0))  # T = 3
+        assert total == 21.0 and doubled.tolist() == [0.0, 2.0, 4.0]
+        with pytest.raises(ng.FeedError, match="T would have to be 5/2"):
+            f(np.arange(6.0), np.arange(3.0))
+        with pytest.raises(ng.FeedError, match=r"dims differ: T vs 4 \(with T = 3\)"):
+            f(np.arange(7.0), np.arange(4.0))
