@@ -82,3 +82,33 @@ def test_axis_lengths_that_are_expressions_solve_for_their_variable(backend, rng
             f(np.arange(6.0), np.arange(3.0))
         with pytest.raises(ng.FeedError, match=r"dims differ: T vs 4 \(with T = 3\)"):
             f(np.arange(7.0), np.arange(4.0))
+
+
+def test_slicing_an_axis_of_symbolic_length_asks_for_a_known_length():
+    N = ng.make_axis(length=ng.core.Dim("N"), name="N")
+    x = ng.placeholder([N], name="xs")
+    with pytest.raises(ng.AxisLengthError, match=r"axis N needs a known length .*\(it has N\)"):
+        x[1:3]
+    assert x[:].axes == x.axes  # taking all of it needs no length
+
+
+@pytest.mark.parametrize("backend", COMPILED)
+def test_passes_decide_questions_about_symbolic_sizes(backend, rng):
+    # Each rewrite below asks about a dim that is N: is the slice everything
+    # (upper == N), is the pad empty, is a concat input empty (0 rows: dropped; N rows:
+    # kept, N may be 0 only at run time)? None may ask `bool(N)`.
+    from axgraph import core, passes
+
+    N = core.Dim("N")
+    x = core.Parameter(core.f64, (N, 3), name="x")
+    everything = core.Slice(x, (0, 0), (N + 1 - 1, 3))
+    unpadded = core.Pad(core.Exp(everything), (0, 0), (0, 0), (0, 0))
+    empty = core.Constant(core.f64, (0, 3), 0.0)
+    joined = core.Concat([empty, unpadded, empty], 0)
+    f = core.Function([joined], [x])
+    optimized = passes.optimize(f)
+    assert [node.op for node in optimized.nodes] == ["Parameter", "Exp"]
+    for rows in (4, 0):
+        xv = rng.standard_normal((rows, 3))
+        (got,) = core.compile(optimized, backend)(xv)
+        np.testing.assert_allclose(got, np.exp(xv), rtol=1e-15)
