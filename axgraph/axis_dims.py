@@ -9,18 +9,22 @@ core IR, and feeding unifies them with the fed arrays' shapes
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Iterable, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Tuple
 
 from .axes import Axis, FlattenedAxis
-from .dims import Dim, DimLike
+from .dims import Dim, DimLike, free_symbols
 
 
 class AxisDims:
-    """The dim of each axis; fresh size variables for the axes without a length."""
+    """The dim of each axis; fresh size variables for the axes without a length.
 
-    def __init__(self) -> None:
+    `reserved`: names a fresh variable must not take, because symbolic lengths use
+    them (`length_symbols`): an axis N without a length is not the `Dim("N")` of another.
+    """
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
         self._symbols: Dict[Axis, DimLike] = {}
-        self._names: set = set()
+        self._names: set = set(reserved)
         #: Each size variable made here: the axis it stands for, and what first needed it.
         self.origins: Dict[str, Tuple[Axis, Any]] = {}
 
@@ -52,3 +56,8 @@ class AxisDims:
         base = axis.base
         if base.length is None and base not in self._symbols:
             self._symbols[base] = dim
+
+
+def length_symbols(axes: Iterable[Axis]) -> FrozenSet[str]:
+    """The size variables that the (symbolic) lengths of `axes` use."""
+    return frozenset().union(*(free_symbols(a.length) for a in axes if a.length is not None))

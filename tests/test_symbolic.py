@@ -112,3 +112,15 @@ def test_passes_decide_questions_about_symbolic_sizes(backend, rng):
         xv = rng.standard_normal((rows, 3))
         (got,) = core.compile(optimized, backend)(xv)
         np.testing.assert_allclose(got, np.exp(xv), rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_an_axis_without_length_is_not_a_symbolic_length_of_the_same_name(backend):
+    # The axis N without a length gets a size variable of its own, not the user's N.
+    unset = ng.make_axis(name="N")
+    symbolic = ng.make_axis(length=ng.core.Dim("N"), name="B")
+    x = ng.placeholder([unset], dtype=np.float64)
+    y = ng.placeholder([symbolic], dtype=np.float64)
+    with ng.make_transformer(backend) as t:
+        f = t.computation([ng.sum(x, out_axes=()), ng.sum(y, out_axes=())], x, y)
+        assert [float(v) for v in f(np.ones(2), np.ones(5))] == [2.0, 5.0]

@@ -22,11 +22,12 @@ from ..op_graph.tensors import AssignableTensorOp
 class LoweringContext:
     """Maps axes to dims and axes ops to core nodes while a schedule is walked."""
 
-    def __init__(self) -> None:
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
         self.values: Dict[Op, core.Node] = {}
         self.state: Dict[AssignableTensorOp, core.Node] = {}
         self.state_parameters: Dict[AssignableTensorOp, core.Parameter] = {}
-        self.sizes = AxisDims()
+        #: The dims of axes; `reserved`: the size variables of symbolic lengths.
+        self.sizes = AxisDims(reserved)
         #: The op being lowered (recorded as the origin of each size variable it needs).
         self.current_op: Optional[Op] = None
         #: Host calls (prints) in program order, each reading the one before.

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dims
 from ..axes import Axis, FlattenedAxis
-from ..axis_dims import AxisDims
+from ..axis_dims import AxisDims, length_symbols
 from ..debug_info import user_location
 from ..dims import bind_shapes
 from ..dtypes import can_feed
@@ -122,7 +122,8 @@ class Computation:
         self._sized_by_feeds = [t for t in self.persistent_tensors
                                 if any(axis.length is None for axis in t.axes)]
         #: The dim of each axis: what fed shapes are unified with.
-        self._sizes = AxisDims()
+        self._sizes = AxisDims(length_symbols(
+            a for op in self.ops + list(self.parameters) for a in op.axes))
         #: (dtype, shape) of positional arrays that passed the checks as they are (exact
         #: type, C order), to the lengths they bound: a repeat call skips the checks.
         self._known_feeds: Dict[tuple, LengthBindings] = {}
