@@ -69,14 +69,14 @@ def transformer_class(name: str) -> type:
 def allocate_transformer(name: str, **options) -> Transformer:
     """A new transformer of the registered kind `name` (Nervana Graph's name for it)."""
     cls = transformer_class(name)
-    if name not in _REGISTRY:  # a core backend: the lowering transformer checks the options
-        return cls(name, **options)
+    # a core backend's lowering transformer takes the backend's name (and checks its options)
+    arguments = () if name in _REGISTRY else (name,)
     try:
-        inspect.signature(cls).bind(**options)
+        inspect.signature(cls).bind(*arguments, **options)
     except TypeError as error:
         raise AxgraphTypeError(f"make_transformer({name!r}): {error}; {cls.__name__} takes "
                                f"{inspect.signature(cls)}", user_location()) from None
-    return cls(**options)
+    return cls(*arguments, **options)
 
 
 class TransformerFactory:
