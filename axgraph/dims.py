@@ -14,7 +14,8 @@ mismatch. `solve` runs it to a fixpoint over a list of equations.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    TypeVar, Union, cast)
 
 from .errors import ShapeError
 
@@ -309,6 +310,29 @@ def is_static(value: DimLike) -> bool:
     return not isinstance(value, Dim)
 
 
+_Default = TypeVar("_Default")
+
+
+def known(value: DimLike, default: _Default) -> Union[int, _Default]:
+    """The int value of a dim, or `default` when it is symbolic.
+
+    How a pass or lowering rule asks a question about a size that may not be
+    known until data is fed: `known(d, 1) == 0` ("is it certainly empty?"),
+    `known(d, -1) >= 0`. The caller picks the default that keeps its decision
+    safe for every value the size could take.
+    """
+    return value if isinstance(value, int) else default
+
+
+def definitely_equal(a: DimLike, b: DimLike) -> bool:
+    """Whether `a == b` for every binding of the size variables (`N - 1 + 1` is `N`).
+
+    False means "not proved": `N` and `M` may still turn out equal at run time.
+    """
+    difference = _as_dim_like(a) - _as_dim_like(b)
+    return isinstance(difference, int) and difference == 0
+
+
 def symbols(names: str) -> Tuple[Dim, ...]:
     """Several size variables at once: `N, M = symbols("N M")`."""
     return tuple(Dim(name) for name in names.replace(",", " ").split())
@@ -368,8 +392,13 @@ def _bind(bindings: Bindings, name: str, value: DimLike) -> Bindings:
     return solved
 
 
+#: What an equation is about, for its error message: text, or a function making it (so
+#: that a call binding many dims formats a message only when one is raised).
+What = Union[str, Callable[[], str]]
+
+
 def unify(a: DimLike, b: DimLike, bindings: Optional[Mapping[str, DimLike]] = None,
-          what: str = "") -> Optional[Bindings]:
+          what: What = "") -> Optional[Bindings]:
     """Make dims `a` and `b` equal: new bindings, or None if not decidable yet.
 
     Under the current `bindings`: equal dims need nothing; a bare variable on
@@ -381,13 +410,13 @@ def unify(a: DimLike, b: DimLike, bindings: Optional[Mapping[str, DimLike]] = No
     """
     bindings = dict(bindings or {})
     left, right = subs(_as_dim_like(a), bindings), subs(_as_dim_like(b), bindings)
-    prefix = f"{what}: " if what else ""
 
     def mismatch(detail: str = "") -> ShapeError:
         used = sorted((free_symbols(a) | free_symbols(b)) & set(bindings))
-        known = ", ".join(f"{name} = {bindings[name]}" for name in used)
-        shown = f"{a} vs {b}" + (f" (with {known})" if known else "")
-        return ShapeError(f"{prefix}dims differ: {shown}{detail}")
+        values = ", ".join(f"{name} = {bindings[name]}" for name in used)
+        shown = f"{a} vs {b}" + (f" (with {values})" if values else "")
+        text = what() if callable(what) else what
+        return ShapeError(f"{text + ': ' if text else ''}dims differ: {shown}{detail}")
 
     diff = left - right
     if isinstance(diff, int):
@@ -412,8 +441,11 @@ def unify(a: DimLike, b: DimLike, bindings: Optional[Mapping[str, DimLike]] = No
     return None
 
 
-def solve(equations: Sequence[Tuple[DimLike, DimLike, str]],
-          bindings: Optional[Mapping[str, DimLike]] = None) -> Tuple[Bindings, List[Tuple[DimLike, DimLike, str]]]:
+Equation = Tuple[DimLike, DimLike, What]
+
+
+def solve(equations: Sequence[Equation], bindings: Optional[Mapping[str, DimLike]] = None
+          ) -> Tuple[Bindings, List[Equation]]:
     """Unify every (a, b, what) to a fixpoint: (bindings, equations still undecided)."""
     bindings = dict(bindings or {})
     pending = list(equations)
@@ -430,3 +462,38 @@ def solve(equations: Sequence[Tuple[DimLike, DimLike, str]],
         progress = progress or len(later) < len(pending)
         pending = later
     return bindings, pending
+
+
+def bind_shapes(expected: Sequence[Sequence[DimLike]], actual: Sequence[Sequence[int]],
+                describe: Callable[[int], str]) -> Dict[str, int]:
+    """The values of the size variables that make each expected shape the actual one.
+
+    The one routine that binds sizes from data, for core Functions
+    (`Function.bind`) and for the axes graph's placeholders alike. Dims that
+    are equal already need nothing; every other pair is an equation, solved to
+    a fixpoint (`2*N + 1 == 7` gives N = 3). A rank that differs, two values
+    for one variable, or an equation the shapes cannot decide raises
+    ShapeError naming `describe(i)` (the owner of the i-th shape), the dim and
+    both values.
+    """
+    equations: List[Equation] = []
+    for index, (shape, values) in enumerate(zip(expected, actual)):
+        if len(shape) != len(values):
+            raise ShapeError(f"{describe(index)}: rank {len(values)}, not {len(shape)}")
+        for position, (dim, value) in enumerate(zip(shape, values)):
+            if isinstance(dim, int) and dim == value:
+                continue  # a known dim that fits: nothing to solve or report
+            equations.append((dim, value, _dim_of(describe, index, position)))
+    if not equations:
+        return {}
+    bindings, pending = solve(equations)
+    if pending:
+        left, right, what = pending[0]
+        text = what() if callable(what) else what
+        raise ShapeError(f"{text}: cannot determine {left} == {right} from the shapes given")
+    return cast(Dict[str, int], bindings)  # solved against int dims: every value is an int
+
+
+def _dim_of(describe: Callable[[int], str], index: int, position: int) -> Callable[[], str]:
+    """What an equation of `bind_shapes` is about, formatted only for an error."""
+    return lambda: f"{describe(index)}: dim {position}"

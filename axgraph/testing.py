@@ -18,6 +18,8 @@ import numpy as np
 
 from .autodiff import deriv
 from .axes import Axes, AxesLike
+from .axis_dims import AxisDims
+from .dims import bind_shapes
 from .op_graph.op import Op
 from .op_graph.tensors import placeholder
 from .transformers import Transformer, make_transformer
@@ -91,10 +93,11 @@ class ExecutorFactory:
 
 def _lengths(axes: Axes, fed_ops, fed_values):
     """Lengths of `axes`, taking unset ones from the shapes of fed values."""
-    bindings = LengthBindings()
-    for op, value in zip(fed_ops, fed_values):
-        for axis, length in zip(op.axes, np.shape(value)):
-            bindings.bind(axis, length)
+    sizes = AxisDims()
+    values = bind_shapes([sizes.dims(op.axes) for op in fed_ops],
+                         [np.shape(value) for value in fed_values],
+                         lambda i: f"{fed_ops[i].name} {fed_ops[i].axes}")
+    bindings = LengthBindings(sizes, values)
     lengths = tuple(bindings.get(axis) for axis in axes)
     for axis, length in zip(axes, lengths):
         if length is None:

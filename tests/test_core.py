@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from axgraph import core
-from axgraph.errors import DTypeError, ExecutionError, FeedError, GraphError, ShapeError
+from axgraph.errors import AxgraphTypeError, DTypeError, ExecutionError, FeedError, GraphError, ShapeError
 
 N, M = core.symbols("N M")
 
@@ -895,9 +895,27 @@ def test_inconsistent_size_variable_is_a_feed_error():
     a, b = param(core.f32, (N, 2), "a"), param(core.f32, (N, 2), "b")
     fn = core.compile(core.Function([core.Add(a, b)], [a, b]))
     with pytest.raises(FeedError, match=r"parameter 1 \(b: f32\[N, 2\]\) takes f32\[N, 2\]; got "
-                                        r"float32 \(5, 2\): dim 0: dims differ: N vs 5 "
+                                        r"shape \(5, 2\): dim 0: dims differ: N vs 5 "
                                         r"\(with N = 4\)"):
         fn(np.zeros((4, 2), np.float32), np.zeros((5, 2), np.float32))
+
+
+def test_function_bind_unifies_parameter_shapes_with_the_given_shapes():
+    a, b = param(core.f32, (2 * N + 1, 3), "a"), param(core.f32, (N,), "b")
+    f = core.Function([core.Add(core.Slice(a, (0, 0), (N, 1)), core.Reshape(b, (N, 1)))],
+                      [a, b], name="f")
+    assert f.bind([(7, 3), (3,)]) == {"N": 3}
+    assert core.Function([core.Negative(b)], [b]).bind([(0,)]) == {"N": 0}
+    with pytest.raises(ShapeError) as info:
+        f.bind([(7, 3), (4,)])
+    assert info.value.message == ("parameter 1 (b: f32[N]) takes f32[N]; got shape (4,): dim 0: "
+                                  "dims differ: N vs 4 (with N = 3)")
+    assert "test_core.py" in str(info.value)
+    with pytest.raises(ShapeError, match=r"parameter 0 \(a: f32\[2\*N \+ 1, 3\]\) .* dim 1: "
+                                         r"dims differ: 3 vs 4"):
+        f.bind([(7, 4), (3,)])
+    with pytest.raises(ShapeError, match="f.bind: 2 parameter"):
+        f.bind([(7, 3)])
 
 
 def test_size_variable_solved_from_expression(rng):
@@ -986,18 +1004,27 @@ def test_replace_checks():
 
 # -- compile -----------------------------------------------------------------------------------------
 
-def test_backend_registry():
+def test_backend_registry(monkeypatch):
+    monkeypatch.setattr(core.backend, "_BACKENDS", dict(core.backend._BACKENDS))  # undone after
     assert "interpreter" in core.backends()
     a = param(core.f32, (1,))
     f = core.Function([a], [a])
     with pytest.raises(ValueError, match="no core backend named 'nope'"):
         core.compile(f, backend="nope")
     calls = []
-    core.register_backend("recording", lambda function: calls.append(function) or (lambda *x: x))
-    core.compile(f, backend="recording")
-    assert calls == [f]
+
+    class Recording(core.Backend):
+        def compile(self, function, scale=1):
+            calls.append((function, scale))
+            return lambda *arrays, out=None, donate=None: arrays
+
+    core.register_backend("recording", Recording)
+    core.compile(f, backend="recording", scale=2)
+    assert calls == [(f, 2)] and "recording" in core.backends()
     with pytest.raises(TypeError):
         core.compile(a)
+    with pytest.raises(AxgraphTypeError, match="takes a Backend"):
+        core.register_backend("plain function", lambda function: function)
 
 
 def test_core_op_count_and_namespace():

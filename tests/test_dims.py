@@ -4,7 +4,8 @@ import pickle
 
 import pytest
 
-from axgraph.dims import Dim, evaluate, free_symbols, parse, solve, subs, symbols, unify
+from axgraph.dims import (Dim, bind_shapes, definitely_equal, evaluate, free_symbols, known, parse,
+                          solve, subs, symbols, unify)
 from axgraph.errors import AxgraphError, ShapeError
 
 N, M, K = symbols("N M K")
@@ -149,6 +150,50 @@ def test_solve_runs_to_fixpoint():
     assert pending == []
     bindings, pending = solve([(N + M, 5, "a")])
     assert bindings == {} and len(pending) == 1
+
+
+def test_known_gives_ints_and_the_default_for_symbolic_dims():
+    assert known(3, None) == 3 and known(N - N, None) == 0
+    assert known(N, None) is None and known(2 * N + 1, -1) == -1
+    # how a pass asks "is this dim certainly empty?" without the truth of a symbol
+    assert [known(d, 1) == 0 for d in (0, 4, N, N - 1)] == [True, False, False, False]
+
+
+def test_definitely_equal_proves_or_says_no():
+    assert definitely_equal(N + 1 - 1, N) and definitely_equal(4, 4)
+    assert definitely_equal((2 * N + 2) // 2, N + 1)
+    assert not definitely_equal(N, M)  # not proved: they may still be equal at run time
+    assert not definitely_equal(N, 3) and not definitely_equal(3, 4)
+    with pytest.raises(TypeError):
+        definitely_equal(N, 1.5)
+
+
+def test_bind_shapes_solves_every_dim_against_the_data():
+    describe = ["x", "y"].__getitem__
+    assert bind_shapes([(N, 3), (2 * N + 1,)], [(4, 3), (9,)], describe) == {"N": 4}
+    assert bind_shapes([(2, 3)], [(2, 3)], describe) == {}
+    with pytest.raises(ShapeError, match=r"^y: dim 0: dims differ: 2\*N \+ 1 vs 8 \(with N = "
+                                         r"4\)$"):
+        bind_shapes([(N, 3), (2 * N + 1,)], [(4, 3), (8,)], describe)
+    with pytest.raises(ShapeError, match=r"^x: dim 1: dims differ: 3 vs 5$"):
+        bind_shapes([(N, 3)], [(4, 5)], describe)
+    with pytest.raises(ShapeError, match=r"^x: dim 0: .*N would have to be 7/2"):
+        bind_shapes([(2 * N + 1,)], [(8,)], describe)
+    with pytest.raises(ShapeError, match=r"^y: rank 1, not 2$"):
+        bind_shapes([(N,), (N, M)], [(4,), (4,)], describe)
+    with pytest.raises(ShapeError, match=r"^x: dim 0: cannot determine M \+ N == 5"):
+        bind_shapes([(N + M,)], [(5,)], describe)
+
+
+def test_bind_shapes_formats_messages_only_for_errors():
+    calls = []
+
+    def describe(index):
+        calls.append(index)
+        return "x"
+
+    assert bind_shapes([(N, M)], [(2, 3)], describe) == {"N": 2, "M": 3}
+    assert calls == []
 
 
 def test_dims_from_numpy_ints():

@@ -478,7 +478,7 @@ def test_core_argument_of_the_wrong_dims(core_add):
     with pytest.raises(ng.FeedError) as info:
         core_add(np.float32(2), np.zeros((3, 5), np.float32))  # @bad-core-dims
     assert_error(info.value, ng.FeedError, ValueError, "@bad-core-dims",
-                 "parameter 1 (x: f32[3, 4]) takes f32[3, 4]; got float32 (3, 5): dim 1",
+                 "parameter 1 (x: f32[3, 4]) takes f32[3, 4]; got shape (3, 5): dim 1",
                  "4 vs 5")
 
 
@@ -486,7 +486,7 @@ def test_core_argument_of_the_wrong_rank(core_add):
     with pytest.raises(ng.FeedError) as info:
         core_add(np.float32(2), np.zeros(12, np.float32))  # @bad-core-rank
     assert_error(info.value, ng.FeedError, ValueError, "@bad-core-rank",
-                 "parameter 1 (x: f32[3, 4])", "float32 (12,)", "rank 1, not 2")
+                 "parameter 1 (x: f32[3, 4])", "shape (12,)", "rank 1, not 2")
 
 
 def test_core_wrong_number_of_arguments(core_add):

@@ -19,7 +19,7 @@ from axgraph.passes import Any, Op, RewriteRule, RulePass
 from axgraph.testing_graphs import (Configuration, RandomChoices, UnsuitableGraph,
                                     check_derivatives, compare, configurations, differences,
                                     graphs, random_graph)
-from axgraph.transformers.interpreter import InterpreterTransformer
+from axgraph.transformers.lowering import LoweringTransformer
 
 CONFIGURATIONS = configurations()
 
@@ -118,7 +118,7 @@ def test_configurations_toggle_each_pass_of_each_backend():
     assert {"interpreter", "interpreter optimize=False", "cpu", "cpu fuse=False",
             "cpu fused", "cpu optimize=False"} <= names
     without = {c.without for c in CONFIGURATIONS if c.backend == "interpreter" and c.without}
-    with InterpreterTransformer() as transformer:
+    with LoweringTransformer("interpreter") as transformer:
         assert without == {type(p).__name__ for p in transformer.passes()}
     config = next(c for c in CONFIGURATIONS if c.without == "ConstantFolding")
     with config.make() as transformer:
@@ -146,7 +146,7 @@ class BrokenPass(Configuration):
     """The interpreter with a pass that rewrites every transpose as a reshape (wrong)."""
 
     def make(self):
-        transformer = InterpreterTransformer()
+        transformer = LoweringTransformer("interpreter")
         pipeline = transformer.passes
         wrong = RewriteRule(Op(core.Transpose, Any("x")),
                             lambda match: core.Reshape(match["x"], match.root.shape),

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..traversal import post_order
 from ..debug_info import user_location
-from ..dims import Dim
+from ..dims import Dim, bind_shapes
 from ..errors import DTypeError, GraphError, ShapeError
 from .node import Node
 from .ops.leaves import Parameter
@@ -116,6 +116,37 @@ class Function:
         """Size variables of the parameters' shapes: bound from the arguments per call."""
         return self._free_symbols
 
+    def describe_parameter(self, index: int) -> str:
+        """`parameter 1 (x: f32[3, 4])`: position (from 0), user name if any, type."""
+        return f"parameter {index} ({parameter_signature(self._parameters[index])})"
+
+    # -- binding ----------------------------------------------------------------------------
+    def bind(self, shapes: Sequence[Sequence[int]]) -> Dict[str, int]:
+        """The value of each size variable, given each parameter's actual shape.
+
+        The one way sizes are bound from data (every backend calls it): dims
+        are unified with the shapes (`2*N + 1` against 7 gives N = 3). ShapeError
+        names the parameter, the dim and both values when they conflict.
+        """
+        if len(shapes) != len(self._parameters):
+            raise ShapeError(f"{self._name}.bind: {len(self._parameters)} parameter(s) "
+                             f"({', '.join(parameter_signature(p) for p in self._parameters)}); "
+                             f"got {len(shapes)} shape(s)", user_location())
+        try:
+            bindings = bind_shapes([p.shape for p in self._parameters], shapes,
+                                   lambda i: f"{self.describe_parameter(i)} takes "
+                                             f"{self._parameters[i].type_str()}; got shape "
+                                             f"{tuple(shapes[i])}")
+        except ShapeError as error:
+            raise ShapeError(error.message, user_location()) from None
+        missing = self._free_symbols - set(bindings)
+        if missing:
+            raise ShapeError(f"size variable(s) {', '.join(sorted(missing))} of {self._name} "
+                             f"cannot be bound from the shapes of its parameters "
+                             f"({', '.join(parameter_signature(p) for p in self._parameters)})",
+                             user_location())
+        return bindings
+
     def users(self) -> Dict[Node, List[Node]]:
         """Each node's consumers within this function (in node order)."""
         result: Dict[Node, List[Node]] = {n: [] for n in self._nodes}
@@ -197,6 +228,12 @@ class Function:
         params = ", ".join(p.type_str() for p in self._parameters)
         results = ", ".join(r.type_str() for r in self._results)
         return f"<Function {self._name}({params}) -> ({results}), {len(self._nodes)} nodes>"
+
+
+def parameter_signature(parameter: Node) -> str:
+    """`x: f32[3, 4]` (a parameter with a user name) or `f32[3, 4]`."""
+    who = f"{parameter.name}: " if parameter.has_user_name else ""
+    return who + parameter.type_str()
 
 
 def format_attribute(value) -> str:

@@ -10,14 +10,14 @@ never one of the argument arrays).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Mapping, Sequence, Tuple, cast
+from typing import Callable, Dict, List, Mapping, Tuple
 
 import numpy as np
 
 from .. import dims
-from ..debug_info import user_location
-from ..errors import AxgraphError, ExecutionError, FeedError, ShapeError
+from ..errors import AxgraphError, ExecutionError
 from . import ops
+from .backend import Backend, bind_arguments, checked_outs
 from .function import Function
 from .node import Node
 from .types import Shape
@@ -448,22 +448,10 @@ def find_kernel(op_class: type) -> Kernel:
     raise ExecutionError(f"the interpreter has no kernel for {op_class.__name__}")
 
 
-def _describe(function: Function, index: int) -> str:
-    """`parameter 1 (x: f32[3, 4])`: position (from 0), user name if any, type and shape."""
-    return f"parameter {index} ({_signature(function.parameters[index])})"
-
-
-def _signature(parameter: Node) -> str:
-    who = f"{parameter.name}: " if parameter.has_user_name else ""
-    return who + parameter.type_str()
-
-
-def _got(array: np.ndarray) -> str:
-    return f"{array.dtype} {array.shape}"
-
-
 class InterpretedFunction:
-    """A Function ready to call: `fn(*arrays, out=None)` returns a tuple of result arrays."""
+    """A Function ready to call: `fn(*arrays, out=None, donate=None)` returns a tuple of
+    result arrays (fresh ones, or the caller's `out=` arrays filled; donations are not
+    taken)."""
 
     def __init__(self, function: Function):
         self.function = function
@@ -473,103 +461,27 @@ class InterpretedFunction:
             node: np.random.default_rng(node.seed) for node in function.nodes
             if isinstance(node, (ops.RandomUniform, ops.RandomNormal))}
 
-    # -- argument checks --------------------------------------------------------------------
-    def _arguments(self, arrays: Sequence) -> Tuple[np.ndarray, ...]:
-        parameters = self.function.parameters
-        if len(arrays) != len(parameters):
-            raise FeedError(f"{self.function.name} takes {len(parameters)} argument(s) "
-                            f"({', '.join(_signature(p) for p in parameters)}); got "
-                            f"{len(arrays)}", user_location())
-        checked = []
-        for index, (array, parameter) in enumerate(zip(arrays, parameters)):
-            if not isinstance(array, (np.ndarray, np.generic)):
-                raise FeedError(f"{_describe(self.function, index)} takes a NumPy array; got "
-                                f"{type(array).__name__} {array!r:.40}", user_location())
-            array = np.asarray(array)
-            if array.dtype != parameter.element_type.dtype:
-                raise FeedError(f"{_describe(self.function, index)} takes "
-                                f"{parameter.type_str()}; got {_got(array)} (element types are "
-                                f"never converted: use array.astype("
-                                f"{parameter.element_type.dtype}))", user_location())
-            if array.ndim != parameter.rank:
-                raise FeedError(f"{_describe(self.function, index)} takes "
-                                f"{parameter.type_str()}; got {_got(array)}: rank "
-                                f"{array.ndim}, not {parameter.rank}", user_location())
-            checked.append(array)
-        return tuple(checked)
-
-    def bind(self, arrays: Sequence[np.ndarray]) -> Dict[str, int]:
-        """Size-variable values that make every parameter's shape match its argument."""
-        equations = []
-        for index, (array, parameter) in enumerate(zip(arrays, self.function.parameters)):
-            for position, (expected, actual) in enumerate(zip(parameter.shape, array.shape)):
-                if expected == actual:  # a known dim that fits: nothing to solve or report
-                    continue
-                equations.append((expected, actual, f"{_describe(self.function, index)} takes "
-                                                    f"{parameter.type_str()}; got "
-                                                    f"{_got(array)}: dim {position}"))
-        try:
-            bindings, pending = dims.solve(equations)
-        except ShapeError as error:
-            raise FeedError(error.message, user_location()) from None
-        if pending:
-            expected, actual, what = pending[0]
-            raise FeedError(f"{what}: cannot determine {expected} == {actual} from the "
-                            f"arguments' shapes", user_location())
-        missing = self.function.free_symbols - set(bindings)
-        if missing:
-            raise FeedError(f"size variable(s) {', '.join(sorted(missing))} of "
-                            f"{self.function.name} cannot be bound from the arguments' shapes "
-                            f"({', '.join(_signature(p) for p in self.function.parameters)})",
-                            user_location())
-        return cast(Dict[str, int], bindings)  # solved against int array dims: all ints
-
-    def _outs(self, out, arrays: Sequence[np.ndarray], shapes: Sequence[Tuple[int, ...]]):
-        results = self.function.results
-        if isinstance(out, np.ndarray):
-            out = (out,)
-        out = tuple(out)
-        if len(out) != len(results):
-            raise FeedError(f"out= has {len(out)} array(s) for {len(results)} result(s)",
-                            user_location())
-        for k, (array, node, shape) in enumerate(zip(out, results, shapes)):
-            if not isinstance(array, np.ndarray):
-                raise FeedError(f"out[{k}] must be a NumPy array, not {type(array).__name__}",
-                                user_location())
-            if array.dtype != node.element_type.dtype or array.shape != shape:
-                raise FeedError(f"out[{k}] is {array.dtype}{list(array.shape)}, but result {k} "
-                                f"({node.name}) is {node.element_type.dtype}{list(shape)}",
-                                user_location())
-            if not array.flags.writeable:
-                raise FeedError(f"out[{k}] is read-only", user_location())
-            for index, argument in enumerate(arrays):
-                if np.may_share_memory(array, argument):
-                    raise FeedError(f"out[{k}] is (or overlaps) the array of "
-                                    f"{_describe(self.function, index)}: argument arrays cannot "
-                                    f"be used as result arrays", user_location())
-            for j in range(k):
-                if np.may_share_memory(array, out[j]):
-                    raise FeedError(f"out[{k}] and out[{j}] share memory: each result needs a "
-                                    f"distinct array", user_location())
-        return out
-
     # -- the call --------------------------------------------------------------------------------
-    def __call__(self, *arrays, out=None) -> Tuple[np.ndarray, ...]:
-        arrays = self._arguments(arrays)
-        bindings = self.bind(arrays)
+    def __call__(self, *arrays, out=None, donate=None) -> Tuple[np.ndarray, ...]:
+        arrays, bindings = bind_arguments(self.function, arrays)
         ctx = Context(bindings, self._generators)
         if out is not None:  # checked before anything runs (each node checks its own shape)
-            out = self._outs(out, arrays, [self._shape_of(node, ctx)
-                                           for node in self.function.results])
+            out = checked_outs(self.function, out, arrays,
+                               [self._shape_of(node, ctx) for node in self.function.results])
         values: Dict[Node, np.ndarray] = dict(zip(self.function.parameters, arrays))
         with np.errstate(all="ignore"):
             for node, run in self._kernels:
                 values[node] = self._run(node, run, ctx, [values[i] for i in node.inputs])
         if out is None:
-            return tuple(np.array(values[node], copy=True) for node in self.function.results)
+            out = (None,) * len(self.function.results)
+        results = []
         for array, node in zip(out, self.function.results):
-            np.copyto(array, values[node])
-        return out
+            if array is None:
+                results.append(np.array(values[node], copy=True))
+            else:
+                np.copyto(array, values[node])
+                results.append(array)
+        return tuple(results)
 
     def _shape_of(self, node: Node, ctx: Context) -> Tuple[int, ...]:
         shape = ctx.shape(node.shape)
@@ -601,6 +513,8 @@ def bindings_text(bindings: Mapping[str, int]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in sorted(bindings.items()))
 
 
-def compile_function(function: Function) -> InterpretedFunction:
-    """The interpreter's entry in the backend registry."""
-    return InterpretedFunction(function)
+class InterpreterBackend(Backend):
+    """The "interpreter" backend: runs any binding of sizes without recompiling."""
+
+    def compile(self, function: Function) -> InterpretedFunction:
+        return InterpretedFunction(function)

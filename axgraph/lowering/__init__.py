@@ -17,6 +17,7 @@ from ..errors import FeedError
 from ..op_graph.op import Op
 from ..op_graph.tensors import AssignableTensorOp
 from . import debug_rules, nn_rules  # noqa: F401  (register the print and nn rules)
+from ..axis_dims import length_symbols
 from .context import LoweringContext
 from .rules import RULES, lower_op
 
@@ -53,7 +54,7 @@ def lower(ops: Sequence[Op], results: Sequence[Op],
     not read still becomes a parameter where it alone gives an axis its length (a
     gradient that depends only on a placeholder's axes, say).
     """
-    ctx = LoweringContext()
+    ctx = LoweringContext(length_symbols(a for op in list(ops) + list(inputs) for a in op.axes))
     for op in ops:
         if op.is_assignable:
             continue  # read (as a Constant, a Parameter or its latest version) where used

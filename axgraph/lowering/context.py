@@ -1,19 +1,19 @@
 """State of one lowering: axes become positions, ops become core nodes.
 
 Every lowered value is a core node whose dims follow its axes op's `axes` in
-order. Axis lengths that are known become ints; unknown ones become size
-variables (one per base axis), bound from the arrays at call time.
+order. Axis lengths become their dims (`AxisDims`): ints, symbolic lengths as
+they are, and a size variable per base axis without a length, bound from the
+arrays at call time.
 """
 from __future__ import annotations
 
-import math
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .. import core
-from ..axes import Axes, Axis, FlattenedAxis
-from ..dims import Dim
+from ..axes import Axes, Axis
+from ..axis_dims import AxisDims
 from ..dtypes import cast
 from ..op_graph.op import Op
 from ..op_graph.tensors import AssignableTensorOp
@@ -22,46 +22,35 @@ from ..op_graph.tensors import AssignableTensorOp
 class LoweringContext:
     """Maps axes to dims and axes ops to core nodes while a schedule is walked."""
 
-    def __init__(self) -> None:
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
         self.values: Dict[Op, core.Node] = {}
         self.state: Dict[AssignableTensorOp, core.Node] = {}
         self.state_parameters: Dict[AssignableTensorOp, core.Parameter] = {}
-        self._symbols: Dict[Axis, Dim] = {}
-        self._symbol_names: set = set()
-        #: The op being lowered, and the op that first needed each size variable.
+        #: The dims of axes; `reserved`: the size variables of symbolic lengths.
+        self.sizes = AxisDims(reserved)
+        #: The op being lowered (recorded as the origin of each size variable it needs).
         self.current_op: Optional[Op] = None
-        self.symbol_origins: Dict[str, Tuple[Axis, Optional[Op]]] = {}
         #: Host calls (prints) in program order, each reading the one before.
         self.effects: List[core.Node] = []
 
     # -- dims --------------------------------------------------------------------------
+    @property
+    def symbol_origins(self) -> Dict[str, Tuple[Axis, Optional[Op]]]:
+        """Each size variable: the axis it stands for and the op that first needed it."""
+        return self.sizes.origins
+
     def dim(self, axis: Axis):
         """The length of `axis` as an int, or the size variable standing for it."""
-        if isinstance(axis, FlattenedAxis):
-            return math.prod((self.dim(a) for a in axis.axes), start=1)
-        base = axis.base
-        if base.length is not None:
-            return base.length
-        symbol = self._symbols.get(base)
-        if symbol is None:
-            name = base.name if base.name.isidentifier() else "size"
-            if name in self._symbol_names:
-                name = f"{name}_{base._serial}"
-            self._symbol_names.add(name)
-            symbol = self._symbols[base] = Dim(name)
-            self.symbol_origins[name] = (base, self.current_op)
-        return symbol
+        return self.sizes.dim(axis, self.current_op)
 
     def define_dim(self, axis: Axis, dim) -> None:
         """Give an axis without a length the dim its op computes (a concat's joined axis),
         rather than a size variable of its own that nothing could bind."""
-        base = axis.base
-        if base.length is None and base not in self._symbols:
-            self._symbols[base] = dim
+        self.sizes.define(axis, dim)
 
     def dims(self, axes: Iterable[Axis]) -> Tuple:
         """`dim` of each axis, in order."""
-        return tuple(self.dim(a) for a in axes)
+        return self.sizes.dims(axes, self.current_op)
 
     # -- values ------------------------------------------------------------------------
     def value(self, op: Op) -> core.Node:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core
+from ..dims import known
+from ..errors import AxisLengthError
 from ..op_graph import convolution as conv, lookup, nn, pooling
 from .context import LoweringContext
 from .rules import rule
@@ -114,9 +116,11 @@ def _lookup_backprop(ctx, op, delta, idx):
     zeros = ctx.constant(0, op.dtype, ctx.dims(order))
     rows = core.ScatterAdd(zeros, idx, updates, 0)
     if table.pad_idx is not None:
-        keep = np.ones(rows.shape[0] if isinstance(rows.shape[0], int) else 0, dtype=bool)
-        if keep.size == 0:
-            raise ValueError("lookuptable with pad_idx needs a known vocabulary size")
+        vocabulary = known(rows.shape[0], None)
+        if vocabulary is None:
+            raise op.error(AxisLengthError, f"a lookup table with pad_idx needs the length of "
+                                            f"{table.vocab_axis.name} when it is built")
+        keep = np.ones(vocabulary, dtype=bool)
         keep[table.pad_idx] = False
         mask = core.Broadcast(ctx.constant(keep, np.bool_), rows.shape,
                               list(range(1, rows.rank)))

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import core
 from ..axes import Axes
+from ..dims import definitely_equal, known
 from ..errors import AxisLengthError
 from ..op_graph import control, dot, elementwise as ew, random, reductions as red
 from ..op_graph import shape_ops as so
@@ -195,7 +196,7 @@ def _slice_plan(ctx: LoweringContext, axes: Axes, slices) -> List[Tuple]:
             if item == slice(None):
                 plan.append((0, length, 1, False, True))
                 continue
-            if not isinstance(length, int):
+            if known(length, None) is None:
                 raise AxisLengthError(f"slicing needs the length of {axis.name}")
             start, stop, step = item.indices(length)
             if step > 0:
@@ -204,7 +205,7 @@ def _slice_plan(ctx: LoweringContext, axes: Axes, slices) -> List[Tuple]:
                 lower, upper = length - 1 - start, length - 1 - stop
                 plan.append((lower, max(lower, upper), -step, True, True))
         else:
-            if not isinstance(length, int):
+            if known(length, None) is None:
                 raise AxisLengthError(f"indexing needs the length of {axis.name}")
             index = item % length
             plan.append((index, index + 1, 1, False, False))
@@ -218,7 +219,8 @@ def _tensor_slice(ctx, op, x):
     reversed_dims = [i for i, p in enumerate(plan) if p[3]]
     if reversed_dims:
         x = core.Reverse(x, reversed_dims)
-    if any(p[:3] != (0, d, 1) for p, d in zip(plan, x.shape)):
+    if not all(definitely_equal(lower, 0) and definitely_equal(upper, d) and stride == 1
+               for (lower, upper, stride, _, _), d in zip(plan, x.shape)):
         x = core.Slice(x, [p[0] for p in plan], [p[1] for p in plan], [p[2] for p in plan])
     return ctx.reshape(x, ctx.dims(op.axes))
 
@@ -240,9 +242,10 @@ def place_in_region(ctx: LoweringContext, value: core.Node, axes: Axes, slices,
     interior = [p[2] - 1 for p in plan]
     # An empty region pads the whole dim; a symbolic count (an unknown length sliced
     # whole) is never empty.
-    above = [length - lower if count == 0 else length - (lower + (count - 1) * stride + 1)
+    above = [length - lower if known(count, 1) == 0
+             else length - (lower + (count - 1) * stride + 1)
              for (lower, _, stride, _, _), count, length in zip(plan, counts, ctx.dims(axes))]
-    if any(below) or any(above) or any(interior):
+    if not all(definitely_equal(pad, 0) for pad in below + above + interior):
         value = core.Pad(value, below, above, interior, value=fill)
     reversed_dims = [i for i, p in enumerate(plan) if p[3]]
     return core.Reverse(value, reversed_dims) if reversed_dims else value

@@ -12,6 +12,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 from ..axes import Axes, AxesLike, Axis, FlattenedAxis, PaddedAxis, SlicedAxis, make_axis
 from ..debug_info import user_location
+from ..dims import known
 from ..errors import (AxesError, AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
                       UnmatchedAxesError)
 from .op import Op, as_op
@@ -150,7 +151,8 @@ def _normalized_slices(x: Op, slices) -> Tuple[Index, ...]:
             raise _fail(AxgraphIndexError,
                         f"slicing {x.name}: index None for axis {axis.name} is neither an int "
                         f"nor a slice")
-        if axis.length is not None and not -axis.length <= index < axis.length:
+        length = known(axis.length, None)  # a symbolic length is checked when it is bound
+        if length is not None and not -length <= index < length:
             raise _fail(IncompatibleAxesError,
                         f"slicing {x.name}: index {index} is out of range for axis {axis.name} "
                         f"of length {axis.length}")
@@ -193,15 +195,15 @@ def _sliced_axes(x: Op, slices: Tuple[Index, ...], axes: AxesLike) -> Axes:
         length = _slice_length(axis, item)
         if length is None:
             raise _fail(AxisLengthError,
-                        f"slicing {x.name}: axis {axis.name} needs a length before it is sliced")
+                        f"slicing {x.name}: axis {axis.name} needs a known length before it is "
+                        f"sliced (it has {axis.length})")
         result.append(SlicedAxis.of(axis, item))
     return Axes(result)
 
 
 def _slice_length(axis: Axis, item: slice) -> Optional[int]:
-    if axis.length is None:
-        return None
-    return len(range(*item.indices(axis.length)))
+    length = known(axis.length, None)
+    return None if length is None else len(range(*item.indices(length)))
 
 
 class ConcatOp(Op):

@@ -40,6 +40,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..core.node import Node
+from ..dims import definitely_equal
 from ..core.ops import (Abs, Add, Broadcast, Concat, Constant, Convert, Divide, Max, Min,
                         Multiply, Negative, Not, Pad, Power, Prod, Reshape, Reverse, Select,
                         Slice, Subtract, Sum, Transpose)
@@ -79,13 +80,14 @@ def _same_type_as_input(node: Node) -> bool:
 def _takes_everything(node: Node) -> bool:
     x = node.inputs[0]
     a = node.attributes
-    return (all(v == 0 for v in a["lower"]) and all(s == 1 for s in a["strides"])
-            and tuple(a["upper"]) == tuple(x.shape))
+    return (all(definitely_equal(v, 0) for v in a["lower"]) and all(s == 1 for s in a["strides"])
+            and all(definitely_equal(u, d) for u, d in zip(a["upper"], x.shape)))
 
 
 def _pads_nothing(node: Node) -> bool:
     a = node.attributes
-    return not any(a["below"]) and not any(a["above"]) and not any(a["interior"])
+    return all(definitely_equal(pad, 0)
+               for pad in a["below"] + a["above"] + a["interior"])
 
 
 # -- replacements ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import List, Optional
 
 from ..core.node import Node
 from ..core.ops import Concat, Select, Slice
+from ..dims import known
 from .manager import RulePass
 from .pattern import Any, Const, Match, Op, RewriteRule, uniform_value
 
@@ -33,15 +34,10 @@ def _select_taken_branch(match: Match) -> Optional[Node]:
 def _drop_empty_concat_inputs(match: Match) -> Optional[Node]:
     node = match.root
     axis = node.attributes["axis"]
-    kept = [i for i in node.inputs if i.shape[axis] != 0] or [node.inputs[0]]
+    kept = [i for i in node.inputs if known(i.shape[axis], 1) != 0] or [node.inputs[0]]
     if len(kept) == len(node.inputs):
         return None
     return kept[0] if len(kept) == 1 else Concat(kept, axis)
-
-
-def _known_nonnegative(value) -> bool:
-    """True when `value` is an int >= 0; a symbolic difference (N - M) is not known."""
-    return isinstance(value, int) and value >= 0
 
 
 def _slice_inside_one_concat_input(match: Match) -> Optional[Node]:
@@ -56,8 +52,9 @@ def _slice_inside_one_concat_input(match: Match) -> Optional[Node]:
     offset = 0
     for part in concat.inputs:
         length = part.shape[axis]
-        if (length != 0 and _known_nonnegative(lower[axis] - offset)
-                and _known_nonnegative(offset + length - upper[axis])):
+        # a symbolic difference (N - M) is not known to be >= 0
+        if (known(length, 1) != 0 and known(lower[axis] - offset, -1) >= 0
+                and known(offset + length - upper[axis], -1) >= 0):
             new_lower: List = list(lower)
             new_upper: List = list(upper)
             new_lower[axis] = lower[axis] - offset

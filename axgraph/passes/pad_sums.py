@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Tuple
 from .. import core
 from ..core.function import Function
 from ..core.node import Node, at_location
+from ..dims import definitely_equal, known
 from .manager import Pass
 
 Piece = Tuple[int, int, int, Node]  # (dim, start, stop, values)
@@ -22,17 +23,18 @@ Piece = Tuple[int, int, int, Node]  # (dim, start, stop, values)
 
 def _piece(node: Node) -> Optional[Piece]:
     """A Pad with zeros along exactly one static dim and no interior padding."""
-    if not isinstance(node, core.Pad) or any(node.attributes["interior"]) \
-            or node.attributes["value"] != 0:
+    if not isinstance(node, core.Pad) or node.attributes["value"] != 0 \
+            or not all(definitely_equal(gap, 0) for gap in node.attributes["interior"]):
         return None
     below, above = node.attributes["below"], node.attributes["above"]
-    dims = [i for i, (b, a) in enumerate(zip(below, above)) if b != 0 or a != 0]
+    dims = [i for i, (b, a) in enumerate(zip(below, above))
+            if not (definitely_equal(b, 0) and definitely_equal(a, 0))]
     if len(dims) != 1:
         return None
     (dim,) = dims
     (x,) = node.inputs
-    start, length = below[dim], x.shape[dim]
-    if not (isinstance(start, int) and isinstance(length, int) and isinstance(above[dim], int)):
+    start, length = known(below[dim], None), known(x.shape[dim], None)
+    if start is None or length is None or known(above[dim], None) is None:
         return None
     return dim, start, start + length, x
 

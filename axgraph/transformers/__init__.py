@@ -1,8 +1,11 @@
-"""Backends that run axes graphs, found by name in one registry.
+"""Transformers that run axes graphs, found by name.
 
-`make_transformer("numpy")` gives the reference interpreter. Backends with
-optional dependencies register a "module:Class" path and are imported only
-when asked for, so `import axgraph` needs NumPy alone.
+`make_transformer("numpy")` gives the reference interpreter. Every backend
+registered with `core.register_backend` is a transformer too: a
+`LoweringTransformer` on that backend, unless a transformer class is
+registered under its name here (the "cpu" one adds inspection). Entries are
+"module:Class" paths imported only when asked for, so `import axgraph`
+needs NumPy alone.
 """
 from __future__ import annotations
 
@@ -10,13 +13,14 @@ import importlib
 import inspect
 from typing import Callable, Dict, List, Optional, Union
 
+from ..core.backend import backends
 from ..debug_info import user_location
 from ..errors import AxgraphTypeError, AxgraphValueError
 from .base import Computation, Transformer
 
+#: Transformers other than the plain lowering transformer on a backend of the same name.
 _REGISTRY: Dict[str, Union[str, type]] = {
     "numpy": "axgraph.transformers.nptransform:NumPyTransformer",
-    "interpreter": "axgraph.transformers.interpreter:InterpreterTransformer",
     "cpu": "axgraph.transformers.cpu.transformer:CpuTransformer",
 }
 
@@ -35,15 +39,20 @@ def register_transformer(name: str, transformer: Union[str, type]) -> None:
 
 
 def transformer_choices() -> List[str]:
-    """Names `make_transformer` accepts."""
-    return sorted(_REGISTRY)
+    """Names `make_transformer` accepts: registered transformers and core backends."""
+    return sorted(set(_REGISTRY) | set(backends()))
 
 
 def transformer_class(name: str) -> type:
-    """The class registered under `name` (importing its module if needed)."""
+    """The class registered under `name` (importing its module if needed), or the
+    lowering transformer for a core backend of that name."""
     if not isinstance(name, str):
         raise AxgraphTypeError(f"a transformer name is a string (one of "
                                f"{transformer_choices()}), not {name!r}", user_location())
+    if name not in _REGISTRY and name in backends():
+        from .lowering import LoweringTransformer
+
+        return LoweringTransformer
     try:
         entry = _REGISTRY[name]
     except KeyError:
@@ -60,12 +69,14 @@ def transformer_class(name: str) -> type:
 def allocate_transformer(name: str, **options) -> Transformer:
     """A new transformer of the registered kind `name` (Nervana Graph's name for it)."""
     cls = transformer_class(name)
+    # a core backend's lowering transformer takes the backend's name (and checks its options)
+    arguments = () if name in _REGISTRY else (name,)
     try:
-        inspect.signature(cls).bind(**options)
+        inspect.signature(cls).bind(*arguments, **options)
     except TypeError as error:
         raise AxgraphTypeError(f"make_transformer({name!r}): {error}; {cls.__name__} takes "
                                f"{inspect.signature(cls)}", user_location()) from None
-    return cls(**options)
+    return cls(*arguments, **options)
 
 
 class TransformerFactory:

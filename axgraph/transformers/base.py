@@ -9,24 +9,33 @@ from __future__ import annotations
 
 import abc
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeGuard
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeGuard, cast
 
 import numpy as np
 
+from .. import dims
 from ..axes import Axis, FlattenedAxis
+from ..axis_dims import AxisDims, length_symbols
 from ..debug_info import user_location
+from ..dims import bind_shapes
 from ..dtypes import can_feed
-from ..errors import AxgraphTypeError, FeedError, TransformerClosedError
+from ..errors import AxgraphTypeError, FeedError, ShapeError, TransformerClosedError
 from ..op_graph.op import Op
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
 
 
 class LengthBindings:
-    """Axis lengths for one call: set lengths, plus lengths bound from fed data."""
+    """Axis lengths for one call: lengths set on the axes, and the values of the size
+    variables that fed data bound (`dims.bind_shapes`, as every backend binds them)."""
 
-    def __init__(self) -> None:
-        self._bound: Dict[Axis, int] = {}
+    def __init__(self, sizes: Optional[AxisDims] = None,
+                 values: Optional[Mapping[str, int]] = None) -> None:
+        #: The dim of each axis (its length, or a size variable standing for it).
+        self.sizes = sizes if sizes is not None else AxisDims()
+        #: Size variable -> value.
+        self.values: Dict[str, int] = dict(values or {})
+        self._found: Dict[Axis, int] = {}
 
     def get(self, axis: Axis) -> Optional[int]:
         """The length of `axis` if known, else None."""
@@ -35,7 +44,15 @@ class LengthBindings:
             return None if None in parts else int(
                 np.prod(parts, dtype=np.int64))  # type: ignore[arg-type]  # no None is left
         base = axis.base
-        return base.length if base.length is not None else self._bound.get(base)
+        if isinstance(base.length, int):
+            return base.length
+        found = self._found.get(base)
+        if found is None:
+            value = dims.subs(self.sizes.dim(base), self.values)
+            if not isinstance(value, int):
+                return None
+            found = self._found[base] = value
+        return found
 
     def length(self, axis: Axis, op: Optional[Op] = None) -> int:
         """The length of `axis`, or a FeedError saying how to provide it."""
@@ -52,8 +69,11 @@ class LengthBindings:
         return tuple(self.length(a, op) for a in axes)
 
     def bind(self, axis: Axis, length: int) -> None:
-        """Record the length of an axis whose length is not set."""
-        self._bound[axis.base] = int(length)
+        """Record the length of an axis seen in a value (unified with its dim: ShapeError
+        if it cannot be that long)."""
+        solved = dims.unify(self.sizes.dim(axis), int(length), self.values)
+        if solved is not None:
+            self.values = cast(Dict[str, int], solved)  # unified with an int: all ints
 
 
 class Computation:
@@ -101,6 +121,9 @@ class Computation:
         #: lengths their values were made with.
         self._sized_by_feeds = [t for t in self.persistent_tensors
                                 if any(axis.length is None for axis in t.axes)]
+        #: The dim of each axis: what fed shapes are unified with.
+        self._sizes = AxisDims(length_symbols(
+            a for op in self.ops + list(self.parameters) for a in op.axes))
         #: (dtype, shape) of positional arrays that passed the checks as they are (exact
         #: type, C order), to the lengths they bound: a repeat call skips the checks.
         self._known_feeds: Dict[tuple, LengthBindings] = {}
@@ -145,15 +168,31 @@ class Computation:
             if bindings is not None:
                 return dict(zip(self.parameters, values)), bindings
         feeds = self._collect_feeds(values, feed_dict or {})
-        bindings = LengthBindings()
-        checked = {placeholder: _checked_feed(placeholder, value, bindings)
+        checked = {placeholder: _checked_feed(placeholder, value)
                    for placeholder, value in feeds.items()}
+        bindings = self._bind(checked)
         missing = [p for p in self._needed_feeds if p not in checked]
         if missing:
             raise _missing_feed_error(missing[0], self._needed_feeds[missing[0]])
         if not feed_dict and all(a is v for a, v in zip(checked.values(), values)):
             self._known_feeds[tuple((v.dtype, v.shape) for v in values)] = bindings
         return checked, bindings
+
+    def _bind(self, feeds: Dict[AssignableTensorOp, np.ndarray]) -> LengthBindings:
+        """The lengths the fed arrays give the axes (FeedError where they conflict)."""
+        placeholders = list(feeds)
+        expected = [self._sizes.dims(p.axes) for p in placeholders]
+
+        def describe(i: int) -> str:
+            shown = ", ".join(str(d) for d in expected[i])
+            return (f"{_Described(placeholders[i])} takes shape ({shown}); got "
+                    f"{feeds[placeholders[i]].shape}")
+
+        try:
+            values = bind_shapes(expected, [a.shape for a in feeds.values()], describe)
+        except ShapeError as error:
+            raise FeedError(error.message, user_location()) from None
+        return LengthBindings(self._sizes, values)
 
     def _check_stored_lengths(self, feeds: Dict[AssignableTensorOp, np.ndarray],
                               bindings: LengthBindings) -> None:
@@ -267,23 +306,14 @@ class _Described:
         return format(str(self), spec)
 
 
-def _checked_feed(placeholder: AssignableTensorOp, value, bindings: LengthBindings) -> np.ndarray:
-    """The fed value as the placeholder's array, after `feeding_rule`'s checks."""
+def _checked_feed(placeholder: AssignableTensorOp, value) -> np.ndarray:
+    """The fed value as the placeholder's array, after `feeding_rule`'s checks (its shape
+    is checked with the others', in `Computation._bind`)."""
     array = np.asarray(value)
     expected = _Described(placeholder)
     if array.dtype.kind not in "biuf" or not can_feed(array.dtype, placeholder.dtype):
         raise FeedError(f"{expected} takes {placeholder.dtype} values; got {array.dtype} "
                         f"({FEEDING_RULE})", user_location())
-    if array.ndim != len(placeholder.axes):
-        raise FeedError(f"{expected} takes a {len(placeholder.axes)}-d array; got shape "
-                        f"{array.shape}", user_location())
-    for axis, length in zip(placeholder.axes, array.shape):
-        known = bindings.get(axis)
-        if known is None:
-            bindings.bind(axis, length)
-        elif known != length:
-            raise FeedError(f"{expected} takes shape {tuple(bindings.get(a) for a in placeholder.axes)}"
-                            f"; got {array.shape} (axis {axis.name} is {known})", user_location())
     # Used in place when already of the right type and layout (no copy per call):
     # no backend ever writes into a fed array.
     if array.dtype == placeholder.dtype:

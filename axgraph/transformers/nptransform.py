@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, cast
 
 import numpy as np
 
-from ..errors import AxgraphError, AxisLengthError, ExecutionError
+from ..errors import AxgraphError, AxisLengthError, ExecutionError, ShapeError
 from ..op_graph.op import Op
 from ..op_graph.random import RandomOp
 from ..op_graph.schedule import schedule
@@ -67,7 +67,11 @@ def check_shape(op: Op, value: np.ndarray, bindings: LengthBindings) -> None:
     for axis, length in zip(op.axes, value.shape):
         known = bindings.get(axis)
         if known is None:
-            bindings.bind(axis, length)
+            try:
+                bindings.bind(axis, length)
+            except ShapeError as error:
+                raise op.error(AxisLengthError, f"computed shape {value.shape} for axes "
+                                                f"{op.axes}: {error.message}") from None
         elif known != length:
             raise op.error(AxisLengthError,
                            f"computed shape {value.shape} for axes {op.axes}: axis {axis.name} "

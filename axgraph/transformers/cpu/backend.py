@@ -1,17 +1,19 @@
-"""`core.compile(function, backend="cpu")`: generated code over a planned arena.
+"""The "cpu" backend: generated code over a planned arena.
 
-Argument checks and the binding of size variables are the interpreter's;
-each distinct binding gets its own generated program (shapes, arena, fused
-kernels), cached, so a batch size seen before costs nothing to set up.
+Arguments are checked and sizes bound as on every backend
+(`core.bind_arguments`, i.e. `Function.bind`); each distinct binding gets
+its own generated program (shapes, arena, fused kernels), cached, so a batch
+size seen before costs nothing to set up.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ... import core
-from ...core.interpreter import Context, InterpretedFunction
+from ...core.backend import Backend, Capabilities, bind_arguments
+from ...core.interpreter import Context
 from ...debug_info import user_location
 from ...errors import AxgraphError, FeedError
 from .codegen import Program
@@ -32,7 +34,6 @@ class CpuFunction:
         self.function = function
         self.fuse, self.engine = fuse, engine
         self.fuse_min_elements = fuse_min_elements
-        self._checker = InterpretedFunction(function)
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         self._groups = find_fusion_groups(function) if fuse else []
@@ -64,7 +65,7 @@ class CpuFunction:
                 if max(int(np.prod(ctx.shape(n.shape), dtype=np.int64)) for n in group.nodes)
                 >= self.fuse_min_elements]
 
-    def __call__(self, *arrays, out=None, donate: Optional[Dict[int, int]] = None):
+    def __call__(self, *arrays, out=None, donate: Optional[Mapping[int, int]] = None):
         """Run on `arrays`. `out`: arrays for the results (None entries: fresh ones).
         `donate`: {result position: argument position} where the caller no longer needs
         the argument's values, so the result may be written into that array in place
@@ -73,8 +74,8 @@ class CpuFunction:
             program = self._known[tuple((a.dtype, a.shape) for a in arrays)]
             self.last_program = program
         except (AttributeError, KeyError):
-            arrays = self._checker._arguments(arrays)
-            program = self.program(self._checker.bind(arrays))
+            arrays, bindings = bind_arguments(self.function, arrays)
+            program = self.program(bindings)
             self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
         try:
             # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
@@ -92,7 +93,7 @@ class CpuFunction:
                 raise
             raise attributed from (None if isinstance(error, AxgraphError) else error)
 
-    def _donated(self, program: Program, arrays, donate: Dict[int, int]) -> tuple:
+    def _donated(self, program: Program, arrays, donate: Mapping[int, int]) -> tuple:
         """Per result, the donated argument it is written into, or None (a fresh array).
 
         A training step offers the same state arrays call after call (they are
@@ -113,7 +114,7 @@ class CpuFunction:
         self._donation_memo = (program, tuple((j, arrays[j]) for j in donate.values()), donated)
         return donated
 
-    def _with_donations(self, program: Program, arrays, out, donate: Dict[int, int]):
+    def _with_donations(self, program: Program, arrays, out, donate: Mapping[int, int]):
         """The caller's `out`, with donated arguments where it leaves a result free."""
         targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
         if len(targets) != len(self.function.results):
@@ -147,11 +148,6 @@ class CpuFunction:
                 returned[k] = target
         return tuple(returned)
 
-    #: `out` may hold None for results that should go to fresh arrays.
-    accepts_partial_out = True
-    #: Calls may offer arguments whose arrays the results can overwrite (`donate=`).
-    accepts_donation = True
-
     @property
     def source(self) -> str:
         """The generated Python of the last program run."""
@@ -164,3 +160,23 @@ class CpuFunction:
         if self.last_program is None:
             raise RuntimeError("nothing has run yet: memory is planned per call shape")
         return self.last_program.plan
+
+
+class CpuBackend(Backend):
+    """Compiles core Functions to generated Python over a planned arena, with fused kernels."""
+
+    capabilities = Capabilities(donation=True, caller_outputs=True)
+
+    def compile(self, function: core.Function, fuse: bool = True, engine: str = "auto",
+                fuse_min_elements: int = FUSE_MIN_ELEMENTS) -> CpuFunction:
+        return CpuFunction(function, fuse=fuse, engine=engine,
+                           fuse_min_elements=fuse_min_elements)
+
+    def passes(self) -> list:
+        """Convolutions as shared im2col columns times BLAS, then the cleanup that lets a
+        training step build each convolution input's columns once."""
+        from ...passes import (AlgebraicSimplification, CommonSubexpressionElimination,
+                               ConvolutionAsMatmul, DeadCodeElimination, LayoutSinking)
+
+        return [ConvolutionAsMatmul(), CommonSubexpressionElimination(),
+                AlgebraicSimplification(), LayoutSinking(), DeadCodeElimination()]

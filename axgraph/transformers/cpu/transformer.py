@@ -8,10 +8,10 @@
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Optional
 
 from ..base import Computation
-from ..interpreter import InterpreterTransformer
+from ..lowering import LoweringTransformer
 
 
 class CpuComputation(Computation):
@@ -35,31 +35,16 @@ class CpuComputation(Computation):
         return self.transformer.lowered(self).function
 
 
-class CpuTransformer(InterpreterTransformer):
-    """Compiles each computation to Python over one planned arena, with fused kernels."""
-
-    transformer_name = "cpu"
+class CpuTransformer(LoweringTransformer):
+    """The lowering transformer on the "cpu" backend, with computations that show their
+    generated source and memory plan."""
 
     def __init__(self, fuse: bool = True, engine: str = "auto", optimize: bool = True,
                  fuse_min_elements: Optional[int] = None):
-        super().__init__(backend="cpu", optimize=optimize)
-        self.backend_options: Dict = {"fuse": fuse, "engine": engine}
+        options: dict = {"fuse": fuse, "engine": engine}
         if fuse_min_elements is not None:  # else the backend's measured default
-            self.backend_options["fuse_min_elements"] = fuse_min_elements
-
-    def passes(self) -> list:
-        """The default pipeline, then convolutions as shared im2col columns times BLAS."""
-        from ...passes import (CommonSubexpressionElimination, ConvolutionAsMatmul,
-                               DeadCodeElimination, LayoutSinking, AlgebraicSimplification)
-
-        return super().passes() + [ConvolutionAsMatmul(), CommonSubexpressionElimination(),
-                                   AlgebraicSimplification(), LayoutSinking(),
-                                   DeadCodeElimination()]
+            options["fuse_min_elements"] = fuse_min_elements
+        super().__init__("cpu", optimize=optimize, **options)
 
     def _make_computation(self, results, parameters) -> Computation:
         return CpuComputation(self, results, parameters)
-
-    def _compile_function(self, function):
-        from .backend import CpuFunction
-
-        return CpuFunction(function, **self.backend_options)

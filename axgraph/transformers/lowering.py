@@ -1,17 +1,23 @@
-"""The "interpreter" transformer: lower to the core IR, then run it op by op.
+"""The lowering transformer: lower to the core IR, optimize, run on a core backend.
 
-The same semantics as the NumPy reference, reached the way every optimizing
-backend reaches them: through lowering to one core Function per computation
-(axes become positions, assigns become data flow) and the core interpreter.
-Its agreement with the reference on every test graph checks the lowering.
+The one way every optimizing backend runs an axes graph: each computation
+becomes one core Function (axes become positions, assigns become data flow),
+the pass pipeline (the default passes, then those the backend asks for)
+rewrites it, and the backend compiles it. `ng.make_transformer(name)` makes
+one for any backend registered in `core.backends()` ("interpreter": the core
+interpreter, op by op, whose agreement with the NumPy reference on every test
+graph checks the lowering; "cpu" has a subclass adding inspection).
 """
 from __future__ import annotations
 
+import inspect
 from typing import Dict, List, Optional
 
 import numpy as np
 
 from .. import core
+from ..debug_info import user_location
+from ..errors import AxgraphTypeError
 from ..lowering import LoweredComputation, lower
 from ..passes import PassManager, default_passes
 from ..op_graph.schedule import schedule
@@ -19,15 +25,27 @@ from ..op_graph.tensors import AssignableTensorOp, initialization_order
 from .base import Computation, LengthBindings, Transformer, check_readable
 
 
-class InterpreterTransformer(Transformer):
-    """Runs computations as core Functions on the core interpreter."""
+class LoweringTransformer(Transformer):
+    """Runs computations as optimized core Functions on the core backend `backend`.
 
-    transformer_name = "interpreter"
+    `optimize=False` skips the passes; any other keyword is an option of the
+    backend's `compile` (checked here, against its signature).
+    """
 
-    def __init__(self, backend: str = "interpreter", optimize: bool = True):
+    def __init__(self, backend: str = "interpreter", optimize: bool = True, **backend_options):
         super().__init__()
-        self.backend = backend
+        self.backend = core.get_backend(backend)
+        try:
+            inspect.signature(self.backend.compile).bind(None, **backend_options)
+        except TypeError as error:
+            raise AxgraphTypeError(
+                f"make_transformer({backend!r}): {error}; it takes optimize= and the options of "
+                f"the {backend} backend's compile{inspect.signature(self.backend.compile)}",
+                user_location()) from None
+        self.transformer_name = backend
         self.optimize = optimize
+        #: Keyword arguments of every `backend.compile` call.
+        self.backend_options: Dict = dict(backend_options)
         #: Per computation, the PassManager's records (node counts per pass).
         self.pass_reports: Dict[Computation, list] = {}
         self._compiled: Dict[Computation, tuple] = {}
@@ -45,16 +63,14 @@ class InterpreterTransformer(Transformer):
                 manager = PassManager(self.passes(), max_rounds=4)
                 lowered.function = manager.run(lowered.function)
                 self.pass_reports[computation] = manager.report
-            found = self._compiled[computation] = (lowered, self._compile_function(lowered.function))
+            executable = self.backend.compile(lowered.function, **self.backend_options)
+            found = self._compiled[computation] = (lowered, executable)
         return found
 
     def passes(self) -> list:
-        """The passes run on every lowered computation (a fresh list per call)."""
-        return default_passes()
-
-    def _compile_function(self, function: core.Function):
-        """The callable that runs `function` (the core backend's compiled form)."""
-        return core.compile(function, self.backend)
+        """The pipeline run on every lowered computation (a fresh list per call): the
+        default passes, then the backend's own."""
+        return default_passes() + list(self.backend.passes())
 
     def _run(self, computation: Computation, feeds: Dict[AssignableTensorOp, np.ndarray],
              bindings: LengthBindings, out=None) -> List[Optional[np.ndarray]]:
@@ -72,12 +88,11 @@ class InterpreterTransformer(Transformer):
                 self._readable.add(computation)
             state = self.state
             arguments = [feeds[t] if t in feeds else state[t] for t in lowered.state_inputs]
-            targets = _function_outs(lowered, out, run)
-            donate = getattr(run, "accepts_donation", False) and lowered.replaced_state
-            if donate:
-                outputs = run(*arguments, out=targets, donate=donate)
-            else:
-                outputs = run(*arguments, out=targets) if targets is not None else run(*arguments)
+            capabilities = self.backend.capabilities
+            # Without caller_outputs the computation copies results into `out` itself.
+            targets = _function_outs(lowered, out) if capabilities.caller_outputs else None
+            donate = (lowered.replaced_state or None) if capabilities.donation else None
+            outputs = run(*arguments, out=targets, donate=donate)
             count = len(outputs) - len(lowered.state_outputs)
             for tensor, value in zip(lowered.state_outputs, outputs[count:]):
                 if tensor not in feeds:  # a fed placeholder's value lasts for this call
@@ -122,13 +137,9 @@ class InterpreterTransformer(Transformer):
             super().close()
 
 
-def _function_outs(lowered: LoweredComputation, out, run) -> Optional[list]:
-    """Per function result, the caller's array to write it into (None: a fresh one).
-
-    Only backends that accept None entries get such a list (the cpu backend);
-    for the others the computation copies results into the caller's arrays.
-    """
-    if out is None or not getattr(run, "accepts_partial_out", False):
+def _function_outs(lowered: LoweredComputation, out) -> Optional[list]:
+    """Per function result, the caller's array to write it into (None: a fresh one)."""
+    if out is None:
         return None
     targets = [None] * len(lowered.function.results)
     for target, position in zip(out, lowered.result_positions):

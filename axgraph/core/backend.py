@@ -1,0 +1,189 @@
+"""Backends: the protocol that runs core Functions, and the one registry of them.
+
+A backend compiles a Function into an Executable:
+
+    executable = backend.compile(function, **options)
+    results = executable(*arrays, out=None, donate=None)
+
+`out` is None or one entry per result: the caller's array to write that
+result into, or None for a fresh array. `donate` ({result: argument}) lets a
+result overwrite an argument array the caller no longer needs; it is a
+permission, never a request. What a backend actually does with them is
+declared in its `Capabilities`, so callers (the lowering transformer) never
+probe for attributes. Every backend binds sizes the same way, through
+`Function.bind` (`bind_arguments` does it with the argument checks).
+
+`core.compile(function, backend=name)` and `ng.make_transformer(name)` both
+find backends here: registering one (`register_backend`) makes it usable
+from the core API and, lowered from axes graphs, as a transformer.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
+                    runtime_checkable)
+
+import numpy as np
+
+from ..debug_info import user_location
+from ..errors import AxgraphTypeError, AxgraphValueError, FeedError, ShapeError
+from .function import Function, parameter_signature
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend's executables do with the optional arguments of a call."""
+
+    #: Writes results over donated argument arrays where its program allows it.
+    donation: bool = False
+    #: Computes results straight into the caller's `out=` arrays (None entries get fresh
+    #: arrays) instead of copying them there afterwards: worth passing `out` along.
+    caller_outputs: bool = False
+
+
+class Executable(Protocol):
+    """A compiled Function: call it on one array per parameter, get one array per result."""
+
+    def __call__(self, *arrays: np.ndarray, out: Any = None,
+                 donate: Optional[Mapping[int, int]] = None) -> Tuple[np.ndarray, ...]:
+        ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Compiles core Functions. Subclass it to inherit the defaults."""
+
+    #: Declared, never probed: see Capabilities.
+    capabilities: Capabilities = Capabilities()
+
+    #: `compile(function, **options) -> Executable`: `function` ready to call. The options
+    #: are the backend's own keyword arguments (fuse=, engine=, ...); its signature says
+    #: which, and a transformer checks the options given against it.
+    compile: Callable[..., Executable]
+
+    def passes(self) -> List[Any]:
+        """Rewrites this backend wants after the default pipeline (none by default)."""
+        return []
+
+
+# -- the registry -----------------------------------------------------------------------------
+
+_BACKENDS: Dict[str, Union[str, Backend]] = {
+    "interpreter": "axgraph.core.interpreter:InterpreterBackend",
+    "cpu": "axgraph.transformers.cpu.backend:CpuBackend",
+}
+
+
+def register_backend(name: str, backend: Union[str, Backend, type]) -> None:
+    """Make `core.compile(f, backend=name)` and `ng.make_transformer(name)` use `backend`:
+    a Backend (or a class of one, made with no arguments), or a "module:attribute" string
+    naming one, imported on first use so that registering costs nothing until then."""
+    if not isinstance(name, str) or not name:
+        raise AxgraphTypeError(f"a backend name must be a non-empty string, not {name!r}",
+                               user_location())
+    is_path = isinstance(backend, str) and backend.count(":") == 1
+    _BACKENDS[name] = backend if is_path else _instance(name, backend)  # type: ignore[assignment]  # a path string is kept as it is
+
+
+def backends() -> List[str]:
+    """Names `compile` (and `make_transformer`) accept as backends."""
+    return sorted(_BACKENDS)
+
+
+def get_backend(name: str) -> Backend:
+    """The backend registered under `name`."""
+    try:
+        entry = _BACKENDS[name]
+    except (KeyError, TypeError):
+        raise AxgraphValueError(f"no core backend named {name!r}; choose one of {backends()}",
+                                user_location()) from None
+    if isinstance(entry, str):
+        module_name, attribute = entry.split(":")
+        entry = _BACKENDS[name] = _instance(
+            name, getattr(importlib.import_module(module_name), attribute))
+    return entry
+
+
+def _instance(name: str, backend) -> Backend:
+    if isinstance(backend, type):
+        backend = backend()
+    if not (isinstance(backend, Backend) and isinstance(backend.capabilities, Capabilities)):
+        raise AxgraphTypeError(f"register_backend({name!r}, ...) takes a Backend (an object "
+                               f"with compile(function, **options) and capabilities), its "
+                               f"class, or a 'module:attribute' string; not {backend!r}",
+                               user_location())
+    return backend
+
+
+def compile(function: Function, backend: str = "interpreter", **options: Any) -> Executable:
+    """`function` ready to call on row-major arrays: `fn(*arrays, out=None)` -> results."""
+    if not isinstance(function, Function):
+        raise AxgraphTypeError(f"compile() takes a core Function, not "
+                               f"{type(function).__name__}", user_location())
+    return get_backend(backend).compile(function, **options)
+
+
+# -- what every backend does with a call's arguments ----------------------------------------------
+
+def bind_arguments(function: Function, arrays: Sequence
+                   ) -> Tuple[Tuple[np.ndarray, ...], Dict[str, int]]:
+    """The arguments checked against the parameters (count, NumPy arrays, element types
+    exactly: nothing is converted), and the size variables their shapes bind
+    (`Function.bind`). FeedError names the parameter and the user's line."""
+    parameters = function.parameters
+    if len(arrays) != len(parameters):
+        raise FeedError(f"{function.name} takes {len(parameters)} argument(s) "
+                        f"({', '.join(parameter_signature(p) for p in parameters)}); got "
+                        f"{len(arrays)}", user_location())
+    checked = []
+    for index, (array, parameter) in enumerate(zip(arrays, parameters)):
+        if not isinstance(array, (np.ndarray, np.generic)):
+            raise FeedError(f"{function.describe_parameter(index)} takes a NumPy array; got "
+                            f"{type(array).__name__} {array!r:.40}", user_location())
+        array = np.asarray(array)
+        if array.dtype != parameter.element_type.dtype:
+            raise FeedError(f"{function.describe_parameter(index)} takes "
+                            f"{parameter.type_str()}; got {array.dtype} {array.shape} (element "
+                            f"types are never converted: use array.astype("
+                            f"{parameter.element_type.dtype}))", user_location())
+        checked.append(array)
+    try:
+        bindings = function.bind([a.shape for a in checked])
+    except ShapeError as error:
+        raise FeedError(error.message, user_location()) from None
+    return tuple(checked), bindings
+
+
+def checked_outs(function: Function, out, arguments: Sequence[np.ndarray],
+                 shapes: Sequence[Tuple[int, ...]]) -> Tuple[Optional[np.ndarray], ...]:
+    """The caller's `out=`, one entry per result (None: a fresh array), checked before
+    anything runs: each a writeable array of its result's type and shape, none sharing
+    memory with an argument or another result array (seed 004)."""
+    results = function.results
+    out = (out,) if isinstance(out, np.ndarray) else tuple(out)
+    if len(out) != len(results):
+        raise FeedError(f"out= has {len(out)} array(s) for {len(results)} result(s)",
+                        user_location())
+    for k, (array, node, shape) in enumerate(zip(out, results, shapes)):
+        if array is None:
+            continue
+        if not isinstance(array, np.ndarray):
+            raise FeedError(f"out[{k}] must be a NumPy array, not {type(array).__name__}",
+                            user_location())
+        if array.dtype != node.element_type.dtype or array.shape != shape:
+            raise FeedError(f"out[{k}] is {array.dtype}{list(array.shape)}, but result {k} "
+                            f"({node.name}) is {node.element_type.dtype}{list(shape)}",
+                            user_location())
+        if not array.flags.writeable:
+            raise FeedError(f"out[{k}] is read-only", user_location())
+        for index, argument in enumerate(arguments):
+            if np.may_share_memory(array, argument):
+                raise FeedError(f"out[{k}] is (or overlaps) the array of "
+                                f"{function.describe_parameter(index)}: argument arrays cannot "
+                                f"be used as result arrays", user_location())
+        for j in range(k):
+            if out[j] is not None and np.may_share_memory(array, out[j]):
+                raise FeedError(f"out[{k}] and out[{j}] share memory: each result needs a "
+                                f"distinct array", user_location())
+    return out

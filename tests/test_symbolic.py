@@ -1,0 +1,126 @@
+"""Sizes known only when data is fed: axes graphs with a batch axis of unknown length (or
+of a symbolic length), differentiated and run on every backend against the NumPy
+reference, and the one binding path every backend shares."""
+import numpy as np
+import pytest
+
+import axgraph as ng
+
+COMPILED = ["interpreter", "cpu"]
+
+
+def _run(backend, results, placeholders, values):
+    with ng.make_transformer(backend) as t:
+        return t.computation(results, *placeholders)(*values)
+
+
+@pytest.mark.parametrize("backend", COMPILED)
+@pytest.mark.parametrize("batch", [4, 1])
+def test_slice_in_a_gradient_with_an_unknown_batch_size(backend, batch, rng):
+    # The slice's adjoint pads the gradient back to the sliced axis; with the batch
+    # length unknown the padded region's count along N is the size variable N, and
+    # lowering once asked `if count:` of it (TypeError: the truth of symbolic dim N).
+    N = ng.make_axis(name="N")
+    F = ng.make_axis(length=6, name="F")
+    x = ng.placeholder([F, N], dtype=np.float64)
+    w = ng.variable([F], initial_value=np.linspace(-1, 1, 6), dtype=np.float64)
+    cost = ng.sum(ng.tanh(x * w)[1:4, :], out_axes=())
+    results = [cost, ng.deriv(cost, x), ng.deriv(cost, w)]
+    xv = rng.standard_normal((6, batch))
+    got = _run(backend, results, [x], [xv])
+    expected = _run("numpy", results, [x], [xv])
+    wv = np.linspace(-1, 1, 6)
+    # by hand: d/dx tanh(x w) = w (1 - tanh^2), on rows 1..3 only
+    inside = np.zeros((6, 1))
+    inside[1:4] = 1
+    dx = inside * wv[:, None] * (1 - np.tanh(xv * wv[:, None]) ** 2)
+    dw = np.sum(inside * xv * (1 - np.tanh(xv * wv[:, None]) ** 2), axis=1)
+    np.testing.assert_allclose(expected[1], dx, rtol=1e-12)
+    np.testing.assert_allclose(expected[2], dw, rtol=1e-12)
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_a_batch_axis_of_symbolic_length_is_bound_from_the_data(backend, rng):
+    # ng.make_axis(length=Dim("N")): the length is the size variable N, unified with
+    # the fed shapes as every backend unifies a core Function's parameter shapes.
+    N = ng.make_axis(length=ng.core.Dim("N"), name="N")
+    F = ng.make_axis(length=5, name="F")
+    x = ng.placeholder([F, N], dtype=np.float64)
+    y = ng.placeholder([N], dtype=np.float64)
+    cost = ng.sum(ng.tanh(x)[0:2, :] * y, out_axes=())
+    results = [cost, ng.deriv(cost, x)]
+    xv, yv = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    with ng.make_transformer(backend) as t:
+        f = t.computation(results, x, y)
+        value, gradient = f(xv, yv)
+        expected = np.zeros((5, 3))
+        expected[0:2] = (1 - np.tanh(xv[0:2]) ** 2) * yv
+        np.testing.assert_allclose(value, np.sum(np.tanh(xv[0:2]) * yv), rtol=1e-12)
+        np.testing.assert_allclose(gradient, expected, rtol=1e-12)
+        assert f(xv[:, :1], yv[:1])[1].shape == (5, 1)  # another batch length, same computation
+        with pytest.raises(ng.FeedError) as info:
+            f(xv, yv[:2])
+    message = info.value.message
+    assert "dim 0: dims differ: N vs 2 (with N = 3)" in message and "takes shape (N)" in message
+    assert "test_symbolic.py" in str(info.value)
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_axis_lengths_that_are_expressions_solve_for_their_variable(backend, rng):
+    T = ng.core.Dim("T")
+    whole = ng.make_axis(length=2 * T + 1, name="S")
+    half = ng.make_axis(length=T, name="H")
+    x = ng.placeholder([whole], dtype=np.float64)
+    y = ng.placeholder([half], dtype=np.float64)
+    with ng.make_transformer(backend) as t:
+        f = t.computation([ng.sum(x, out_axes=()), y * 2.0], x, y)
+        total, doubled = f(np.arange(7.0), np.arange(3.0))  # T = 3
+        assert total == 21.0 and doubled.tolist() == [0.0, 2.0, 4.0]
+        with pytest.raises(ng.FeedError, match="T would have to be 5/2"):
+            f(np.arange(6.0), np.arange(3.0))
+        with pytest.raises(ng.FeedError, match=r"dims differ: T vs 4 \(with T = 3\)"):
+            f(np.arange(7.0), np.arange(4.0))
+
+
+def test_slicing_an_axis_of_symbolic_length_asks_for_a_known_length():
+    N = ng.make_axis(length=ng.core.Dim("N"), name="N")
+    x = ng.placeholder([N], name="xs")
+    with pytest.raises(ng.AxisLengthError, match=r"axis N needs a known length .*\(it has N\)"):
+        x[1:3]
+    assert x[:].axes == x.axes  # taking all of it needs no length
+
+
+@pytest.mark.parametrize("backend", COMPILED)
+def test_passes_decide_questions_about_symbolic_sizes(backend, rng):
+    # Each rewrite below asks about a dim that is N: is the slice everything
+    # (upper == N), is the pad empty, is a concat input empty (0 rows: dropped; N rows:
+    # kept, N may be 0 only at run time)? None may ask `bool(N)`.
+    from axgraph import core, passes
+
+    N = core.Dim("N")
+    x = core.Parameter(core.f64, (N, 3), name="x")
+    everything = core.Slice(x, (0, 0), (N + 1 - 1, 3))
+    unpadded = core.Pad(core.Exp(everything), (0, 0), (0, 0), (0, 0))
+    empty = core.Constant(core.f64, (0, 3), 0.0)
+    joined = core.Concat([empty, unpadded, empty], 0)
+    f = core.Function([joined], [x])
+    optimized = passes.optimize(f)
+    assert [node.op for node in optimized.nodes] == ["Parameter", "Exp"]
+    for rows in (4, 0):
+        xv = rng.standard_normal((rows, 3))
+        (got,) = core.compile(optimized, backend)(xv)
+        np.testing.assert_allclose(got, np.exp(xv), rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_an_axis_without_length_is_not_a_symbolic_length_of_the_same_name(backend):
+    # The axis N without a length gets a size variable of its own, not the user's N.
+    unset = ng.make_axis(name="N")
+    symbolic = ng.make_axis(length=ng.core.Dim("N"), name="B")
+    x = ng.placeholder([unset], dtype=np.float64)
+    y = ng.placeholder([symbolic], dtype=np.float64)
+    with ng.make_transformer(backend) as t:
+        f = t.computation([ng.sum(x, out_axes=()), ng.sum(y, out_axes=())], x, y)
+        assert [float(v) for v in f(np.ones(2), np.ones(5))] == [2.0, 5.0]
