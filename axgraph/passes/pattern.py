@@ -19,8 +19,8 @@ applies rules bottom-up, sweep after sweep, until nothing changes: a rewrite
 can expose another, and a fixed point is what callers expect.
 
 Why matching is over nodes, not over a mutable graph: nodes are immutable, so
-a rewrite builds new nodes and the driver threads them through `with_inputs`.
-The old function is never changed.
+a rewrite builds new nodes and the driver threads them through `with_inputs`
+(each sweep is one `core.map_nodes`). The old function is never changed.
 """
 from __future__ import annotations
 
@@ -32,9 +32,11 @@ from typing import (Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.function import Function
-from ..core.node import Node, at_location
+from ..core.map_nodes import map_nodes
+from ..core.node import Node
 from ..core.ops import Constant, Parameter
 from ..errors import GraphError
+from .rewrite_log import record_rewrite
 
 Predicate = Callable[[Node], bool]
 OpClasses = Union[Type[Node], Tuple[Type[Node], ...]]
@@ -262,8 +264,9 @@ class RewriteRule:
     """Replace what `pattern` matches by `build_replacement(match)` (None declines).
 
     The replacement must have the matched node's element type and shape; the
-    driver checks and names the rule if not. New nodes are recorded at the
-    matched node's location, so errors still point at the user's line.
+    rule checks and names itself if not. Each replacement is recorded under
+    the rule's name (`rewrite_log`). Run inside `map_nodes`, new nodes take
+    the replaced node's location, so errors still point at the user's line.
     """
 
     def __init__(self, pattern: Pattern, build_replacement: Replacement,
@@ -278,8 +281,7 @@ class RewriteRule:
               uses: Optional[Callable[[Node], Optional[int]]] = None) -> Optional[Node]:
         """The replacement for `node`, or None when the rule does not apply."""
         for bindings in self.pattern.matches(node):
-            with at_location(node.location):
-                new = self.build_replacement(Match(node, bindings, uses))
+            new = self.build_replacement(Match(node, bindings, uses))
             if new is None or new is node:
                 continue
             if not isinstance(new, Node):
@@ -289,6 +291,7 @@ class RewriteRule:
                 raise GraphError(f"rewrite rule {self.name!r} replaced {node.op} {node.name} "
                                  f"{node.type_str()} by {new.op} {new.type_str()}: a replacement "
                                  f"must keep the element type and shape", node.location)
+            record_rewrite(self.name, node, new)
             return new
         return None
 
@@ -372,26 +375,21 @@ class UseCounts:
 
 def _sweep(function: Function, index: RuleIndex) -> Function:
     uses = UseCounts(function)
-    rebuilt: Dict[Node, Node] = {}
-    changed = False
-    for node in function.nodes:
-        if isinstance(node, Parameter):
-            rebuilt[node] = node
-            continue
-        current = node.with_inputs([rebuilt[i] for i in node.inputs])
-        uses.stands_for(current, node)
+
+    def apply_rules(node: Node, original: Node) -> Optional[Node]:
+        """The rules at `node`, the first that fires each time, until none does."""
+        if isinstance(original, Parameter):
+            return None
+        uses.stands_for(node, original)
         for _ in range(MAX_LOCAL_STEPS):
-            new = _apply_first(current, index, uses)
+            new = _apply_first(node, index, uses)
             if new is None:
                 break
-            uses.stands_for(new, current)
-            current = new
-        changed = changed or current is not node
-        rebuilt[node] = current
-    if not changed:
-        return function
-    return Function([rebuilt[r] for r in function.results],
-                    [rebuilt[p] for p in function.parameters], function.name)
+            uses.stands_for(new, node)
+            node = new
+        return node
+
+    return map_nodes(function, apply_rules)
 
 
 def _apply_first(node: Node, index: RuleIndex,
