@@ -208,7 +208,11 @@ def uniform_value(node: Node) -> Optional[np.ndarray]:
     """
     if not isinstance(node, Constant):
         return None
-    value = node.attributes["value"]
+    return uniform_fill(node.attributes["value"])
+
+
+def uniform_fill(value: np.ndarray) -> Optional[np.ndarray]:
+    """The single value (0-d array) of `value` when all its elements are bitwise equal."""
     if value.ndim == 0:
         return value
     if value.size == 0:
@@ -402,4 +406,4 @@ def _apply_first(node: Node, index: RuleIndex,
 
 
 __all__ = ["Match", "Pattern", "Any", "Op", "Const", "RewriteRule", "RuleIndex", "rewrite",
-           "uniform_value", "renamed_copy"]
+           "uniform_value", "uniform_fill", "renamed_copy"]
