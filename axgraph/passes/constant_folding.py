@@ -120,6 +120,7 @@ class ConstantFolding(RulePass):
     """Replace nodes computed from Constants alone by Constants (module docstring)."""
 
     name = "constant-folding"
+    one_sweep = True  # a folded Constant has no inputs: no rule applies to it again
 
     def __init__(self, max_elements: int = DEFAULT_MAX_ELEMENTS):
         super().__init__(rules(max_elements))

@@ -76,6 +76,7 @@ class ConvolutionAsMatmul(RulePass):
     """Rewrite convolutions and their gradients with static windows as BLAS products."""
 
     name = "convolution-as-matmul"
+    one_sweep = True  # the Transpose, Dot and Col2Im they build are not convolutions
     rules = RULES
 
 

@@ -19,7 +19,7 @@ from ..core.function import Function
 from ..core.node import Node
 from ..core.ops import Parameter
 from ..errors import GraphError
-from .pattern import RewriteRule, RuleIndex, renamed_copy, rewrite
+from .pattern import RewriteRule, RuleIndex, renamed_copy, rewrite, sweep
 from .rewrite_log import RewriteLog, TraceSetting, tracer
 
 
@@ -48,14 +48,22 @@ class Pass(abc.ABC):
 
 
 class RulePass(Pass):
-    """A pass made of rewrite rules, applied to a fixed point by `pattern.rewrite`."""
+    """A pass made of rewrite rules, applied to a fixed point by `pattern.rewrite`.
+
+    A pass whose rules' replacements are never rewritten again by its rules sets
+    `one_sweep`: one `pattern.sweep` is already the fixed point, and the sweep
+    that would only confirm it is skipped.
+    """
 
     rules: Sequence[RewriteRule] = ()
+    one_sweep: ClassVar[bool] = False
 
     def __init__(self, rules: Optional[Sequence[RewriteRule]] = None):
         self._index = RuleIndex(self.rules if rules is None else rules)
 
     def run(self, function: Function) -> Function:
+        if self.one_sweep:
+            return sweep(function, self._index)
         return rewrite(function, self._index)
 
 

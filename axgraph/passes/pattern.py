@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import abc
 
-from typing import (Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Type,
+from typing import (Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type,
                     Union)
 
 import numpy as np
@@ -334,9 +334,9 @@ def rewrite(function: Function, rules: Union[Sequence[RewriteRule], RuleIndex],
     undoing each other) is an error rather than a hang. Parameters are never
     rewritten: they are the function's signature.
     """
-    index = rules if isinstance(rules, RuleIndex) else RuleIndex(rules)
+    index = _indexed(rules)
     for _ in range(max_sweeps):
-        rewritten = _sweep(function, index)
+        rewritten = sweep(function, index)
         if rewritten is function:
             return function
         function = rewritten
@@ -354,30 +354,57 @@ class UseCounts:
     are added to it: an over-estimate (the original may have read it), which
     is the safe side for rules that refuse to duplicate work. Nodes built
     inside a replacement, below its root, are unknown (None) until the next
-    sweep recounts.
+    sweep recounts. Counting waits until a rule first asks (most rule sets
+    never do); the stand-ins noted before then are replayed onto the counts.
     """
 
     def __init__(self, function: Function):
-        self._counts: Dict[Node, int] = {n: len(c) for n, c in function.users().items()}
-        for r in function.results:
-            self._counts[r] += 1
+        self._function = function
+        self._counts: Optional[Dict[Node, int]] = None
         self._origin: Dict[Node, Node] = {}
+        self._pending: List[Tuple[Node, Node]] = []
 
     def __call__(self, node: Node) -> Optional[int]:
-        return self._counts.get(self._origin.get(node, node))
+        return self._counted().get(self._origin.get(node, node))
 
     def stands_for(self, new: Node, old: Node) -> None:
         """`new` now takes the place of `old` (whose readers read `new` from now on)."""
         if new is old:
             return
+        if self._counts is None:
+            self._pending.append((new, old))
+        else:
+            self._take_over(self._counts, new, old)
+
+    def _counted(self) -> Dict[Node, int]:
+        if self._counts is None:
+            counts = {n: len(c) for n, c in self._function.users().items()}
+            for r in self._function.results:
+                counts[r] += 1
+            self._counts = counts
+            for new, old in self._pending:
+                self._take_over(counts, new, old)
+            self._pending.clear()
+        return self._counts
+
+    def _take_over(self, counts: Dict[Node, int], new: Node, old: Node) -> None:
         known = self._origin.get(new, new)
-        if known in self._counts:
-            self._counts[known] += self(old) or 0
+        if known in counts:
+            counts[known] += self(old) or 0
         else:
             self._origin[new] = self._origin.get(old, old)
 
 
-def _sweep(function: Function, index: RuleIndex) -> Function:
+def _indexed(rules: Union[Sequence[RewriteRule], RuleIndex]) -> RuleIndex:
+    return rules if isinstance(rules, RuleIndex) else RuleIndex(rules)
+
+
+def sweep(function: Function, rules: Union[Sequence[RewriteRule], RuleIndex]) -> Function:
+    """One sweep of `rewrite`: every node, inputs first, with rules applied at it until
+    none fires. Enough on its own when no rule's replacement can be rewritten again by
+    the rules (folding, lowering one op to others): `rewrite`'s next sweep would find
+    nothing to do."""
+    index = _indexed(rules)
     uses = UseCounts(function)
 
     def apply_rules(node: Node, original: Node) -> Optional[Node]:
@@ -406,4 +433,4 @@ def _apply_first(node: Node, index: RuleIndex,
 
 
 __all__ = ["Match", "Pattern", "Any", "Op", "Const", "RewriteRule", "RuleIndex", "rewrite",
-           "uniform_value", "uniform_fill", "renamed_copy"]
+           "sweep", "uniform_value", "uniform_fill", "renamed_copy"]
