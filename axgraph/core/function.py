@@ -187,14 +187,9 @@ class Function:
             if isinstance(old, Parameter) and not isinstance(new, Parameter):
                 raise GraphError(f"replace: parameter {old.name} can only be replaced by a "
                                  f"Parameter, not {new.op}", location)
-        rebuilt: Dict[Node, Node] = {}
-        for node in self._nodes:
-            if node in mapping:
-                rebuilt[node] = mapping[node]
-            else:
-                rebuilt[node] = node.with_inputs([rebuilt[i] for i in node.inputs])
-        return Function([rebuilt[r] for r in self._results],
-                        [rebuilt[p] for p in self._parameters], self._name)
+        from .map_nodes import map_nodes  # map_nodes builds Functions: imported when used
+
+        return map_nodes(self, lambda node, original: mapping.get(original))
 
     # -- printing ------------------------------------------------------------------------
     def display_names(self) -> Dict[Node, str]:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import abc
 
-import contextlib
 import threading
 from types import MappingProxyType
-from typing import Any, ClassVar, FrozenSet, Iterator, Mapping, Optional, Sequence, Tuple, Type
+from typing import Any, ClassVar, FrozenSet, Mapping, Optional, Sequence, Tuple, Type
 
 from ..debug_info import user_location
 from ..errors import AxgraphError, GraphError
@@ -26,19 +25,27 @@ Location = Tuple[str, int]
 _state = threading.local()
 
 
-@contextlib.contextmanager
-def at_location(location: Optional[Location]) -> Iterator[None]:
+class at_location:  # noqa: N801 - used like a function: `with at_location(...)`
     """Record `location` on every node built inside, instead of the caller's line.
 
     Lowering uses this so core nodes point at the user line that created the
-    axes op they come from, not at the line that asked for compilation.
+    axes op they come from, not at the line that asked for compilation; every
+    rewrite of a Function runs in one per node (a class, not a generator, as
+    that is several times cheaper to enter).
     """
-    previous = getattr(_state, "location", None)
-    _state.location = location
-    try:
-        yield
-    finally:
-        _state.location = previous
+
+    __slots__ = ("_location", "_previous")
+
+    def __init__(self, location: Optional[Location]):
+        self._location = location
+        self._previous: Optional[Location] = None
+
+    def __enter__(self) -> None:
+        self._previous = getattr(_state, "location", None)
+        _state.location = self._location
+
+    def __exit__(self, *exception: object) -> None:
+        _state.location = self._previous
 
 
 def _current_location() -> Location:

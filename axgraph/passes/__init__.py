@@ -4,16 +4,19 @@
     optimized = passes.PassManager(passes.default_passes(), max_rounds=3).run(function)
 
 Every pass takes a `core.Function` and returns a new one (the input is never
-changed); the PassManager verifies the structure between passes and records
-node counts per pass (`manager.report`, `manager.format_report()`). Bridge
-ops (framework ops outside the core set, such as `Gelu`) are lowered to core
-ops by pattern rules registered with `register_bridge` (seed 004).
+changed), rebuilding it through `map_nodes`; the PassManager verifies the
+structure between passes and records node counts and the rewrite rules that
+fired per pass (`manager.report`, `manager.format_report()`), and traces each
+rewrite on request (`AXGRAPH_TRACE_PASSES=1`). Bridge ops (framework ops
+outside the core set, such as `Gelu`) are lowered to core ops by pattern
+rules registered with `register_bridge` (seed 004).
 """
 from __future__ import annotations
 
 from typing import List
 
 from ..core.function import Function
+from ..core.map_nodes import Rewrite, map_nodes
 from .algebraic import AlgebraicSimplification
 from .bridge import (BridgeLowering, Gelu, bridge_ops, bridge_rules, lower_gelu,
                      register_bridge, require_core)
@@ -23,8 +26,9 @@ from .cse import CommonSubexpressionElimination
 from .dce import DeadCodeElimination
 from .manager import Pass, PassLike, PassManager, PassRecord, RulePass, VerificationError, verify
 from .pad_sums import PadSumToConcat
-from .pattern import (Any, Const, Match, Op, Pattern, RewriteRule, renamed_copy, rewrite,
-                      uniform_value)
+from .pattern import (Any, Const, Match, Op, Pattern, RewriteRule, renamed_copy, rewrite, sweep,
+                      uniform_fill, uniform_value)
+from .rewrite_log import TRACE_VARIABLE, RewriteLog, record_rewrite
 from .sinking import LayoutSinking
 
 
@@ -47,9 +51,10 @@ def optimize(function: Function, max_rounds: int = 4) -> Function:
 
 
 __all__ = ["Pass", "PassLike", "PassManager", "PassRecord", "RulePass", "VerificationError",
-           "verify", "default_passes", "optimize",
-           "Pattern", "Any", "Op", "Const", "Match", "RewriteRule", "rewrite", "uniform_value",
-           "renamed_copy",
+           "verify", "default_passes", "optimize", "map_nodes", "Rewrite",
+           "RewriteLog", "record_rewrite", "TRACE_VARIABLE",
+           "Pattern", "Any", "Op", "Const", "Match", "RewriteRule", "rewrite", "sweep",
+           "uniform_value", "uniform_fill", "renamed_copy",
            "DeadCodeElimination", "CommonSubexpressionElimination", "ConstantFolding",
            "AlgebraicSimplification", "LayoutSinking", "BridgeLowering", "ConvolutionAsMatmul",
            "PadSumToConcat",

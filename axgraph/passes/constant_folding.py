@@ -17,21 +17,22 @@ Constant holding the value. Rules that keep this safe and cheap:
   is left for run time, where it raises at the user's line as it should.
 
 A folded result whose elements are all equal is stored as a uniform fill.
+The two ways of folding are the pass's rules, `fold-fills` and `fold-arrays`.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.function import Function
 from ..core.host import HostCall
 from ..core.interpreter import Context, find_kernel
-from ..core.node import Node, at_location
+from ..core.node import Node
 from ..core.ops import (BinaryElementwise, Constant, Convert, Select, UnaryElementwise)
+from ..core.types import Shape
 from ..errors import AxgraphError
-from .manager import Pass
-from .pattern import uniform_value
+from .manager import RulePass
+from .pattern import Any, Match, Predicate, RewriteRule, uniform_fill, uniform_value
 
 ELEMENTWISE = (UnaryElementwise, BinaryElementwise, Select, Convert)
 DEFAULT_MAX_ELEMENTS = 1 << 16
@@ -55,71 +56,75 @@ def _run_kernel(node: Node, values: Sequence[np.ndarray]) -> Optional[np.ndarray
         return None
 
 
-def _compress(value: np.ndarray) -> np.ndarray:
-    """A 0-d array when every element is bitwise equal (a fill), else `value`."""
-    if value.ndim == 0 or value.size == 0:
-        return value
-    flat = np.ascontiguousarray(value).reshape(-1)
-    raw = flat.view(np.uint8).reshape(flat.size, flat.dtype.itemsize)
-    return flat[0:1].reshape(()) if bool(np.all(raw == raw[0])) else value
+def _foldable(node: Node) -> bool:
+    """Every input a Constant, and nothing that must wait for run time (module docstring)."""
+    return (bool(node.inputs) and all(isinstance(i, Constant) for i in node.inputs)
+            and not isinstance(node, HostCall) and _numeric_kind(node.element_type.dtype))
 
 
-class ConstantFolding(Pass):
+def _over_fills(node: Node) -> bool:
+    """An elementwise op over uniform Constants: computed on one value, whatever the shape."""
+    return (_foldable(node) and isinstance(node, ELEMENTWISE)
+            and all(uniform_value(i) is not None for i in node.inputs))
+
+
+def _small_arrays(max_elements: int) -> Predicate:
+    """Any other foldable node whose result and inputs have static shapes of at most
+    `max_elements` elements."""
+    def small(shape: Shape) -> bool:
+        size = shape.size
+        return shape.is_static and isinstance(size, int) and size <= max_elements
+
+    def test(node: Node) -> bool:
+        return _foldable(node) and not _over_fills(node) and all(
+            small(n.shape) for n in (node,) + node.inputs)
+
+    return test
+
+
+def _constant(node: Node, value: np.ndarray) -> Optional[Constant]:
+    """`value` as a Constant standing for `node` (None if the kernel's result does not fit)."""
+    if value.dtype != node.element_type.dtype:
+        return None
+    if value.ndim and tuple(value.shape) != tuple(node.shape):
+        return None
+    name = node.name if node.has_user_name else None
+    return Constant(node.element_type, node.shape, np.array(value), name=name)
+
+
+def _fold_fills(match: Match) -> Optional[Constant]:
+    node = match.root
+    fills = [uniform_value(i) for i in node.inputs]
+    value = _run_kernel(node, fills)  # type: ignore[arg-type]  # the predicate saw no None
+    return None if value is None else _constant(node, value)
+
+
+def _fold_arrays(match: Match) -> Optional[Constant]:
+    node = match.root
+    values = [np.broadcast_to(i.attributes["value"], tuple(i.shape)) for i in node.inputs]
+    value = _run_kernel(node, values)
+    if value is None:
+        return None
+    fill = uniform_fill(value)  # stored as one value when every element is equal
+    return _constant(node, value if fill is None else fill)
+
+
+def rules(max_elements: int = DEFAULT_MAX_ELEMENTS) -> Tuple[RewriteRule, ...]:
+    """The rule table: fills fold at any size, other values up to `max_elements`."""
+    return (RewriteRule(Any(predicate=_over_fills), _fold_fills, "fold-fills"),
+            RewriteRule(Any(predicate=_small_arrays(max_elements)), _fold_arrays,
+                        "fold-arrays"))
+
+
+class ConstantFolding(RulePass):
     """Replace nodes computed from Constants alone by Constants (module docstring)."""
 
     name = "constant-folding"
+    one_sweep = True  # a folded Constant has no inputs: no rule applies to it again
 
     def __init__(self, max_elements: int = DEFAULT_MAX_ELEMENTS):
+        super().__init__(rules(max_elements))
         self.max_elements = max_elements
 
-    def fold(self, node: Node) -> Optional[Constant]:
-        """The Constant `node` evaluates to, or None when it must not be folded."""
-        if not node.inputs or not all(isinstance(i, Constant) for i in node.inputs):
-            return None
-        if isinstance(node, HostCall):
-            return None
-        if not _numeric_kind(node.element_type.dtype):
-            return None
-        if isinstance(node, ELEMENTWISE):
-            fills = [uniform_value(i) for i in node.inputs]
-            if all(f is not None for f in fills):
-                value = _run_kernel(node, fills)  # type: ignore[arg-type]  # all are arrays
-                return self._constant(node, value) if value is not None else None
-        if not node.shape.is_static or not self._small(node.shape):
-            return None
-        if not all(i.shape.is_static and self._small(i.shape) for i in node.inputs):
-            return None
-        values = [np.broadcast_to(i.attributes["value"], tuple(i.shape)) for i in node.inputs]
-        value = _run_kernel(node, values)
-        return None if value is None else self._constant(node, _compress(value))
 
-    def _small(self, shape) -> bool:
-        return shape.size <= self.max_elements
-
-    @staticmethod
-    def _constant(node: Node, value: np.ndarray) -> Optional[Constant]:
-        if value.dtype != node.element_type.dtype:
-            return None
-        if value.ndim and tuple(value.shape) != tuple(node.shape):
-            return None
-        name = node.name if node.has_user_name else None
-        with at_location(node.location):
-            return Constant(node.element_type, node.shape, np.array(value), name=name)
-
-    def run(self, function: Function) -> Function:
-        rebuilt: dict[Node, Node] = {}
-        changed = False
-        for node in function.nodes:
-            current = node.with_inputs([rebuilt[i] for i in node.inputs])
-            folded = self.fold(current)
-            if folded is not None:
-                current = folded
-            rebuilt[node] = current
-            changed = changed or current is not node
-        if not changed:
-            return function
-        return Function([rebuilt[r] for r in function.results],
-                        [rebuilt[p] for p in function.parameters], function.name)
-
-
-__all__ = ["ConstantFolding", "DEFAULT_MAX_ELEMENTS"]
+__all__ = ["ConstantFolding", "DEFAULT_MAX_ELEMENTS", "rules"]

@@ -10,12 +10,12 @@ but no convolution kernel of their own (the cpu backend) run it.
 """
 from __future__ import annotations
 
-from typing import Dict, Union
+from typing import Any, Callable, Sequence, Type, Union
 
 from .. import core
-from ..core.function import Function
-from ..core.node import Node, at_location
-from .manager import Pass
+from ..core.node import Node
+from .manager import RulePass
+from .pattern import Op, Predicate, RewriteRule
 
 
 _ConvolutionNode = Union[core.Convolution, core.ConvolutionBackpropFilters,
@@ -50,28 +50,34 @@ def _data_gradient(node: core.ConvolutionBackpropData) -> Node:
                        padding_above=node.padding_above)
 
 
-REWRITES = {core.Convolution: (_convolution, lambda n: n.inputs[1].shape[2:]),
-            core.ConvolutionBackpropFilters: (_filter_gradient, lambda n: n.filters_shape[2:]),
-            core.ConvolutionBackpropData: (_data_gradient, lambda n: n.inputs[0].shape[2:])}
+def _static_window(window_of: Callable[[Node], Sequence]) -> Predicate:
+    """The rewrite needs the window's lengths: a symbolic window is left to the kernel."""
+    return lambda node: core.Shape(window_of(node)).is_static
 
 
-class ConvolutionAsMatmul(Pass):
+def _rule(op: Type[Node], window_of: Callable[[Node], Sequence],
+          build: Callable[[Any], Node], name: str) -> RewriteRule:
+    """`build(node)` at each `op` node whose window is static."""
+    return RewriteRule(Op(op, predicate=_static_window(window_of)),
+                       lambda match: build(match.root), name)
+
+
+RULES = (
+    _rule(core.Convolution, lambda n: n.inputs[1].shape[2:], _convolution,
+          "convolution-as-dot"),
+    _rule(core.ConvolutionBackpropFilters, lambda n: n.attributes["filters_shape"][2:],
+          _filter_gradient, "filter-gradient-as-dot"),
+    _rule(core.ConvolutionBackpropData, lambda n: n.inputs[0].shape[2:], _data_gradient,
+          "data-gradient-as-dot-and-col2im"),
+)
+
+
+class ConvolutionAsMatmul(RulePass):
     """Rewrite convolutions and their gradients with static windows as BLAS products."""
 
     name = "convolution-as-matmul"
+    one_sweep = True  # the Transpose, Dot and Col2Im they build are not convolutions
+    rules = RULES
 
-    def run(self, function: Function) -> Function:
-        rebuilt: Dict[Node, Node] = {}
-        changed = False
-        for node in function.nodes:
-            current = node.with_inputs([rebuilt[i] for i in node.inputs])
-            entry = REWRITES.get(type(current))
-            if entry is not None and core.Shape(entry[1](current)).is_static:
-                with at_location(current.location):
-                    current = entry[0](current)
-                changed = True
-            rebuilt[node] = current
-        if not changed:
-            return function
-        return Function([rebuilt[r] for r in function.results],
-                        [rebuilt[p] for p in function.parameters], name=function.name)
+
+__all__ = ["ConvolutionAsMatmul", "RULES"]

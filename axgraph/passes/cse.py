@@ -18,10 +18,12 @@ import numpy as np
 
 from ..core.function import Function
 from ..core.host import HostCall
+from ..core.map_nodes import map_nodes
 from ..core.node import Node
 from ..core.ops import (Add, And, Equal, Maximum, Minimum, Multiply, NotEqual, Or, Parameter,
                         RandomNormal, RandomUniform)
 from .manager import Pass
+from .pattern import Any, Match, RewriteRule
 
 COMMUTATIVE: Tuple[type, ...] = (Add, Multiply, Maximum, Minimum, Equal, NotEqual, And, Or)
 NEVER_MERGED: Tuple[type, ...] = (Parameter, RandomUniform, RandomNormal, HostCall)
@@ -63,24 +65,19 @@ class CommonSubexpressionElimination(Pass):
     name = "common-subexpression-elimination"
 
     def run(self, function: Function) -> Function:
-        canonical: Dict[Node, Node] = {}
         seen: Dict[Hashable, Node] = {}
-        ids: Dict[Node, int] = {}
-        changed = False
-        for node in function.nodes:
-            current = node.with_inputs([canonical[i] for i in node.inputs])
-            if not isinstance(current, NEVER_MERGED):
-                key = structural_key(current, ids)
-                earlier = seen.setdefault(key, current)
-                if earlier is not current:
-                    current = earlier
-            ids.setdefault(current, len(ids))
-            canonical[node] = current
-            changed = changed or current is not node
-        if not changed:
-            return function
-        return Function([canonical[r] for r in function.results],
-                        [canonical[p] for p in function.parameters], function.name)
+        ids: Dict[Node, int] = {}  # the merged nodes, numbered as they are first read
+
+        def earlier_equal(match: Match) -> Node:
+            """The first node seen with this node's key (the node itself if it is first)."""
+            node = match.root
+            for i in node.inputs:
+                ids.setdefault(i, len(ids))
+            return seen.setdefault(structural_key(node, ids), node)
+
+        merge = RewriteRule(Any(predicate=lambda node: not isinstance(node, NEVER_MERGED)),
+                            earlier_equal, "merge-equal-expressions")
+        return map_nodes(function, lambda node, original: merge.apply(node))
 
 
 __all__ = ["CommonSubexpressionElimination", "freeze", "structural_key", "COMMUTATIVE",

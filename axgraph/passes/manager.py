@@ -4,7 +4,8 @@ A pass is anything callable as `pass_(function) -> Function` with a `name`
 (subclass `Pass`, or give a plain function). Because every pass returns a new
 Function and never changes its input, a verifier can compare before and
 after: a pass that breaks the graph is caught at once and named, instead of
-surfacing later as a wrong number in a backend.
+surfacing later as a wrong number in a backend. Each pass run is recorded
+with the rewrite rules that fired in it (`rewrite_log`), and can be traced.
 """
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import abc
 
 import time
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Union
+from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..core.function import Function
 from ..core.node import Node
 from ..core.ops import Parameter
 from ..errors import GraphError
-from .pattern import RewriteRule, RuleIndex, renamed_copy, rewrite
+from .pattern import RewriteRule, RuleIndex, renamed_copy, rewrite, sweep
+from .rewrite_log import RewriteLog, TraceSetting, tracer
 
 
 class VerificationError(GraphError):
@@ -46,14 +48,22 @@ class Pass(abc.ABC):
 
 
 class RulePass(Pass):
-    """A pass made of rewrite rules, applied to a fixed point by `pattern.rewrite`."""
+    """A pass made of rewrite rules, applied to a fixed point by `pattern.rewrite`.
+
+    A pass whose rules' replacements are never rewritten again by its rules sets
+    `one_sweep`: one `pattern.sweep` is already the fixed point, and the sweep
+    that would only confirm it is skipped.
+    """
 
     rules: Sequence[RewriteRule] = ()
+    one_sweep: ClassVar[bool] = False
 
     def __init__(self, rules: Optional[Sequence[RewriteRule]] = None):
         self._index = RuleIndex(self.rules if rules is None else rules)
 
     def run(self, function: Function) -> Function:
+        if self.one_sweep:
+            return sweep(function, self._index)
         return rewrite(function, self._index)
 
 
@@ -151,7 +161,9 @@ def _same_signature(function: Function, reference: Function) -> None:
 
 @dataclass(frozen=True)
 class PassRecord:
-    """One pass run: node counts before and after, and the time it took."""
+    """One pass run: node counts before and after, the time it took, and the rules that
+    fired, as (rule name, times) pairs in order of first firing (a pass may still drop
+    what they built: sinking keeps its result only when layout copies go away)."""
 
     round: int
     name: str
@@ -159,6 +171,7 @@ class PassRecord:
     nodes_after: int
     changed: bool
     seconds: float
+    rules_fired: Tuple[Tuple[str, int], ...] = ()
 
 
 class PassManager:
@@ -167,11 +180,13 @@ class PassManager:
     Rounds repeat while the previous one changed something (one pass often
     exposes work for an earlier one). `verify_each=False` skips the checks
     (they cost a re-inference of every node). `report` holds one `PassRecord`
-    per pass run of the last `run`.
+    per pass run of the last `run`. `trace` logs each rewrite with its rule and
+    the user's file:line (True: to stderr; or a callable taking each line; None:
+    when the environment variable AXGRAPH_TRACE_PASSES is set; see `rewrite_log`).
     """
 
     def __init__(self, passes: Sequence[PassLike], max_rounds: int = 1,
-                 verify_each: bool = True):
+                 verify_each: bool = True, trace: TraceSetting = None):
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         for p in passes:
@@ -180,6 +195,7 @@ class PassManager:
         self.passes = list(passes)
         self.max_rounds = max_rounds
         self.verify_each = verify_each
+        self.trace = trace
         self.report: List[PassRecord] = []
 
     def run(self, function: Function) -> Function:
@@ -188,16 +204,18 @@ class PassManager:
             raise TypeError(f"PassManager.run takes a core Function, not "
                             f"{type(function).__name__}")
         self.report = []
+        trace = tracer(self.trace)
         if self.verify_each:
             verify(function)
         for round_number in range(1, self.max_rounds + 1):
             round_changed = False
             for pass_ in self.passes:
                 before = function
-                start = time.perf_counter()
-                function = pass_(before)
-                seconds = time.perf_counter() - start
                 name = pass_name(pass_)
+                start = time.perf_counter()
+                with RewriteLog(name, trace).active() as log:
+                    function = pass_(before)
+                seconds = time.perf_counter() - start
                 if not isinstance(function, Function):
                     raise VerificationError(f"pass {name!r} returned "
                                             f"{type(function).__name__}, not a Function")
@@ -209,7 +227,8 @@ class PassManager:
                 changed = _changed(before, function)
                 round_changed = round_changed or changed
                 self.report.append(PassRecord(round_number, name, len(before.nodes),
-                                              len(function.nodes), changed, seconds))
+                                              len(function.nodes), changed, seconds,
+                                              log.fired()))
             if not round_changed:
                 break
         return function
@@ -217,13 +236,15 @@ class PassManager:
     __call__ = run
 
     def format_report(self) -> str:
-        """The report as a small table: round, pass, nodes before -> after, time."""
+        """The report as a small table: round, pass, nodes before -> after, time, rules."""
         width = max([len("pass")] + [len(r.name) for r in self.report])
-        lines = [f"round  {'pass':<{width}}  nodes before -> after  ms"]
+        lines = [f"round  {'pass':<{width}}  nodes before -> after  ms  rules fired"]
         for r in self.report:
             mark = "" if r.changed else "  (no change)"
+            rules = ", ".join(f"{rule} x{count}" for rule, count in r.rules_fired)
             lines.append(f"{r.round:>5}  {r.name:<{width}}  {r.nodes_before:>12} -> "
-                         f"{r.nodes_after:<5}  {r.seconds * 1e3:.2f}{mark}")
+                         f"{r.nodes_after:<5}  {r.seconds * 1e3:.2f}{mark}"
+                         f"{'  ' + rules if rules else ''}")
         return "\n".join(lines)
 
 

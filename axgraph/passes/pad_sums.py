@@ -10,13 +10,15 @@ zeros in the gaps; whatever else the sum adds is added to that once.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .. import core
 from ..core.function import Function
-from ..core.node import Node, at_location
+from ..core.map_nodes import map_nodes
+from ..core.node import Node
 from ..dims import definitely_equal, known
 from .manager import Pass
+from .pattern import Match, Op, RewriteRule
 
 Piece = Tuple[int, int, int, Node]  # (dim, start, stop, values)
 
@@ -96,27 +98,30 @@ def _as_concat(root: Node, terms: List[Node]) -> Optional[Node]:
     return result
 
 
+def _sum_as_concat(match: Match) -> Optional[Node]:
+    terms = _terms(match.root)
+    return _as_concat(match.root, terms) if terms else None
+
+
+PAD_SUM = RewriteRule(Op(core.Add), _sum_as_concat, "pad-sum-to-concat")
+
+
+def _terms_of_larger_sums(function: Function) -> Set[Node]:
+    """Adds read only by same-shaped Adds (and not results): the rule waits for the root."""
+    users = function.users()
+    results = set(function.results)
+    return {node for node in function.nodes
+            if isinstance(node, core.Add) and node not in results and users[node]
+            and all(isinstance(user, core.Add) and user.shape == node.shape
+                    for user in users[node])}
+
+
 class PadSumToConcat(Pass):
     """Rewrite sums of zero-padded disjoint pieces (slice adjoints) as one Concat."""
 
     name = "pad-sum-to-concat"
 
     def run(self, function: Function) -> Function:
-        users = function.users()
-        rebuilt: Dict[Node, Node] = {}
-        changed = False
-        for node in function.nodes:
-            current = node.with_inputs([rebuilt[i] for i in node.inputs])
-            inside_a_larger_sum = node not in function.results and users.get(node) and all(
-                isinstance(user, core.Add) and user.shape == node.shape for user in users[node])
-            if isinstance(current, core.Add) and not inside_a_larger_sum:
-                terms = _terms(current)
-                with at_location(current.location):
-                    replacement = _as_concat(current, terms) if terms else None
-                if replacement is not None:
-                    current, changed = replacement, True
-            rebuilt[node] = current
-        if not changed:
-            return function
-        return Function([rebuilt[r] for r in function.results],
-                        [rebuilt[p] for p in function.parameters], name=function.name)
+        inner = _terms_of_larger_sums(function)
+        return map_nodes(function, lambda node, original:
+                         None if original in inner else PAD_SUM.apply(node))

@@ -19,22 +19,24 @@ applies rules bottom-up, sweep after sweep, until nothing changes: a rewrite
 can expose another, and a fixed point is what callers expect.
 
 Why matching is over nodes, not over a mutable graph: nodes are immutable, so
-a rewrite builds new nodes and the driver threads them through `with_inputs`.
-The old function is never changed.
+a rewrite builds new nodes and the driver threads them through `with_inputs`
+(each sweep is one `core.map_nodes`). The old function is never changed.
 """
 from __future__ import annotations
 
 import abc
 
-from typing import (Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Type,
+from typing import (Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type,
                     Union)
 
 import numpy as np
 
 from ..core.function import Function
-from ..core.node import Node, at_location
+from ..core.map_nodes import map_nodes
+from ..core.node import Node
 from ..core.ops import Constant, Parameter
 from ..errors import GraphError
+from .rewrite_log import record_rewrite
 
 Predicate = Callable[[Node], bool]
 OpClasses = Union[Type[Node], Tuple[Type[Node], ...]]
@@ -206,7 +208,11 @@ def uniform_value(node: Node) -> Optional[np.ndarray]:
     """
     if not isinstance(node, Constant):
         return None
-    value = node.attributes["value"]
+    return uniform_fill(node.attributes["value"])
+
+
+def uniform_fill(value: np.ndarray) -> Optional[np.ndarray]:
+    """The single value (0-d array) of `value` when all its elements are bitwise equal."""
     if value.ndim == 0:
         return value
     if value.size == 0:
@@ -262,8 +268,9 @@ class RewriteRule:
     """Replace what `pattern` matches by `build_replacement(match)` (None declines).
 
     The replacement must have the matched node's element type and shape; the
-    driver checks and names the rule if not. New nodes are recorded at the
-    matched node's location, so errors still point at the user's line.
+    rule checks and names itself if not. Each replacement is recorded under
+    the rule's name (`rewrite_log`). Run inside `map_nodes`, new nodes take
+    the replaced node's location, so errors still point at the user's line.
     """
 
     def __init__(self, pattern: Pattern, build_replacement: Replacement,
@@ -278,8 +285,7 @@ class RewriteRule:
               uses: Optional[Callable[[Node], Optional[int]]] = None) -> Optional[Node]:
         """The replacement for `node`, or None when the rule does not apply."""
         for bindings in self.pattern.matches(node):
-            with at_location(node.location):
-                new = self.build_replacement(Match(node, bindings, uses))
+            new = self.build_replacement(Match(node, bindings, uses))
             if new is None or new is node:
                 continue
             if not isinstance(new, Node):
@@ -289,6 +295,7 @@ class RewriteRule:
                 raise GraphError(f"rewrite rule {self.name!r} replaced {node.op} {node.name} "
                                  f"{node.type_str()} by {new.op} {new.type_str()}: a replacement "
                                  f"must keep the element type and shape", node.location)
+            record_rewrite(self.name, node, new)
             return new
         return None
 
@@ -327,9 +334,9 @@ def rewrite(function: Function, rules: Union[Sequence[RewriteRule], RuleIndex],
     undoing each other) is an error rather than a hang. Parameters are never
     rewritten: they are the function's signature.
     """
-    index = rules if isinstance(rules, RuleIndex) else RuleIndex(rules)
+    index = _indexed(rules)
     for _ in range(max_sweeps):
-        rewritten = _sweep(function, index)
+        rewritten = sweep(function, index)
         if rewritten is function:
             return function
         function = rewritten
@@ -347,51 +354,73 @@ class UseCounts:
     are added to it: an over-estimate (the original may have read it), which
     is the safe side for rules that refuse to duplicate work. Nodes built
     inside a replacement, below its root, are unknown (None) until the next
-    sweep recounts.
+    sweep recounts. Counting waits until a rule first asks (most rule sets
+    never do); the stand-ins noted before then are replayed onto the counts.
     """
 
     def __init__(self, function: Function):
-        self._counts: Dict[Node, int] = {n: len(c) for n, c in function.users().items()}
-        for r in function.results:
-            self._counts[r] += 1
+        self._function = function
+        self._counts: Optional[Dict[Node, int]] = None
         self._origin: Dict[Node, Node] = {}
+        self._pending: List[Tuple[Node, Node]] = []
 
     def __call__(self, node: Node) -> Optional[int]:
-        return self._counts.get(self._origin.get(node, node))
+        return self._counted().get(self._origin.get(node, node))
 
     def stands_for(self, new: Node, old: Node) -> None:
         """`new` now takes the place of `old` (whose readers read `new` from now on)."""
         if new is old:
             return
+        if self._counts is None:
+            self._pending.append((new, old))
+        else:
+            self._take_over(self._counts, new, old)
+
+    def _counted(self) -> Dict[Node, int]:
+        if self._counts is None:
+            counts = {n: len(c) for n, c in self._function.users().items()}
+            for r in self._function.results:
+                counts[r] += 1
+            self._counts = counts
+            for new, old in self._pending:
+                self._take_over(counts, new, old)
+            self._pending.clear()
+        return self._counts
+
+    def _take_over(self, counts: Dict[Node, int], new: Node, old: Node) -> None:
         known = self._origin.get(new, new)
-        if known in self._counts:
-            self._counts[known] += self(old) or 0
+        if known in counts:
+            counts[known] += self(old) or 0
         else:
             self._origin[new] = self._origin.get(old, old)
 
 
-def _sweep(function: Function, index: RuleIndex) -> Function:
+def _indexed(rules: Union[Sequence[RewriteRule], RuleIndex]) -> RuleIndex:
+    return rules if isinstance(rules, RuleIndex) else RuleIndex(rules)
+
+
+def sweep(function: Function, rules: Union[Sequence[RewriteRule], RuleIndex]) -> Function:
+    """One sweep of `rewrite`: every node, inputs first, with rules applied at it until
+    none fires. Enough on its own when no rule's replacement can be rewritten again by
+    the rules (folding, lowering one op to others): `rewrite`'s next sweep would find
+    nothing to do."""
+    index = _indexed(rules)
     uses = UseCounts(function)
-    rebuilt: Dict[Node, Node] = {}
-    changed = False
-    for node in function.nodes:
-        if isinstance(node, Parameter):
-            rebuilt[node] = node
-            continue
-        current = node.with_inputs([rebuilt[i] for i in node.inputs])
-        uses.stands_for(current, node)
+
+    def apply_rules(node: Node, original: Node) -> Optional[Node]:
+        """The rules at `node`, the first that fires each time, until none does."""
+        if isinstance(original, Parameter):
+            return None
+        uses.stands_for(node, original)
         for _ in range(MAX_LOCAL_STEPS):
-            new = _apply_first(current, index, uses)
+            new = _apply_first(node, index, uses)
             if new is None:
                 break
-            uses.stands_for(new, current)
-            current = new
-        changed = changed or current is not node
-        rebuilt[node] = current
-    if not changed:
-        return function
-    return Function([rebuilt[r] for r in function.results],
-                    [rebuilt[p] for p in function.parameters], function.name)
+            uses.stands_for(new, node)
+            node = new
+        return node
+
+    return map_nodes(function, apply_rules)
 
 
 def _apply_first(node: Node, index: RuleIndex,
@@ -404,4 +433,4 @@ def _apply_first(node: Node, index: RuleIndex,
 
 
 __all__ = ["Match", "Pattern", "Any", "Op", "Const", "RewriteRule", "RuleIndex", "rewrite",
-           "uniform_value", "renamed_copy"]
+           "sweep", "uniform_value", "uniform_fill", "renamed_copy"]
