@@ -21,7 +21,8 @@ from .op_graph import control, convolution as conv, debug, dot as dot_ops, eleme
 from .op_graph import lookup, nn
 from .op_graph import pooling, random, reductions as red
 from .op_graph import shape_ops as so
-from .op_graph.op import Op, as_op, upstream_ops
+from .op_graph.op import Op, upstream_ops
+from .op_graph.tensors import as_op
 from .op_graph.tensors import constant
 
 Adjoint = Callable[[Op, Op], Sequence[Optional[Op]]]

@@ -13,8 +13,9 @@ from typing import Optional, Sequence
 from ..debug_info import user_location
 from ..errors import GraphError, IncompatibleAxesError
 from ..ordered_set import OrderedSet
-from .op import Op, as_op
+from .op import Op
 from .shape_ops import _normalized_slices
+from .tensors import as_op
 
 _MISSING = object()
 

@@ -17,8 +17,9 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from ..axes import Axes, AxesLike, Axis, AxisRole, make_axis
 from ..errors import AxisLengthError, IncompatibleAxesError, UnmatchedAxesError
-from .op import Op, as_op
+from .op import Op
 from .shape_ops import _fail
+from .tensors import as_op
 
 SPATIAL_ROLES = ("depth", "height", "width")
 OUTPUT_NAMES = {"depth": "M", "height": "P", "width": "Q"}

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import GraphError
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 class PrintOp(Op):

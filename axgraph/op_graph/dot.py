@@ -13,7 +13,8 @@ import numpy as np
 from ..axes import Axes, dual_pairs
 from ..debug_info import user_location
 from ..errors import IncompatibleAxesError
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 class DotOp(Op):

@@ -17,7 +17,9 @@ from ..axes import Axes, elementwise_axes
 from ..debug_info import user_location
 from ..dtypes import ElementRule, promote
 from ..errors import DTypeError, IncompatibleAxesError
-from .op import Op, as_op
+from .op import Op
+from .shape_ops import cast_axes
+from .tensors import as_op
 
 #: The element rules of the ops below: NumPy's meaning of each op for each type.
 SAME = ElementRule()
@@ -96,8 +98,6 @@ def matched_on_length(x: Op, other: Op) -> Op:
         renamed.append(target)
     if all(a is b for a, b in zip(renamed, x.axes)):
         return x
-    from .shape_ops import cast_axes
-
     return cast_axes(x, renamed)
 
 

@@ -14,8 +14,8 @@ import numpy as np
 from ..debug_info import user_location
 from ..errors import DTypeError, GraphError
 from .control import AssignOp, SequentialOp
-from .op import Op, as_op
-from .tensors import AssignableTensorOp
+from .op import Op
+from .tensors import AssignableTensorOp, as_op
 
 
 class Fill(AssignOp):
@@ -66,8 +66,6 @@ class InitTensorOp(SequentialOp):
     """
 
     def __init__(self, tensor, valfun: Callable, name: Optional[str] = None):
-        from .tensors import AssignableTensorOp
-
         tensor = as_op(tensor)
         if not callable(valfun):
             raise GraphError(f"init_tensor {tensor.name}: valfun must be a function of the "

@@ -6,7 +6,8 @@ from typing import Optional
 from ..axes import Axes, Axis
 from ..debug_info import user_location
 from ..errors import DTypeError, IncompatibleAxesError
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 class LookupTableOp(Op):

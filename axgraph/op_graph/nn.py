@@ -16,7 +16,9 @@ from ..dtypes import DEFAULT_DTYPE
 from ..errors import IncompatibleAxesError
 from . import elementwise as ew
 from . import reductions as red
-from .op import Op, as_op
+from .op import Op
+from .random import uniform
+from .tensors import as_op
 
 
 @dataclass(eq=False)
@@ -160,8 +162,6 @@ def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str
     shared along x's batch axis only where x has none; expected values are
     unchanged, so inference simply skips the op.
     """
-    from .random import uniform
-
     x = as_op(x)
     if not 0.0 < keep <= 1.0:
         raise IncompatibleAxesError(f"dropout: keep must lie in (0, 1], not {keep}", user_location())

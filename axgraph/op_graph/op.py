@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import ContextManager, Dict, Iterable, Iterator, List, Optional, Tuple, Type, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, ContextManager, Dict, Iterable, Iterator, List, Optional, Tuple, Type, TypeVar
 
 from ..axes import Axes, AxesLike
 from ..debug_info import DebugInfo, user_location
 from ..dtypes import as_dtype
-from ..errors import AxgraphError
+from ..errors import AxgraphError, AxgraphTypeError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
 from ..tensor_description import TensorDescription
@@ -92,7 +90,7 @@ class Op(NameableValue, DebugInfo):
     ):
         NameableValue.__init__(self, name)
         self._location = user_location(2)
-        self.args: Tuple[Op, ...] = tuple(as_op(arg) for arg in args)
+        self.args: Tuple[Op, ...] = _checked_args(type(self).__name__, args)
         self._axes = Axes(axes)
         self.dtype = as_dtype(dtype)
         self.metadata = dict(metadata or {})
@@ -212,20 +210,6 @@ class Op(NameableValue, DebugInfo):
                                                                  name=self.name)
         return found
 
-    def mean(self, reduction_axes: AxesLike = None, out_axes: AxesLike = None) -> "Op":
-        """`ng.mean` of this op (the default axes: all but batch and recurrent ones)."""
-        from .reductions import mean
-
-        return mean(self, reduction_axes=reduction_axes, out_axes=out_axes)
-
-    def insert_axis(self, index: int, axis) -> "Op":
-        """This value with the new `axis` inserted at position `index` (a broadcast)."""
-        from .shape_ops import broadcast
-
-        axes = list(self._axes)
-        axes.insert(index, axis)
-        return broadcast(self, axes)
-
     @property
     def location(self) -> Tuple[str, int]:
         """(file, line) of the user code that created this op."""
@@ -244,91 +228,35 @@ class Op(NameableValue, DebugInfo):
         axes = ", ".join(f"{a.name}: {a.length}" for a in self._axes)
         return f"<{type(self).__name__} {self.name}({axes}) {self.dtype}>"
 
-    # -- operators: numbers become constants, results broadcast by axes -------
-    def __neg__(self):
-        return _functions().negative(self)
+    # -- operators: bound by operators.py, which imports the op families (see there) ----
+    if TYPE_CHECKING:
+        def __neg__(self) -> "Op": ...
+        def __abs__(self) -> "Op": ...
+        def __add__(self, other) -> "Op": ...
+        def __radd__(self, other) -> "Op": ...
+        def __sub__(self, other) -> "Op": ...
+        def __rsub__(self, other) -> "Op": ...
+        def __mul__(self, other) -> "Op": ...
+        def __rmul__(self, other) -> "Op": ...
+        def __truediv__(self, other) -> "Op": ...
+        def __rtruediv__(self, other) -> "Op": ...
+        def __pow__(self, other) -> "Op": ...
+        def __rpow__(self, other) -> "Op": ...
+        def __lt__(self, other) -> "Op": ...
+        def __le__(self, other) -> "Op": ...
+        def __gt__(self, other) -> "Op": ...
+        def __ge__(self, other) -> "Op": ...
+        def __getitem__(self, item) -> "Op": ...
+        def __setitem__(self, item, value) -> None: ...
+        def __iadd__(self, other) -> "Op": ...
+        def __isub__(self, other) -> "Op": ...
+        def __imul__(self, other) -> "Op": ...
+        def __itruediv__(self, other) -> "Op": ...
+        def mean(self, reduction_axes: AxesLike = None, out_axes: AxesLike = None) -> "Op": ...
+        def insert_axis(self, index: int, axis) -> "Op": ...
 
-    def __pos__(self):
+    def __pos__(self) -> "Op":
         return self
-
-    def __abs__(self):
-        return _functions().absolute(self)
-
-    def __add__(self, other):
-        return _functions().add(self, other)
-
-    def __radd__(self, other):
-        return _functions().add(other, self)
-
-    def __sub__(self, other):
-        return _functions().subtract(self, other)
-
-    def __rsub__(self, other):
-        return _functions().subtract(other, self)
-
-    def __mul__(self, other):
-        return _functions().multiply(self, other)
-
-    def __rmul__(self, other):
-        return _functions().multiply(other, self)
-
-    def __truediv__(self, other):
-        return _functions().divide(self, other)
-
-    def __rtruediv__(self, other):
-        return _functions().divide(other, self)
-
-    def __pow__(self, other):
-        return _functions().power(self, other)
-
-    def __rpow__(self, other):
-        return _functions().power(other, self)
-
-    def __lt__(self, other):
-        return _functions().less(self, other)
-
-    def __le__(self, other):
-        return _functions().less_equal(self, other)
-
-    def __gt__(self, other):
-        return _functions().greater(self, other)
-
-    def __ge__(self, other):
-        return _functions().greater_equal(self, other)
-
-    def __getitem__(self, item):
-        from .shape_ops import tensor_slice
-
-        return tensor_slice(self, item)
-
-    def __setitem__(self, item, value) -> None:
-        """``w[item] = value`` on a stored tensor is an assign (Nervana Graph's sugar): it
-        is recorded in ``w.user_deps``, so later reads of w (and `computation(w)`) run it."""
-        from .control import SetItem
-
-        SetItem(self, item, value)
-
-    def _update_in_place(self, value, combine) -> "Op":
-        """``w += v`` on a stored tensor assigns ``w + v`` to it and keeps the name w bound
-        to the tensor; on any other op it is the plain ``w = w + v``."""
-        if not self.is_assignable or getattr(self, "constant", False):
-            return combine(self, value)
-        from .control import AssignOp
-
-        AssignOp(self, combine(self, value))
-        return self
-
-    def __iadd__(self, other):
-        return self._update_in_place(other, _functions().add)
-
-    def __isub__(self, other):
-        return self._update_in_place(other, _functions().subtract)
-
-    def __imul__(self, other):
-        return self._update_in_place(other, _functions().multiply)
-
-    def __itruediv__(self, other):
-        return self._update_in_place(other, _functions().divide)
 
     # An op is not a sequence: `Axes(op)` or `list(op)` must fail clearly instead of
     # iterating through __getitem__ (slicing) until an IndexError.
@@ -351,36 +279,14 @@ class Op(NameableValue, DebugInfo):
         return True
 
 
-def _functions():
-    from . import elementwise
-
-    return elementwise
-
-
-def as_op(value) -> Op:
-    """An Op for `value`: ops pass through, numbers and arrays become constants."""
-    if isinstance(value, Op):
-        return value
-    from ..errors import AxgraphTypeError
-    from .tensors import scalar_constant
-
-    if isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.ndarray):
-        return scalar_constant(value)
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return scalar_constant(value.item())
-    if isinstance(value, (np.ndarray, list, tuple)):
-        what = (f"a NumPy array of shape {value.shape}" if isinstance(value, np.ndarray)
-                else f"a {type(value).__name__} of {len(value)} items")
-        raise AxgraphTypeError(
-            f"{what} cannot be an operand: its dimensions have no axes to pair by. Wrap it "
-            f"as ng.constant(value, axes), one axis per dimension", user_location())
-    raise AxgraphTypeError(f"{type(value).__name__} {value!r:.60} cannot be an operand; ops "
-                           f"take tensors (ops) and numbers", user_location())
-
-
-def as_ops(values: Iterable) -> Tuple[Op, ...]:
-    """`as_op` of each of `values`, as a tuple."""
-    return tuple(as_op(value) for value in values)
+def _checked_args(kind: str, args) -> Tuple[Op, ...]:
+    """`args` as a tuple, each an op: numbers become constants in the constructors
+    (`as_op`, in tensors.py, where constants are made), never here."""
+    for position, arg in enumerate(args):
+        if not isinstance(arg, Op):
+            raise AxgraphTypeError(f"{kind}: arg {position} is {type(arg).__name__} {arg!r:.60}, "
+                                   f"not an op (ng.constant makes one)", user_location())
+    return tuple(args)
 
 
 def upstream_ops(roots: Iterable[Op], include_control: bool = False) -> List[Op]:

@@ -14,7 +14,8 @@ from ..debug_info import user_location
 from ..errors import IncompatibleAxesError
 from .convolution import (ConvGeometry, FeatureLayout, _lengths, _output_axes, conv_geometry,
                           feature_layout)
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 POOL_KINDS = ("max", "avg")
 WINDOW_KEYS = {"depth": "T", "height": "R", "width": "S"}

@@ -13,7 +13,8 @@ from ..axes import Axes, AxesLike
 from ..debug_info import user_location
 from ..dtypes import INDEX_DTYPE, accumulator_dtype
 from ..errors import IncompatibleAxesError, UnmatchedAxesError
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 def resolve_reduction_axes(x: Op, reduction_axes: AxesLike, out_axes: AxesLike,

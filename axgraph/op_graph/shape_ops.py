@@ -14,7 +14,8 @@ from ..axes import Axes, AxesLike, Axis, FlattenedAxis, PaddedAxis, SlicedAxis, 
 from ..debug_info import user_location
 from ..errors import (AxesError, AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
                       UnmatchedAxesError)
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 def _fail(error_class, message: str):

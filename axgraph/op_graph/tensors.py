@@ -22,14 +22,15 @@ and it sees their values at that moment.
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Iterable, List, Optional, Union
+from typing import Callable, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
 from ..axes import Axes, AxesLike, make_axis
 from ..debug_info import user_location
 from ..dtypes import cast
-from ..errors import AxisLengthError, DTypeError, FeedError, GraphError, IncompatibleAxesError
+from ..errors import (AxgraphTypeError, AxisLengthError, DTypeError, FeedError, GraphError,
+                      IncompatibleAxesError)
 from .op import Op, upstream_ops
 
 InitialValue = Union[None, int, float, bool, np.ndarray, Callable[[Axes], object], Op]
@@ -283,6 +284,29 @@ def scalar_constant(value) -> AssignableTensorOp:
     op = AssignableTensorOp((), dtype=dtype, initial_value=value, constant=True)
     op.weak_dtype = True
     return op
+
+
+def as_op(value) -> Op:
+    """An Op for `value`: ops pass through, numbers and arrays become constants."""
+    if isinstance(value, Op):
+        return value
+    if isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.ndarray):
+        return scalar_constant(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return scalar_constant(value.item())
+    if isinstance(value, (np.ndarray, list, tuple)):
+        what = (f"a NumPy array of shape {value.shape}" if isinstance(value, np.ndarray)
+                else f"a {type(value).__name__} of {len(value)} items")
+        raise AxgraphTypeError(
+            f"{what} cannot be an operand: its dimensions have no axes to pair by. Wrap it "
+            f"as ng.constant(value, axes), one axis per dimension", user_location())
+    raise AxgraphTypeError(f"{type(value).__name__} {value!r:.60} cannot be an operand; ops "
+                           f"take tensors (ops) and numbers", user_location())
+
+
+def as_ops(values: Iterable) -> Tuple[Op, ...]:
+    """`as_op` of each of `values`, as a tuple."""
+    return tuple(as_op(value) for value in values)
 
 
 def constant_storage(axes: AxesLike, dtype=None, initial_value: InitialValue = None,
