@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import TYPE_CHECKING, ContextManager, Dict, Iterable, Iterator, List, Optional, Tuple, Type, TypeVar
+from typing import (TYPE_CHECKING, Any, ClassVar, ContextManager, Dict, Iterable, Iterator, List,
+                    Optional, Tuple, Type, TypeVar)
 
 from ..axes import Axes, AxesLike
 from ..debug_info import DebugInfo, user_location
 from ..dtypes import as_dtype
-from ..errors import AxgraphError, AxgraphTypeError
+from ..errors import AxgraphError, AxgraphTypeError, GraphError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
 from ..tensor_description import TensorDescription
@@ -71,7 +72,14 @@ def _pushed(stack: List[_Item], item: _Item) -> Iterator[_Item]:
 
 
 class Op(NameableValue, DebugInfo):
-    """A node of the axes graph. Create ops through the `ng.*` functions."""
+    """A node of the axes graph. Create ops through the `ng.*` functions.
+
+    Every op is built the same way, by a constructor or by `with_args`: its
+    args, its declared `attributes`, the axes and dtype asked for (if any);
+    then `infer_axes` and `infer_dtype` give the result's type, and `_finish`
+    records what building it does to the graph (an assign on its tensor).
+    Constructors only turn what the user passed into those parts.
+    """
 
     #: False for ops that have no value (assign): they are run for effect.
     is_tensor_op = True
@@ -79,6 +87,13 @@ class Op(NameableValue, DebugInfo):
     is_assignable = False
     #: How many leading args are written rather than read (1 for assigns).
     lvalue_args = 0
+    #: The constructor parameters that are facts of the op besides its args (the axes
+    #: a reduction reduces, a slice's indices): each is a field of the same name, kept
+    #: by `with_args` and shown by the graph printers (axgraph.op_graph.printing).
+    attributes: ClassVar[Tuple[str, ...]] = ()
+    #: The arg whose element type the result has when no dtype is asked for (None: the
+    #: default type); for ops that move values (shape ops, max, print, ...).
+    dtype_of_arg: ClassVar[Optional[int]] = None
 
     def __init__(
         self,
@@ -87,12 +102,21 @@ class Op(NameableValue, DebugInfo):
         dtype=None,
         name: Optional[str] = None,
         metadata: Optional[dict] = None,
+        **attributes,
     ):
+        self._build(args, attributes, axes, dtype, name, metadata, user_location(2))
+
+    def _build(self, args, attributes: dict, axes: AxesLike, dtype, name: Optional[str],
+               metadata: Optional[dict], location: Tuple[str, int]) -> None:
+        """The one way an op is made: parts in, type inferred, effects recorded."""
+        self._location = location
+        self._set_attributes(attributes)
         NameableValue.__init__(self, name)
-        self._location = user_location(2)
         self.args: Tuple[Op, ...] = _checked_args(type(self).__name__, args)
-        self._axes = Axes(axes)
-        self.dtype = as_dtype(dtype)
+        #: The axes and dtype the caller asked for (None: inferred); kept by with_args.
+        self._asked_axes, self._asked_dtype = axes, dtype
+        self._axes = Axes(self.infer_axes())
+        self.dtype = as_dtype(self.infer_dtype())
         self.metadata = dict(metadata or {})
         self.initializers: OrderedSet[Op] = OrderedSet()
         self.other_deps: OrderedSet[Op] = OrderedSet()
@@ -104,6 +128,79 @@ class Op(NameableValue, DebugInfo):
             collected.append(self)
         if _collectors.captured:
             _collectors.captured[-1].append(self)
+        self._finish()
+
+    def _set_attributes(self, attributes: dict) -> None:
+        declared = type(self).attributes
+        if set(attributes) != set(declared):
+            raise AxgraphTypeError(f"{type(self).__name__} has the attributes {declared}, not "
+                                   f"{tuple(attributes)}", self._location)
+        for key in declared:
+            setattr(self, key, attributes[key])
+
+    # -- what subclasses define ---------------------------------------------------
+    def infer_axes(self) -> AxesLike:
+        """The result's axes from the args and attributes; raises if they do not fit.
+
+        May put attributes in canonical form (a default that depends on the args
+        resolved), so that rebuilding from them gives the same op. The base
+        gives the axes asked for (none: a scalar).
+        """
+        return self._asked_axes
+
+    def infer_dtype(self):
+        """The result's element type: the one asked for, else `dtype_of_arg`'s, else the
+        default."""
+        if self._asked_dtype is None and self.dtype_of_arg is not None:
+            return self.args[self.dtype_of_arg].dtype
+        return self._asked_dtype
+
+    def _finish(self) -> None:
+        """What building this op does beyond itself (an assign records itself on its
+        tensor); runs after the type is known, for new and rebuilt ops alike."""
+
+    # -- rebuilding -------------------------------------------------------------
+    @property
+    def attribute_values(self) -> Dict[str, Any]:
+        """{name: value} of the declared attributes, in declaration order."""
+        return {key: getattr(self, key) for key in self.attributes}
+
+    @property
+    def has_user_name(self) -> bool:
+        """Whether the name was given (automatic names are `Kind_serial`)."""
+        return self.name != f"{self._name_prefix()}_{self._serial}"
+
+    def with_args(self, *args: "Op", **changed) -> "Op":
+        """This op over `args`: same class, attributes (but those in `changed`), asked
+        axes and dtype, metadata, other_deps, user location and user-given name.
+
+        The result is checked and typed by the same hooks as a new op, so it is the
+        op the constructor would build from these parts. `changed` may also give
+        `axes`, `dtype` (the asked ones) and `name` (None: an automatic one). Args
+        are taken as given: they must be ops.
+        """
+        return self.sibling(type(self), *args, **changed)
+
+    def sibling(self, op_class: Type["Op"], *args: "Op", **changed) -> "Op":
+        """Like `with_args`, as an op of `op_class`: a member of the same family that
+        declares the same attributes (a convolution and its transposes)."""
+        if tuple(op_class.attributes) != self.attributes:
+            raise self.error(GraphError, f"{op_class.__name__} declares the attributes "
+                                         f"{op_class.attributes}, not {self.attributes}")
+        unknown = set(changed) - set(self.attributes) - {"axes", "dtype", "name"}
+        if unknown:
+            raise self.error(AxgraphTypeError,
+                             f"{op_class.__name__} has no attribute {', '.join(sorted(unknown))} "
+                             f"(its attributes: {self.attributes}, and axes, dtype, name)")
+        attributes = self.attribute_values
+        attributes.update((key, changed[key]) for key in self.attributes if key in changed)
+        op = op_class.__new__(op_class)
+        op._build(args, attributes, changed.get("axes", self._asked_axes),
+                  changed.get("dtype", self._asked_dtype),
+                  changed.get("name", self.name if self.has_user_name else None),
+                  self.metadata, self._location)
+        op.other_deps.update(self.other_deps)
+        return op
 
     # -- graph edges ----------------------------------------------------------
     @property

@@ -22,7 +22,7 @@ and it sees their values at that moment.
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -37,11 +37,20 @@ InitialValue = Union[None, int, float, bool, np.ndarray, Callable[[Axes], object
 
 
 class AssignableTensorOp(Op):
-    """An l-tensor: a stored value that assigns may overwrite (unless constant)."""
+    """An l-tensor: a stored value that assigns may overwrite (unless constant).
+
+    `weak_dtype` marks a Python number's constant, which takes the dtype of what
+    it meets (scalar_constant).
+    """
 
     is_assignable = True
-    #: True for a Python scalar's constant, which takes the dtype of what it meets
-    weak_dtype = False
+    attributes = ("initial_value", "constant", "persistent", "trainable", "input", "weak_dtype")
+    initial_value: Any  # as given, then checked and cast (see _checked_initial_value)
+    constant: bool
+    persistent: bool
+    trainable: bool
+    input: bool
+    weak_dtype: bool
 
     def __init__(
         self,
@@ -54,14 +63,15 @@ class AssignableTensorOp(Op):
         input: bool = False,
         name: Optional[str] = None,
         metadata: Optional[dict] = None,
+        weak_dtype: bool = False,
     ):
-        self.constant = constant
-        self.persistent = persistent
-        self.trainable = trainable
-        self.input = input
-        super().__init__(axes=axes, dtype=dtype, name=name, metadata=metadata)
-        self.initial_value = _checked_initial_value(self, initial_value)
-        if initial_value is not None:
+        super().__init__(axes=axes, dtype=dtype, name=name, metadata=metadata,
+                         initial_value=initial_value, constant=constant, persistent=persistent,
+                         trainable=trainable, input=input, weak_dtype=weak_dtype)
+
+    def _finish(self) -> None:
+        self.initial_value = _checked_initial_value(self, self.initial_value)
+        if self.initial_value is not None:
             self.initializers.add(InitializeOp(self))
 
     @property
@@ -131,11 +141,13 @@ class InitializeOp(Op):
     """
 
     is_tensor_op = False
+    attributes = ("tensor",)
+    tensor: AssignableTensorOp
 
     def __init__(self, tensor: AssignableTensorOp):
         value = tensor.initial_value_op
-        super().__init__(*([] if value is None else [value]), name=f"init_{tensor.name}")
-        self.tensor = tensor
+        super().__init__(*([] if value is None else [value]), tensor=tensor,
+                         name=f"init_{tensor.name}")
 
 
 def _takes_no_arguments(function: Callable) -> bool:
@@ -281,9 +293,8 @@ def scalar_constant(value) -> AssignableTensorOp:
     """
     kind = np.asarray(value).dtype.kind
     dtype = {"b": np.bool_, "i": np.int64, "u": np.int64}.get(kind, np.float64)
-    op = AssignableTensorOp((), dtype=dtype, initial_value=value, constant=True)
-    op.weak_dtype = True
-    return op
+    return AssignableTensorOp((), dtype=dtype, initial_value=value, constant=True,
+                              weak_dtype=True)
 
 
 def as_op(value) -> Op:
