@@ -36,6 +36,10 @@ _E = TypeVar("_E", bound=AxgraphError)
 UserDepsMap = Dict["Op", OrderedSet["Op"]]
 
 
+#: What `with_args` may change besides the declared attributes.
+_REBUILD_KEYWORDS = ("axes", "dtype", "name", "metadata")
+
+
 class _SavedUserDeps(threading.local):
     """Per-thread stack of the maps opened by `Op.saved_user_deps()`."""
 
@@ -176,8 +180,8 @@ class Op(NameableValue, DebugInfo):
 
         The result is checked and typed by the same hooks as a new op, so it is the
         op the constructor would build from these parts. `changed` may also give
-        `axes`, `dtype` (the asked ones) and `name` (None: an automatic one). Args
-        are taken as given: they must be ops.
+        `axes`, `dtype` (the asked ones; None: inferred), `name` (None: an automatic
+        one) and `metadata`. Args are taken as given: they must be ops.
         """
         return self.sibling(type(self), *args, **changed)
 
@@ -187,18 +191,18 @@ class Op(NameableValue, DebugInfo):
         if tuple(op_class.attributes) != self.attributes:
             raise self.error(GraphError, f"{op_class.__name__} declares the attributes "
                                          f"{op_class.attributes}, not {self.attributes}")
-        unknown = set(changed) - set(self.attributes) - {"axes", "dtype", "name"}
+        unknown = set(changed) - set(self.attributes) - set(_REBUILD_KEYWORDS)
         if unknown:
             raise self.error(AxgraphTypeError,
                              f"{op_class.__name__} has no attribute {', '.join(sorted(unknown))} "
-                             f"(its attributes: {self.attributes}, and axes, dtype, name)")
+                             f"(its attributes: {self.attributes}; and {_REBUILD_KEYWORDS})")
         attributes = self.attribute_values
         attributes.update((key, changed[key]) for key in self.attributes if key in changed)
         op = op_class.__new__(op_class)
         op._build(args, attributes, changed.get("axes", self._asked_axes),
                   changed.get("dtype", self._asked_dtype),
                   changed.get("name", self.name if self.has_user_name else None),
-                  self.metadata, self._location)
+                  changed.get("metadata", self.metadata), self._location)
         op.other_deps.update(self.other_deps)
         return op
 
