@@ -323,7 +323,8 @@ class PadOp(ShapeOp):
                 if before == after == 0:
                     new_axes.append(axis)
                 elif axis.length is None:
-                    raise _fail(AxisLengthError, f"pad of {x.name}: axis {axis.name} needs a length")
+                    raise _fail(AxisLengthError,
+                                f"pad of {x.name}: axis {axis.name} needs a length")
                 else:
                     new_axes.append(PaddedAxis.of(axis, (before, after)))
             return Axes(new_axes)
