@@ -108,7 +108,8 @@ class Op(NameableValue, DebugInfo):
         metadata: Optional[dict] = None,
         **attributes,
     ):
-        self._build(args, attributes, axes, dtype, name, metadata, user_location(2))
+        self._build(args, attributes, axes, dtype, name, metadata,
+                    user_location(2, constructing=self))
 
     def _build(self, args, attributes: dict, axes: AxesLike, dtype, name: Optional[str],
                metadata: Optional[dict], location: Tuple[str, int]) -> None:

@@ -108,5 +108,5 @@ def format_value(value) -> str:
                            for field in dataclasses.fields(value))
         return f"{type(value).__name__}({fields})"
     if callable(value):
-        return f"<function {getattr(value, '__qualname__', type(value).__name__)}>"
+        return f"<function {getattr(value, '__name__', type(value).__name__)}>"
     return repr(value)
