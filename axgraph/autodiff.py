@@ -42,8 +42,8 @@ def adjoint(*op_classes):
 
 def _like(op: Op, *args: Op, op_class: Optional[type] = None, **changed) -> Op:
     """An op of `op`'s kind (or of `op_class`, a member of its family) and attributes over
-    `args`: Op.with_args, as a new value, so with an automatic name, no metadata and the
-    type its args give."""
+    `args` (Op.sibling): a new value, so with an automatic name, no metadata, the type its
+    args give and only the ordering its args bring."""
     return op.sibling(op_class or type(op), *args, name=None, dtype=None, metadata=None,
                       **changed)
 

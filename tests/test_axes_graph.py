@@ -286,6 +286,17 @@ def test_with_args_changes_name_and_attributes_on_request():
     assert named.with_args(x, dtype=np.float64).dtype == np.float64
 
 
+def test_with_args_keeps_the_ordering_and_a_sibling_takes_none():
+    x = fresh([C, N])
+    size = ng.tensor_size(x)
+    assert list(size.with_args().other_deps) == [x]
+    y = ng.exp(x)
+    y.add_other_dep(size)
+    assert list(y.with_args(x).other_deps) == [size]
+    logarithm = y.sibling(ew.Log, x)
+    assert type(logarithm) is ew.Log and not logarithm.other_deps
+
+
 def test_a_rebuilt_assign_records_itself_on_its_tensor():
     w, w2, value = stored([C]), stored([C]), fresh([C])
     first = ng.assign(w, value)

@@ -184,11 +184,14 @@ class Op(NameableValue, DebugInfo):
         `axes`, `dtype` (the asked ones; None: inferred), `name` (None: an automatic
         one) and `metadata`. Args are taken as given: they must be ops.
         """
-        return self.sibling(type(self), *args, **changed)
+        op = self.sibling(type(self), *args, **changed)
+        op.other_deps.update(self.other_deps)
+        return op
 
     def sibling(self, op_class: Type["Op"], *args: "Op", **changed) -> "Op":
-        """Like `with_args`, as an op of `op_class`: a member of the same family that
-        declares the same attributes (a convolution and its transposes)."""
+        """An op of `op_class`, a member of this op's family that declares the same
+        attributes (a convolution and its transposes), built like `with_args` builds:
+        a new value, so it orders itself only by its own args (no other_deps copied)."""
         if tuple(op_class.attributes) != self.attributes:
             raise self.error(GraphError, f"{op_class.__name__} declares the attributes "
                                          f"{op_class.attributes}, not {self.attributes}")
@@ -204,7 +207,6 @@ class Op(NameableValue, DebugInfo):
                   changed.get("dtype", self._asked_dtype),
                   changed.get("name", self.name if self.has_user_name else None),
                   changed.get("metadata", self.metadata), self._location)
-        op.other_deps.update(self.other_deps)
         return op
 
     # -- graph edges ----------------------------------------------------------
