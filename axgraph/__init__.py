@@ -23,17 +23,18 @@ from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, floor
                                    square, stop_gradient, subtract, tanh)
 from .op_graph.nn import (cross_entropy_binary, cross_entropy_binary_inner, cross_entropy_multi,
                           dropout, moments, one_hot, sigmoid, softmax, squared_L2)
-from .op_graph.op import Op, as_op, as_ops
+from .op_graph.op import Op
 from .op_graph.pooling import pooling
+from .op_graph.printing import format_graph
 from .op_graph.random import normal, set_random_seed, uniform
 from .op_graph.reductions import (argmax, argmin, batch_size, max, mean, min, prod, sum,
                                   tensor_size, variance)
 from .op_graph.shape_ops import (axes_with_order, broadcast, cast_axes, concat_along_axis,
                                  dimshuffle, expand_dims, flatten, flatten_at, pad,
                                  slice_along_axis, stack, tensor_slice, unflatten)
-from .op_graph.tensors import (AssignableTensorOp, constant, constant_storage, constant_value,
-                               is_constant, is_constant_scalar, persistent_tensor, placeholder,
-                               temporary, variable)
+from .op_graph.tensors import (AssignableTensorOp, as_op, as_ops, constant, constant_storage,
+                               constant_value, is_constant, is_constant_scalar, persistent_tensor,
+                               placeholder, temporary, variable)
 from .tensor_description import TensorDescription, reduce_strides
 from .transformers import make_transformer, transformer_choices
 from .transformers.nptransform import NumPyTransformer
@@ -62,7 +63,7 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "constant", "constant_storage", "constant_value", "is_constant", "is_constant_scalar",
            "persistent_tensor", "placeholder", "temporary", "variable", "TensorDescription",
            "reduce_strides", "make_transformer",
-           "transformer_choices", "NumPyTransformer"]
+           "transformer_choices", "NumPyTransformer", "format_graph"]
 
 
 def __getattr__(name: str):

@@ -21,7 +21,8 @@ from .op_graph import control, convolution as conv, debug, dot as dot_ops, eleme
 from .op_graph import lookup, nn
 from .op_graph import pooling, random, reductions as red
 from .op_graph import shape_ops as so
-from .op_graph.op import Op, as_op, upstream_ops
+from .op_graph.op import Op, upstream_ops
+from .op_graph.tensors import as_op
 from .op_graph.tensors import constant
 
 Adjoint = Callable[[Op, Op], Sequence[Optional[Op]]]
@@ -37,6 +38,14 @@ def adjoint(*op_classes):
         return rule
 
     return register
+
+
+def _like(op: Op, *args: Op, op_class: Optional[type] = None, **changed) -> Op:
+    """An op of `op`'s kind (or of `op_class`, a member of its family) and attributes over
+    `args` (Op.sibling): a new value, so with an automatic name, no metadata, the type its
+    args give and only the ordering its args bring."""
+    return op.sibling(op_class or type(op), *args, name=None, dtype=None, metadata=None,
+                      **changed)
 
 
 def _no_gradient(op: Op, delta: Op):
@@ -198,10 +207,10 @@ def _dot(op, d):
     x_rest, y_rest = x.axes - op.x_reduce, y.axes - op.y_reduce
     to_x = {id(b): a for a, b in op.pairs}
     to_y = {id(a): b for a, b in op.pairs}
-    dx = dot_ops.DotOp(d, y, pairs=[(b, b) for b in y_rest],
-                       axes=list(x_rest) + [to_x[id(b)] for b in y.axes if b in op.y_reduce])
-    dy = dot_ops.DotOp(x, d, pairs=[(a, a) for a in x_rest],
-                       axes=[to_y[id(a)] for a in x.axes if a in op.x_reduce] + list(y_rest))
+    dx = _like(op, d, y, pairs=[(b, b) for b in y_rest],
+               axes=list(x_rest) + [to_x[id(b)] for b in y.axes if b in op.y_reduce])
+    dy = _like(op, x, d, pairs=[(a, a) for a in x_rest],
+               axes=[to_y[id(a)] for a in x.axes if a in op.x_reduce] + list(y_rest))
     return [dx, dy]
 
 
@@ -234,12 +243,12 @@ def _unflatten(op, d):
 
 @adjoint(so.TensorSliceOp)
 def _tensor_slice(op, d):
-    return [so.SliceAdjointOp(d, op.args[0].axes, op.slices)]
+    return [_like(op, d, op_class=so.SliceAdjointOp, axes=op.args[0].axes)]
 
 
 @adjoint(so.SliceAdjointOp)
 def _slice_adjoint(op, d):
-    return [so.TensorSliceOp(d, op.slices, axes=op.args[0].axes)]
+    return [_like(op, d, op_class=so.TensorSliceOp, axes=op.args[0].axes)]
 
 
 @adjoint(so.ConcatOp)
@@ -280,29 +289,25 @@ def _pad(op, d):
 # Convolution, its data transpose and its filter gradient are each linear in
 # both args, so the adjoint of each is made of the other two.
 
-def _conv_member(op_class, first, second, op, axes):
-    return op_class(first, second, op.x_layout, op.w_layout, op.y_layout, axes, op.geometry)
-
-
 @adjoint(conv.ConvolutionOp)
 def _convolution(op, d):
     x, w = op.args
-    return [_conv_member(conv.ConvBackpropDataOp, d, w, op, x.axes),
-            _conv_member(conv.ConvBackpropFilterOp, d, x, op, w.axes)]
+    return [_like(op, d, w, op_class=conv.ConvBackpropDataOp, axes=x.axes),
+            _like(op, d, x, op_class=conv.ConvBackpropFilterOp, axes=w.axes)]
 
 
 @adjoint(conv.ConvBackpropDataOp)
 def _convolution_backprop_data(op, d):
     dy, w = op.args
-    return [_conv_member(conv.ConvolutionOp, d, w, op, dy.axes),
-            _conv_member(conv.ConvBackpropFilterOp, dy, d, op, w.axes)]
+    return [_like(op, d, w, op_class=conv.ConvolutionOp, axes=dy.axes),
+            _like(op, dy, d, op_class=conv.ConvBackpropFilterOp, axes=w.axes)]
 
 
 @adjoint(conv.ConvBackpropFilterOp)
 def _convolution_backprop_filter(op, d):
     dy, x = op.args
-    return [_conv_member(conv.ConvolutionOp, x, d, op, dy.axes),
-            _conv_member(conv.ConvBackpropDataOp, dy, d, op, x.axes)]
+    return [_like(op, x, d, op_class=conv.ConvolutionOp, axes=dy.axes),
+            _like(op, dy, d, op_class=conv.ConvBackpropDataOp, axes=x.axes)]
 
 
 @adjoint(pooling.PoolingOp)
@@ -317,8 +322,7 @@ def _lookuptable(op, d):
 
 @adjoint(lookup.LookupTableBackpropOp)
 def _lookuptable_backprop(op, d):
-    table = op.lookup
-    return [lookup.LookupTableOp(d, op.args[1], table.vocab_axis, table.pad_idx), None]
+    return [_like(op.lookup, d, op.args[1]), None]
 
 
 # -- control ------------------------------------------------------------------------

@@ -13,10 +13,17 @@ from typing import Optional, Tuple
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def user_location(skip: int = 1) -> Tuple[str, int]:
-    """(file, line) of the innermost frame outside the axgraph package."""
+def user_location(skip: int = 1, constructing: object = None) -> Tuple[str, int]:
+    """(file, line) of the innermost frame outside the axgraph package.
+
+    Frames of the `__init__` methods building `constructing` are skipped too: a
+    user's own subclass constructor is not where the user made the object.
+    """
     frame: Optional[FrameType] = sys._getframe(skip)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None and (
+            frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+            or (constructing is not None and frame.f_code.co_name == "__init__"
+                and frame.f_locals.get("self") is constructing)):
         frame = frame.f_back
     if frame is None:
         return ("<unknown>", 0)

@@ -1,4 +1,4 @@
-"""Pictures of compiled graphs: a memory plan as a chart, a core Function as Graphviz DOT.
+"""Pictures of graphs: a memory plan as a chart, an axes graph or a core Function as DOT.
 
 Why: a memory plan is a 2-D packing problem (time steps x arena bytes), and
 whether it is good is easiest to judge by eye: holes show wasted space,
@@ -8,12 +8,23 @@ rectangle spanning its live steps and its bytes. Matplotlib is optional
 the non-interactive Agg backend, so ``import axgraph`` stays NumPy-only.
 
 ``graph_to_dot`` needs nothing: it returns DOT text that ``dot -Tpng`` (or
-any Graphviz viewer) renders.
+any Graphviz viewer) renders. It draws a core Function, or the axes graph
+that some ops reach: one box per op (its name, class, axes with lengths,
+attributes and the user's file:line, the facts `ng.format_graph` prints),
+solid edges for args, dashed ones for other_deps. ``graph_to_svg`` runs
+Graphviz's ``dot`` program on it, when that is installed.
 """
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+import shutil
+import subprocess
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Union, cast
+
+from .errors import AxgraphError, AxgraphTypeError
+from .op_graph.op import Op
+from .op_graph.printing import (format_axes, format_location, format_value, graph_ops,
+                                shown_attributes)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from .core.function import Function
@@ -105,13 +116,98 @@ def _dot_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def graph_to_dot(function: "Function", plan: Optional["MemoryPlan"] = None) -> str:
-    """Graphviz DOT text of a core Function: one box per node, one edge per input.
+class GraphvizError(AxgraphError, RuntimeError):
+    """Graphviz's ``dot`` program is not installed, or failed to render."""
 
-    Labels use the names ``print(function)`` shows, plus the op and type;
-    parameters are ellipses, results have a bold border. With a `plan`, each
-    node also shows its arena offset (or the buffer it views).
+
+Graph = Union["Function", Op, Iterable[Op]]
+
+
+def graph_to_dot(graph: Graph, plan: Optional["MemoryPlan"] = None) -> str:
+    """Graphviz DOT text of a core Function, or of the axes graph that an op (or a list
+    of ops) reaches.
+
+    For a Function: one box per node, one edge per input; labels use the names
+    ``print(function)`` shows, plus the op and type; parameters are ellipses,
+    results have a bold border. With a `plan`, each node also shows its arena
+    offset (or the buffer it views).
+
+    For ops: one box per op, labelled with its name and class, its axes with
+    their lengths and its dtype, its attributes and the user's file:line;
+    stored tensors are ellipses, ops without a value dashed boxes, the given
+    ops have a bold border. Edges run from each arg to its user (solid) and
+    from each of `other_deps` (dashed).
     """
+    roots = _as_roots(graph)
+    if roots is not None:
+        if plan is not None:
+            raise AxgraphTypeError("graph_to_dot: a memory plan belongs to a core Function, "
+                                   "not to an axes graph")
+        return _axes_graph_to_dot(roots)
+    return _function_to_dot(cast("Function", graph), plan)
+
+
+def graph_to_svg(graph: Graph, plan: Optional["MemoryPlan"] = None) -> str:
+    """SVG text of `graph_to_dot(graph, plan)`, drawn by Graphviz's ``dot`` program.
+
+    Raises GraphvizError when ``dot`` is not on PATH (graph_to_dot needs nothing).
+    """
+    program = shutil.which("dot")
+    if program is None:
+        raise GraphvizError("graph_to_svg needs Graphviz's dot program on PATH (apt install "
+                            "graphviz, brew install graphviz, conda install graphviz); "
+                            "graph_to_dot gives the DOT text without it")
+    done = subprocess.run([program, "-Tsvg"], input=graph_to_dot(graph, plan), text=True,
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        raise GraphvizError(f"dot failed (exit status {done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+def _as_roots(graph) -> Optional[list]:
+    """The ops of `graph` when it is an op or an iterable of ops, else None (a Function)."""
+    if isinstance(graph, Op):
+        return [graph]
+    if isinstance(graph, (list, tuple, set, frozenset)):
+        roots = list(graph)
+        for position, item in enumerate(roots):
+            if not isinstance(item, Op):
+                raise AxgraphTypeError(f"graph_to_dot: item {position} is "
+                                       f"{type(item).__name__}, not an op")
+        return roots
+    return None
+
+
+def _axes_graph_to_dot(roots: list) -> str:
+    ops = graph_ops(roots)
+    index = {op: k for k, op in enumerate(ops)}
+    given = set(roots)
+    lines = ["digraph axes_graph {", "  rankdir=TB;",
+             '  node [shape=box, fontname="Helvetica", fontsize=10];']
+    for op in ops:
+        label = [f"{op.name} = {type(op).__name__}"]
+        if op.is_tensor_op:
+            label.append(f"{format_axes(op.axes)} {op.dtype}")
+        label += [f"{key}={format_value(value)}" for key, value in shown_attributes(op)]
+        label.append(format_location(op))
+        attributes = [f"label={_dot_quote(chr(10).join(label))}"]
+        if op.is_assignable:
+            attributes.append("shape=ellipse")
+        elif not op.is_tensor_op:
+            attributes.append("style=dashed")
+        if op in given:
+            attributes.append("penwidth=2.5")
+        lines.append(f"  n{index[op]} [{', '.join(attributes)}];")
+    for op in ops:
+        for arg in op.args:
+            lines.append(f"  n{index[arg]} -> n{index[op]};")
+        for dep in op.other_deps:
+            lines.append(f"  n{index[dep]} -> n{index[op]} [style=dashed];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _function_to_dot(function: "Function", plan: Optional["MemoryPlan"]) -> str:
     names = function.display_names()
     results = set(function.results)
     parameters = set(function.parameters)
@@ -141,4 +237,4 @@ def graph_to_dot(function: "Function", plan: Optional["MemoryPlan"] = None) -> s
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["draw_memory_plan", "graph_to_dot"]
+__all__ = ["GraphvizError", "draw_memory_plan", "graph_to_dot", "graph_to_svg"]

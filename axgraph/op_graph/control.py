@@ -8,13 +8,15 @@ in that block, so the assign runs only when a computation names it.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
+from ..axes import Axes
 from ..debug_info import user_location
 from ..errors import GraphError, IncompatibleAxesError
 from ..ordered_set import OrderedSet
-from .op import Op, as_op
+from .op import Op
 from .shape_ops import _normalized_slices
+from .tensors import as_op
 
 _MISSING = object()
 
@@ -24,25 +26,37 @@ class AssignOp(Op):
 
     is_tensor_op = False
     lvalue_args = 1
+    attributes = ("item",)
+    item: Optional[Tuple]
 
     def __init__(self, tensor, value, item=None, name: Optional[str] = None):
-        tensor, value = as_op(tensor), as_op(value)
+        super().__init__(as_op(tensor), as_op(value), item=item, name=name)
+
+    def infer_axes(self) -> Axes:
+        tensor, value = self.args
         if not tensor.is_assignable:
             raise GraphError(f"assign: {tensor.name} is not a stored tensor; only constants, "
                              f"placeholders, variables and persistent tensors can be assigned",
                              user_location())
-        if tensor.constant:
+        if getattr(tensor, "constant", False):
             raise GraphError(f"assign: {tensor.name} is a constant", user_location())
-        self.tensor = tensor
-        self.item = None if item is None else _normalized_slices(tensor, item)
-        if self.item is None:
+        if self.item is not None:
+            self.item = _normalized_slices(tensor, self.item)
+        else:
             extra = value.axes - tensor.axes
             if extra:
                 raise IncompatibleAxesError(
                     f"assign to {tensor.name} {tensor.axes}: value {value.name} has axes {extra} "
                     f"that the tensor lacks", user_location())
-        super().__init__(tensor, value, name=name)
-        tensor.user_deps = OrderedSet([self])
+        return Axes()
+
+    def _finish(self) -> None:
+        self.tensor.user_deps = OrderedSet([self])
+
+    @property
+    def tensor(self) -> Op:
+        """The stored tensor written."""
+        return self.args[0]
 
     @property
     def value(self) -> Op:
@@ -62,15 +76,19 @@ class SetItem(AssignOp):
 class SequentialOp(Op):
     """Runs `ops` one after another; its value is the last op's value."""
 
+    dtype_of_arg = -1
+
     def __init__(self, ops: Sequence[Op], name: Optional[str] = None):
-        ops = [as_op(op) for op in ops]
-        if not ops:
+        super().__init__(*(as_op(op) for op in ops), name=name)
+
+    def infer_axes(self) -> Axes:
+        if not self.args:
             raise GraphError("sequential needs at least one op", user_location())
-        last = ops[-1]
+        last = self.args[-1]
         if not last.is_tensor_op:
             raise GraphError(f"sequential: the last op {last.name} has no value to return",
                              user_location())
-        super().__init__(*ops, axes=last.axes, dtype=last.dtype, name=name)
+        return last.axes
 
 
 class DoAllOp(Op):
@@ -79,15 +97,19 @@ class DoAllOp(Op):
     is_tensor_op = False
 
     def __init__(self, ops: Sequence[Op], name: Optional[str] = None):
-        super().__init__(*ops, name=name)
+        super().__init__(*(as_op(op) for op in ops), name=name)
 
 
 class ValueOfOp(Op):
     """A copy of a tensor's value at this point of the schedule."""
 
+    dtype_of_arg = 0
+
     def __init__(self, tensor, name: Optional[str] = None):
-        tensor = as_op(tensor)
-        super().__init__(tensor, axes=tensor.axes, dtype=tensor.dtype, name=name)
+        super().__init__(as_op(tensor), name=name)
+
+    def infer_axes(self) -> Axes:
+        return self.args[0].axes
 
 
 def assign(lvalue, rvalue, name: Optional[str] = None) -> AssignOp:
@@ -107,7 +129,7 @@ def sequential(ops: Sequence[Op], name: Optional[str] = None) -> Op:
 
 def doall(ops: Sequence[Op], name: Optional[str] = None) -> Op:
     """Run `ops` in order for their effect (e.g. all of an optimizer's updates)."""
-    return DoAllOp([as_op(op) for op in ops], name=name)
+    return DoAllOp(ops, name=name)
 
 
 def value_of(tensor, name: Optional[str] = None) -> Op:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, Optional, Sequence, Tuple
 
 from ..axes import Axes, AxesLike, Axis, AxisRole, make_axis
 from ..errors import AxisLengthError, IncompatibleAxesError, UnmatchedAxesError
-from .op import Op, as_op
+from .op import Op
 from .shape_ops import _fail
+from .tensors import as_op
 
 SPATIAL_ROLES = ("depth", "height", "width")
 OUTPUT_NAMES = {"depth": "M", "height": "P", "width": "Q"}
@@ -284,14 +285,35 @@ class ConvFamilyOp(Op):
 
     Every member knows the input feature map's layout (`x_layout`), the
     filter's (`w_layout`) and the output feature map's (`y_layout`); they
-    differ in which two of x, w, y they take and which one they give.
+    differ in which two of x, w, y they take and which one they give
+    (`gives`). The result's axes are those of the layout given, in the order
+    `axes` asks for.
     """
+
+    attributes = ("x_layout", "w_layout", "y_layout", "geometry")
+    x_layout: FeatureLayout
+    w_layout: FilterLayout
+    y_layout: FeatureLayout
+    geometry: ConvGeometry
+    dtype_of_arg = 0
+    #: The layout of the result: which of x, w and y this member computes.
+    gives: ClassVar[str] = "y_layout"
 
     def __init__(self, first: Op, second: Op, x_layout: FeatureLayout, w_layout: FilterLayout,
                  y_layout: FeatureLayout, axes: Axes, geometry: ConvGeometry, name=None):
-        self.x_layout, self.w_layout, self.y_layout = x_layout, w_layout, y_layout
-        self.geometry = geometry
-        super().__init__(first, second, axes=axes, dtype=first.dtype, name=name)
+        super().__init__(as_op(first), as_op(second), x_layout=x_layout, w_layout=w_layout,
+                         y_layout=y_layout, geometry=geometry, axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        layout_axes = Axes(getattr(self, self.gives).canonical)
+        if self._asked_axes is None:
+            return layout_axes
+        axes = Axes(self._asked_axes)
+        if not axes.is_equal_set(layout_axes):
+            raise _fail(IncompatibleAxesError,
+                        f"{type(self).__name__}: result axes {axes} must be the axes "
+                        f"{layout_axes} of its {self.gives}")
+        return axes
 
 
 class ConvolutionOp(ConvFamilyOp):
@@ -301,9 +323,13 @@ class ConvolutionOp(ConvFamilyOp):
 class ConvBackpropDataOp(ConvFamilyOp):
     """(dy, w) -> dx: the transpose of convolution in x; deconvolution's forward op."""
 
+    gives = "x_layout"
+
 
 class ConvBackpropFilterOp(ConvFamilyOp):
     """(dy, x) -> dw: the transpose of convolution in w."""
+
+    gives = "w_layout"
 
 
 def _prepare(what: str, params, inputs, filters, padding, strides, dilation):

@@ -13,19 +13,28 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..axes import Axes
 from ..errors import GraphError
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 class PrintOp(Op):
-    """x, printed as ``prefix: value`` (or just the value) whenever it is computed."""
+    """x, printed as ``prefix: value`` (or just the value) whenever it is computed.
+
+    `prefix` is printed before the value, followed by a colon (None: the value alone).
+    """
+
+    attributes = ("prefix",)
+    prefix: Optional[str]
+    dtype_of_arg = 0
 
     def __init__(self, x, prefix=None, name: Optional[str] = None):
-        x = as_op(x)
+        super().__init__(as_op(x), prefix=None if prefix is None else str(prefix), name=name)
+
+    def infer_axes(self) -> Axes:
+        x = self.args[0]
         if not x.is_tensor_op:
             raise x.error(GraphError, f"PrintOp: {type(x).__name__} {x.name} has no value to "
                                       f"print (it is run for its effect)")
-        #: Printed before the value, followed by a colon (None: the value alone).
-        self.prefix = None if prefix is None else str(prefix)
-        super().__init__(x, axes=x.axes, dtype=x.dtype, name=name)
-
+        return x.axes

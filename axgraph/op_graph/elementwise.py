@@ -17,7 +17,9 @@ from ..axes import Axes, elementwise_axes
 from ..debug_info import user_location
 from ..dtypes import ElementRule, promote
 from ..errors import DTypeError, IncompatibleAxesError
-from .op import Op, as_op
+from .op import Op
+from .shape_ops import cast_axes
+from .tensors import as_op
 
 #: The element rules of the ops below: NumPy's meaning of each op for each type.
 SAME = ElementRule()
@@ -37,6 +39,9 @@ class ElementWiseOp(Op):
     #: How the result type follows from the operands' (axgraph/dtypes.py).
     rule: ClassVar[ElementRule] = SAME
 
+    def infer_dtype(self) -> np.dtype:
+        return self._types(self.args, self._asked_dtype)
+
     def _types(self, args: Tuple[Op, ...], dtype) -> np.dtype:
         """Sets `operand_dtype` and returns the result type (DTypeError if refused)."""
         common = binary_result_dtype(args[0], args[-1])
@@ -44,7 +49,7 @@ class ElementWiseOp(Op):
         try:
             self.operand_dtype, result = self.rule.types(common, dtype, what)
         except DTypeError as error:
-            raise DTypeError(error.message, user_location()) from None
+            raise DTypeError(error.message, self.location) from None
         return result
 
     @property
@@ -57,9 +62,10 @@ class UnaryElementWiseOp(ElementWiseOp):
     """f(x) at every index of x; result axes are x's."""
 
     def __init__(self, x, name: Optional[str] = None, dtype=None):
-        x = as_op(x)
-        dtype = self._types((x,), dtype)
-        super().__init__(x, axes=x.axes, dtype=dtype, name=name)
+        super().__init__(as_op(x), dtype=dtype, name=name)
+
+    def infer_axes(self) -> Axes:
+        return self.args[0].axes
 
 
 class BinaryElementWiseOp(ElementWiseOp):
@@ -67,10 +73,10 @@ class BinaryElementWiseOp(ElementWiseOp):
 
     def __init__(self, x, y, name: Optional[str] = None, dtype=None):
         x, y = as_op(x), as_op(y)
-        x, y = matched_on_length(x, y), matched_on_length(y, x)
-        axes = elementwise_axes(type(self).__name__, x, y)
-        dtype = self._types((x, y), dtype)
-        super().__init__(x, y, axes=axes, dtype=dtype, name=name)
+        super().__init__(matched_on_length(x, y), matched_on_length(y, x), dtype=dtype, name=name)
+
+    def infer_axes(self) -> Axes:
+        return elementwise_axes(type(self).__name__, *self.args)
 
 
 def matched_on_length(x: Op, other: Op) -> Op:
@@ -96,8 +102,6 @@ def matched_on_length(x: Op, other: Op) -> Op:
         renamed.append(target)
     if all(a is b for a, b in zip(renamed, x.axes)):
         return x
-    from .shape_ops import cast_axes
-
     return cast_axes(x, renamed)
 
 

@@ -14,8 +14,8 @@ import numpy as np
 from ..debug_info import user_location
 from ..errors import DTypeError, GraphError
 from .control import AssignOp, SequentialOp
-from .op import Op, as_op
-from .tensors import AssignableTensorOp
+from .op import Op
+from .tensors import AssignableTensorOp, as_op
 
 
 class Fill(AssignOp):
@@ -26,11 +26,12 @@ class Fill(AssignOp):
         if getattr(tensor, "constant", False):
             raise GraphError(f"fill: {tensor.name} {tensor.axes} is a constant",
                              user_location())
-        value = _scalar_value(tensor, scalar)
-        super().__init__(tensor, value, name=name)
-        #: The number written, in the tensor's dtype.
-        self.scalar = np.asarray(value.const if isinstance(value, AssignableTensorOp) else value,
-                                 dtype=tensor.dtype)[()]
+        super().__init__(tensor, _scalar_value(tensor, scalar), name=name)
+
+    @property
+    def scalar(self):
+        """The number written, in the tensor's dtype."""
+        return np.asarray(self.value.const, dtype=self.tensor.dtype)[()]
 
 
 def _scalar_value(tensor: Op, scalar):
@@ -65,18 +66,18 @@ class InitTensorOp(SequentialOp):
     array in the tensor's axis order, or a number to fill it with.
     """
 
-    def __init__(self, tensor, valfun: Callable, name: Optional[str] = None):
-        from .tensors import AssignableTensorOp
+    attributes = ("valfun",)
+    valfun: Callable
 
+    def __init__(self, tensor, valfun: Callable, name: Optional[str] = None):
         tensor = as_op(tensor)
         if not callable(valfun):
             raise GraphError(f"init_tensor {tensor.name}: valfun must be a function of the "
                              f"tensor returning its value, not {valfun!r:.60}", user_location())
-        self.valfun = valfun
         host_value = AssignableTensorOp(tensor.axes, dtype=tensor.dtype, constant=True,
                                         initial_value=lambda axes: valfun(tensor),
                                         name=f"{tensor.name}_host_value")
-        super().__init__([AssignOp(tensor, host_value), tensor], name=name)
+        Op.__init__(self, AssignOp(tensor, host_value), tensor, valfun=valfun, name=name)
 
 
 def init_tensor(tensor, valfun: Callable, name: Optional[str] = None) -> InitTensorOp:

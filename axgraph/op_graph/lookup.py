@@ -6,25 +6,49 @@ from typing import Optional
 from ..axes import Axes, Axis
 from ..debug_info import user_location
 from ..errors import DTypeError, IncompatibleAxesError
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 class LookupTableOp(Op):
     """result[e..., i...] = lut[idx[i...], e...]; rows at `pad_idx` read as zeros."""
 
+    attributes = ("vocab_axis", "pad_idx")
+    vocab_axis: Axis
+    pad_idx: Optional[int]
+    dtype_of_arg = 0
+
     def __init__(self, lut: Op, idx: Op, vocab_axis: Axis, pad_idx: Optional[int], name=None):
-        self.vocab_axis, self.pad_idx = vocab_axis, pad_idx
-        axes = (lut.axes - Axes(vocab_axis)) + idx.axes
-        super().__init__(lut, idx, axes=axes, dtype=lut.dtype, name=name)
+        super().__init__(as_op(lut), as_op(idx), vocab_axis=vocab_axis, pad_idx=pad_idx, name=name)
+
+    def infer_axes(self) -> Axes:
+        lut, idx = self.args
+        if self.vocab_axis not in lut.axes:
+            raise IncompatibleAxesError(f"lookuptable: {self.vocab_axis.name} is not an axis of "
+                                        f"{lut.name} {lut.axes}", user_location())
+        if idx.dtype.kind not in "iu":
+            raise DTypeError(f"lookuptable: indices {idx.name} must be integers, not "
+                             f"{idx.dtype}", user_location())
+        rows = lut.axes - Axes(self.vocab_axis)
+        overlap = rows & idx.axes
+        if overlap:
+            raise IncompatibleAxesError(f"lookuptable: axes {overlap} are in both the table and "
+                                        f"the indices", user_location())
+        return rows + idx.axes
 
 
 class LookupTableBackpropOp(Op):
     """Adds each index's adjoint row into a table of zeros (a scatter-add)."""
 
+    attributes = ("lookup",)
+    lookup: LookupTableOp
+    dtype_of_arg = 0
+
     def __init__(self, delta: Op, idx: Op, lookup: LookupTableOp, name=None):
-        self.lookup = lookup
-        lut = lookup.args[0]
-        super().__init__(delta, idx, axes=lut.axes, dtype=delta.dtype, name=name)
+        super().__init__(as_op(delta), as_op(idx), lookup=lookup, name=name)
+
+    def infer_axes(self) -> Axes:
+        return self.lookup.args[0].axes
 
 
 def lookuptable(lut, idx, vocab_axis: Optional[Axis] = None, pad_idx: Optional[int] = None,
@@ -35,16 +59,6 @@ def lookuptable(lut, idx, vocab_axis: Optional[Axis] = None, pad_idx: Optional[i
     has the table's other axes, then idx's axes. Rows at `pad_idx` read as
     zeros and get no gradient, so padding never trains.
     """
-    lut, idx = as_op(lut), as_op(idx)
+    lut = as_op(lut)
     vocab_axis = lut.axes[0] if vocab_axis is None else vocab_axis
-    if vocab_axis not in lut.axes:
-        raise IncompatibleAxesError(f"lookuptable: {vocab_axis.name} is not an axis of {lut.name} "
-                                    f"{lut.axes}", user_location())
-    if idx.dtype.kind not in "iu":
-        raise DTypeError(f"lookuptable: indices {idx.name} must be integers, not {idx.dtype}",
-                         user_location())
-    overlap = (lut.axes - Axes(vocab_axis)) & idx.axes
-    if overlap:
-        raise IncompatibleAxesError(f"lookuptable: axes {overlap} are in both the table and the "
-                                    f"indices", user_location())
     return LookupTableOp(lut, idx, vocab_axis, pad_idx, name=name)

@@ -12,11 +12,12 @@ from typing import Optional
 
 from ..axes import Axes, AxesLike, Axis
 from ..debug_info import user_location
-from ..dtypes import DEFAULT_DTYPE
 from ..errors import IncompatibleAxesError
 from . import elementwise as ew
 from . import reductions as red
-from .op import Op, as_op
+from .op import Op
+from .random import uniform
+from .tensors import as_op
 
 
 @dataclass(eq=False)
@@ -130,13 +131,18 @@ def _check_same_axes(what: str, y: Op, t: Op) -> None:
 class OneHotOp(Op):
     """1 where the `axis` position equals x's value, else 0; axes (axis,) + x.axes."""
 
+    attributes = ("axis",)
+    axis: Axis
+
     def __init__(self, x, axis: Axis, dtype=None, name: Optional[str] = None):
-        x = as_op(x)
-        if axis in x.axes:
-            raise IncompatibleAxesError(f"one_hot: {axis.name} is already an axis of {x.name}",
-                                        user_location())
-        super().__init__(x, axes=Axes(axis) + x.axes, dtype=dtype or DEFAULT_DTYPE, name=name)
-        self.axis = axis
+        super().__init__(as_op(x), axis=axis, dtype=dtype, name=name)
+
+    def infer_axes(self) -> Axes:
+        x = self.args[0]
+        if self.axis in x.axes:
+            raise IncompatibleAxesError(f"one_hot: {self.axis.name} is already an axis of "
+                                        f"{x.name}", user_location())
+        return Axes(self.axis) + x.axes
 
 
 def one_hot(x, axis: Axis, dtype=None, name: Optional[str] = None) -> Op:
@@ -160,8 +166,6 @@ def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str
     shared along x's batch axis only where x has none; expected values are
     unchanged, so inference simply skips the op.
     """
-    from .random import uniform
-
     x = as_op(x)
     if not 0.0 < keep <= 1.0:
         raise IncompatibleAxesError(f"dropout: keep must lie in (0, 1], not {keep}", user_location())

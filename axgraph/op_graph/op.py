@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import ContextManager, Dict, Iterable, Iterator, List, Optional, Tuple, Type, TypeVar
-
-import numpy as np
+from typing import (TYPE_CHECKING, Any, ClassVar, ContextManager, Dict, Iterable, Iterator, List,
+                    Optional, Tuple, Type, TypeVar)
 
 from ..axes import Axes, AxesLike
 from ..debug_info import DebugInfo, user_location
 from ..dtypes import as_dtype
-from ..errors import AxgraphError
+from ..errors import AxgraphError, AxgraphTypeError, GraphError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
 from ..tensor_description import TensorDescription
@@ -35,6 +34,10 @@ _E = TypeVar("_E", bound=AxgraphError)
 
 
 UserDepsMap = Dict["Op", OrderedSet["Op"]]
+
+
+#: What `with_args` may change besides the declared attributes.
+_REBUILD_KEYWORDS = ("axes", "dtype", "name", "metadata")
 
 
 class _SavedUserDeps(threading.local):
@@ -73,7 +76,14 @@ def _pushed(stack: List[_Item], item: _Item) -> Iterator[_Item]:
 
 
 class Op(NameableValue, DebugInfo):
-    """A node of the axes graph. Create ops through the `ng.*` functions."""
+    """A node of the axes graph. Create ops through the `ng.*` functions.
+
+    Every op is built the same way, by a constructor or by `with_args`: its
+    args, its declared `attributes`, the axes and dtype asked for (if any);
+    then `infer_axes` and `infer_dtype` give the result's type, and `_finish`
+    records what building it does to the graph (an assign on its tensor).
+    Constructors only turn what the user passed into those parts.
+    """
 
     #: False for ops that have no value (assign): they are run for effect.
     is_tensor_op = True
@@ -81,6 +91,13 @@ class Op(NameableValue, DebugInfo):
     is_assignable = False
     #: How many leading args are written rather than read (1 for assigns).
     lvalue_args = 0
+    #: The constructor parameters that are facts of the op besides its args (the axes
+    #: a reduction reduces, a slice's indices): each is a field of the same name, kept
+    #: by `with_args` and shown by the graph printers (axgraph.op_graph.printing).
+    attributes: ClassVar[Tuple[str, ...]] = ()
+    #: The arg whose element type the result has when no dtype is asked for (None: the
+    #: default type); for ops that move values (shape ops, max, print, ...).
+    dtype_of_arg: ClassVar[Optional[int]] = None
 
     def __init__(
         self,
@@ -89,12 +106,22 @@ class Op(NameableValue, DebugInfo):
         dtype=None,
         name: Optional[str] = None,
         metadata: Optional[dict] = None,
+        **attributes,
     ):
+        self._build(args, attributes, axes, dtype, name, metadata,
+                    user_location(2, constructing=self))
+
+    def _build(self, args, attributes: dict, axes: AxesLike, dtype, name: Optional[str],
+               metadata: Optional[dict], location: Tuple[str, int]) -> None:
+        """The one way an op is made: parts in, type inferred, effects recorded."""
+        self._location = location
+        self._set_attributes(attributes)
         NameableValue.__init__(self, name)
-        self._location = user_location(2)
-        self.args: Tuple[Op, ...] = tuple(as_op(arg) for arg in args)
-        self._axes = Axes(axes)
-        self.dtype = as_dtype(dtype)
+        self.args: Tuple[Op, ...] = _checked_args(type(self).__name__, args)
+        #: The axes and dtype the caller asked for (None: inferred); kept by with_args.
+        self._asked_axes, self._asked_dtype = axes, dtype
+        self._axes = Axes(self.infer_axes())
+        self.dtype = as_dtype(self.infer_dtype())
         self.metadata = dict(metadata or {})
         self.initializers: OrderedSet[Op] = OrderedSet()
         self.other_deps: OrderedSet[Op] = OrderedSet()
@@ -106,6 +133,81 @@ class Op(NameableValue, DebugInfo):
             collected.append(self)
         if _collectors.captured:
             _collectors.captured[-1].append(self)
+        self._finish()
+
+    def _set_attributes(self, attributes: dict) -> None:
+        declared = type(self).attributes
+        if set(attributes) != set(declared):
+            raise AxgraphTypeError(f"{type(self).__name__} has the attributes {declared}, not "
+                                   f"{tuple(attributes)}", self._location)
+        for key in declared:
+            setattr(self, key, attributes[key])
+
+    # -- what subclasses define ---------------------------------------------------
+    def infer_axes(self) -> AxesLike:
+        """The result's axes from the args and attributes; raises if they do not fit.
+
+        May put attributes in canonical form (a default that depends on the args
+        resolved), so that rebuilding from them gives the same op. The base
+        gives the axes asked for (none: a scalar).
+        """
+        return self._asked_axes
+
+    def infer_dtype(self):
+        """The result's element type: the one asked for, else `dtype_of_arg`'s, else the
+        default."""
+        if self._asked_dtype is None and self.dtype_of_arg is not None:
+            return self.args[self.dtype_of_arg].dtype
+        return self._asked_dtype
+
+    def _finish(self) -> None:
+        """What building this op does beyond itself (an assign records itself on its
+        tensor); runs after the type is known, for new and rebuilt ops alike."""
+
+    # -- rebuilding -------------------------------------------------------------
+    @property
+    def attribute_values(self) -> Dict[str, Any]:
+        """{name: value} of the declared attributes, in declaration order."""
+        return {key: getattr(self, key) for key in self.attributes}
+
+    @property
+    def has_user_name(self) -> bool:
+        """Whether the name was given (automatic names are `Kind_serial`)."""
+        return self.name != f"{self._name_prefix()}_{self._serial}"
+
+    def with_args(self, *args: "Op", **changed) -> "Op":
+        """This op over `args`: same class, attributes (but those in `changed`), asked
+        axes and dtype, metadata, other_deps, user location and user-given name.
+
+        The result is checked and typed by the same hooks as a new op, so it is the
+        op the constructor would build from these parts. `changed` may also give
+        `axes`, `dtype` (the asked ones; None: inferred), `name` (None: an automatic
+        one) and `metadata`. Args are taken as given: they must be ops.
+        """
+        op = self.sibling(type(self), *args, **changed)
+        op.other_deps.update(self.other_deps)
+        return op
+
+    def sibling(self, op_class: Type["Op"], *args: "Op", **changed) -> "Op":
+        """An op of `op_class`, a member of this op's family that declares the same
+        attributes (a convolution and its transposes), built like `with_args` builds:
+        a new value, so it orders itself only by its own args (no other_deps copied)."""
+        if tuple(op_class.attributes) != self.attributes:
+            raise self.error(GraphError, f"{op_class.__name__} declares the attributes "
+                                         f"{op_class.attributes}, not {self.attributes}")
+        unknown = set(changed) - set(self.attributes) - set(_REBUILD_KEYWORDS)
+        if unknown:
+            raise self.error(AxgraphTypeError,
+                             f"{op_class.__name__} has no attribute {', '.join(sorted(unknown))} "
+                             f"(its attributes: {self.attributes}; and {_REBUILD_KEYWORDS})")
+        attributes = self.attribute_values
+        attributes.update((key, changed[key]) for key in self.attributes if key in changed)
+        op = op_class.__new__(op_class)
+        op._build(args, attributes, changed.get("axes", self._asked_axes),
+                  changed.get("dtype", self._asked_dtype),
+                  changed.get("name", self.name if self.has_user_name else None),
+                  changed.get("metadata", self.metadata), self._location)
+        return op
 
     # -- graph edges ----------------------------------------------------------
     @property
@@ -212,20 +314,6 @@ class Op(NameableValue, DebugInfo):
                                                                  name=self.name)
         return found
 
-    def mean(self, reduction_axes: AxesLike = None, out_axes: AxesLike = None) -> "Op":
-        """`ng.mean` of this op (the default axes: all but batch and recurrent ones)."""
-        from .reductions import mean
-
-        return mean(self, reduction_axes=reduction_axes, out_axes=out_axes)
-
-    def insert_axis(self, index: int, axis) -> "Op":
-        """This value with the new `axis` inserted at position `index` (a broadcast)."""
-        from .shape_ops import broadcast
-
-        axes = list(self._axes)
-        axes.insert(index, axis)
-        return broadcast(self, axes)
-
     @property
     def location(self) -> Tuple[str, int]:
         """(file, line) of the user code that created this op."""
@@ -244,91 +332,35 @@ class Op(NameableValue, DebugInfo):
         axes = ", ".join(f"{a.name}: {a.length}" for a in self._axes)
         return f"<{type(self).__name__} {self.name}({axes}) {self.dtype}>"
 
-    # -- operators: numbers become constants, results broadcast by axes -------
-    def __neg__(self):
-        return _functions().negative(self)
+    # -- operators: bound by operators.py, which imports the op families (see there) ----
+    if TYPE_CHECKING:
+        def __neg__(self) -> "Op": ...
+        def __abs__(self) -> "Op": ...
+        def __add__(self, other) -> "Op": ...
+        def __radd__(self, other) -> "Op": ...
+        def __sub__(self, other) -> "Op": ...
+        def __rsub__(self, other) -> "Op": ...
+        def __mul__(self, other) -> "Op": ...
+        def __rmul__(self, other) -> "Op": ...
+        def __truediv__(self, other) -> "Op": ...
+        def __rtruediv__(self, other) -> "Op": ...
+        def __pow__(self, other) -> "Op": ...
+        def __rpow__(self, other) -> "Op": ...
+        def __lt__(self, other) -> "Op": ...
+        def __le__(self, other) -> "Op": ...
+        def __gt__(self, other) -> "Op": ...
+        def __ge__(self, other) -> "Op": ...
+        def __getitem__(self, item) -> "Op": ...
+        def __setitem__(self, item, value) -> None: ...
+        def __iadd__(self, other) -> "Op": ...
+        def __isub__(self, other) -> "Op": ...
+        def __imul__(self, other) -> "Op": ...
+        def __itruediv__(self, other) -> "Op": ...
+        def mean(self, reduction_axes: AxesLike = None, out_axes: AxesLike = None) -> "Op": ...
+        def insert_axis(self, index: int, axis) -> "Op": ...
 
-    def __pos__(self):
+    def __pos__(self) -> "Op":
         return self
-
-    def __abs__(self):
-        return _functions().absolute(self)
-
-    def __add__(self, other):
-        return _functions().add(self, other)
-
-    def __radd__(self, other):
-        return _functions().add(other, self)
-
-    def __sub__(self, other):
-        return _functions().subtract(self, other)
-
-    def __rsub__(self, other):
-        return _functions().subtract(other, self)
-
-    def __mul__(self, other):
-        return _functions().multiply(self, other)
-
-    def __rmul__(self, other):
-        return _functions().multiply(other, self)
-
-    def __truediv__(self, other):
-        return _functions().divide(self, other)
-
-    def __rtruediv__(self, other):
-        return _functions().divide(other, self)
-
-    def __pow__(self, other):
-        return _functions().power(self, other)
-
-    def __rpow__(self, other):
-        return _functions().power(other, self)
-
-    def __lt__(self, other):
-        return _functions().less(self, other)
-
-    def __le__(self, other):
-        return _functions().less_equal(self, other)
-
-    def __gt__(self, other):
-        return _functions().greater(self, other)
-
-    def __ge__(self, other):
-        return _functions().greater_equal(self, other)
-
-    def __getitem__(self, item):
-        from .shape_ops import tensor_slice
-
-        return tensor_slice(self, item)
-
-    def __setitem__(self, item, value) -> None:
-        """``w[item] = value`` on a stored tensor is an assign (Nervana Graph's sugar): it
-        is recorded in ``w.user_deps``, so later reads of w (and `computation(w)`) run it."""
-        from .control import SetItem
-
-        SetItem(self, item, value)
-
-    def _update_in_place(self, value, combine) -> "Op":
-        """``w += v`` on a stored tensor assigns ``w + v`` to it and keeps the name w bound
-        to the tensor; on any other op it is the plain ``w = w + v``."""
-        if not self.is_assignable or getattr(self, "constant", False):
-            return combine(self, value)
-        from .control import AssignOp
-
-        AssignOp(self, combine(self, value))
-        return self
-
-    def __iadd__(self, other):
-        return self._update_in_place(other, _functions().add)
-
-    def __isub__(self, other):
-        return self._update_in_place(other, _functions().subtract)
-
-    def __imul__(self, other):
-        return self._update_in_place(other, _functions().multiply)
-
-    def __itruediv__(self, other):
-        return self._update_in_place(other, _functions().divide)
 
     # An op is not a sequence: `Axes(op)` or `list(op)` must fail clearly instead of
     # iterating through __getitem__ (slicing) until an IndexError.
@@ -351,36 +383,14 @@ class Op(NameableValue, DebugInfo):
         return True
 
 
-def _functions():
-    from . import elementwise
-
-    return elementwise
-
-
-def as_op(value) -> Op:
-    """An Op for `value`: ops pass through, numbers and arrays become constants."""
-    if isinstance(value, Op):
-        return value
-    from ..errors import AxgraphTypeError
-    from .tensors import scalar_constant
-
-    if isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.ndarray):
-        return scalar_constant(value)
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return scalar_constant(value.item())
-    if isinstance(value, (np.ndarray, list, tuple)):
-        what = (f"a NumPy array of shape {value.shape}" if isinstance(value, np.ndarray)
-                else f"a {type(value).__name__} of {len(value)} items")
-        raise AxgraphTypeError(
-            f"{what} cannot be an operand: its dimensions have no axes to pair by. Wrap it "
-            f"as ng.constant(value, axes), one axis per dimension", user_location())
-    raise AxgraphTypeError(f"{type(value).__name__} {value!r:.60} cannot be an operand; ops "
-                           f"take tensors (ops) and numbers", user_location())
-
-
-def as_ops(values: Iterable) -> Tuple[Op, ...]:
-    """`as_op` of each of `values`, as a tuple."""
-    return tuple(as_op(value) for value in values)
+def _checked_args(kind: str, args) -> Tuple[Op, ...]:
+    """`args` as a tuple, each an op: numbers become constants in the constructors
+    (`as_op`, in tensors.py, where constants are made), never here."""
+    for position, arg in enumerate(args):
+        if not isinstance(arg, Op):
+            raise AxgraphTypeError(f"{kind}: arg {position} is {type(arg).__name__} {arg!r:.60}, "
+                                   f"not an op (ng.constant makes one)", user_location())
+    return tuple(args)
 
 
 def upstream_ops(roots: Iterable[Op], include_control: bool = False) -> List[Op]:

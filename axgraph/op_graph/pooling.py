@@ -9,33 +9,58 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from ..axes import AxesLike
+from ..axes import Axes, AxesLike
 from ..debug_info import user_location
 from ..errors import IncompatibleAxesError
 from .convolution import (ConvGeometry, FeatureLayout, _lengths, _output_axes, conv_geometry,
                           feature_layout)
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 POOL_KINDS = ("max", "avg")
 WINDOW_KEYS = {"depth": "T", "height": "R", "width": "S"}
 
 
 class PoolingOp(Op):
-    """Each output position is the max (or mean) of an input window."""
+    """Each output position is the max (or mean) of an input window.
+
+    The result's axes are those of `y_layout`, in the order `axes` asks for.
+    """
+
+    attributes = ("x_layout", "y_layout", "window", "geometry", "kind")
+    x_layout: FeatureLayout
+    y_layout: FeatureLayout
+    window: Tuple[int, ...]
+    geometry: ConvGeometry
+    kind: str
+    dtype_of_arg = 0
 
     def __init__(self, x: Op, x_layout: FeatureLayout, y_layout: FeatureLayout, axes,
                  window: Tuple[int, ...], geometry: ConvGeometry, kind: str, name=None):
-        self.x_layout, self.y_layout = x_layout, y_layout
-        self.window, self.geometry, self.kind = window, geometry, kind
-        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+        super().__init__(as_op(x), x_layout=x_layout, y_layout=y_layout, window=window,
+                         geometry=geometry, kind=kind, axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        layout_axes = Axes(self.y_layout.canonical)
+        axes = layout_axes if self._asked_axes is None else Axes(self._asked_axes)
+        if not axes.is_equal_set(layout_axes):
+            raise IncompatibleAxesError(f"pooling: result axes {axes} must be the axes "
+                                        f"{layout_axes} of its output layout", user_location())
+        return axes
 
 
 class PoolingBackpropOp(Op):
     """Routes a pooling result's adjoint back to the input positions it came from."""
 
+    attributes = ("pool",)
+    pool: PoolingOp
+    dtype_of_arg = 0
+
     def __init__(self, delta: Op, x: Op, pool: PoolingOp, name=None):
-        self.pool = pool
-        super().__init__(delta, x, axes=x.axes, dtype=delta.dtype, name=name)
+        super().__init__(as_op(delta), as_op(x), pool=pool, name=name)
+
+    def infer_axes(self) -> Axes:
+        return self.args[1].axes
 
 
 def pooling(params: Optional[Dict], inputs, axes: AxesLike = None, window=None, strides=None,

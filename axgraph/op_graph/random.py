@@ -5,7 +5,7 @@ draws then take its axes and dtype, and a stored tensor is filled with them.
 """
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import ClassVar, Optional, Tuple, Union
 
 import numpy as np
 
@@ -27,27 +27,38 @@ def _next_seed() -> int:
 
 
 class RandomOp(Op):
-    """Base of random ops; `seed` fixes the stream each transformer draws from."""
+    """Base of random ops; `seed` fixes the stream each transformer draws from (a rebuilt
+    op keeps it, and so draws the same values)."""
 
-    def __init__(self, axes: AxesLike, seed: Optional[int], dtype, name: Optional[str]):
-        super().__init__(axes=axes, dtype=dtype, name=name)
-        self.seed = _next_seed() if seed is None else int(seed)
+    attributes: ClassVar[Tuple[str, ...]] = ("seed",)
+    seed: int
+
+    def __init__(self, axes: AxesLike, seed: Optional[int], dtype, name: Optional[str],
+                 **attributes):
+        super().__init__(axes=axes, dtype=dtype, name=name,
+                         seed=_next_seed() if seed is None else int(seed), **attributes)
 
 
 class UniformOp(RandomOp):
     """Samples of U[low, high)."""
 
+    attributes = ("low", "high", "seed")
+    low: float
+    high: float
+
     def __init__(self, axes, low, high, seed=None, dtype=None, name=None):
-        super().__init__(axes, seed, dtype, name)
-        self.low, self.high = float(low), float(high)
+        super().__init__(axes, seed, dtype, name, low=float(low), high=float(high))
 
 
 class NormalOp(RandomOp):
     """Samples of N(loc, scale**2)."""
 
+    attributes = ("loc", "scale", "seed")
+    loc: float
+    scale: float
+
     def __init__(self, axes, loc, scale, seed=None, dtype=None, name=None):
-        super().__init__(axes, seed, dtype, name)
-        self.loc, self.scale = float(loc), float(scale)
+        super().__init__(axes, seed, dtype, name, loc=float(loc), scale=float(scale))
 
 
 def uniform(axes: Union[AxesLike, Op], low: float = 0.0, high: float = 1.0,

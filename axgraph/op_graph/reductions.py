@@ -13,7 +13,8 @@ from ..axes import Axes, AxesLike
 from ..debug_info import user_location
 from ..dtypes import INDEX_DTYPE, accumulator_dtype
 from ..errors import IncompatibleAxesError, UnmatchedAxesError
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 def resolve_reduction_axes(x: Op, reduction_axes: AxesLike, out_axes: AxesLike,
@@ -51,24 +52,31 @@ def _check_subset(x: Op, axes: Axes, what: str, argument: str) -> None:
 
 
 class ReductionOp(Op):
-    """Reduces `reduction_axes` of x; the result has `out_axes`."""
+    """Reduces `reduction_axes` of x; the result has `out_axes` (either may be given; both
+    are held, resolved, once the op is built)."""
+
+    attributes = ("reduction_axes", "out_axes")
+    reduction_axes: Axes
+    out_axes: Axes
+    dtype_of_arg = 0
 
     def __init__(self, x, reduction_axes: AxesLike = None, out_axes: AxesLike = None,
                  name: Optional[str] = None, dtype=None):
-        x = as_op(x)
-        self.reduction_axes, out_axes = resolve_reduction_axes(
-            x, reduction_axes, out_axes, type(self).__name__)
-        super().__init__(x, axes=out_axes, dtype=self._result_dtype(x, dtype), name=name)
+        super().__init__(as_op(x), reduction_axes=reduction_axes, out_axes=out_axes, dtype=dtype,
+                         name=name)
 
-    def _result_dtype(self, x: Op, dtype):
-        return x.dtype if dtype is None else dtype
+    def infer_axes(self) -> Axes:
+        self.reduction_axes, self.out_axes = resolve_reduction_axes(
+            self.args[0], self.reduction_axes, self.out_axes, type(self).__name__)
+        return self.out_axes
 
 
 class Accumulation(ReductionOp):
     """A sum or product: bools and narrow integers accumulate in 64 bits, as np.sum does."""
 
-    def _result_dtype(self, x: Op, dtype):
-        return accumulator_dtype(x.dtype) if dtype is None else dtype
+    def infer_dtype(self):
+        asked = self._asked_dtype
+        return accumulator_dtype(self.args[0].dtype) if asked is None else asked
 
 
 class Sum(Accumulation):
@@ -90,8 +98,8 @@ class Min(ReductionOp):
 class IndexReduction(ReductionOp):
     """A reduction giving an index (int32), flattened over the reduction axes in order."""
 
-    def _result_dtype(self, x: Op, dtype):
-        return INDEX_DTYPE if dtype is None else dtype
+    def infer_dtype(self):
+        return INDEX_DTYPE if self._asked_dtype is None else self._asked_dtype
 
 
 class ArgMax(IndexReduction):
@@ -103,16 +111,24 @@ class ArgMin(IndexReduction):
 
 
 class TensorSize(Op):
-    """The number of elements along `size_axes` (a scalar, known at run time)."""
+    """The number of elements along `size_axes` (a scalar, known at run time).
+
+    `of`, the tensor measured, runs first: a length only its computation binds
+    (a concat along an axis without a length) is known from then on.
+    """
+
+    attributes = ("size_axes",)
+    size_axes: Axes
 
     def __init__(self, size_axes: Axes, name: Optional[str] = None, dtype=None,
                  of: Optional[Op] = None):
-        super().__init__(axes=(), dtype=dtype, name=name)
-        self.size_axes = Axes(size_axes)
+        super().__init__(size_axes=size_axes, dtype=dtype, name=name)
         if of is not None:
-            # Run after the tensor measured: a length only its computation binds (a concat
-            # along an axis without a length) is known from then on.
             self.other_deps.add(of)
+
+    def infer_axes(self) -> Axes:
+        self.size_axes = Axes(self.size_axes)
+        return Axes()
 
 
 def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:

@@ -15,7 +15,8 @@ from ..debug_info import user_location
 from ..dims import known
 from ..errors import (AxesError, AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
                       UnmatchedAxesError)
-from .op import Op, as_op
+from .op import Op
+from .tensors import as_op
 
 
 def _fail(error_class, message: str):
@@ -28,24 +29,36 @@ def parts_of(axes) -> list:
             for part in (axis.axes if isinstance(axis, FlattenedAxis) else (axis,))]
 
 
-class BroadcastOp(Op):
+class ShapeOp(Op):
+    """Base of ops that move x's values to other axes: the result has x's dtype."""
+
+    dtype_of_arg = 0
+
+
+class BroadcastOp(ShapeOp):
     """x repeated along the new axes of `axes` (a superset of x's axes)."""
 
     def __init__(self, x, axes: AxesLike, name: Optional[str] = None):
-        x, axes = as_op(x), Axes(axes)
+        super().__init__(as_op(x), axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        x, axes = self.args[0], Axes(self._asked_axes)
         missing = x.axes - axes
         if missing:
             raise _fail(UnmatchedAxesError,
                         f"broadcast of {x.name} {x.axes} to {axes}: the new axes must include "
                         f"{missing}")
-        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+        return axes
 
 
-class AxesCastOp(Op):
+class AxesCastOp(ShapeOp):
     """The same values under other axes of the same lengths, matched by position."""
 
     def __init__(self, x, axes: AxesLike, name: Optional[str] = None):
-        x, axes = as_op(x), Axes(axes)
+        super().__init__(as_op(x), axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        x, axes = self.args[0], Axes(self._asked_axes)
         if len(axes) != len(x.axes):
             raise _fail(IncompatibleAxesError,
                         f"cast_axes of {x.name} {x.axes} to {axes}: {len(x.axes)} axes cannot "
@@ -55,70 +68,105 @@ class AxesCastOp(Op):
                 raise _fail(IncompatibleAxesError,
                             f"cast_axes of {x.name}: axis {old.name} ({old.length}) cannot become "
                             f"{new.name} ({new.length})")
-        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+        return axes
 
 
-class ReorderAxes(Op):
+class ReorderAxes(ShapeOp):
     """x with the same axes in another order (a transpose)."""
 
     def __init__(self, x, axes: AxesLike, name: Optional[str] = None):
-        x, axes = as_op(x), Axes(axes)
+        super().__init__(as_op(x), axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        x, axes = self.args[0], Axes(self._asked_axes)
         if not axes.is_equal_set(x.axes):
             raise _fail(IncompatibleAxesError,
                         f"axes_with_order of {x.name}: {axes} must be a reordering of {x.axes}")
-        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+        return axes
 
 
-class Flatten(Op):
+class Flatten(ShapeOp):
     """Groups of consecutive axes become single FlattenedAxis axes."""
 
     def __init__(self, x, axes: Axes, name: Optional[str] = None):
-        x = as_op(x)
-        components = parts_of(axes)
-        if not Axes(components).is_equal_set(x.axes) or len(components) != len(x.axes):
+        x, axes = as_op(x), Axes(axes)
+        components = Axes(parts_of(axes)) if _covers_once(axes, x.axes) else None
+        if components is not None and components != x.axes:
+            x = ReorderAxes(x, components)  # x's axes in the order the flattened ones take them
+        super().__init__(x, axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        x, axes = self.args[0], Axes(self._asked_axes)
+        if not _covers_once(axes, x.axes):
             raise _fail(IncompatibleAxesError,
                         f"flatten of {x.name} {x.axes} to {axes}: the flattened axes must cover "
                         f"each axis of {x.name} once")
-        x = x if Axes(components) == x.axes else ReorderAxes(x, components)
-        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+        if Axes(parts_of(axes)) != x.axes:
+            raise _fail(IncompatibleAxesError,
+                        f"flatten of {x.name} {x.axes} to {axes}: the flattened axes must take "
+                        f"x's axes in order")
+        return axes
 
 
-class Unflatten(Op):
+def _covers_once(flattened: Axes, axes: Axes) -> bool:
+    """Whether the parts of `flattened` are `axes`, each once, in any order."""
+    parts = parts_of(flattened)
+    return len(parts) == len(axes) and Axes(parts).is_equal_set(axes)
+
+
+class Unflatten(ShapeOp):
     """Each FlattenedAxis of x split back into the axes it stands for."""
 
     def __init__(self, x, axes: Axes, name: Optional[str] = None):
-        x = as_op(x)
-        expanded = parts_of(x.axes)
-        if Axes(expanded) != axes:
+        super().__init__(as_op(x), axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        x, axes = self.args[0], Axes(self._asked_axes)
+        expanded = Axes(parts_of(x.axes))
+        if expanded != axes:
             raise _fail(IncompatibleAxesError,
-                        f"unflatten of {x.name} {x.axes}: expected {Axes(expanded)}, got {axes}")
-        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+                        f"unflatten of {x.name} {x.axes}: expected {expanded}, got {axes}")
+        return axes
 
 
 Index = Union[int, slice]
 
 
-class TensorSliceOp(Op):
+class TensorSliceOp(ShapeOp):
     """A region of x: an int drops its axis, a slice keeps a (new) axis."""
+
+    attributes = ("slices",)
+    slices: Tuple[Index, ...]
 
     def __init__(self, x, slices: Tuple[Index, ...], axes: AxesLike = None,
                  name: Optional[str] = None):
-        x = as_op(x)
-        self.slices = _normalized_slices(x, slices)
-        result_axes = _sliced_axes(x, self.slices, axes)
-        super().__init__(x, axes=result_axes, dtype=x.dtype, name=name)
+        super().__init__(as_op(x), slices=slices, axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        x = self.args[0]
+        self.slices = _normalized_slices(x, self.slices)
+        return _sliced_axes(x, self.slices, self._asked_axes)
 
 
-class SliceAdjointOp(Op):
+class SliceAdjointOp(ShapeOp):
     """Zeros with the axes of a sliced tensor, `delta` written at `slices`.
 
     The inverse placement of TensorSliceOp, used by its derivative.
     """
 
+    attributes = ("slices",)
+    slices: Tuple[Index, ...]
+
     def __init__(self, delta, axes: Axes, slices: Tuple[Index, ...], name: Optional[str] = None):
-        delta = as_op(delta)
-        self.slices = slices
-        super().__init__(delta, axes=axes, dtype=delta.dtype, name=name)
+        super().__init__(as_op(delta), slices=slices, axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        delta, axes = self.args[0], Axes(self._asked_axes)
+        if len(self.slices) != len(axes):
+            raise _fail(IncompatibleAxesError,
+                        f"slice adjoint of {delta.name}: {len(self.slices)} indices for the "
+                        f"{len(axes)} axes {axes}")
+        return axes
 
 
 def _normalized_slices(x: Op, slices) -> Tuple[Index, ...]:
@@ -206,35 +254,89 @@ def _slice_length(axis: Axis, item: slice) -> Optional[int]:
     return None if length is None else len(range(*item.indices(length)))
 
 
-class ConcatOp(Op):
-    """Tensors joined along one axis each; all other axes shared."""
+class ConcatOp(ShapeOp):
+    """Tensors joined along one axis each; all other axes shared.
+
+    `concat_axes` holds the axis each arg is joined along, `axis` the result's.
+    """
+
+    attributes = ("concat_axes", "axis")
+    concat_axes: Tuple[Axis, ...]
+    axis: Axis
 
     def __init__(self, xs: Sequence[Op], concat_axes: Sequence[Axis], axis: Axis,
                  name: Optional[str] = None):
-        self.concat_axes = tuple(concat_axes)
-        first = xs[0]
-        axes = Axes(axis if a is concat_axes[0] else a for a in first.axes)
-        super().__init__(*xs, axes=axes, dtype=first.dtype, name=name)
+        super().__init__(*(as_op(x) for x in xs), concat_axes=tuple(concat_axes), axis=axis,
+                         name=name)
+
+    def infer_axes(self) -> Axes:
+        self.concat_axes = tuple(self.concat_axes)
+        if len(self.concat_axes) != len(self.args) or not self.args:
+            raise _fail(IncompatibleAxesError,
+                        f"concat of {len(self.args)} tensors along {len(self.concat_axes)} axes")
+        for x, along in zip(self.args, self.concat_axes):
+            if along not in x.axes:
+                raise _fail(UnmatchedAxesError,
+                            f"concat: {x.name} {x.axes} has no axis {along.name} to join along")
+        first = self.args[0]
+        return Axes(self.axis if a is self.concat_axes[0] else a for a in first.axes)
 
 
-class StackOp(Op):
+class StackOp(ShapeOp):
     """Tensors of the same axes stacked along a new axis."""
 
+    attributes = ("axis", "pos")
+    axis: Axis
+    pos: int
+
     def __init__(self, xs: Sequence[Op], axis: Axis, pos: int, name: Optional[str] = None):
-        first = xs[0]
-        axes = list(first.axes)
-        axes.insert(pos, axis)
-        super().__init__(*xs, axes=axes, dtype=first.dtype, name=name)
-        self.axis, self.pos = axis, pos
+        super().__init__(*(as_op(x) for x in xs), axis=axis, pos=pos, name=name)
+
+    def infer_axes(self) -> Axes:
+        if not self.args:
+            raise _fail(IncompatibleAxesError, "stack needs at least one tensor")
+        axes = list(self.args[0].axes)
+        axes.insert(self.pos, self.axis)
+        return Axes(axes)
 
 
-class PadOp(Op):
-    """x surrounded by zeros: `paddings` gives (before, after) per axis."""
+class PadOp(ShapeOp):
+    """x surrounded by zeros: `paddings` gives (before, after) per axis.
 
-    def __init__(self, x, paddings: Tuple[Tuple[int, int], ...], axes: Axes,
+    The result's axes are `axes` if given (lengths checked), else each padded
+    axis of x becomes a PaddedAxis.
+    """
+
+    attributes = ("paddings",)
+    paddings: Tuple[Tuple[int, int], ...]
+
+    def __init__(self, x, paddings: Tuple[Tuple[int, int], ...], axes: Optional[Axes],
                  name: Optional[str] = None):
-        self.paddings = paddings
-        super().__init__(x, axes=axes, dtype=x.dtype, name=name)
+        super().__init__(as_op(x), paddings=tuple(paddings), axes=axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        x, pairs = self.args[0], self.paddings
+        if len(pairs) != len(x.axes):
+            raise _fail(IncompatibleAxesError,
+                        f"pad of {x.name} {x.axes}: {len(pairs)} paddings for {len(x.axes)} axes")
+        if self._asked_axes is None:
+            new_axes = []
+            for axis, (before, after) in zip(x.axes, pairs):
+                if before == after == 0:
+                    new_axes.append(axis)
+                elif axis.length is None:
+                    raise _fail(AxisLengthError,
+                                f"pad of {x.name}: axis {axis.name} needs a length")
+                else:
+                    new_axes.append(PaddedAxis.of(axis, (before, after)))
+            return Axes(new_axes)
+        axes = Axes(self._asked_axes)
+        for axis, new, (before, after) in zip(x.axes, axes, pairs):
+            if None not in (axis.length, new.length) and axis.length + before + after != new.length:
+                raise _fail(IncompatibleAxesError,
+                            f"pad of {x.name}: {axis.name} padded by ({before}, {after}) cannot "
+                            f"have the length {new.length} of {new.name}")
+        return axes
 
 
 def broadcast(x, axes: AxesLike, name: Optional[str] = None) -> Op:
@@ -406,21 +508,4 @@ def pad(x, paddings, axes: AxesLike = None, name: Optional[str] = None) -> Op:
         if before < 0 or after < 0:
             raise _fail(IncompatibleAxesError, f"pad of {x.name}: negative padding for {axis.name}")
         pairs.append((int(before), int(after)))
-    if axes is None:
-        new_axes = []
-        for axis, (before, after) in zip(x.axes, pairs):
-            if before == after == 0:
-                new_axes.append(axis)
-            elif axis.length is None:
-                raise _fail(AxisLengthError, f"pad of {x.name}: axis {axis.name} needs a length")
-            else:
-                new_axes.append(PaddedAxis.of(axis, (before, after)))
-        axes = Axes(new_axes)
-    else:
-        axes = Axes(axes)
-        for axis, new, (before, after) in zip(x.axes, axes, pairs):
-            if None not in (axis.length, new.length) and axis.length + before + after != new.length:
-                raise _fail(IncompatibleAxesError,
-                            f"pad of {x.name}: {axis.name} padded by ({before}, {after}) cannot "
-                            f"have the length {new.length} of {new.name}")
-    return PadOp(x, tuple(pairs), axes, name=name)
+    return PadOp(x, tuple(pairs), None if axes is None else Axes(axes), name=name)

@@ -22,25 +22,35 @@ and it sees their values at that moment.
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Iterable, List, Optional, Union
+from typing import Any, Callable, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
 from ..axes import Axes, AxesLike, make_axis
 from ..debug_info import user_location
 from ..dtypes import cast
-from ..errors import AxisLengthError, DTypeError, FeedError, GraphError, IncompatibleAxesError
+from ..errors import (AxgraphTypeError, AxisLengthError, DTypeError, FeedError, GraphError,
+                      IncompatibleAxesError)
 from .op import Op, upstream_ops
 
 InitialValue = Union[None, int, float, bool, np.ndarray, Callable[[Axes], object], Op]
 
 
 class AssignableTensorOp(Op):
-    """An l-tensor: a stored value that assigns may overwrite (unless constant)."""
+    """An l-tensor: a stored value that assigns may overwrite (unless constant).
+
+    `weak_dtype` marks a Python number's constant, which takes the dtype of what
+    it meets (scalar_constant).
+    """
 
     is_assignable = True
-    #: True for a Python scalar's constant, which takes the dtype of what it meets
-    weak_dtype = False
+    attributes = ("initial_value", "constant", "persistent", "trainable", "input", "weak_dtype")
+    initial_value: Any  # as given, then checked and cast (see _checked_initial_value)
+    constant: bool
+    persistent: bool
+    trainable: bool
+    input: bool
+    weak_dtype: bool
 
     def __init__(
         self,
@@ -53,14 +63,15 @@ class AssignableTensorOp(Op):
         input: bool = False,
         name: Optional[str] = None,
         metadata: Optional[dict] = None,
+        weak_dtype: bool = False,
     ):
-        self.constant = constant
-        self.persistent = persistent
-        self.trainable = trainable
-        self.input = input
-        super().__init__(axes=axes, dtype=dtype, name=name, metadata=metadata)
-        self.initial_value = _checked_initial_value(self, initial_value)
-        if initial_value is not None:
+        super().__init__(axes=axes, dtype=dtype, name=name, metadata=metadata,
+                         initial_value=initial_value, constant=constant, persistent=persistent,
+                         trainable=trainable, input=input, weak_dtype=weak_dtype)
+
+    def _finish(self) -> None:
+        self.initial_value = _checked_initial_value(self, self.initial_value)
+        if self.initial_value is not None:
             self.initializers.add(InitializeOp(self))
 
     @property
@@ -130,11 +141,13 @@ class InitializeOp(Op):
     """
 
     is_tensor_op = False
+    attributes = ("tensor",)
+    tensor: AssignableTensorOp
 
     def __init__(self, tensor: AssignableTensorOp):
         value = tensor.initial_value_op
-        super().__init__(*([] if value is None else [value]), name=f"init_{tensor.name}")
-        self.tensor = tensor
+        super().__init__(*([] if value is None else [value]), tensor=tensor,
+                         name=f"init_{tensor.name}")
 
 
 def _takes_no_arguments(function: Callable) -> bool:
@@ -280,9 +293,31 @@ def scalar_constant(value) -> AssignableTensorOp:
     """
     kind = np.asarray(value).dtype.kind
     dtype = {"b": np.bool_, "i": np.int64, "u": np.int64}.get(kind, np.float64)
-    op = AssignableTensorOp((), dtype=dtype, initial_value=value, constant=True)
-    op.weak_dtype = True
-    return op
+    return AssignableTensorOp((), dtype=dtype, initial_value=value, constant=True,
+                              weak_dtype=True)
+
+
+def as_op(value) -> Op:
+    """An Op for `value`: ops pass through, numbers and arrays become constants."""
+    if isinstance(value, Op):
+        return value
+    if isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.ndarray):
+        return scalar_constant(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return scalar_constant(value.item())
+    if isinstance(value, (np.ndarray, list, tuple)):
+        what = (f"a NumPy array of shape {value.shape}" if isinstance(value, np.ndarray)
+                else f"a {type(value).__name__} of {len(value)} items")
+        raise AxgraphTypeError(
+            f"{what} cannot be an operand: its dimensions have no axes to pair by. Wrap it "
+            f"as ng.constant(value, axes), one axis per dimension", user_location())
+    raise AxgraphTypeError(f"{type(value).__name__} {value!r:.60} cannot be an operand; ops "
+                           f"take tensors (ops) and numbers", user_location())
+
+
+def as_ops(values: Iterable) -> Tuple[Op, ...]:
+    """`as_op` of each of `values`, as a tuple."""
+    return tuple(as_op(value) for value in values)
 
 
 def constant_storage(axes: AxesLike, dtype=None, initial_value: InitialValue = None,

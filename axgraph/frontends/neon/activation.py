@@ -19,7 +19,8 @@ from ...debug_info import user_location
 from ...errors import AxgraphError
 from ...op_graph import elementwise as ew
 from ...op_graph import nn
-from ...op_graph.op import Op, as_op
+from ...op_graph.op import Op
+from ...op_graph.tensors import as_op
 
 
 class ActivationError(AxgraphError, ValueError):

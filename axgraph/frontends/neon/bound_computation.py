@@ -14,7 +14,8 @@ from typing import Any, Dict, Mapping, Tuple
 from ...axes import Axes
 from ...debug_info import user_location
 from ...errors import FeedError
-from ...op_graph.op import Op, as_op
+from ...op_graph.op import Op
+from ...op_graph.tensors import as_op
 
 
 class BoundComputation:

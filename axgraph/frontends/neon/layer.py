@@ -60,7 +60,8 @@ from ...op_graph import pooling as pooling_ops
 from ...op_graph import dot as dot_ops
 from ...op_graph import elementwise as ew
 from ...op_graph import shape_ops as so
-from ...op_graph.op import Op, as_op
+from ...op_graph.op import Op
+from ...op_graph.tensors import as_op
 from ...op_graph.tensors import InitialValue, persistent_tensor, variable
 from .axis import ar as conv_roles
 from .activation import ActivationLike, Logistic, Tanh, get_activation

@@ -52,7 +52,8 @@ from ... import autodiff
 from ...debug_info import user_location
 from ...errors import AxgraphError, DTypeError, GraphError
 from ...op_graph import control, elementwise as ew, nn, reductions as red
-from ...op_graph.op import Op, as_op
+from ...op_graph.op import Op
+from ...op_graph.tensors import as_op
 from ...op_graph.tensors import AssignableTensorOp, constant, persistent_tensor
 
 # -- learning-rate schedules ------------------------------------------------------
