@@ -23,20 +23,12 @@ from .op_graph import pooling, random, reductions as red
 from .op_graph import shape_ops as so
 from .op_graph.op import Op, as_op, upstream_ops
 from .op_graph.tensors import constant
+from .op_table import OpTable
 
 Adjoint = Callable[[Op, Op], Sequence[Optional[Op]]]
-ADJOINTS: Dict[type, Adjoint] = {}
-
-
-def adjoint(*op_classes):
-    """Register the decorated function as the adjoint rule of `op_classes`."""
-
-    def register(rule: Adjoint) -> Adjoint:
-        for op_class in op_classes:
-            ADJOINTS[op_class] = rule
-        return rule
-
-    return register
+#: The adjoint rule of each op: `rule(op, delta) -> one adjoint per arg (None: none)`.
+ADJOINTS: OpTable[Adjoint] = OpTable("adjoint")
+adjoint = ADJOINTS.register
 
 
 def _no_gradient(op: Op, delta: Op):
@@ -336,10 +328,9 @@ def _value_of(op, d):
 # -- driver -------------------------------------------------------------------------
 
 def _find_rule(op: Op) -> Adjoint:
-    for op_class in type(op).__mro__:
-        rule = ADJOINTS.get(op_class)
-        if rule is not None:
-            return rule
+    rule = ADJOINTS.lookup(type(op))
+    if rule is not None:
+        return rule
     raise op.error(NotDifferentiableError,
                    f"{type(op).__name__} has no derivative (ops with a derivative: "
                    f"see axgraph.autodiff.ADJOINTS)")

@@ -47,7 +47,7 @@ REPORT = re.compile(r":(\d+):\d+: (optimized|missed): (.*)")
 #: libm functions the generated code may call, float and double names. The kernels are
 #: generated as for a libmvec that has them all (glibc >= 2.35 on x86-64): only the code is
 #: checked here, so the answer does not depend on this machine's glibc.
-MATH_NAMES = frozenset(n + suffix for n in kernel_c.MATH_FUNCTIONS.values() for suffix in ("", "f"))
+MATH_NAMES = frozenset(n + suffix for n in kernel_c.MATH_FUNCTIONS for suffix in ("", "f"))
 
 
 def _is_gcc(path: str) -> bool:

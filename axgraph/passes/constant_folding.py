@@ -28,12 +28,12 @@ from ..core.function import Function
 from ..core.host import HostCall
 from ..core.interpreter import Context, find_kernel
 from ..core.node import Node, at_location
-from ..core.ops import (BinaryElementwise, Constant, Convert, Select, UnaryElementwise)
+from ..core.ops import Constant
+from ..core.traits import is_elementwise
 from ..errors import AxgraphError
 from .manager import Pass
 from .pattern import uniform_value
 
-ELEMENTWISE = (UnaryElementwise, BinaryElementwise, Select, Convert)
 DEFAULT_MAX_ELEMENTS = 1 << 16
 _NO_BINDINGS = Context({}, {})
 
@@ -80,7 +80,7 @@ class ConstantFolding(Pass):
             return None
         if not _numeric_kind(node.element_type.dtype):
             return None
-        if isinstance(node, ELEMENTWISE):
+        if is_elementwise(type(node)):
             fills = [uniform_value(i) for i in node.inputs]
             if all(f is not None for f in fills):
                 value = _run_kernel(node, fills)  # type: ignore[arg-type]  # all are arrays

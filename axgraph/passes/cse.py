@@ -19,11 +19,9 @@ import numpy as np
 from ..core.function import Function
 from ..core.host import HostCall
 from ..core.node import Node
-from ..core.ops import (Add, And, Equal, Maximum, Minimum, Multiply, NotEqual, Or, Parameter,
-                        RandomNormal, RandomUniform)
+from ..core.ops import Parameter, RandomNormal, RandomUniform
 from .manager import Pass
 
-COMMUTATIVE: Tuple[type, ...] = (Add, Multiply, Maximum, Minimum, Equal, NotEqual, And, Or)
 NEVER_MERGED: Tuple[type, ...] = (Parameter, RandomUniform, RandomNormal, HostCall)
 
 
@@ -51,7 +49,7 @@ def freeze(value) -> Hashable:
 def structural_key(node: Node, ids: Dict[Node, int]) -> Hashable:
     """The node's op, input identities (by `ids`) and frozen attributes."""
     inputs = tuple(ids[i] for i in node.inputs)
-    if isinstance(node, COMMUTATIVE):
+    if node.commutative:  # the op's trait
         inputs = tuple(sorted(inputs))
     attributes = tuple((k, freeze(v)) for k, v in sorted(node.attributes.items()))
     return (type(node), inputs, attributes)
@@ -83,5 +81,4 @@ class CommonSubexpressionElimination(Pass):
                         [canonical[p] for p in function.parameters], function.name)
 
 
-__all__ = ["CommonSubexpressionElimination", "freeze", "structural_key", "COMMUTATIVE",
-           "NEVER_MERGED"]
+__all__ = ["CommonSubexpressionElimination", "freeze", "structural_key", "NEVER_MERGED"]
