@@ -111,6 +111,30 @@ def _cos(op, d):
     return [-d * ew.sin(op.args[0])]
 
 
+@adjoint(ew.Tan)
+def _tan(op, d):
+    return [d * (1.0 + op * op)]
+
+
+@adjoint(ew.Erf)
+def _erf(op, d):
+    x = op.args[0]
+    return [d * (2.0 / math.sqrt(math.pi)) * ew.exp(-(x * x))]
+
+
+@adjoint(ew.Rsqrt)
+def _rsqrt(op, d):
+    # d x**-0.5 = -0.5 x**-1.5 = -0.5 rsqrt(x) / x
+    return [d * -0.5 * op / op.args[0]]
+
+
+@adjoint(ew.Where)
+def _where(op, d):
+    # the gradient goes where the value came from; the condition gets none
+    condition = op.args[0]
+    return [None, ew.where(condition, d, 0.0), ew.where(condition, 0.0, d)]
+
+
 @adjoint(ew.Relu)
 def _relu(op, d):
     return [d * _as_float(ew.greater(op.args[0], 0.0), d)]

@@ -188,8 +188,14 @@ def min_of_log(et):
     return [core.Min(core.Log(core.Abs(x)), (0,))], [x]
 
 
+def erf_tan_rsqrt(et):  # libm's erf and tan (libmvec has both), and a division by a root
+    x, y = _params(et, 2)
+    return [core.Multiply(core.Erf(core.Tan(x)), core.Rsqrt(y))], [x, y]
+
+
 GROUPS: Dict[str, Callable] = {f.__name__: f for f in (
-    chain, log_exp_divide, relu_and_gradient, logic_sign_floor, l2, max_of_rows, min_of_log)}
+    chain, log_exp_divide, relu_and_gradient, logic_sign_floor, l2, max_of_rows, min_of_log,
+    erf_tan_rsqrt)}
 CASES = [(name, et) for name in GROUPS for et in (core.f32, core.f64)]
 IDS = [f"{name}-{et.name}" for name, et in CASES]
 

@@ -43,7 +43,8 @@ def find_rule(op: Op) -> Rule:
 AS_CORE_OP: OpTable[type] = OpTable("core op of an axes op", {
     ew.Negative: core.Negative, ew.Absolute: core.Abs, ew.Sign: core.Sign, ew.Sqrt: core.Sqrt,
     ew.Exp: core.Exp, ew.Log: core.Log, ew.Tanh: core.Tanh, ew.Sigmoid: core.Sigmoid,
-    ew.Sin: core.Sin, ew.Cos: core.Cos, ew.Floor: core.Floor,
+    ew.Sin: core.Sin, ew.Cos: core.Cos, ew.Floor: core.Floor, ew.Tan: core.Tan,
+    ew.Erf: core.Erf, ew.Rsqrt: core.Rsqrt,
     ew.Add: core.Add, ew.Subtract: core.Subtract, ew.Multiply: core.Multiply,
     ew.Divide: core.Divide, ew.Power: core.Power, ew.Maximum: core.Maximum,
     ew.Minimum: core.Minimum, ew.Equal: core.Equal, ew.NotEqual: core.NotEqual,
@@ -116,6 +117,15 @@ def register_elementwise(axes_class: type, core_class: type) -> None:
 
 for _axes_class in list(AS_CORE_OP) + list(UNARY):
     rule(_axes_class)(_unary if issubclass(_axes_class, ew.UnaryElementWiseOp) else _binary)
+
+
+@rule(ew.Where)
+def _where(ctx, op, condition, x, y):
+    condition_op, x_op, y_op = op.args
+    condition = ctx.align(ctx.convert(condition, np.bool_), condition_op.axes, op.axes)
+    x = ctx.align(ctx.convert(x, op.operand_dtype), x_op.axes, op.axes)
+    y = ctx.align(ctx.convert(y, op.operand_dtype), y_op.axes, op.axes)
+    return core.Select(condition, x, y)
 
 
 # -- reductions and contraction --------------------------------------------------------------

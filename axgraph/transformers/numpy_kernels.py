@@ -84,6 +84,15 @@ def _binary(op, ctx, x, y):
     return np.broadcast_to(result, ctx.lengths(op.axes, op))
 
 
+@kernel(ew.Where)
+def _where(op, ctx, condition, x, y):
+    condition_arg, x_arg, y_arg = op.args
+    x, y = x.astype(op.operand_dtype, copy=False), y.astype(op.operand_dtype, copy=False)
+    result = np.where(align(condition, condition_arg.axes, op.axes),
+                      align(x, x_arg.axes, op.axes), align(y, y_arg.axes, op.axes))
+    return np.broadcast_to(result, ctx.lengths(op.axes, op))
+
+
 # -- reductions -----------------------------------------------------------------
 
 REDUCTIONS: OpTable[Callable] = OpTable("reference reduction", {

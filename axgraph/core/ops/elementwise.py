@@ -123,6 +123,27 @@ class Floor(UnaryElementwise):
     c = "{floor}({0})"
 
 
+class Erf(UnaryElementwise):
+    """The error function, 2 / sqrt(pi) * integral of exp(-t**2) from 0 to x."""
+    accepts = "float"
+    numpy = reference.erf
+    c = "{erf}({0})"
+
+
+class Tan(UnaryElementwise):
+    """Tangent."""
+    accepts = "float"
+    numpy = np.tan
+    c = "{tan}({0})"
+
+
+class Rsqrt(UnaryElementwise):
+    """1 / sqrt(x)."""
+    accepts = "float"
+    numpy = reference.rsqrt
+    c = "({one} / {sqrt}({0}))"
+
+
 class Not(UnaryElementwise):
     """Logical not."""
     accepts = "bool"

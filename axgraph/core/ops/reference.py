@@ -6,11 +6,14 @@ it writes the same element of `out`, so `out` may be one of the inputs.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
 
 from ...errors import ExecutionError
+
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _into(out: Optional[np.ndarray], value: np.ndarray) -> np.ndarray:
@@ -52,4 +55,19 @@ def select(condition: np.ndarray, then: np.ndarray, otherwise: np.ndarray,
     return out
 
 
-__all__ = ["divide", "select", "sigmoid"]
+def erf(x: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+    """The error function, by `math.erf` on each element in float64 (then rounded once to
+    x's type): slow, and obviously right."""
+    return _into(out, _erf64(x).astype(x.dtype))
+
+
+def rsqrt(x: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+    """1 / sqrt(x), both steps rounded as the C kernels round them (1 / sqrtf(x))."""
+    one = np.ones((), x.dtype)
+    if out is None:
+        return np.divide(one, np.sqrt(x))
+    np.sqrt(x, out=out)
+    return np.divide(one, out, out=out)
+
+
+__all__ = ["divide", "erf", "rsqrt", "select", "sigmoid"]
