@@ -26,9 +26,12 @@ from ... import core
 from ...core.node import Node
 from ...core.traits import is_elementwise
 from ...errors import ExecutionError, ShapeError
+from ...op_table import OpTable
 from .tensor_description import dense_order
 
-REDUCTION_OPS: Tuple[type, ...] = (core.Sum, core.Max, core.Min)
+#: The reductions a group may end in, by the kind both engines accumulate.
+REDUCTIONS: OpTable[str] = OpTable("fused reduction",
+                                   {core.Sum: "sum", core.Max: "max", core.Min: "min"})
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ def is_fusible_reduction(node: Node) -> bool:
     run of the (row-major) elementwise values, which both engines walk as a
     flat loop; other axes would need a transpose and are left unfused.
     """
-    if not isinstance(node, REDUCTION_OPS):
+    if REDUCTIONS.lookup(type(node)) is None:
         return False
     rank = node.inputs[0].rank
     axes = tuple(sorted(node.attributes["axes"]))
@@ -122,10 +125,10 @@ def is_fusible_reduction(node: Node) -> bool:
 
 def reduction_kind(node: Node) -> str:
     """'sum', 'max' or 'min'."""
-    for op_class, kind in ((core.Sum, "sum"), (core.Max, "max"), (core.Min, "min")):
-        if isinstance(node, op_class):
-            return kind
-    raise TypeError(f"{node.op} is not a fusible reduction")
+    kind = REDUCTIONS.lookup(type(node))
+    if kind is None:
+        raise TypeError(f"{node.op} is not a fusible reduction")
+    return kind
 
 
 # -- finding groups ---------------------------------------------------------------------------
