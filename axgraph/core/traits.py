@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from typing import Any, Callable, ClassVar, FrozenSet, Optional, Union
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, Optional, Union
 
 import numpy as np
 
@@ -99,5 +99,17 @@ def takes_out(function: Callable) -> bool:
         return False
 
 
-__all__ = ["CCode", "ELEMENTWISE_FAMILIES", "Traits", "c_code", "is_elementwise",
+def name_in(namespace: Dict[str, Any], function: Callable) -> str:
+    """The name generated code calls a reference function by, put in its `namespace`
+    (the function's own name, numbered if another function has it there)."""
+    name = base = getattr(function, "__name__", "function")
+    count = 0
+    while namespace.get(name, function) is not function:
+        count += 1
+        name = f"{base}_{count}"
+    namespace[name] = function
+    return name
+
+
+__all__ = ["CCode", "ELEMENTWISE_FAMILIES", "Traits", "c_code", "is_elementwise", "name_in",
            "numpy_function", "takes_out", "ufunc_name"]

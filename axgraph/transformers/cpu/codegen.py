@@ -18,7 +18,7 @@ from ... import core
 from ...core import interpreter
 from ...core.host import HostCall
 from ...core.node import Node
-from ...core.traits import numpy_function, takes_out, ufunc_name
+from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
 from ...errors import AxgraphError, ExecutionError, GraphError
 from ...op_table import OpTable
 from . import runtime, windows
@@ -355,16 +355,6 @@ class Program:
                              node.location)
         return emit(self, node, index)
 
-    def function_name(self, function: Callable) -> str:
-        """The name generated code calls `function` by (put in the namespace once)."""
-        name = base = getattr(function, "__name__", "function")
-        count = 0
-        while self.namespace.get(name, function) is not function:
-            count += 1
-            name = f"{base}_{count}"
-        self.namespace[name] = function
-        return name
-
     def _outer_sum(self, node: core.Reduction, x: str, out: str, index: int) -> Optional[str]:
         """A float Sum over the axes outermost in memory, as ones (R) x values (R, K).
 
@@ -508,7 +498,7 @@ def _elementwise(p: Program, node: Node, index: int) -> str:
     if isinstance(function, str):
         return f"{function}({args}, out={out})"
     assert function is not None  # the entry's condition
-    name = p.function_name(function)
+    name = name_in(p.namespace, function)
     if takes_out(function):
         return f"{name}({args}, out={out})"
     return f"np.copyto({out}, {name}({args}))"

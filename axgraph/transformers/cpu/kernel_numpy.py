@@ -30,7 +30,7 @@ import numpy as np
 
 from ... import core
 from ...core.node import Node
-from ...core.traits import numpy_function, takes_out, ufunc_name
+from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
 from ...errors import ExecutionError
 from ...op_table import OpTable
 from . import parallel
@@ -195,16 +195,6 @@ class _Writer:
             raise ExecutionError(f"the blocked NumPy engine has no code for {node.op}")
         write(self, node, args, name, dtype)
 
-    def function(self, function: Callable) -> str:
-        """The name the kernel calls `function` by (in its namespace)."""
-        name = base = getattr(function, "__name__", "function")
-        count = 0
-        while self.functions.get(name, function) is not function:
-            count += 1
-            name = f"{base}_{count}"
-        self.functions[name] = function
-        return name
-
     # -- the whole text -----------------------------------------------------------------------
     def source(self) -> str:
         group = self.group
@@ -316,7 +306,7 @@ COMPOSITES: OpTable[Composite] = OpTable("blocked NumPy composite")
 def _reference(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
     function = numpy_function(type(node))
     assert function is not None  # the entry's condition
-    call = f"{writer.function(function)}({', '.join(args)}"
+    call = f"{name_in(writer.functions, function)}({', '.join(args)}"
     if takes_out(function):
         writer.lines.append(f"{call}, out={name})")
     else:
