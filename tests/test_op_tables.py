@@ -17,10 +17,11 @@ from typing import List, Tuple
 import numpy as np
 import pytest
 
+import axgraph as ng
 from axgraph import autodiff, core
 from axgraph.core import interpreter
 from axgraph.core.traits import ELEMENTWISE_FAMILIES, is_elementwise, numpy_function
-from axgraph.errors import AxgraphError
+from axgraph.errors import AxgraphError, GraphError
 from axgraph.lowering.rules import RULES
 from axgraph.op_graph import elementwise as ew
 from axgraph.op_table import OpTable
@@ -249,3 +250,17 @@ def test_every_elementwise_op_computes_its_reference_on_every_engine(op, et):
                                        err_msg=engine)
         else:
             np.testing.assert_array_equal(got, want, err_msg=engine)
+
+
+class Unlowered(ew.UnaryElementWiseOp):
+    """An axes op nobody wrote a lowering for."""
+
+
+def test_an_axes_op_without_a_lowering_is_an_error_at_its_line():
+    A = ng.make_axis(2, name="A")
+    x = ng.placeholder([A])
+    op, line = Unlowered(x), inspect.currentframe().f_lineno
+    with ng.make_transformer("interpreter") as transformer:
+        with pytest.raises(GraphError, match="Unlowered has no lowering to core ops") as error:
+            transformer.computation(op, x)(np.ones(2, np.float32))
+    assert error.value.location == (__file__, line)
