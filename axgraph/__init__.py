@@ -17,10 +17,11 @@ from .op_graph.debug import PrintOp
 from .op_graph.dot import dot
 from .op_graph.fills import fill, init_tensor
 from .op_graph.lookup import lookuptable
-from .op_graph.elementwise import (absolute, add, cos, divide, equal, exp, floor, greater, greater_equal,
-                                   less, less_equal, log, maximum, minimum, multiply, negative,
-                                   not_equal, power, reciprocal, relu, safelog, sign, sin, sqrt,
-                                   square, stop_gradient, subtract, tanh)
+from .op_graph.elementwise import (absolute, add, cos, divide, equal, erf, exp, floor, greater,
+                                   greater_equal, less, less_equal, log, maximum, minimum,
+                                   multiply, negative, not_equal, power, reciprocal, relu,
+                                   rsqrt, safelog, sign, sin, sqrt, square, stop_gradient,
+                                   subtract, tan, tanh, where)
 from .op_graph.nn import (cross_entropy_binary, cross_entropy_binary_inner, cross_entropy_multi,
                           dropout, moments, one_hot, sigmoid, softmax, squared_L2)
 from .op_graph.op import Op
@@ -50,10 +51,10 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "SerializationError", "ShapeError", "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem", "assign",
            "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",
            "spatial_axis", "PrintOp", "dot", "fill", "init_tensor", "lookuptable", "absolute",
-           "add", "cos", "divide", "equal", "exp", "floor", "greater", "greater_equal", "less",
-           "less_equal", "log", "maximum", "minimum", "multiply", "negative", "not_equal",
-           "power", "reciprocal", "relu", "safelog", "sign", "sin", "sqrt", "square",
-           "stop_gradient", "subtract", "tanh", "cross_entropy_binary",
+           "add", "cos", "divide", "equal", "erf", "exp", "floor", "greater", "greater_equal",
+           "less", "less_equal", "log", "maximum", "minimum", "multiply", "negative",
+           "not_equal", "power", "reciprocal", "relu", "rsqrt", "safelog", "sign", "sin", "sqrt",
+           "square", "stop_gradient", "subtract", "tan", "tanh", "where", "cross_entropy_binary",
            "cross_entropy_binary_inner", "cross_entropy_multi", "dropout", "moments", "one_hot",
            "sigmoid", "softmax", "squared_L2", "Op", "as_op", "as_ops", "pooling", "normal",
            "set_random_seed", "uniform", "argmax", "argmin", "batch_size", "max", "mean", "min",

@@ -24,20 +24,12 @@ from .op_graph import shape_ops as so
 from .op_graph.op import Op, upstream_ops
 from .op_graph.tensors import as_op
 from .op_graph.tensors import constant
+from .op_table import OpTable
 
 Adjoint = Callable[[Op, Op], Sequence[Optional[Op]]]
-ADJOINTS: Dict[type, Adjoint] = {}
-
-
-def adjoint(*op_classes):
-    """Register the decorated function as the adjoint rule of `op_classes`."""
-
-    def register(rule: Adjoint) -> Adjoint:
-        for op_class in op_classes:
-            ADJOINTS[op_class] = rule
-        return rule
-
-    return register
+#: The adjoint rule of each op: `rule(op, delta) -> one adjoint per arg (None: none)`.
+ADJOINTS: OpTable[Adjoint] = OpTable("adjoint")
+adjoint = ADJOINTS.register
 
 
 def _like(op: Op, *args: Op, op_class: Optional[type] = None, **changed) -> Op:
@@ -126,6 +118,30 @@ def _sin(op, d):
 @adjoint(ew.Cos)
 def _cos(op, d):
     return [-d * ew.sin(op.args[0])]
+
+
+@adjoint(ew.Tan)
+def _tan(op, d):
+    return [d * (1.0 + op * op)]
+
+
+@adjoint(ew.Erf)
+def _erf(op, d):
+    x = op.args[0]
+    return [d * (2.0 / math.sqrt(math.pi)) * ew.exp(-(x * x))]
+
+
+@adjoint(ew.Rsqrt)
+def _rsqrt(op, d):
+    # d x**-0.5 = -0.5 x**-1.5 = -0.5 rsqrt(x) / x
+    return [d * -0.5 * op / op.args[0]]
+
+
+@adjoint(ew.Where)
+def _where(op, d):
+    # the gradient goes where the value came from; the condition gets none
+    condition = op.args[0]
+    return [None, ew.where(condition, d, 0.0), ew.where(condition, 0.0, d)]
 
 
 @adjoint(ew.Relu)
@@ -340,10 +356,9 @@ def _value_of(op, d):
 # -- driver -------------------------------------------------------------------------
 
 def _find_rule(op: Op) -> Adjoint:
-    for op_class in type(op).__mro__:
-        rule = ADJOINTS.get(op_class)
-        if rule is not None:
-            return rule
+    rule = ADJOINTS.lookup(type(op))
+    if rule is not None:
+        return rule
     raise op.error(NotDifferentiableError,
                    f"{type(op).__name__} has no derivative (ops with a derivative: "
                    f"see axgraph.autodiff.ADJOINTS)")

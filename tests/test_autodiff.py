@@ -5,6 +5,8 @@ Every gradient check builds a float64 graph, takes the full Jacobian that
 central-difference Jacobian computed here, in this file, from the forward
 computation alone. Inputs stay away from kinks (ties, zero for relu/abs).
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,13 @@ def _signed(rng, shape):
     return away_from_zero(rng, shape)
 
 
+def _inside_quarter_turn(rng, shape):  # tan: away from its poles at +-pi/2
+    return away_from_zero(rng, shape, high=1.2)
+
+
+_erf = np.vectorize(math.erf)
+
+
 UNARY_CASES = [
     ("negative", ng.negative, _signed),
     ("absolute", ng.absolute, _signed),
@@ -102,6 +111,9 @@ UNARY_CASES = [
     ("sin", ng.sin, _signed),
     ("cos", ng.cos, _signed),
     ("relu", ng.relu, _signed),
+    ("tan", ng.tan, _inside_quarter_turn),
+    ("erf", ng.erf, _signed),
+    ("rsqrt", ng.rsqrt, _positive),
 ]
 
 UNARY_NUMPY = {
@@ -119,6 +131,9 @@ UNARY_NUMPY = {
     "sin": (np.sin, np.cos),
     "cos": (np.cos, lambda v: -np.sin(v)),
     "relu": (lambda v: np.maximum(v, 0), lambda v: (v > 0).astype(F64)),
+    "tan": (np.tan, lambda v: 1 / np.cos(v) ** 2),
+    "erf": (_erf, lambda v: 2 / math.sqrt(math.pi) * np.exp(-v * v)),
+    "rsqrt": (lambda v: 1 / np.sqrt(v), lambda v: -0.5 * v ** -1.5),
 }
 
 
@@ -268,6 +283,31 @@ def test_binary_gradients_by_hand(backend, rng, axes3, op_name):
     }[op_name]
     np.testing.assert_allclose(gx, partials[0].sum(axis=2), rtol=1e-12)
     np.testing.assert_allclose(gy, partials[1].sum(axis=0), rtol=1e-12)
+
+
+def test_where_routes_the_gradient_by_the_condition(backend, rng, axes3):
+    """where(c, x*x, sin(y)), c (B), x (A, B), y (B, C): x's gradient flows where c holds,
+    y's elsewhere, each summed over the axes it lacks; the condition gets none."""
+    A, B, C = axes3
+    c = ng.placeholder([B], dtype=F64)  # a number as the condition: true where nonzero
+    x = ng.placeholder([A, B], dtype=F64)
+    y = ng.placeholder([B, C], dtype=F64)
+    cv = np.array([1.0, 0.0, -2.0, 0.0])
+    xv, yv = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    f = ng.where(c, x * x, ng.sin(y))
+    assert list(f.axes) == [A, B, C]
+    feeds = {c: cv, x: xv, y: yv}
+    picked = (cv != 0)[None, :, None]
+    np.testing.assert_allclose(run(backend, f, *feeds.items()),
+                               np.where(picked, (xv * xv)[:, :, None], np.sin(yv)[None]),
+                               rtol=1e-12)
+    grad_check(backend, f, x, feeds)
+    grad_check(backend, f, y, feeds)
+    cost = ng.sum(f, reduction_axes=[A, B, C])
+    gc, gx, gy = run(backend, autodiff.deriv_many(cost, [c, x, y]), *feeds.items())
+    np.testing.assert_array_equal(gc, np.zeros(4))
+    np.testing.assert_allclose(gx, (cv != 0) * 2 * xv * C.length, rtol=1e-12)
+    np.testing.assert_allclose(gy, (cv == 0)[:, None] * np.cos(yv) * A.length, rtol=1e-12)
 
 
 def test_binary_op_with_a_python_number(backend, rng, axes3):

@@ -116,6 +116,8 @@ ABSTRACT = {ew.ElementWiseOp, ew.UnaryElementWiseOp, ew.BinaryElementWiseOp, so.
             random.RandomOp}
 
 CATALOGUE = _generic_entries() + [
+    Entry(ew.Where, lambda: ng.where(fresh([C, N], np.bool_), fresh([C]), fresh([N, D])),
+          lambda args, op: ew.Where(*args)),
     Entry(so.BroadcastOp, lambda: ng.broadcast(fresh([C]), [C, N]),
           lambda args, op: so.BroadcastOp(*args, op.axes)),
     Entry(so.AxesCastOp, lambda: ng.cast_axes(fresh([C, N]), [ng.make_axis(3), N]),

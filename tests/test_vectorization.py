@@ -47,7 +47,7 @@ REPORT = re.compile(r":(\d+):\d+: (optimized|missed): (.*)")
 #: libm functions the generated code may call, float and double names. The kernels are
 #: generated as for a libmvec that has them all (glibc >= 2.35 on x86-64): only the code is
 #: checked here, so the answer does not depend on this machine's glibc.
-MATH_NAMES = frozenset(n + suffix for n in kernel_c.MATH_FUNCTIONS.values() for suffix in ("", "f"))
+MATH_NAMES = frozenset(n + suffix for n in kernel_c.MATH_FUNCTIONS for suffix in ("", "f"))
 
 
 def _is_gcc(path: str) -> bool:
@@ -188,8 +188,14 @@ def min_of_log(et):
     return [core.Min(core.Log(core.Abs(x)), (0,))], [x]
 
 
+def erf_tan_rsqrt(et):  # libm's erf and tan (libmvec has both), and a division by a root
+    x, y = _params(et, 2)
+    return [core.Multiply(core.Erf(core.Tan(x)), core.Rsqrt(y))], [x, y]
+
+
 GROUPS: Dict[str, Callable] = {f.__name__: f for f in (
-    chain, log_exp_divide, relu_and_gradient, logic_sign_floor, l2, max_of_rows, min_of_log)}
+    chain, log_exp_divide, relu_and_gradient, logic_sign_floor, l2, max_of_rows, min_of_log,
+    erf_tan_rsqrt)}
 CASES = [(name, et) for name in GROUPS for et in (core.f32, core.f64)]
 IDS = [f"{name}-{et.name}" for name, et in CASES]
 

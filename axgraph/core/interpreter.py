@@ -16,25 +16,18 @@ import numpy as np
 
 from .. import dims
 from ..errors import AxgraphError, ExecutionError
+from ..op_table import OpTable
 from . import ops
 from .backend import Backend, bind_arguments, checked_outs
 from .function import Function
 from .node import Node
+from .traits import numpy_function
 from .types import Shape
 
 Kernel = Callable[..., np.ndarray]
-KERNELS: Dict[type, Kernel] = {}
-
-
-def kernel(*op_classes: type):
-    """Register the decorated function as the NumPy kernel of `op_classes`."""
-
-    def register(function: Kernel) -> Kernel:
-        for op_class in op_classes:
-            KERNELS[op_class] = function
-        return function
-
-    return register
+#: The interpreter's kernel of each op: `kernel(node, ctx, *input_arrays) -> array`.
+KERNELS: OpTable[Kernel] = OpTable("interpreter kernel")
+kernel = KERNELS.register
 
 
 class Context:
@@ -77,50 +70,10 @@ def _normal(node, ctx):
 
 # -- elementwise ---------------------------------------------------------------------------
 
-def _sigmoid(x):
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
-
-
-def divide(a, b, out=None):
-    """True division for floats; for integers, truncation toward zero (the core rule)."""
-    if a.dtype.kind not in "iu":
-        return np.true_divide(a, b, out=out)
-    if np.any(b == 0):
-        raise ExecutionError("integer division by zero")
-    quotient = np.floor_divide(a, b, out=out)
-    # floor -> truncation toward zero where the signs differ and there is a remainder
-    quotient += ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(quotient.dtype)
-    return quotient
-
-
-UNARY = {
-    ops.Negative: np.negative, ops.Abs: np.abs, ops.Sign: np.sign, ops.Sqrt: np.sqrt,
-    ops.Exp: np.exp, ops.Log: np.log, ops.Tanh: np.tanh, ops.Sigmoid: _sigmoid,
-    ops.Sin: np.sin, ops.Cos: np.cos, ops.Floor: np.floor, ops.Not: np.logical_not,
-}
-
-BINARY = {
-    ops.Add: np.add, ops.Subtract: np.subtract, ops.Multiply: np.multiply, ops.Divide: divide,
-    ops.Power: np.power, ops.Maximum: np.maximum, ops.Minimum: np.minimum,
-    ops.Equal: np.equal, ops.NotEqual: np.not_equal, ops.Less: np.less,
-    ops.LessEq: np.less_equal, ops.Greater: np.greater, ops.GreaterEq: np.greater_equal,
-    ops.And: np.logical_and, ops.Or: np.logical_or,
-}
-
-
-# One kernel per op class, its NumPy function bound once (subclasses of these ops find
-# their base's kernel through find_kernel).
-_op_class: type
-for _op_class, _function in UNARY.items():
-    KERNELS[_op_class] = lambda node, ctx, x, _function=_function: _function(x)
-for _op_class, _function in BINARY.items():
-    KERNELS[_op_class] = lambda node, ctx, a, b, _function=_function: _function(a, b)
-
-
-@kernel(ops.Select)
-def _select(node, ctx, condition, then, otherwise):
-    return np.where(condition, then, otherwise)
+@kernel(Node, when=lambda op_class: numpy_function(op_class) is not None)
+def _elementwise(node: Node, ctx: "Context", *inputs: np.ndarray) -> np.ndarray:
+    """Every elementwise op that declares its reference function (its `numpy` trait)."""
+    return type(node).numpy(*inputs)  # type: ignore[misc]  # the entry's condition
 
 
 @kernel(ops.Convert)
@@ -185,14 +138,15 @@ def _dot(node, ctx, a, b):
     return np.tensordot(a, b, axes=(list(node.contract_a), list(node.contract_b)))
 
 
-REDUCTIONS = {ops.Sum: np.sum, ops.Prod: np.prod, ops.Max: np.max, ops.Min: np.min}
+REDUCTIONS = OpTable("reduction function",
+                     {ops.Sum: np.sum, ops.Prod: np.prod, ops.Max: np.max, ops.Min: np.min})
 
 
 @kernel(*REDUCTIONS)
 def _reduce(node, ctx, x):
     if isinstance(node, (ops.Max, ops.Min)) and any(x.shape[a] == 0 for a in node.axes):
         raise ExecutionError(f"{node.op.lower()} over an empty dim")
-    reduce = REDUCTIONS[next(c for c in type(node).__mro__ if c in REDUCTIONS)]
+    reduce = REDUCTIONS.lookup(type(node))
     if isinstance(node, (ops.Sum, ops.Prod)):
         return reduce(x, axis=node.axes, dtype=x.dtype)  # no promotion of small ints
     return reduce(x, axis=node.axes)
@@ -442,10 +396,10 @@ def _one_hot(node, ctx, x):
 
 def find_kernel(op_class: type) -> Kernel:
     """The kernel of `op_class` or of its nearest registered base class."""
-    for candidate in op_class.__mro__:
-        if candidate in KERNELS:
-            return KERNELS[candidate]
-    raise ExecutionError(f"the interpreter has no kernel for {op_class.__name__}")
+    found = KERNELS.lookup(op_class)
+    if found is None:
+        raise ExecutionError(f"the interpreter has no kernel for {op_class.__name__}")
+    return found
 
 
 class InterpretedFunction:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, FrozenSet, Mapping, Optional, Sequence, Tuple,
 from ..debug_info import user_location
 from ..errors import AxgraphError, GraphError
 from ..names import next_serial
+from .traits import Traits
 from .types import ElementType, Shape
 
 Location = Tuple[str, int]
@@ -53,13 +54,14 @@ def _current_location() -> Location:
     return override if override is not None else user_location()
 
 
-class Node(abc.ABC):
+class Node(Traits, abc.ABC):
     """One op of the core IR with one output (element_type, shape).
 
     Subclasses list their attribute names in `_attributes`, normalize raw
     attribute values in `_normalize`, and check inputs and compute the output
     type in `_infer`. Those two run again on `with_inputs`, so a rebuilt node
-    is checked exactly like a new one.
+    is checked exactly like a new one. What backends and passes need to
+    know of an op is declared once, as class traits (axgraph/core/traits.py).
     """
 
     _attributes: ClassVar[Tuple[str, ...]] = ()

@@ -8,41 +8,51 @@ reordering of seed 000 become explicit Broadcast and Transpose nodes here.
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .. import core
 from ..axes import Axes
 from ..dims import definitely_equal, known
-from ..errors import AxisLengthError
+from ..errors import AxisLengthError, GraphError
 from ..op_graph import control, dot, elementwise as ew, random, reductions as red
 from ..op_graph import shape_ops as so
 from ..op_graph.op import Op
+from ..op_table import OpTable
 from .context import LoweringContext, positions
 
 Rule = Callable[..., Optional[core.Node]]
-_T = TypeVar("_T")
-RULES: Dict[type, Rule] = {}
-
-
-def rule(*op_classes):
-    """Register the decorated function as the lowering of `op_classes`."""
-
-    def register(function: Rule) -> Rule:
-        for op_class in op_classes:
-            RULES[op_class] = function
-        return function
-
-    return register
+#: The lowering of each axes op: `rule(ctx, op, *arg_nodes) -> core node or None`.
+RULES: OpTable[Rule] = OpTable("lowering rule")
+rule = RULES.register
 
 
 def find_rule(op: Op) -> Rule:
     """The rule for op's class or its nearest registered base."""
-    return _by_class(RULES, op)
+    found = RULES.lookup(type(op))
+    if found is None:
+        raise op.error(GraphError, f"{type(op).__name__} has no lowering to core ops (register "
+                                   f"one with axgraph.lowering.rules.rule)")
+    return found
 
 
 # -- elementwise -------------------------------------------------------------------------
+
+#: The core op each axes elementwise op is, over its args converted to the operand type
+#: and aligned to the result's axes (the reference transformer computes with its `numpy`).
+AS_CORE_OP: OpTable[type] = OpTable("core op of an axes op", {
+    ew.Negative: core.Negative, ew.Absolute: core.Abs, ew.Sign: core.Sign, ew.Sqrt: core.Sqrt,
+    ew.Exp: core.Exp, ew.Log: core.Log, ew.Tanh: core.Tanh, ew.Sigmoid: core.Sigmoid,
+    ew.Sin: core.Sin, ew.Cos: core.Cos, ew.Floor: core.Floor, ew.Tan: core.Tan,
+    ew.Erf: core.Erf, ew.Rsqrt: core.Rsqrt,
+    ew.Add: core.Add, ew.Subtract: core.Subtract, ew.Multiply: core.Multiply,
+    ew.Divide: core.Divide, ew.Power: core.Power, ew.Maximum: core.Maximum,
+    ew.Minimum: core.Minimum, ew.Equal: core.Equal, ew.NotEqual: core.NotEqual,
+    ew.Less: core.Less, ew.LessEqual: core.LessEq, ew.Greater: core.Greater,
+    ew.GreaterEqual: core.GreaterEq,
+})
+
 
 def _safelog(x: core.Node, ctx: LoweringContext) -> core.Node:
     floor = ctx.constant(math.exp(-50.0), x.element_type.dtype, x.shape)
@@ -71,56 +81,61 @@ def _absolute(x, ctx):
     return x if x.element_type.is_boolean else core.Abs(x)
 
 
-UNARY: Dict[type, Callable] = {
-    ew.Negative: lambda x, ctx: core.Negative(x), ew.Absolute: _absolute,
-    ew.Sign: lambda x, ctx: core.Sign(x), ew.Square: _square,
-    ew.Sqrt: lambda x, ctx: core.Sqrt(x), ew.Exp: lambda x, ctx: core.Exp(x),
-    ew.Log: lambda x, ctx: core.Log(x), ew.Safelog: _safelog, ew.Reciprocal: _reciprocal,
-    ew.Tanh: lambda x, ctx: core.Tanh(x), ew.Sigmoid: lambda x, ctx: core.Sigmoid(x),
-    ew.Sin: lambda x, ctx: core.Sin(x), ew.Cos: lambda x, ctx: core.Cos(x),
-    ew.Relu: _relu, ew.Floor: _floor, ew.StopGradient: lambda x, ctx: x,
-}
-
-BINARY: Dict[type, type] = {
-    ew.Add: core.Add, ew.Subtract: core.Subtract, ew.Multiply: core.Multiply,
-    ew.Divide: core.Divide, ew.Power: core.Power, ew.Maximum: core.Maximum,
-    ew.Minimum: core.Minimum, ew.Equal: core.Equal, ew.NotEqual: core.NotEqual,
-    ew.Less: core.Less, ew.LessEqual: core.LessEq, ew.Greater: core.Greater,
-    ew.GreaterEqual: core.GreaterEq,
-}
+#: Unary axes ops that are not one core op (for every type), each `lower(x, ctx)`.
+UNARY: OpTable[Callable] = OpTable("unary lowering", {
+    ew.Absolute: _absolute, ew.Square: _square, ew.Safelog: _safelog,
+    ew.Reciprocal: _reciprocal, ew.Relu: _relu, ew.Floor: _floor,
+    ew.StopGradient: lambda x, ctx: x,
+})
 #: The core ops computing NumPy's arithmetic on booleans (the core has no boolean arithmetic).
-LOGICAL: Dict[type, type] = {
+LOGICAL: OpTable[type] = OpTable("logical core op", {
     ew.Add: core.Or, ew.Multiply: core.And, ew.Maximum: core.Or, ew.Minimum: core.And,
-}
+})
 
 
-def _by_class(table: Mapping[type, _T], op: Op) -> _T:
-    for op_class in type(op).__mro__:
-        if op_class in table:
-            return table[op_class]
-    raise KeyError(type(op).__name__)
-
-
-@rule(*UNARY)
 def _unary(ctx, op, x):
-    return _by_class(UNARY, op)(ctx.convert(x, op.operand_dtype), ctx)
+    x = ctx.convert(x, op.operand_dtype)
+    special = UNARY.lookup(type(op))
+    return special(x, ctx) if special is not None else AS_CORE_OP.lookup(type(op))(x)
 
 
-@rule(*BINARY)
 def _binary(ctx, op, x, y):
     x_op, y_op = op.args
     x = ctx.align(ctx.convert(x, op.operand_dtype), x_op.axes, op.axes)
     y = ctx.align(ctx.convert(y, op.operand_dtype), y_op.axes, op.axes)
     logical = op.operand_dtype.kind == "b" and not op.bool_result
-    return _by_class(LOGICAL if logical else BINARY, op)(x, y)
+    node_class = LOGICAL.lookup(type(op)) if logical else None
+    return (node_class or AS_CORE_OP.lookup(type(op)))(x, y)
+
+
+def register_elementwise(axes_class: type, core_class: type) -> None:
+    """Lower the unary or binary axes elementwise op `axes_class` to `core_class`, over its
+    args converted to the operand type and aligned to the result's axes; the reference
+    transformer then computes it with `core_class.numpy`."""
+    AS_CORE_OP[axes_class] = core_class
+    rule(axes_class)(_unary if issubclass(axes_class, ew.UnaryElementWiseOp) else _binary)
+
+
+for _axes_class in list(AS_CORE_OP) + list(UNARY):
+    rule(_axes_class)(_unary if issubclass(_axes_class, ew.UnaryElementWiseOp) else _binary)
+
+
+@rule(ew.Where)
+def _where(ctx, op, condition, x, y):
+    condition_op, x_op, y_op = op.args
+    condition = ctx.align(ctx.convert(condition, np.bool_), condition_op.axes, op.axes)
+    x = ctx.align(ctx.convert(x, op.operand_dtype), x_op.axes, op.axes)
+    y = ctx.align(ctx.convert(y, op.operand_dtype), y_op.axes, op.axes)
+    return core.Select(condition, x, y)
 
 
 # -- reductions and contraction --------------------------------------------------------------
 
-REDUCTIONS = {red.Sum: core.Sum, red.Prod: core.Prod, red.Max: core.Max, red.Min: core.Min}
+REDUCTIONS: OpTable[type] = OpTable("core reduction", {
+    red.Sum: core.Sum, red.Prod: core.Prod, red.Max: core.Max, red.Min: core.Min})
 #: Reductions to a boolean: any (a sum or max) and all (a product or min), run on uint8.
-LOGICAL_REDUCTIONS = {red.Sum: core.Max, red.Prod: core.Min, red.Max: core.Max,
-                      red.Min: core.Min}
+LOGICAL_REDUCTIONS: OpTable[type] = OpTable("logical core reduction", {
+    red.Sum: core.Max, red.Prod: core.Min, red.Max: core.Max, red.Min: core.Min})
 #: What booleans are compared as where the core compares numbers only (max, argmax, ...).
 BOOLEAN_AS = np.uint8
 
@@ -132,10 +147,10 @@ def _reduce(ctx, op, x):
     if op.reduction_axes:
         axes = positions(arg.axes, op.reduction_axes)
         if x.element_type.is_boolean:
-            reduced = _by_class(LOGICAL_REDUCTIONS, op)(ctx.convert(x, BOOLEAN_AS), axes)
+            reduced = LOGICAL_REDUCTIONS.lookup(type(op))(ctx.convert(x, BOOLEAN_AS), axes)
             x = ctx.convert(reduced, op.dtype)
         else:
-            x = _by_class(REDUCTIONS, op)(x, axes)
+            x = REDUCTIONS.lookup(type(op))(x, axes)
     return ctx.transpose(x, list(arg.axes - op.reduction_axes), op.axes)
 
 

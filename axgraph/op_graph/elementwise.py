@@ -9,6 +9,7 @@ float32 and ``labels + 1`` stays int32; ``mask * mask`` is a logical and.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import ClassVar, Optional, Tuple
 
 import numpy as np
@@ -132,6 +133,9 @@ Tanh = _unary("Tanh", "hyperbolic tangent of x", FLOAT)
 Sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x))", FLOAT)
 Sin = _unary("Sin", "sine of x", FLOAT)
 Cos = _unary("Cos", "cosine of x", FLOAT)
+Tan = _unary("Tan", "tangent of x", FLOAT)
+Erf = _unary("Erf", "the error function of x", FLOAT)
+Rsqrt = _unary("Rsqrt", "1 / sqrt(x)", FLOAT)
 Relu = _unary("Relu", "max(x, 0)")
 Floor = _unary("Floor", "the largest whole number <= x (integers and booleans are unchanged)")
 StopGradient = _unary("StopGradient", "x, through which deriv passes no gradient")
@@ -221,6 +225,21 @@ def cos(x, name=None, dtype=None) -> Op:
     return Cos(x, name=name, dtype=dtype)
 
 
+def tan(x, name=None, dtype=None) -> Op:
+    """Tangent of x."""
+    return Tan(x, name=name, dtype=dtype)
+
+
+def erf(x, name=None, dtype=None) -> Op:
+    """The error function of x: 2 / sqrt(pi) * integral of exp(-t**2) from 0 to x."""
+    return Erf(x, name=name, dtype=dtype)
+
+
+def rsqrt(x, name=None, dtype=None) -> Op:
+    """1 / sqrt(x)."""
+    return Rsqrt(x, name=name, dtype=dtype)
+
+
 def relu(x, name=None, dtype=None) -> Op:
     """max(x, 0)."""
     return Relu(x, name=name, dtype=dtype)
@@ -299,3 +318,28 @@ def greater(x, y, name=None) -> Op:
 def greater_equal(x, y, name=None) -> Op:
     """x >= y elementwise."""
     return GreaterEqual(x, y, name=name)
+
+
+class Where(ElementWiseOp):
+    """x where condition holds, else y (NumPy's `where`), over the union of the three args'
+    axes: x's, then y's new ones, then the condition's. x and y meet as in a binary op
+    (their common type); the condition is true where nonzero."""
+
+    def __init__(self, condition, x, y, name: Optional[str] = None, dtype=None):
+        condition, x, y = as_op(condition), as_op(x), as_op(y)
+        x, y = matched_on_length(x, y), matched_on_length(y, x)
+        super().__init__(matched_on_length(condition, x), x, y, dtype=dtype, name=name)
+
+    def infer_axes(self) -> Axes:
+        condition, x, y = self.args
+        values = SimpleNamespace(name=f"{x.name} and {y.name}",
+                                 axes=elementwise_axes("Where", x, y))
+        return elementwise_axes("Where", values, condition)
+
+    def infer_dtype(self) -> np.dtype:
+        return self._types(self.args[1:], self._asked_dtype)
+
+
+def where(condition, x, y, name=None, dtype=None) -> Op:
+    """x where condition is true (nonzero), else y, broadcast over the union of the axes."""
+    return Where(condition, x, y, name=name, dtype=dtype)

@@ -28,13 +28,13 @@ import numpy as np
 from ..core.host import HostCall
 from ..core.interpreter import Context, find_kernel
 from ..core.node import Node
-from ..core.ops import (BinaryElementwise, Constant, Convert, Select, UnaryElementwise)
+from ..core.ops import Constant
+from ..core.traits import is_elementwise
 from ..core.types import Shape
 from ..errors import AxgraphError
 from .manager import RulePass
 from .pattern import Any, Match, Predicate, RewriteRule, uniform_fill, uniform_value
 
-ELEMENTWISE = (UnaryElementwise, BinaryElementwise, Select, Convert)
 DEFAULT_MAX_ELEMENTS = 1 << 16
 _NO_BINDINGS = Context({}, {})
 
@@ -64,7 +64,7 @@ def _foldable(node: Node) -> bool:
 
 def _over_fills(node: Node) -> bool:
     """An elementwise op over uniform Constants: computed on one value, whatever the shape."""
-    return (_foldable(node) and isinstance(node, ELEMENTWISE)
+    return (_foldable(node) and is_elementwise(type(node))
             and all(uniform_value(i) is not None for i in node.inputs))
 
 

@@ -20,12 +20,10 @@ from ..core.function import Function
 from ..core.host import HostCall
 from ..core.map_nodes import map_nodes
 from ..core.node import Node
-from ..core.ops import (Add, And, Equal, Maximum, Minimum, Multiply, NotEqual, Or, Parameter,
-                        RandomNormal, RandomUniform)
+from ..core.ops import Parameter, RandomNormal, RandomUniform
 from .manager import Pass
 from .pattern import Any, Match, RewriteRule
 
-COMMUTATIVE: Tuple[type, ...] = (Add, Multiply, Maximum, Minimum, Equal, NotEqual, And, Or)
 NEVER_MERGED: Tuple[type, ...] = (Parameter, RandomUniform, RandomNormal, HostCall)
 
 
@@ -53,7 +51,7 @@ def freeze(value) -> Hashable:
 def structural_key(node: Node, ids: Dict[Node, int]) -> Hashable:
     """The node's op, input identities (by `ids`) and frozen attributes."""
     inputs = tuple(ids[i] for i in node.inputs)
-    if isinstance(node, COMMUTATIVE):
+    if node.commutative:  # the op's trait
         inputs = tuple(sorted(inputs))
     attributes = tuple((k, freeze(v)) for k, v in sorted(node.attributes.items()))
     return (type(node), inputs, attributes)
@@ -80,5 +78,4 @@ class CommonSubexpressionElimination(Pass):
         return map_nodes(function, lambda node, original: merge.apply(node))
 
 
-__all__ = ["CommonSubexpressionElimination", "freeze", "structural_key", "COMMUTATIVE",
-           "NEVER_MERGED"]
+__all__ = ["CommonSubexpressionElimination", "freeze", "structural_key", "NEVER_MERGED"]

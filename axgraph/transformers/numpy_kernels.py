@@ -7,29 +7,23 @@ correct; speed is the business of the other backends.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from ..axes import Axes
+from ..core.traits import numpy_function
 from ..errors import ExecutionError
+from ..lowering.rules import AS_CORE_OP
 from ..op_graph import control, debug, dot, elementwise as ew, nn, random, reductions as red
 from ..op_graph import shape_ops as so
 from ..op_graph.tensors import AssignableTensorOp, InitializeOp
+from ..op_table import OpTable
 
 Kernel = Callable[..., np.ndarray]
-KERNELS: Dict[type, Kernel] = {}
-
-
-def kernel(*op_classes):
-    """Register the decorated function as the kernel of `op_classes`."""
-
-    def register(function: Kernel) -> Kernel:
-        for op_class in op_classes:
-            KERNELS[op_class] = function
-        return function
-
-    return register
+#: The reference kernel of each axes op: `kernel(op, ctx, *arg_values) -> value or None`.
+KERNELS: OpTable[Kernel] = OpTable("numpy transformer kernel")
+kernel = KERNELS.register
 
 
 def align(value: np.ndarray, from_axes: Axes, to_axes: Axes) -> np.ndarray:
@@ -48,65 +42,61 @@ def align(value: np.ndarray, from_axes: Axes, to_axes: Axes) -> np.ndarray:
 
 # -- elementwise ----------------------------------------------------------------
 
-def _sigmoid(x):
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
 def _safelog(x):
     return np.log(np.maximum(x, np.asarray(np.exp(-50.0), x.dtype)))  # in x's precision
 
 
-UNARY_FUNCTIONS = {
-    ew.Negative: np.negative, ew.Absolute: np.absolute, ew.Sign: np.sign,
-    ew.Square: np.square, ew.Sqrt: np.sqrt, ew.Exp: np.exp, ew.Log: np.log,
-    ew.Safelog: _safelog, ew.Reciprocal: lambda x: 1.0 / x, ew.Tanh: np.tanh,
-    ew.Sigmoid: _sigmoid, ew.Sin: np.sin, ew.Cos: np.cos, ew.Floor: np.floor,
-    ew.StopGradient: lambda x: x,
-    ew.Relu: lambda x: np.maximum(x, np.zeros((), x.dtype)),
-}
-
-BINARY_FUNCTIONS = {
-    ew.Add: np.add, ew.Subtract: np.subtract, ew.Multiply: np.multiply,
-    ew.Divide: np.true_divide, ew.Power: np.power, ew.Maximum: np.maximum,
-    ew.Minimum: np.minimum, ew.Equal: np.equal, ew.NotEqual: np.not_equal, ew.Less: np.less,
-    ew.LessEqual: np.less_equal, ew.Greater: np.greater, ew.GreaterEqual: np.greater_equal,
-}
+#: Elementwise axes ops with a NumPy function of their own; the others compute with the
+#: reference function (`numpy` trait) of the core op they are (lowering.rules.AS_CORE_OP).
+OWN_FUNCTIONS: OpTable[Callable] = OpTable("reference elementwise function", {
+    ew.Square: np.square, ew.Safelog: _safelog, ew.Reciprocal: lambda x: 1.0 / x,
+    ew.StopGradient: lambda x: x, ew.Relu: lambda x: np.maximum(x, np.zeros((), x.dtype)),
+})
 
 
-def by_class(table: Dict[type, Callable], op) -> Callable:
-    """The entry of `table` for op's class or its nearest base (user subclasses)."""
-    entry = table.get(type(op))
-    if entry is None:
-        for op_class in type(op).__mro__:
-            if op_class in table:
-                entry = table[type(op)] = table[op_class]  # remembered for the next call
-                break
-        else:
-            raise KeyError(type(op).__name__)
-    return entry
+def elementwise_function(op_class: type) -> Optional[Callable]:
+    """The NumPy function computing an elementwise axes op, or None."""
+    own = OWN_FUNCTIONS.lookup(op_class)
+    if own is not None:
+        return own
+    core_class = AS_CORE_OP.lookup(op_class)
+    return None if core_class is None else numpy_function(core_class)
+
+
+def _has_function(op_class: type) -> bool:
+    return elementwise_function(op_class) is not None
 
 
 # NumPy's own ufuncs on operands of the op's operand type give the op's meaning for
 # every type (axgraph/dtypes.py): np.add of booleans is or, np.floor of ints is the ints.
 
-@kernel(*UNARY_FUNCTIONS)
+@kernel(ew.UnaryElementWiseOp, when=_has_function)
 def _unary(op, ctx, x):
-    return by_class(UNARY_FUNCTIONS, op)(x.astype(op.operand_dtype, copy=False))
+    return elementwise_function(type(op))(x.astype(op.operand_dtype, copy=False))
 
 
-@kernel(*BINARY_FUNCTIONS)
+@kernel(ew.BinaryElementWiseOp, when=_has_function)
 def _binary(op, ctx, x, y):
     x_arg, y_arg = op.args
-    function = by_class(BINARY_FUNCTIONS, op)
+    function = elementwise_function(type(op))
     x, y = x.astype(op.operand_dtype, copy=False), y.astype(op.operand_dtype, copy=False)
     result = function(align(x, x_arg.axes, op.axes), align(y, y_arg.axes, op.axes))
     return np.broadcast_to(result, ctx.lengths(op.axes, op))
 
 
+@kernel(ew.Where)
+def _where(op, ctx, condition, x, y):
+    condition_arg, x_arg, y_arg = op.args
+    x, y = x.astype(op.operand_dtype, copy=False), y.astype(op.operand_dtype, copy=False)
+    result = np.where(align(condition, condition_arg.axes, op.axes),
+                      align(x, x_arg.axes, op.axes), align(y, y_arg.axes, op.axes))
+    return np.broadcast_to(result, ctx.lengths(op.axes, op))
+
+
 # -- reductions -----------------------------------------------------------------
 
-REDUCTIONS = {red.Sum: np.sum, red.Prod: np.prod, red.Max: np.max, red.Min: np.min}
+REDUCTIONS: OpTable[Callable] = OpTable("reference reduction", {
+    red.Sum: np.sum, red.Prod: np.prod, red.Max: np.max, red.Min: np.min})
 
 
 @kernel(*REDUCTIONS)
@@ -116,7 +106,7 @@ def _reduce(op, ctx, x):
     if op.reduction_axes and 0 in x.shape and isinstance(op, (red.Max, red.Min)):
         raise ExecutionError(f"{op.name}: {type(op).__name__.lower()} over an empty axis",
                              op.location)
-    result = by_class(REDUCTIONS, op)(x.astype(op.dtype, copy=False), axis=positions)
+    result = REDUCTIONS.lookup(type(op))(x.astype(op.dtype, copy=False), axis=positions)
     kept = arg.axes - op.reduction_axes
     return align(np.asarray(result), kept, op.axes)
 
@@ -284,11 +274,9 @@ def _print(op, ctx, x):
 
 def find_kernel(op_class: type) -> Kernel:
     """The kernel of `op_class` or of its nearest registered base class."""
-    for candidate in op_class.__mro__:
-        found = KERNELS.get(candidate)
-        if found is not None:
-            KERNELS[op_class] = found
-            return found
+    found = KERNELS.lookup(op_class)
+    if found is not None:
+        return found
     raise ExecutionError(f"the numpy transformer has no kernel for {op_class.__name__}")
 
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from .elementwise import (Abs, Add, And, BinaryElementwise, Comparison, Convert, Cos, Divide,
-                          Equal, Exp, Floor, Greater, GreaterEq, Less, LessEq, Log, Maximum, Minimum,
-                          Multiply, Negative, Not, NotEqual, Or, Power, Select, Sigmoid, Sign, Sin,
-                          Sqrt, Subtract, Tanh, UnaryElementwise)
+                          Equal, Erf, Exp, Floor, Greater, GreaterEq, Less, LessEq, Log, Maximum,
+                          Minimum, Multiply, Negative, Not, NotEqual, Or, Power, Rsqrt, Select,
+                          Sigmoid, Sign, Sin, Sqrt, Subtract, Tan, Tanh, UnaryElementwise)
 from .leaves import Constant, DimValue, Parameter, RandomNormal, RandomUniform
 from .nn import (AvgPool, AvgPoolBackprop, Col2Im, Convolution, ConvolutionBackpropData,
                  ConvolutionBackpropFilters, Gather, Im2Col, MaxPool, MaxPoolBackprop, OneHot,
@@ -17,7 +17,7 @@ CORE_OPS = (
     # leaves
     Parameter, Constant, DimValue, RandomUniform, RandomNormal,
     # elementwise
-    Negative, Abs, Sign, Sqrt, Exp, Log, Tanh, Sigmoid, Sin, Cos, Floor, Not,
+    Negative, Abs, Sign, Sqrt, Exp, Log, Tanh, Sigmoid, Sin, Cos, Floor, Erf, Tan, Rsqrt, Not,
     Add, Subtract, Multiply, Divide, Power, Maximum, Minimum,
     Equal, NotEqual, Less, LessEq, Greater, GreaterEq, And, Or,
     Select, Convert,

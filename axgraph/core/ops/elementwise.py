@@ -1,21 +1,44 @@
 """Elementwise ops: inputs of one element type and one shape, nothing implicit.
 
-Each class only states which element types it accepts and what type it
-returns; the kernels live in the backends' tables.
+Each class states which element types it accepts and what type it returns,
+and declares its traits (axgraph/core/traits.py): its family, whether it is
+commutative, its reference NumPy function, its C expression in fused kernels
+and whether a kernel may write it over an input. Backends derive their
+elementwise kernels from these; no backend names these ops to say it again.
 """
 from __future__ import annotations
 
 from typing import ClassVar, Optional, Tuple
 
+import numpy as np
+
 from ..node import Node
 from ..types import ElementType, Shape, boolean
+from . import reference
 from ._checks import arity, element_type_attr, require_kind, same_element_type, same_shape
+
+
+# -- C expressions that need more than a format string (traits.Traits.c) ----------------------
+
+def _sigmoid_c(c) -> str:
+    # the reference's stable form, e = exp(-|x|); x >= 0 ? 1/(1+e) : e/(1+e), as one
+    # division of a numerator chosen by sign: the same roundings, and no branch
+    (x,) = c.args
+    e = c.let(f"{c.math('exp')}(-{c.math('fabs')}({x}))")
+    return f"(({x} >= 0 ? {c.one} : {e}) / ({c.one} + {e}))"
+
+
+def _convert_c(c) -> str:
+    (x,) = c.args
+    return f"({x} != 0)" if c.boolean else f"({c.ctype})({x})"
 
 
 class UnaryElementwise(Node):
     """f(x) at every coordinate; same element type and shape as x."""
 
     accepts: ClassVar[str] = "numeric"
+    family = "unary"
+    in_place = True
 
     def __init__(self, x: Node, name: Optional[str] = None):
         super().__init__((x,), {}, name)
@@ -28,59 +51,105 @@ class UnaryElementwise(Node):
 
 class Negative(UnaryElementwise):
     """-x."""
+    numpy = np.negative
+    c = "(-{0})"
 
 
 class Abs(UnaryElementwise):
     """|x|."""
+    numpy = np.abs
+    c = "{fabs}({0})"
 
 
 class Sign(UnaryElementwise):
     """-1, 0 or 1 by the sign of x."""
+    numpy = np.sign
+    c = "({0} > 0 ? {one} : ({0} < 0 ? (-{one}) : ({0} == {0} ? {zero} : {0})))"
 
 
 class Sqrt(UnaryElementwise):
     """Square root."""
     accepts = "float"
+    numpy = np.sqrt
+    c = "{sqrt}({0})"
 
 
 class Exp(UnaryElementwise):
     """e ** x."""
     accepts = "float"
+    numpy = np.exp
+    c = "{exp}({0})"
 
 
 class Log(UnaryElementwise):
     """Natural logarithm."""
     accepts = "float"
+    numpy = np.log
+    c = "{log}({0})"
 
 
 class Tanh(UnaryElementwise):
     """Hyperbolic tangent."""
     accepts = "float"
+    numpy = np.tanh
+    c = "{tanh}({0})"
 
 
 class Sigmoid(UnaryElementwise):
     """1 / (1 + exp(-x)), computed without overflow."""
     accepts = "float"
+    numpy = reference.sigmoid
+    c = _sigmoid_c
 
 
 class Sin(UnaryElementwise):
     """Sine."""
     accepts = "float"
+    numpy = np.sin
+    c = "{sin}({0})"
 
 
 class Cos(UnaryElementwise):
     """Cosine."""
     accepts = "float"
+    numpy = np.cos
+    c = "{cos}({0})"
 
 
 class Floor(UnaryElementwise):
     """The largest whole number <= x."""
     accepts = "float"
+    numpy = np.floor
+    c = "{floor}({0})"
+
+
+class Erf(UnaryElementwise):
+    """The error function, 2 / sqrt(pi) * integral of exp(-t**2) from 0 to x."""
+    accepts = "float"
+    numpy = reference.erf
+    c = "{erf}({0})"
+
+
+class Tan(UnaryElementwise):
+    """Tangent."""
+    accepts = "float"
+    numpy = np.tan
+    c = "{tan}({0})"
+
+
+class Rsqrt(UnaryElementwise):
+    """1 / sqrt(x)."""
+    accepts = "float"
+    numpy = reference.rsqrt
+    c = "({one} / {sqrt}({0}))"
 
 
 class Not(UnaryElementwise):
     """Logical not."""
     accepts = "bool"
+    family = "logical"
+    numpy = np.logical_not
+    c = "(!{0})"
 
 
 class BinaryElementwise(Node):
@@ -88,6 +157,8 @@ class BinaryElementwise(Node):
 
     accepts: ClassVar[str] = "numeric"
     returns_boolean: ClassVar[bool] = False
+    family = "binary"
+    in_place = True
 
     def __init__(self, a: Node, b: Node, name: Optional[str] = None):
         super().__init__((a, b), {}, name)
@@ -102,30 +173,48 @@ class BinaryElementwise(Node):
 
 class Add(BinaryElementwise):
     """a + b."""
+    commutative = True
+    numpy = np.add
+    c = "({0} + {1})"
 
 
 class Subtract(BinaryElementwise):
     """a - b."""
+    numpy = np.subtract
+    c = "({0} - {1})"
 
 
 class Multiply(BinaryElementwise):
     """a * b."""
+    commutative = True
+    numpy = np.multiply
+    c = "({0} * {1})"
 
 
 class Divide(BinaryElementwise):
     """a / b; integers divide truncating toward zero (as C, nGraph and ONNX do)."""
+    numpy = reference.divide
+    c = "({0} / {1})"
 
 
 class Power(BinaryElementwise):
     """a ** b."""
+    numpy = np.power
+    c = "{pow}({0}, {1})"
 
 
 class Maximum(BinaryElementwise):
     """The larger of a and b."""
+    commutative = True
+    numpy = np.maximum
+    c = "(({0} > {1} || {0} != {0}) ? {0} : {1})"
 
 
 class Minimum(BinaryElementwise):
     """The smaller of a and b."""
+    commutative = True
+    numpy = np.minimum
+    c = "(({0} < {1} || {0} != {0}) ? {0} : {1})"
 
 
 class Comparison(BinaryElementwise):
@@ -133,44 +222,71 @@ class Comparison(BinaryElementwise):
 
     accepts = "any"
     returns_boolean = True
+    family = "compare"
 
 
 class Equal(Comparison):
     """a == b."""
+    commutative = True
+    numpy = np.equal
+    c = "({0} == {1})"
 
 
 class NotEqual(Comparison):
     """a != b."""
+    commutative = True
+    numpy = np.not_equal
+    c = "({0} != {1})"
 
 
 class Less(Comparison):
     """a < b."""
+    numpy = np.less
+    c = "({0} < {1})"
 
 
 class LessEq(Comparison):
     """a <= b."""
+    numpy = np.less_equal
+    c = "({0} <= {1})"
 
 
 class Greater(Comparison):
     """a > b."""
+    numpy = np.greater
+    c = "({0} > {1})"
 
 
 class GreaterEq(Comparison):
     """a >= b."""
+    numpy = np.greater_equal
+    c = "({0} >= {1})"
 
 
 class And(BinaryElementwise):
     """Logical and of booleans."""
     accepts = "bool"
+    family = "logical"
+    commutative = True
+    numpy = np.logical_and
+    c = "({0} & {1})"
 
 
 class Or(BinaryElementwise):
     """Logical or of booleans."""
     accepts = "bool"
+    family = "logical"
+    commutative = True
+    numpy = np.logical_or
+    c = "({0} | {1})"
 
 
 class Select(Node):
     """where(condition, then, otherwise): condition boolean, all three of one shape."""
+
+    family = "select"
+    numpy = reference.select
+    c = "({0} ? {1} : {2})"
 
     def __init__(self, condition: Node, then: Node, otherwise: Node, name: Optional[str] = None):
         super().__init__((condition, then, otherwise), {}, name)
@@ -184,6 +300,9 @@ class Select(Node):
 
 class Convert(Node):
     """x converted to another element type (floats to ints truncate toward zero)."""
+
+    family = "convert"
+    c = _convert_c
 
     _attributes = ("element_type",)
     _hidden = frozenset(_attributes)

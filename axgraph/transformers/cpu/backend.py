@@ -15,8 +15,8 @@ from ... import core
 from ...core.backend import Backend, Capabilities, bind_arguments
 from ...core.interpreter import Context
 from ...debug_info import user_location
-from ...errors import AxgraphError, FeedError
-from .codegen import Program
+from ...errors import AxgraphError, ExecutionError, FeedError
+from .codegen import CODE, Program
 from .fusion import compile_group, find_fusion_groups
 
 
@@ -32,6 +32,10 @@ class CpuFunction:
     def __init__(self, function: core.Function, fuse: bool = True, engine: str = "auto",
                  fuse_min_elements: int = FUSE_MIN_ELEMENTS):
         self.function = function
+        for node in function.nodes:  # refused now, not at the first call
+            if CODE.lookup(type(node)) is None:
+                raise ExecutionError(f"the cpu backend has no kernel for {node.op}",
+                                     node.location)
         self.fuse, self.engine = fuse, engine
         self.fuse_min_elements = fuse_min_elements
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes

@@ -10,7 +10,7 @@ those few ops and the returned results need.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -18,43 +18,38 @@ from ... import core
 from ...core import interpreter
 from ...core.host import HostCall
 from ...core.node import Node
+from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
 from ...errors import AxgraphError, ExecutionError, GraphError
+from ...op_table import OpTable
 from ...strides import dense_order
 from ...tensor_description import TensorDescription
 from . import runtime, windows
 
 Shapes = Dict[Node, Tuple[int, ...]]
-_T = TypeVar("_T")
 
 # -- what each op becomes -------------------------------------------------------------------
 
-UFUNCS = {
-    core.Negative: "np.negative", core.Abs: "np.abs", core.Sign: "np.sign", core.Sqrt: "np.sqrt",
-    core.Exp: "np.exp", core.Log: "np.log", core.Tanh: "np.tanh", core.Sin: "np.sin",
-    core.Cos: "np.cos", core.Floor: "np.floor", core.Not: "np.logical_not",
-    core.Add: "np.add", core.Subtract: "np.subtract", core.Multiply: "np.multiply",
-    core.Power: "np.power", core.Maximum: "np.maximum", core.Minimum: "np.minimum",
-    core.Equal: "np.equal", core.NotEqual: "np.not_equal", core.Less: "np.less",
-    core.LessEq: "np.less_equal", core.Greater: "np.greater", core.GreaterEq: "np.greater_equal",
-    core.And: "np.logical_and", core.Or: "np.logical_or",
-    core.Sigmoid: "rt.sigmoid", core.Divide: "rt.divide", core.Select: "rt.select",
-    core.Convert: "rt.convert",
-}
+#: Elementwise ops run by a runtime function instead of the op's reference function (its
+#: `numpy` trait): a Sigmoid in four passes, a Convert into the buffer's type.
+RUNTIME: OpTable[str] = OpTable("cpu runtime function",
+                                {core.Sigmoid: "rt.sigmoid", core.Convert: "rt.convert"})
 # ufunc.reduce directly: the np.sum wrapper costs more than a small reduction itself.
-REDUCTIONS = {core.Sum: "np.add.reduce", core.Prod: "np.multiply.reduce",
-              core.Max: "np.maximum.reduce", core.Min: "np.minimum.reduce"}
+REDUCTIONS: OpTable[str] = OpTable("cpu reduction", {
+    core.Sum: "np.add.reduce", core.Prod: "np.multiply.reduce", core.Max: "np.maximum.reduce",
+    core.Min: "np.minimum.reduce"})
 VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
 #: Windowed ops: the `windows` kernel each calls, and the geometry it takes after its inputs.
-WINDOWS = {core.Im2Col: ("win.im2col", ("window", "strides", "dilation", "padding_below",
-                                         "padding_above")),
-           core.Col2Im: ("win.col2im", ("window", "strides", "dilation", "padding_below",
-                                         "padding_above")),
-           core.MaxPool: ("win.max_pool", ("window", "strides", "padding_below", "padding_above")),
-           core.AvgPool: ("win.avg_pool", ("window", "strides", "padding_below", "padding_above")),
-           core.MaxPoolBackprop: ("win.max_pool_backprop", ("window", "strides", "padding_below",
-                                                            "padding_above")),
-           core.AvgPoolBackprop: ("win.avg_pool_backprop", ("window", "strides", "padding_below",
-                                                            "padding_above"))}
+WINDOWS: OpTable[Tuple[str, Tuple[str, ...]]] = OpTable("cpu window kernel", {
+    core.Im2Col: ("win.im2col", ("window", "strides", "dilation", "padding_below",
+                                 "padding_above")),
+    core.Col2Im: ("win.col2im", ("window", "strides", "dilation", "padding_below",
+                                 "padding_above")),
+    core.MaxPool: ("win.max_pool", ("window", "strides", "padding_below", "padding_above")),
+    core.AvgPool: ("win.avg_pool", ("window", "strides", "padding_below", "padding_above")),
+    core.MaxPoolBackprop: ("win.max_pool_backprop", ("window", "strides", "padding_below",
+                                                     "padding_above")),
+    core.AvgPoolBackprop: ("win.avg_pool_backprop", ("window", "strides", "padding_below",
+                                                     "padding_above"))})
 #: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
 #: (Random draws keep the reference's exact stream: NumPy's Generator draws them anew.)
 #: (Host calls, such as prints, run here too: in node order, never fused.)
@@ -62,17 +57,19 @@ ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBa
               core.RandomUniform, core.RandomNormal, core.DimValue, HostCall)
 #: Sums over the outermost axes of at least this many elements run as a BLAS product.
 OUTER_SUM_MIN = 1 << 14
-#: Ops besides the ufuncs whose kernels write an `out` of any strides.
+#: Ops besides the elementwise ones whose kernels write an `out` of any strides.
 ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop)
-#: Ops whose output may overwrite an input that dies there (elementwise, same layout).
-IN_PLACE = (core.UnaryElementwise, core.BinaryElementwise)
 
 
-def _find(table: Mapping[type, _T], node: Node) -> Optional[_T]:
-    for op_class in type(node).__mro__:
-        if op_class in table:
-            return table[op_class]
-    return None
+def elementwise_function(op_class: type) -> Union[str, Callable, None]:
+    """What writes an elementwise op's `out=` in generated code: a runtime function or
+    the op's ufunc, as text ("rt.sigmoid", "np.exp"), or the op's reference function
+    itself. None for ops that are not elementwise or have no reference function."""
+    found = RUNTIME.lookup(op_class)
+    if found is not None:
+        return found
+    name = ufunc_name(op_class)
+    return numpy_function(op_class) if name is None else f"np.{name}"
 
 
 class Program:
@@ -177,7 +174,7 @@ class Program:
         group = self._group_of.get(node)
         if group is not None:
             return group.reduction is None
-        return _find(UFUNCS, node) is not None or isinstance(node, ANY_LAYOUT)
+        return elementwise_function(type(node)) is not None or isinstance(node, ANY_LAYOUT)
 
     def _view_layout(self, node: Node) -> Optional[TensorDescription]:
         """The layout of node as a view of its input, or None if it must copy."""
@@ -215,9 +212,7 @@ class Program:
         group = self._group_of.get(node)
         if group is not None:
             return group.reduction is None
-        if isinstance(node, core.Divide):
-            return node.element_type.dtype.kind == "f"
-        return isinstance(node, IN_PLACE) and not isinstance(node, core.Sigmoid)
+        return type(node).in_place
 
     def _donatable(self) -> frozenset:
         """(result position, parameter position) pairs where the result may be written
@@ -321,34 +316,22 @@ class Program:
             name = self.names[node] = f"b{index}" if kind == "buffer" else f"v{index}"
             if kind == "parameter":
                 parameters.append(name)
-                continue
             if kind == "internal":
                 continue  # computed inside its group's fused kernel
-            if kind == "constant":
-                assert isinstance(node, core.Constant)
-                self.namespace[name] = np.broadcast_to(
-                    np.asarray(node.value, dtype=node.element_type.dtype), self.shapes[node])
-                continue
             if kind == "buffer" and node in self.fresh:
                 position = self.fresh[node]
                 self.namespace[f"S{index}"] = (self.shapes[node], node.element_type.dtype)
                 lines.append(f"    {name} = outs[{position}] if outs[{position}] is not None "
                              f"else np.empty(*S{index})")
-                statement = self._buffer_call(node, index)
             elif kind == "buffer":
                 buffer = self.plan.buffers[node]
                 layout = self.layout[node]
                 assert layout is not None  # every buffer has a layout
                 self.namespace[name] = _as_array(layout, arena[
                     buffer.offset:buffer.offset + buffer.nbytes])
-                statement = self._buffer_call(node, index)
-            elif kind == "view":
-                statement = f"{name} = {self._view(node)}"
-            else:
-                self.namespace[f"N{index}"] = node
-                self.namespace[f"K{index}"] = interpreter.find_kernel(type(node))
-                args = "".join(", " + a for a in self._args(node))
-                statement = f"{name} = K{index}(N{index}, CTX{args})"
+            statement = self._statement(node, index)
+            if statement is None:
+                continue
             lines.append(f"    {statement}  # {node.op} {node.type_str()}")
             self.line_nodes[len(lines) + 1] = node  # +1: the `def` line
         results = ", ".join(self.names[n] for n in self.function.results)
@@ -358,53 +341,20 @@ class Program:
     def _args(self, node: Node) -> List[str]:
         return [self.names[i] for i in node.inputs]
 
-    def _buffer_call(self, node: Node, index: int) -> str:
-        out = f"b{index}"
+    def _statement(self, node: Node, index: int) -> Optional[str]:
+        """The line computing node (None for parameters and constants): its group's fused
+        kernel, or its entry in CODE."""
         group = self._group_of.get(node)
         if group is not None:
             self.namespace[f"F{index}"] = self._kernels[group]
-            return f"F{index}({''.join(self.names[i] + ', ' for i in group.inputs)}out={out})"
-        args = self._args(node)
-        ufunc = _find(UFUNCS, node)
-        if ufunc is not None:
-            return f"{ufunc}({', '.join(args)}, out={out})"
-        reduction = _find(REDUCTIONS, node)
-        if reduction is not None:
-            assert isinstance(node, core.Reduction)
-            return self._outer_sum(node, args[0], out, index) or \
-                f"{reduction}({args[0]}, axis={tuple(node.axes)}, out={out})"
-        if isinstance(node, core.Dot):
-            return self._dot(node, args, out)
-        if isinstance(node, (core.ArgMax, core.ArgMin)):
-            return (f"rt.arg_reduce({args[0]}, {tuple(node.axes)}, "
-                    f"{isinstance(node, core.ArgMax)}, out={out})")
-        if isinstance(node, core.Softmax):
-            return f"rt.softmax({args[0]}, {tuple(node.axes)}, out={out})"
-        if isinstance(node, core.Concat):
-            return f"np.concatenate(({', '.join(args)},), axis={node.axis}, out={out})"
-        if isinstance(node, core.Pad):
-            value = node.attributes["value"]
-            return (f"rt.pad({args[0]}, {tuple(node.below)}, {tuple(node.interior)}, "
-                    f"{value!r}, out={out})")
-        if isinstance(node, core.Reshape):
-            return f"rt.copy({args[0]}, out={out})"
-        window = _find(WINDOWS, node)
-        if window is not None:
-            function, geometry = window
-            values = ", ".join(str(tuple(node.attributes[name])) for name in geometry)
-            return f"{function}({', '.join(args)}, {values}, out={out})"
-        if isinstance(node, core.Gather):
-            return f"rt.gather({args[0]}, {args[1]}, {node.axis}, out={out})"
-        if isinstance(node, core.ScatterAdd):
-            return f"rt.scatter_add({', '.join(args)}, {node.axis}, out={out})"
-        if isinstance(node, core.OneHot):
-            shape, axis = self.shapes[node], node.one_hot_axis
-            self.namespace[f"P{index}"] = runtime.one_hot_positions(shape[axis], axis, len(shape))
-            expanded = tuple(1 if i == axis else n for i, n in enumerate(shape))
-            return f"rt.one_hot({args[0]}, P{index}, {expanded}, out={out})"
-        raise GraphError(f"the cpu backend has no code for {node.op} {node.name}: lower it to "
-                         f"core ops with a bridge rule (axgraph.passes.register_bridge)",
-                         node.location)
+            inputs = "".join(self.names[i] + ", " for i in group.inputs)
+            return f"F{index}({inputs}out={self.names[node]})"
+        emit = CODE.lookup(type(node))
+        if emit is None:
+            raise GraphError(f"the cpu backend has no code for {node.op} {node.name}: lower it "
+                             f"to core ops with a bridge rule (axgraph.passes.register_bridge)",
+                             node.location)
+        return emit(self, node, index)
 
     def _outer_sum(self, node: core.Reduction, x: str, out: str, index: int) -> Optional[str]:
         """A float Sum over the axes outermost in memory, as ones (R) x values (R, K).
@@ -437,7 +387,8 @@ class Program:
         users = self._users.get(node, ())
         return bool(users) and all(
             self.kind.get(user) == "buffer" and user not in self._group_of
-            and _find(UFUNCS, user) is not None and self.shapes[user] == self.shapes[node]
+            and elementwise_function(type(user)) is not None
+            and self.shapes[user] == self.shapes[node]
             for user in users)
 
     def _dot(self, node: core.Dot, args: List[str], out: str) -> str:
@@ -498,6 +449,131 @@ class Program:
         assert isinstance(node, core.Reverse)  # the last of VIEWS
         items = ", ".join("::-1" if i in node.axes else ":" for i in range(node.rank))
         return f"{x}[{items},]"
+
+
+# -- the code of each op ------------------------------------------------------------------------
+
+Emitter = Callable[[Program, Node, int], Optional[str]]
+#: The line computing each op: `emit(program, node, index)`. A buffer op's call writes its
+#: planned buffer (`program.names[node]`), a view binds an expression over its input, an
+#: ALLOCATING op calls the interpreter's kernel; parameters and constants have no line.
+CODE: OpTable[Emitter] = OpTable("cpu code")
+
+
+@CODE.register(core.Parameter)
+def _parameter(p: Program, node: Node, index: int) -> None:
+    return None  # an argument of `run`
+
+
+@CODE.register(core.Constant)
+def _constant(p: Program, node: Node, index: int) -> None:
+    assert isinstance(node, core.Constant)
+    p.namespace[p.names[node]] = np.broadcast_to(
+        np.asarray(node.value, dtype=node.element_type.dtype), p.shapes[node])
+
+
+@CODE.register(*VIEWS)
+def _view(p: Program, node: Node, index: int) -> str:
+    return f"{p.names[node]} = {p._view(node)}"
+
+
+@CODE.register(core.Reshape)
+def _reshape(p: Program, node: Node, index: int) -> str:
+    if p.kind[node] == "view":
+        return f"{p.names[node]} = {p._view(node)}"
+    return f"rt.copy({p.names[node.inputs[0]]}, out={p.names[node]})"
+
+
+@CODE.register(*ALLOCATING)
+def _allocating(p: Program, node: Node, index: int) -> str:
+    p.namespace[f"N{index}"] = node
+    p.namespace[f"K{index}"] = interpreter.find_kernel(type(node))
+    args = "".join(", " + a for a in p._args(node))
+    return f"{p.names[node]} = K{index}(N{index}, CTX{args})"
+
+
+@CODE.register(Node, when=lambda op_class: elementwise_function(op_class) is not None)
+def _elementwise(p: Program, node: Node, index: int) -> str:
+    function = elementwise_function(type(node))
+    args, out = ", ".join(p._args(node)), p.names[node]
+    if isinstance(function, str):
+        return f"{function}({args}, out={out})"
+    assert function is not None  # the entry's condition
+    name = name_in(p.namespace, function)
+    if takes_out(function):
+        return f"{name}({args}, out={out})"
+    return f"np.copyto({out}, {name}({args}))"
+
+
+@CODE.register(*REDUCTIONS)
+def _reduce(p: Program, node: Node, index: int) -> str:
+    assert isinstance(node, core.Reduction)
+    (x,), out = p._args(node), p.names[node]
+    return p._outer_sum(node, x, out, index) or \
+        f"{REDUCTIONS.lookup(type(node))}({x}, axis={tuple(node.axes)}, out={out})"
+
+
+@CODE.register(core.Dot)
+def _dot(p: Program, node: Node, index: int) -> str:
+    assert isinstance(node, core.Dot)
+    return p._dot(node, p._args(node), p.names[node])
+
+
+@CODE.register(core.ArgMax, core.ArgMin)
+def _arg_reduce(p: Program, node: Node, index: int) -> str:
+    (x,), out = p._args(node), p.names[node]
+    return (f"rt.arg_reduce({x}, {tuple(node.attributes['axes'])}, "
+            f"{isinstance(node, core.ArgMax)}, out={out})")
+
+
+@CODE.register(core.Softmax)
+def _softmax(p: Program, node: Node, index: int) -> str:
+    (x,), out = p._args(node), p.names[node]
+    return f"rt.softmax({x}, {tuple(node.attributes['axes'])}, out={out})"
+
+
+@CODE.register(core.Concat)
+def _concat(p: Program, node: Node, index: int) -> str:
+    return (f"np.concatenate(({', '.join(p._args(node))},), axis={node.attributes['axis']}, "
+            f"out={p.names[node]})")
+
+
+@CODE.register(core.Pad)
+def _pad(p: Program, node: Node, index: int) -> str:
+    assert isinstance(node, core.Pad)
+    (x,), out = p._args(node), p.names[node]
+    value = node.attributes["value"]
+    return (f"rt.pad({x}, {tuple(node.below)}, {tuple(node.interior)}, {value!r}, "
+            f"out={out})")
+
+
+@CODE.register(*WINDOWS)
+def _window(p: Program, node: Node, index: int) -> str:
+    function, geometry = WINDOWS.lookup(type(node))  # type: ignore[misc]  # registered
+    values = ", ".join(str(tuple(node.attributes[name])) for name in geometry)
+    return f"{function}({', '.join(p._args(node))}, {values}, out={p.names[node]})"
+
+
+@CODE.register(core.Gather)
+def _gather(p: Program, node: Node, index: int) -> str:
+    params, indices = p._args(node)
+    return f"rt.gather({params}, {indices}, {node.attributes['axis']}, out={p.names[node]})"
+
+
+@CODE.register(core.ScatterAdd)
+def _scatter_add(p: Program, node: Node, index: int) -> str:
+    return (f"rt.scatter_add({', '.join(p._args(node))}, {node.attributes['axis']}, "
+            f"out={p.names[node]})")
+
+
+@CODE.register(core.OneHot)
+def _one_hot(p: Program, node: Node, index: int) -> str:
+    assert isinstance(node, core.OneHot)
+    shape, axis = p.shapes[node], node.one_hot_axis
+    p.namespace[f"P{index}"] = runtime.one_hot_positions(shape[axis], axis, len(shape))
+    expanded = tuple(1 if i == axis else n for i, n in enumerate(shape))
+    (x,) = p._args(node)
+    return f"rt.one_hot({x}, P{index}, {expanded}, out={p.names[node]})"
 
 
 def _dense_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:

@@ -24,18 +24,14 @@ from typing import List, Mapping, Optional, Sequence, Set, Tuple
 
 from ... import core
 from ...core.node import Node
+from ...core.traits import is_elementwise
 from ...errors import ExecutionError, ShapeError
+from ...op_table import OpTable
 from ...strides import dense_order
 
-# Op classes a group may contain (user subclasses count as their nearest base).
-UNARY_OPS: Tuple[type, ...] = (
-    core.Negative, core.Abs, core.Sign, core.Sqrt, core.Exp, core.Log, core.Tanh, core.Sigmoid,
-    core.Sin, core.Cos, core.Floor, core.Not)
-BINARY_OPS: Tuple[type, ...] = (
-    core.Add, core.Subtract, core.Multiply, core.Divide, core.Power, core.Maximum, core.Minimum,
-    core.Equal, core.NotEqual, core.Less, core.LessEq, core.Greater, core.GreaterEq, core.And,
-    core.Or)
-REDUCTION_OPS: Tuple[type, ...] = (core.Sum, core.Max, core.Min)
+#: The reductions a group may end in, by the kind both engines accumulate.
+REDUCTIONS: OpTable[str] = OpTable("fused reduction",
+                                   {core.Sum: "sum", core.Max: "max", core.Min: "min"})
 
 
 @dataclass(frozen=True)
@@ -76,21 +72,16 @@ class FusedGroup:
 # -- what may join a group ------------------------------------------------------------------
 
 def op_family(node: Node) -> Optional[str]:
-    """'unary', 'binary', 'select', 'convert', 'broadcast', 'constant' or None.
+    """The elementwise family the op declares ('unary', 'binary', 'compare', 'logical',
+    'select', 'convert': axgraph/core/traits.py), 'broadcast', 'constant' or None.
 
     None means the node cannot be a member. Broadcast joins only when it
     repeats a single element (a scalar, or a Constant with one fill value),
     because then the kernel reads one value instead of an indexed array;
     a Constant joins only when one scalar fills it (a literal in the kernel).
     """
-    if isinstance(node, UNARY_OPS):
-        return "unary"
-    if isinstance(node, BINARY_OPS):
-        return "binary"
-    if isinstance(node, core.Select):
-        return "select"
-    if isinstance(node, core.Convert):
-        return "convert"
+    if is_elementwise(type(node)):
+        return node.family
     if isinstance(node, core.Broadcast):
         (x,) = node.inputs
         if is_scalar_constant(x) or (x.shape.is_static and x.shape.size == 1):
@@ -125,7 +116,7 @@ def is_fusible_reduction(node: Node) -> bool:
     run of the (row-major) elementwise values, which both engines walk as a
     flat loop; other axes would need a transpose and are left unfused.
     """
-    if not isinstance(node, REDUCTION_OPS):
+    if REDUCTIONS.lookup(type(node)) is None:
         return False
     rank = node.inputs[0].rank
     axes = tuple(sorted(node.attributes["axes"]))
@@ -134,10 +125,10 @@ def is_fusible_reduction(node: Node) -> bool:
 
 def reduction_kind(node: Node) -> str:
     """'sum', 'max' or 'min'."""
-    for op_class, kind in ((core.Sum, "sum"), (core.Max, "max"), (core.Min, "min")):
-        if isinstance(node, op_class):
-            return kind
-    raise TypeError(f"{node.op} is not a fusible reduction")
+    kind = REDUCTIONS.lookup(type(node))
+    if kind is None:
+        raise TypeError(f"{node.op} is not a fusible reduction")
+    return kind
 
 
 # -- finding groups ---------------------------------------------------------------------------
@@ -255,8 +246,8 @@ def compile_group(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
     """A kernel for `group`: `kernel(*input_arrays, out=array)` writes the output into `out`.
 
     engine: "c" (generated C, compiled and cached on disk), "numpy" (blocked
-    ufuncs) or "auto": C when a compiler works and every value is f32/f64/
-    boolean, else NumPy; a C kernel that fails to build falls back to NumPy
+    ufuncs) or "auto": C when a compiler works, every value is f32/f64/
+    boolean and every op declares its C expression, else NumPy; a C kernel that fails to build falls back to NumPy
     with a warning under "auto" (and raises under "c").
     fast_math: let the C compiler reassociate and assume no NaN/inf
     (-ffast-math); off by default because NaN propagation is part of the
@@ -270,7 +261,8 @@ def compile_group(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
     if engine in ("auto", "c"):
         from . import kernel_c
 
-        if engine == "c" or (c_accepts(group) and kernel_c.c_available()):
+        if engine == "c" or (c_accepts(group) and kernel_c.has_code(group)
+                             and kernel_c.c_available()):
             try:
                 return kernel_c.CKernel(group, shapes, fast_math=fast_math)
             except kernel_c.KernelCompileError as error:

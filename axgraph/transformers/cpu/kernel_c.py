@@ -59,6 +59,7 @@ import os
 import platform
 import shutil
 import stat
+import string
 import subprocess
 import tempfile
 import warnings
@@ -70,7 +71,9 @@ import numpy as np
 
 from ... import core
 from ...core.node import Node
+from ...core.traits import c_code
 from ...errors import ExecutionError
+from ...op_table import OpTable
 from .fusion import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
                      op_family, prepare_call, reduction_kind)
 
@@ -90,11 +93,13 @@ CTYPES = {"f32": "float", "f64": "double", "boolean": "uint8_t"}
 #: Booleans computed inside a kernel are C ints, 0 or 1: a uint8_t between two float
 #: operations keeps gcc from vectorizing the loop (measured: 4x slower ReLU gradients).
 VALUE_CTYPES = dict(CTYPES, boolean="int")
-# libm functions the generated code calls, by core op; each has a libmvec variant on glibc.
-MATH_FUNCTIONS = {core.Exp: "exp", core.Log: "log", core.Tanh: "tanh", core.Sin: "sin",
-                  core.Cos: "cos", core.Sigmoid: "exp", core.Power: "pow"}
-# ops compiled to single instructions (no library call)
-INLINE_FUNCTIONS = {core.Abs: "fabs", core.Sqrt: "sqrt", core.Floor: "floor"}
+#: libm functions (double names; float ones end in "f") that glibc's libmvec may have
+#: vector variants of: each one a kernel calls is looked up there (`vector_math_symbols`).
+MATH_FUNCTIONS = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos",
+                  "cosh", "erf", "erfc", "exp", "exp10", "exp2", "expm1", "hypot", "log",
+                  "log10", "log1p", "log2", "pow", "sin", "sinh", "tan", "tanh")
+#: Those of MATH_FUNCTIONS that take two arguments.
+TWO_ARGUMENTS = frozenset({"atan2", "hypot", "pow"})
 #: libm functions the kernels compute with their own inline code instead, by libm name.
 #: tanhf: libmvec's costs about as much as expf and a division together, and was most of the
 #: time of tanh(a*b+c)*sigmoid(d)-e on AVX2 (slower than XLA, whose tanh is a rational too).
@@ -180,8 +185,8 @@ def vector_math_symbols() -> FrozenSet[str]:
     except OSError:
         return frozenset()
     found = set()
-    for name in sorted(set(MATH_FUNCTIONS.values())):
-        args = "vv" if name == "pow" else "v"
+    for name in MATH_FUNCTIONS:
+        args = "vv" if name in TWO_ARGUMENTS else "v"
         if hasattr(libmvec, f"{prefix_f}{args}_{name}f"):
             found.add(name + "f")
         if hasattr(libmvec, f"{prefix_d}{args}_{name}"):
@@ -220,10 +225,10 @@ def _declarations(functions: Sequence[str]) -> str:
     """`#pragma omp declare simd` prototypes: gcc then calls libmvec's `_ZGV...` variants."""
     lines = []
     for name in sorted(functions):
-        is_float = name not in MATH_FUNCTIONS.values()  # "expf" vs "exp"
+        is_float = name not in MATH_FUNCTIONS  # "expf" vs "exp" (and "erff" vs "erf")
         ctype = "float" if is_float else "double"
         base = name[:-1] if is_float else name
-        params = f"{ctype}, {ctype}" if base == "pow" else ctype
+        params = f"{ctype}, {ctype}" if base in TWO_ARGUMENTS else ctype
         lines.append("#pragma omp declare simd notinbranch")
         lines.append(f"extern {ctype} {name}({params});")
     return "\n".join(lines)
@@ -520,6 +525,83 @@ def c_literal(value, et: core.ElementType) -> str:
     return f"(({ctype}){number.hex()})"
 
 
+class CTerms:
+    """What an op's C trait (axgraph/core/traits.py) writes its expression with.
+
+    args: the operands' C expressions; ctype: the C type of the value ("float",
+    "double", "int" for booleans); one, zero: literals of that type; boolean:
+    whether the value is a boolean; math(name): a libm function for the value
+    type ("exp" -> "expf" for f32), declared for libmvec where it has one;
+    let(expression): a named constant computed first, for a value used twice.
+    """
+
+    def __init__(self, emitter: "_Emitter", node: Node, args: Sequence[str], name: str):
+        self._emitter, self._element_type, self._name = emitter, node.element_type, name
+        self._lets = 0
+        self.args = tuple(args)
+        self.ctype = VALUE_CTYPES[node.element_type.name]
+        self.one, self.zero = f"(({self.ctype})1)", f"(({self.ctype})0)"
+        self.boolean = node.element_type.is_boolean
+
+    def math(self, name: str) -> str:
+        return self._emitter._math(name, self._element_type)
+
+    def let(self, expression: str) -> str:
+        name = f"e{self._name[1:]}" + (f"_{self._lets}" if self._lets else "")
+        self._lets += 1
+        self._emitter.body.append(f"const {self.ctype} {name} = {expression};")
+        return name
+
+
+class _FormatNames(Mapping[str, str]):
+    """The names of a C format string: one, zero, ctype, else a libm function."""
+
+    def __init__(self, terms: CTerms):
+        self._terms = terms
+
+    def __getitem__(self, key: str) -> str:
+        if key in ("one", "zero", "ctype"):
+            return getattr(self._terms, key)
+        return self._terms.math(key)
+
+    def __iter__(self):
+        return iter(("one", "zero", "ctype"))
+
+    def __len__(self) -> int:
+        return 3
+
+
+def declared_expression(node: Node, terms: CTerms) -> str:
+    """The expression the op's C trait gives: a format string or a function of `terms`."""
+    code = c_code(type(node))
+    if isinstance(code, str):
+        return string.Formatter().vformat(code, terms.args, _FormatNames(terms))
+    assert code is not None  # EXPRESSIONS' condition
+    return code(terms)
+
+
+#: The C expression of each op in a fused kernel: `write(node, terms) -> expression`.
+EXPRESSIONS: OpTable[Callable[[Node, CTerms], str]] = OpTable("fused C expression")
+EXPRESSIONS.register(Node, when=lambda op_class: c_code(op_class) is not None)(
+    declared_expression)
+
+
+@EXPRESSIONS.register(core.Power)
+def _power(node: Node, terms: CTerms) -> str:
+    """x ** 2 as x * x: exact, and far faster than pow."""
+    exponent = node.inputs[1]
+    if is_scalar_constant(exponent) and float(exponent.attributes["value"]) == 2.0:
+        (a, _) = terms.args
+        return f"({a} * {a})"
+    return declared_expression(node, terms)
+
+
+def has_code(group: FusedGroup) -> bool:
+    """Whether the C engine has an expression for every computing member of `group`."""
+    return all(EXPRESSIONS.lookup(type(node)) is not None for node in group.elementwise_nodes
+               if op_family(node) not in ("constant", "broadcast"))
+
+
 @dataclass
 class _Emitter:
     """Walks a group's members and writes the C statements of one element."""
@@ -578,68 +660,13 @@ class _Emitter:
         if family == "broadcast":
             self.values[node] = self._scalar_of(node.inputs[0])
             return
-        ctype = VALUE_CTYPES[et.name]
-        args = [self.values[x] for x in node.inputs]
-        name = f"v{k}"
-        expression = self._expression(node, ctype, args, name)
-        self.body.append(f"const {ctype} {name} = {expression};")
-        self.values[node] = name
-
-    def _expression(self, node: Node, ctype: str, args: List[str], name: str) -> str:
-        one, zero = f"(({ctype})1)", f"(({ctype})0)"
-        if isinstance(node, core.Convert):
-            (a,) = args
-            if node.element_type.is_boolean:
-                return f"({a} != 0)"
-            return f"({ctype})({a})"
-        if isinstance(node, core.Select):
-            c, a, b = args
-            return f"({c} ? {a} : {b})"
-        if len(args) == 1:
-            (a,) = args
-            et = node.element_type
-            if isinstance(node, core.Negative):
-                return f"(-{a})"
-            if isinstance(node, core.Sign):
-                return f"({a} > 0 ? {one} : ({a} < 0 ? (-{one}) : ({a} == {a} ? {zero} : {a})))"
-            if isinstance(node, core.Not):
-                return f"(!{a})"
-            if isinstance(node, core.Sigmoid):
-                # the reference's stable form, e = exp(-|x|); x >= 0 ? 1/(1+e) : e/(1+e), as
-                # one division of a numerator chosen by sign: the same roundings, no branch
-                e = f"e{name[1:]}"
-                self.body.append(f"const {ctype} {e} = {self._math('exp', et)}"
-                                 f"(-{self._math('fabs', et)}({a}));")
-                return f"(({a} >= 0 ? {one} : {e}) / ({one} + {e}))"
-            for table in (INLINE_FUNCTIONS, MATH_FUNCTIONS):
-                for op_class, function in table.items():
-                    if isinstance(node, op_class):
-                        return f"{self._math(function, et)}({a})"
+        write = EXPRESSIONS.lookup(type(node))
+        if write is None:
             raise KernelCompileError(f"the C engine has no code for {node.op}")
-        a, b = args
-        if isinstance(node, core.Power):
-            exponent = node.inputs[1]
-            if is_scalar_constant(exponent) and float(exponent.attributes["value"]) == 2.0:
-                return f"({a} * {a})"
-            return f"{self._math('pow', node.element_type)}({a}, {b})"
-        if isinstance(node, core.Maximum):
-            return f"(({a} > {b} || {a} != {a}) ? {a} : {b})"
-        if isinstance(node, core.Minimum):
-            return f"(({a} < {b} || {a} != {a}) ? {a} : {b})"
-        for op_class, symbol in ((core.Add, "+"), (core.Subtract, "-"), (core.Multiply, "*"),
-                                 (core.Divide, "/")):
-            if isinstance(node, op_class):
-                return f"({a} {symbol} {b})"
-        for op_class, symbol in ((core.Equal, "=="), (core.NotEqual, "!="), (core.Less, "<"),
-                                 (core.LessEq, "<="), (core.Greater, ">"),
-                                 (core.GreaterEq, ">=")):
-            if isinstance(node, op_class):
-                return f"({a} {symbol} {b})"
-        if isinstance(node, core.And):
-            return f"({a} & {b})"
-        if isinstance(node, core.Or):
-            return f"({a} | {b})"
-        raise KernelCompileError(f"the C engine has no code for {node.op}")
+        name = f"v{k}"
+        terms = CTerms(self, node, [self.values[x] for x in node.inputs], name)
+        self.body.append(f"const {terms.ctype} {name} = {write(node, terms)};")
+        self.values[node] = name
 
     def declarations(self) -> str:
         """`omp declare simd` for the library functions used that libmvec vectorizes, and
@@ -775,6 +802,8 @@ class CKernel:
         if not c_accepts(group):
             raise KernelCompileError(f"the C engine handles f32, f64 and boolean values only: "
                                      f"{group!r}")
+        if not has_code(group):
+            raise KernelCompileError(f"an op of {group!r} declares no C expression")
         chain = toolchain()
         if chain is None:
             raise KernelCompileError("no working C compiler found (set $AXGRAPH_CC or $CC, or "

@@ -24,13 +24,15 @@ the reference's do.
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ... import core
 from ...core.node import Node
+from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
 from ...errors import ExecutionError
+from ...op_table import OpTable
 from . import parallel
 from .fusion import (FusedGroup, concrete_shape, group_shapes, is_scalar_constant, op_family,
                      prepare_call, reduction_kind)
@@ -42,24 +44,6 @@ BLOCK = 65536
 #: Elementwise groups this large split their blocks over the worker threads
 #: (ufuncs release the GIL); below it one thread is faster than waking another.
 PARALLEL_MIN = 1 << 18
-
-UNARY_UFUNCS = {core.Negative: "negative", core.Abs: "absolute", core.Sign: "sign",
-                core.Sqrt: "sqrt", core.Exp: "exp", core.Log: "log", core.Tanh: "tanh",
-                core.Sin: "sin", core.Cos: "cos", core.Floor: "floor", core.Not: "logical_not"}
-BINARY_UFUNCS = {core.Add: "add", core.Subtract: "subtract", core.Multiply: "multiply",
-                 core.Maximum: "maximum", core.Minimum: "minimum", core.Equal: "equal",
-                 core.NotEqual: "not_equal", core.Less: "less", core.LessEq: "less_equal",
-                 core.Greater: "greater", core.GreaterEq: "greater_equal",
-                 core.And: "logical_and", core.Or: "logical_or"}
-
-
-def divide_int(a, b, out: np.ndarray) -> None:
-    """Integer a / b truncating toward zero (the reference's rule), into `out`."""
-    if np.any(np.asarray(b) == 0):
-        raise ExecutionError("integer division by zero")
-    fix = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
-    np.floor_divide(a, b, out=out)
-    np.add(out, fix, out=out, casting="unsafe")
 
 
 def power_int(a, b, out: np.ndarray) -> None:
@@ -90,6 +74,7 @@ class _Writer:
     def __init__(self, group: FusedGroup):
         self.group = group
         self.constants: List[str] = []       # module-level literal definitions
+        self.functions: Dict[str, Callable] = {}   # reference functions the kernel calls
         self.buffers: List[np.dtype] = []   # scratch buffer dtypes, by id
         self.free: Dict[np.dtype, List[int]] = {}
         self.lines: List[str] = []           # the block body
@@ -193,50 +178,22 @@ class _Writer:
     def _ufunc(self, node: Node) -> Optional[Tuple[str, List[str]]]:
         """(ufunc name, arguments) when one ufunc computes the node exactly."""
         args = [self.values[x] for x in node.inputs]
-        integral = node.element_type.is_integral
         if isinstance(node, core.Multiply):  # x * sigmoid(y) = x / (1 + exp(-y))
             for k, x in enumerate(node.inputs):
                 if x in self.denominators:
                     return "divide", [args[1 - k], args[k]]
-        for table in (UNARY_UFUNCS, BINARY_UFUNCS):
-            for op_class, ufunc in table.items():
-                if isinstance(node, op_class):
-                    return ufunc, args
-        if isinstance(node, core.Divide) and not integral:
-            return "divide", args
-        if isinstance(node, core.Power) and not integral:
-            exponent = node.inputs[1]
-            if is_scalar_constant(exponent) and float(exponent.attributes["value"]) == 2.0:
-                return "square", args[:1]   # exact, and far faster than pow
-            return "power", args
-        return None
+        special = UFUNCS.lookup(type(node))
+        if special is not None:
+            return special(node, args)
+        name = ufunc_name(type(node))
+        return None if name is None else (name, args)
 
     def _composite(self, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
         """Ops that take several NumPy calls (never writing over their operands early)."""
-        emit = self.lines.append
-        if isinstance(node, core.Select):
-            condition, then, otherwise = args
-            emit(f"np.copyto({name}, {otherwise})")
-            emit(f"np.copyto({name}, {then}, where={condition})")
-        elif isinstance(node, core.Convert):
-            emit(f"np.copyto({name}, {args[0]}, casting='unsafe')")
-        elif isinstance(node, core.Divide):
-            emit(f"divide_int({args[0]}, {args[1]}, {name})")
-        elif isinstance(node, core.Power):
-            emit(f"power_int({args[0]}, {args[1]}, {name})")
-        elif isinstance(node, core.Sigmoid):
-            # 1 / (1 + exp(-x)) in four passes: IEEE arithmetic already gives the limits
-            # (exp overflows to inf and 1 / inf = 0) with full relative accuracy in the
-            # tail; the overflow is silenced by the errstate around every kernel call
-            # (np.divide by the array: np.reciprocal is several times slower on float32)
-            (x,) = args
-            one = self._scalar(dtype, 1)
-            emit(f"np.negative({x}, out={name}); np.exp({name}, out={name})")
-            emit(f"np.add({name}, {one}, out={name})")
-            if node not in self.denominators:
-                emit(f"np.divide({one}, {name}, out={name})")
-        else:
+        write = COMPOSITES.lookup(type(node))
+        if write is None:
             raise ExecutionError(f"the blocked NumPy engine has no code for {node.op}")
+        write(self, node, args, name, dtype)
 
     # -- the whole text -----------------------------------------------------------------------
     def source(self) -> str:
@@ -316,6 +273,71 @@ class _Writer:
         return "\n".join(lines) + "\n"
 
 
+# -- what each op becomes ---------------------------------------------------------------------
+# Elementwise ops are computed with their declared reference (`numpy` trait: a ufunc in one
+# call, another function with `out=`); the tables below hold only this engine's own forms.
+
+Ufunc = Callable[[Node, List[str]], Optional[Tuple[str, List[str]]]]
+#: Ops computed by one ufunc other than their reference's, or by none (then a composite).
+UFUNCS: OpTable[Ufunc] = OpTable("blocked NumPy ufunc")
+
+
+@UFUNCS.register(core.Divide)
+def _divide(node: Node, args: List[str]) -> Optional[Tuple[str, List[str]]]:
+    return None if node.element_type.is_integral else ("divide", args)
+
+
+@UFUNCS.register(core.Power)
+def _power(node: Node, args: List[str]) -> Optional[Tuple[str, List[str]]]:
+    if node.element_type.is_integral:
+        return None
+    exponent = node.inputs[1]
+    if is_scalar_constant(exponent) and float(exponent.attributes["value"]) == 2.0:
+        return "square", args[:1]   # exact, and far faster than pow
+    return "power", args
+
+
+Composite = Callable[[_Writer, Node, List[str], str, np.dtype], None]
+#: Ops written as several NumPy calls into `name`, `write(writer, node, args, name, dtype)`.
+COMPOSITES: OpTable[Composite] = OpTable("blocked NumPy composite")
+
+
+@COMPOSITES.register(Node, when=lambda op_class: numpy_function(op_class) is not None)
+def _reference(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
+    function = numpy_function(type(node))
+    assert function is not None  # the entry's condition
+    call = f"{name_in(writer.functions, function)}({', '.join(args)}"
+    if takes_out(function):
+        writer.lines.append(f"{call}, out={name})")
+    else:
+        writer.lines.append(f"np.copyto({name}, {call}))")
+
+
+@COMPOSITES.register(core.Convert)
+def _convert(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
+    writer.lines.append(f"np.copyto({name}, {args[0]}, casting='unsafe')")
+
+
+@COMPOSITES.register(core.Power)
+def _power_int(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
+    writer.lines.append(f"power_int({args[0]}, {args[1]}, {name})")
+
+
+@COMPOSITES.register(core.Sigmoid)
+def _sigmoid(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
+    # 1 / (1 + exp(-x)) in four passes: IEEE arithmetic already gives the limits
+    # (exp overflows to inf and 1 / inf = 0) with full relative accuracy in the
+    # tail; the overflow is silenced by the errstate around every kernel call
+    # (np.divide by the array: np.reciprocal is several times slower on float32)
+    (x,) = args
+    one = writer._scalar(dtype, 1)
+    emit = writer.lines.append
+    emit(f"np.negative({x}, out={name}); np.exp({name}, out={name})")
+    emit(f"np.add({name}, {one}, out={name})")
+    if node not in writer.denominators:
+        emit(f"np.divide({one}, {name}, out={name})")
+
+
 class NumpyKernel:
     """A fused group run as blocked NumPy: `kernel(*inputs, out=array)` fills `out`.
 
@@ -343,7 +365,7 @@ class NumpyKernel:
         self._multi_step_final = (group.reduction is None
                                   and writer._ufunc(group.output) is None)
         self.source = writer.source()
-        namespace: Dict[str, Any] = {"np": np, "divide_int": divide_int, "power_int": power_int}
+        namespace: Dict[str, Any] = {"np": np, "power_int": power_int, **writer.functions}
         exec(compile(self.source, "<axgraph fused NumPy kernel>", "exec"), namespace)
         self._kernel = namespace["kernel"]
 

@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 # The reference's own out= kernels, called by the generated code as rt.<name>.
-from ...core.interpreter import divide, gather, scatter_add  # noqa: F401
+from ...core.interpreter import gather, scatter_add  # noqa: F401
 from ...errors import ExecutionError
 
 
@@ -22,14 +22,6 @@ def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     np.exp(out, out=out)
     out += 1.0
     np.divide(1.0, out, out=out)  # np.reciprocal is several times slower on float32
-    return out
-
-
-def select(condition: np.ndarray, then: np.ndarray, otherwise: np.ndarray,
-           out: np.ndarray) -> np.ndarray:
-    """condition ? then : otherwise, elementwise."""
-    np.copyto(out, otherwise)
-    np.copyto(out, then, where=condition)
     return out
 
 

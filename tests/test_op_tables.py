@@ -1,0 +1,266 @@
+"""Every core op on every backend: the tables derived from the ops' traits leave no gap.
+
+Each backend keeps its kernels in an OpTable whose elementwise entries are derived from
+the traits the core ops declare (axgraph/core/traits.py); `OpTable.missing` names the
+ops a backend has nothing for, so an op added without what a backend needs fails here,
+by name. Then every elementwise op runs on every backend (the interpreter, the cpu
+backend's generated code, its fused C and fused NumPy kernels) and is compared with its
+declared NumPy reference; the axes-level elementwise ops each have a reference kernel, a
+lowering and an adjoint.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from typing import List, Tuple
+
+import numpy as np
+import pytest
+
+import axgraph as ng
+from axgraph import autodiff, core
+from axgraph.core import interpreter
+from axgraph.core.traits import ELEMENTWISE_FAMILIES, is_elementwise, numpy_function
+from axgraph.errors import AxgraphError, GraphError
+from axgraph.lowering.rules import RULES
+from axgraph.op_graph import elementwise as ew
+from axgraph.op_table import OpTable
+from axgraph.transformers import numpy_kernels
+from axgraph.transformers.cpu import codegen, fusion, kernel_c, kernel_numpy
+from axgraph.transformers.cpu.backend import CpuFunction
+from axgraph.transformers.cpu.fusion import FusedGroup, compile_group
+
+ELEMENTWISE = [op for op in core.CORE_OPS if is_elementwise(op)]
+
+
+# -- OpTable ------------------------------------------------------------------------------------
+
+class Base:
+    pass
+
+
+class Child(Base):
+    pass
+
+
+class GrandChild(Child):
+    pass
+
+
+def test_lookup_finds_the_nearest_registered_base():
+    table: OpTable[str] = OpTable("test entry")
+    table.register(Base)("base")
+    assert table.lookup(GrandChild) == "base"
+    table.register(Child)("child")  # registering forgets what was found before
+    assert table.lookup(GrandChild) == "child" and table.lookup(Base) == "base"
+    assert table.missing([object, Child, int]) == [object, int]
+
+
+def test_a_conditional_entry_covers_only_the_classes_it_accepts():
+    table: OpTable[str] = OpTable("test entry")
+    table.register(Base)("plain")
+    table.register(Base, when=lambda cls: cls.__name__.startswith("Grand"))("grand")
+    assert table.lookup(GrandChild) == "grand"
+    assert table.missing([Child]) == [Child]  # the conditional entry replaced the plain one
+    table.register(object)("fallback")
+    assert table.lookup(Child) == "fallback"  # the search goes on to further bases
+
+
+def test_a_class_without_an_entry_is_searched_again_later():
+    table: OpTable[str] = OpTable("test entry")
+    allowed = set()
+    table.register(Base, when=lambda cls: cls in allowed)("entry")
+    assert table.lookup(Child) is None
+    allowed.add(Child)  # the condition reads something filled later
+    assert table.lookup(Child) == "entry"
+
+
+def test_as_a_mapping_it_holds_exact_registrations(monkeypatch):
+    table: OpTable[str] = OpTable("test entry", {Base: "base"})
+    assert Base in table and Child not in table and len(table) == 1
+    assert table[Base] == "base" and list(table) == [Base]
+    monkeypatch.setitem(table, Child, "patched")
+    assert table.lookup(GrandChild) == "patched"
+    monkeypatch.undo()
+    assert Child not in table and table.lookup(GrandChild) == "base"
+    del table[Base]
+    assert table.lookup(GrandChild) is None and "0 entries" in repr(table)
+
+
+# -- every op has an entry in every backend ---------------------------------------------------
+
+def fused_c_missing(ops) -> List[type]:
+    return kernel_c.EXPRESSIONS.missing(ops)
+
+
+def fused_numpy_missing(ops) -> List[type]:
+    return kernel_numpy.COMPOSITES.missing(ops)
+
+
+#: backend -> (which core ops it must run, what it lacks of them). The interpreter binds
+#: a Parameter to its argument instead of running a kernel.
+BACKENDS = {
+    "interpreter": (tuple(op for op in core.CORE_OPS if op is not core.Parameter),
+                    interpreter.KERNELS.missing),
+    "cpu": (core.CORE_OPS, codegen.CODE.missing),
+    "cpu-fused-c": (ELEMENTWISE, fused_c_missing),
+    "cpu-fused-numpy": (ELEMENTWISE, fused_numpy_missing),
+}
+PAIRS = [(backend, op) for backend, (ops, _) in BACKENDS.items() for op in ops]
+
+
+@pytest.mark.parametrize("backend,op", PAIRS, ids=[f"{b}-{op.__name__}" for b, op in PAIRS])
+def test_every_core_op_runs_on_every_backend(backend, op):
+    _, missing = BACKENDS[backend]
+    assert missing([op]) == [], f"the {backend} backend has no entry for {op.__name__}"
+
+
+def test_every_elementwise_op_declares_its_traits():
+    for op in ELEMENTWISE:
+        assert op.family in ELEMENTWISE_FAMILIES
+        assert op.c is not None, op.__name__
+        if op is not core.Convert:  # its kernels need the node's target type
+            assert numpy_function(op) is not None, op.__name__
+
+
+class Traitless(core.UnaryElementwise):
+    """A made-up elementwise op that declares no reference and no C expression."""
+    numpy = None
+    c = None
+
+
+def test_an_op_without_traits_is_reported_missing_by_every_backend():
+    for backend, (_, missing) in BACKENDS.items():
+        assert missing([Traitless]) == [Traitless], backend
+    x = core.Parameter(core.f32, core.Shape(3))
+    function = core.Function([Traitless(x)], [x])
+    for backend in ("interpreter", "cpu"):  # refused when compiled, naming the op
+        with pytest.raises(AxgraphError, match="no kernel for Traitless"):
+            core.compile(function, backend=backend)
+
+
+#: The elementwise ops of the axes graph (each ng.* elementwise function makes one).
+AXES_ELEMENTWISE = sorted(
+    (cls for _, cls in inspect.getmembers(ew, inspect.isclass)
+     if issubclass(cls, ew.ElementWiseOp) and cls.__module__ == ew.__name__
+     and cls not in (ew.ElementWiseOp, ew.UnaryElementWiseOp, ew.BinaryElementWiseOp)),
+    key=lambda cls: cls.__name__)
+
+
+@pytest.mark.parametrize("op", AXES_ELEMENTWISE, ids=lambda op: op.__name__)
+def test_every_axes_elementwise_op_has_a_reference_kernel_a_lowering_and_an_adjoint(op):
+    assert numpy_kernels.KERNELS.missing([op]) == []
+    assert RULES.missing([op]) == []
+    assert autodiff.ADJOINTS.missing([op]) == []
+
+
+# -- every elementwise op computes its reference's values on every backend ----------------------
+
+SHAPE = (4000,)
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 2.0]
+
+
+def element_types(op: type) -> List[core.ElementType]:
+    accepts = getattr(op, "accepts", "numeric")
+    if accepts == "bool":
+        return [core.boolean]
+    return [core.f32, core.f64]
+
+
+def values(rng: np.random.Generator, et: core.ElementType) -> np.ndarray:
+    if et.is_boolean:
+        return rng.random(SHAPE) < 0.5
+    array = (rng.standard_normal(SHAPE) * 3).astype(et.dtype)
+    pick = rng.random(SHAPE) < 0.05
+    array[pick] = rng.choice(np.array(SPECIALS, et.dtype), int(pick.sum()))
+    return array
+
+
+def one_op(op: type, et: core.ElementType) -> Tuple[core.Function, core.Node]:
+    """A Function of one node of `op` over parameters of type `et`."""
+    shape = core.Shape(*SHAPE)
+    if op is core.Select:
+        condition = core.Parameter(core.boolean, shape)
+        a, b = core.Parameter(et, shape), core.Parameter(et, shape)
+        node: core.Node = core.Select(condition, a, b)
+        return core.Function([node], [condition, a, b]), node
+    if op is core.Convert:
+        a = core.Parameter(et, shape)
+        node = core.Convert(a, core.f64 if et == core.f32 else core.f32)
+        return core.Function([node], [a]), node
+    arity = len(inspect.signature(op.__init__).parameters) - 2  # self, name
+    parameters = [core.Parameter(et, shape) for _ in range(arity)]
+    node = op(*parameters)
+    return core.Function([node], parameters), node
+
+
+CASES = [(op, et) for op in ELEMENTWISE for et in element_types(op)]
+IDS = [f"{op.__name__}-{et}" for op, et in CASES]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_kernel_cache(tmp_path_factory):
+    saved = os.environ.get("AXGRAPH_CACHE_DIR")
+    os.environ["AXGRAPH_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+    yield
+    if saved is None:
+        os.environ.pop("AXGRAPH_CACHE_DIR", None)
+    else:
+        os.environ["AXGRAPH_CACHE_DIR"] = saved
+
+
+def engines() -> List[str]:
+    return ["interpreter", "cpu"] + [f"fused-{e}" for e in fusion.available_engines()]
+
+
+def run(engine: str, function: core.Function, node: core.Node, arrays) -> np.ndarray:
+    if engine == "interpreter":
+        return core.compile(function, backend="interpreter")(*arrays)[0]
+    if engine == "cpu":
+        return CpuFunction(function, fuse=False)(*arrays)[0]
+    group = FusedGroup((node,), tuple(function.parameters), node)
+    kernel = compile_group(group, {n: tuple(n.shape) for n in (node,) + node.inputs},
+                           engine=engine[len("fused-"):])
+    out = np.empty(SHAPE, node.element_type.dtype)
+    return kernel(*arrays, out=out)
+
+
+def expected(op: type, node: core.Node, arrays) -> np.ndarray:
+    """The op's declared reference, or NumPy's own cast for Convert."""
+    if op is core.Convert:
+        return arrays[0].astype(node.element_type.dtype)
+    with np.errstate(all="ignore"):
+        return np.asarray(op.numpy(*arrays))
+
+
+@pytest.mark.parametrize("op,et", CASES, ids=IDS)
+def test_every_elementwise_op_computes_its_reference_on_every_engine(op, et):
+    rng = np.random.default_rng(11)
+    function, node = one_op(op, et)
+    arrays = [values(rng, p.element_type) for p in function.parameters]
+    want = expected(op, node, arrays)
+    for engine in engines():
+        got = run(engine, function, node, arrays)
+        assert got.dtype == node.element_type.dtype, engine
+        if got.dtype == np.float32:  # libm (C) and NumPy may differ by a few ulp
+            np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-37, equal_nan=True,
+                                       err_msg=engine)
+        elif got.dtype == np.float64:
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300, equal_nan=True,
+                                       err_msg=engine)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=engine)
+
+
+class Unlowered(ew.UnaryElementWiseOp):
+    """An axes op nobody wrote a lowering for."""
+
+
+def test_an_axes_op_without_a_lowering_is_an_error_at_its_line():
+    A = ng.make_axis(2, name="A")
+    x = ng.placeholder([A])
+    op, line = Unlowered(x), inspect.currentframe().f_lineno
+    with ng.make_transformer("interpreter") as transformer:
+        with pytest.raises(GraphError, match="Unlowered has no lowering to core ops") as error:
+            transformer.computation(op, x)(np.ones(2, np.float32))
+    assert error.value.location == (__file__, line)
