@@ -34,6 +34,7 @@ import contextlib
 import math
 import warnings
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
@@ -198,11 +199,13 @@ def _isolated_assigns():
 
 
 # Menus of ops by their ng.<name>.
-SMOOTH_UNARY = ("negative", "square", "exp", "tanh", "sigmoid", "sin", "cos")
+SMOOTH_UNARY = ("negative", "square", "exp", "tanh", "sigmoid", "sin", "cos", "erf")
 KINKED_UNARY = ("absolute", "relu")
 #: Discontinuous: applied only to exactly known values, where backends cannot round apart.
 STEP_UNARY = ("sign", "floor")
-POSITIVE_UNARY = ("log", "sqrt", "reciprocal", "safelog")
+POSITIVE_UNARY = ("log", "sqrt", "reciprocal", "safelog", "rsqrt")
+#: Smooth only away from poles: applied to tanh(x), inside (-1, 1).
+BOUNDED_UNARY = ("tan",)
 SMOOTH_BINARY = ("add", "subtract", "multiply", "divide", "power")
 KINKED_BINARY = ("maximum", "minimum")
 COMPARISONS = ("greater", "less", "equal", "not_equal", "greater_equal", "less_equal")
@@ -382,6 +385,17 @@ class _Builder:
             return False
         return self.fits(axes)
 
+    def combines_all(self, *ops: Op) -> bool:
+        """`combines` for an op of three or more args (axes joined left to right)."""
+        joined: Any = ops[0]
+        for op in ops[1:]:
+            try:
+                axes = elementwise_axes("combine", joined, op)
+            except IncompatibleAxesError:
+                return False
+            joined = SimpleNamespace(name=f"{joined.name} and {op.name}", axes=axes)
+        return self.fits(joined.axes)
+
     def partner(self, x: Op):
         """Something to combine with x: an existing node, a new leaf, or a Python number."""
         roll = self.c.integer(0, 9)
@@ -406,10 +420,13 @@ class _Builder:
 
     # -- one method per construct: each returns an op or None (not applicable here) -------
     def unary(self, x: Op) -> Optional[Op]:
-        menu = SMOOTH_UNARY + POSITIVE_UNARY + (() if self.smooth else KINKED_UNARY + STEP_UNARY)
+        menu = SMOOTH_UNARY + POSITIVE_UNARY + BOUNDED_UNARY + (
+            () if self.smooth else KINKED_UNARY + STEP_UNARY)
         name = self.c.choice(menu)
         if name in POSITIVE_UNARY:
             x = self.positive(x)
+        elif name in BOUNDED_UNARY:
+            x = self.apply("tanh", x)
         elif name in STEP_UNARY:
             x = self.exact_operand()
         return self.apply(name, x)
@@ -447,6 +464,10 @@ class _Builder:
         if not self.combines(mask, x):
             self.terminals.append(mask)
             return mask
+        if self.c.chance(50):  # x where the mask holds, else something else
+            y = self.partner(x)
+            if not isinstance(y, Op) or self.combines_all(mask, x, y):
+                return self.apply("where", mask, x, y, construct="comparison")
         return self.apply("multiply", mask, x, construct="comparison")
 
     def broadcast(self, x: Op) -> Optional[Op]:
