@@ -6,6 +6,7 @@ from typing import Optional, Sequence, Tuple
 from ...errors import DTypeError, ShapeError
 from ..node import Node
 from ..types import ElementType, Shape, i64
+from .over_axes import OverAxes
 from ._checks import arity, element_type_attr, positions, require_kind, same_element_type
 
 
@@ -53,17 +54,8 @@ class Dot(Node):
         return et, Shape(shape)
 
 
-class Reduction(Node):
+class Reduction(OverAxes):
     """x combined over the dims at `axes`, which disappear from the result."""
-
-    _attributes = ("axes",)
-
-    def __init__(self, x: Node, axes, name: Optional[str] = None):
-        super().__init__((x,), {"axes": axes}, name)
-
-    def _normalize(self, attributes: dict) -> dict:
-        (x,) = arity(self, 1)
-        return {"axes": positions(self, attributes["axes"], x.rank)}
 
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = self.inputs
@@ -127,20 +119,14 @@ class ArgMin(IndexReduction):
     """Index of the minimum over `axes`."""
 
 
-class Softmax(Node):
+class Softmax(OverAxes):
     """exp(x) normalized to sum 1 over `axes` (computed stably)."""
 
-    _attributes = ("axes",)
-
-    def __init__(self, x: Node, axes, name: Optional[str] = None):
-        super().__init__((x,), {"axes": axes}, name)
-
     def _normalize(self, attributes: dict) -> dict:
-        (x,) = arity(self, 1)
-        axes = positions(self, attributes["axes"], x.rank)
-        if not axes:
+        normalized = super()._normalize(attributes)
+        if not normalized["axes"]:
             raise self._fail(ShapeError, "needs at least one axis")
-        return {"axes": axes}
+        return normalized
 
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = self.inputs

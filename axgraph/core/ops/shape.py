@@ -12,6 +12,7 @@ from ...debug_info import user_location
 from ...errors import GraphError, ShapeError
 from ..node import Node
 from ..types import ElementType, Shape
+from .over_axes import OverAxes
 from ._checks import (arity, dim_tuple, int_tuple, positions, require_nonnegative, same_element_type,
                       scalar_attr, shape_attr)
 
@@ -113,17 +114,8 @@ class Slice(Node):
         return x.element_type, Shape(result)
 
 
-class Reverse(Node):
+class Reverse(OverAxes):
     """x with the order of elements along `axes` reversed."""
-
-    _attributes = ("axes",)
-
-    def __init__(self, x: Node, axes, name: Optional[str] = None):
-        super().__init__((x,), {"axes": axes}, name)
-
-    def _normalize(self, attributes: dict) -> dict:
-        (x,) = arity(self, 1)
-        return {"axes": positions(self, attributes["axes"], x.rank)}
 
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = self.inputs
