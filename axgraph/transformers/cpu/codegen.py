@@ -9,7 +9,6 @@ those few ops and the returned results need.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -76,17 +75,15 @@ class Program:
     """The generated function for one binding, with its arena and source text."""
 
     def __init__(self, function: core.Function, bindings: Dict[str, int], generators,
-                 groups: Sequence = (), kernels: Optional[Dict] = None):
+                 kernels: Optional[Dict[core.Fused, Callable]] = None):
         self.function, self.bindings = function, dict(bindings)
         ctx = interpreter.Context(self.bindings, generators)
         self.shapes: Shapes = {node: ctx.shape(node.shape) for node in function.nodes}
-        self.groups = list(groups)
-        self._kernels = kernels or {}
-        self._group_of = {g.output: g for g in self.groups}
-        self._internal = {n for g in self.groups for n in g.nodes if n is not g.output}
+        #: The kernel of each Fused node.
+        self.kernels = kernels or {}
         self._results = set(function.results)
-        self._reduction_inputs = {x for g in self.groups if g.reduction is not None
-                                  for x in g.inputs}
+        self._reduction_inputs = {x for node in function.nodes if _fused_reduction(node)
+                                  for x in node.inputs}
         self.kind: Dict[Node, str] = {}
         self.alias: Dict[Node, Node] = {}
         self.layout: Dict[Node, Optional[TensorDescription]] = {}
@@ -129,9 +126,7 @@ class Program:
             kind = "parameter"
         elif isinstance(node, core.Constant):
             kind = "constant"
-        elif node in self._internal:
-            kind = "internal"
-        elif node in self._group_of:
+        elif isinstance(node, core.Fused):
             kind = "buffer"
         elif isinstance(node, VIEWS) or isinstance(node, core.Reshape):
             layout = self._view_layout(node)
@@ -144,7 +139,7 @@ class Program:
             self.alias[node] = node.inputs[0]
         elif kind == "buffer":
             layout = self._buffer_layout(node, shape, dtype)
-        elif kind != "internal":
+        else:
             layout = TensorDescription.row_major(shape, dtype)
         self.kind[node] = kind
         self.layout[node] = layout
@@ -160,8 +155,7 @@ class Program:
         if node in self._results or not self._writes_any_layout(node) or \
                 node in self._reduction_inputs:  # fused reductions walk rows: row-major
             return TensorDescription.row_major(shape, dtype)
-        group = self._group_of.get(node)
-        for x in (group.inputs if group is not None else node.inputs):
+        for x in node.inputs:
             order = _dense_order(self.layout.get(x)) if len(self.shapes[x]) == len(shape) \
                 else None
             if order is not None:
@@ -171,9 +165,8 @@ class Program:
         return TensorDescription.row_major(shape, dtype)
 
     def _writes_any_layout(self, node: Node) -> bool:
-        group = self._group_of.get(node)
-        if group is not None:
-            return group.reduction is None
+        if isinstance(node, core.Fused):
+            return not _fused_reduction(node)
         return elementwise_function(type(node)) is not None or isinstance(node, ANY_LAYOUT)
 
     def _view_layout(self, node: Node) -> Optional[TensorDescription]:
@@ -209,9 +202,8 @@ class Program:
     def _overwrites_safely(self, node: Node) -> bool:
         """Whether node's kernel may write over an operand as it reads it (elementwise,
         each element read before it is written)."""
-        group = self._group_of.get(node)
-        if group is not None:
-            return group.reduction is None
+        if isinstance(node, core.Fused):
+            return not _fused_reduction(node)
         return type(node).in_place
 
     def _donatable(self) -> frozenset:
@@ -233,10 +225,9 @@ class Program:
         last_read: Dict[Node, int] = {}
         through_view: Dict[Node, int] = {}
         for node in self.function.nodes:
-            if self.kind[node] in ("parameter", "constant", "view", "internal"):
-                continue  # views are read by their users; a group's members at its output
-            group = self._group_of.get(node)
-            for x in (group.inputs if group is not None else node.inputs):
+            if self.kind[node] in ("parameter", "constant", "view"):
+                continue  # views are read by their users
+            for x in node.inputs:
                 r = root(x)
                 last_read[r] = max(last_read.get(r, -1), steps[node])
                 if r is not x:
@@ -249,8 +240,7 @@ class Program:
             if self.fresh.get(result) != k:
                 continue
             step = steps[result]
-            group = self._group_of.get(result)
-            reads = group.inputs if group is not None else result.inputs
+            reads = result.inputs
             for j, parameter in enumerate(self.function.parameters):
                 last = last_read.get(parameter, -1)
                 same = (self.shapes[parameter] == self.shapes[result]
@@ -287,22 +277,11 @@ class Program:
     def _plan(self):
         from .memory_plan import plan_memory
 
-        # The planner sees a fused group as its output node reading the group's
-        # inputs: the internal nodes run inside the kernel and own no storage.
-        order = [n for n in self.function.nodes if n not in self._internal]
-        schedule = SimpleNamespace(nodes=order, parameters=self.function.parameters,
-                                   results=self.function.results, name=self.function.name,
-                                   display_names=self.function.display_names)
-
-        def reads(node: Node) -> Sequence[Node]:
-            group = self._group_of.get(node)
-            return group.inputs if group is not None else node.inputs
-
-        return plan_memory(schedule, self.shapes,
+        return plan_memory(self.function, self.shapes,
                            needs_buffer=lambda n: self.kind.get(n) == "buffer"
                            and n not in self.fresh,
                            alias_of=self.alias.get,
-                           can_run_in_place=self._can_run_in_place, reads=reads)
+                           can_run_in_place=self._can_run_in_place)
 
     # -- code ----------------------------------------------------------------------------
     def _generate(self) -> str:
@@ -316,8 +295,6 @@ class Program:
             name = self.names[node] = f"b{index}" if kind == "buffer" else f"v{index}"
             if kind == "parameter":
                 parameters.append(name)
-            if kind == "internal":
-                continue  # computed inside its group's fused kernel
             if kind == "buffer" and node in self.fresh:
                 position = self.fresh[node]
                 self.namespace[f"S{index}"] = (self.shapes[node], node.element_type.dtype)
@@ -342,13 +319,7 @@ class Program:
         return [self.names[i] for i in node.inputs]
 
     def _statement(self, node: Node, index: int) -> Optional[str]:
-        """The line computing node (None for parameters and constants): its group's fused
-        kernel, or its entry in CODE."""
-        group = self._group_of.get(node)
-        if group is not None:
-            self.namespace[f"F{index}"] = self._kernels[group]
-            inputs = "".join(self.names[i] + ", " for i in group.inputs)
-            return f"F{index}({inputs}out={self.names[node]})"
+        """The line computing node (None for parameters and constants): its entry in CODE."""
         emit = CODE.lookup(type(node))
         if emit is None:
             raise GraphError(f"the cpu backend has no code for {node.op} {node.name}: lower it "
@@ -386,8 +357,7 @@ class Program:
             return False
         users = self._users.get(node, ())
         return bool(users) and all(
-            self.kind.get(user) == "buffer" and user not in self._group_of
-            and elementwise_function(type(user)) is not None
+            self.kind.get(user) == "buffer" and elementwise_function(type(user)) is not None
             and self.shapes[user] == self.shapes[node]
             for user in users)
 
@@ -505,6 +475,13 @@ def _elementwise(p: Program, node: Node, index: int) -> str:
     return f"np.copyto({out}, {name}({args}))"
 
 
+@CODE.register(core.Fused)
+def _fused(p: Program, node: Node, index: int) -> str:
+    p.namespace[f"F{index}"] = p.kernels[node]
+    inputs = "".join(name + ", " for name in p._args(node))
+    return f"F{index}({inputs}out={p.names[node]})"
+
+
 @CODE.register(*REDUCTIONS)
 def _reduce(p: Program, node: Node, index: int) -> str:
     assert isinstance(node, core.Reduction)
@@ -574,6 +551,11 @@ def _one_hot(p: Program, node: Node, index: int) -> str:
     expanded = tuple(1 if i == axis else n for i, n in enumerate(shape))
     (x,) = p._args(node)
     return f"rt.one_hot({x}, P{index}, {expanded}, out={p.names[node]})"
+
+
+def _fused_reduction(node: Node) -> bool:
+    """Whether node is a Fused node ending in a reduction (its kernel walks rows)."""
+    return isinstance(node, core.Fused) and isinstance(node.output, core.Reduction)
 
 
 def _dense_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:
