@@ -17,6 +17,8 @@ from ...debug_info import user_location
 from ...errors import AxgraphError, ExecutionError, FeedError
 from .codegen import CODE, Program
 from .fusion import FusionPass, compile_fused
+from .memory_plan import plan_memory
+from .schedule import schedule_function
 
 
 #: Fused kernels pay a fixed cost per call (a ctypes call, argument checks); below
@@ -56,7 +58,9 @@ class CpuFunction:
                 function = FusionPass(self.fuse_min_elements, bindings).run(function)
             kernels = {node: compile_fused(node, bindings, engine=self.engine)
                        for node in function.nodes if isinstance(node, core.Fused)}
-            program = Program(function, bindings, self._generators, kernels)
+            schedule = schedule_function(function, bindings)
+            program = Program(function, schedule, plan_memory(schedule), bindings,
+                              self._generators, kernels)
             self._programs[key] = program
         self.last_program = program
         return program
