@@ -849,11 +849,18 @@ class Configuration:
     without: Optional[str] = None
     #: cpu: fuse groups from this many elements (1: every group, even tiny ones).
     fuse_min_elements: Optional[int] = None
+    #: Run the cpu fusion pass last (any backend runs the Fused nodes it makes).
+    fused: bool = False
 
     def make(self) -> Transformer:
         transformer: Any = make_transformer(self.backend, **dict(self.options))
         if self.fuse_min_elements is not None:
             transformer.backend_options["fuse_min_elements"] = self.fuse_min_elements
+        if self.fused:
+            from .transformers.cpu.fusion import FusionPass
+
+            unfused = transformer.passes
+            transformer.passes = lambda: [*unfused(), FusionPass()]
         if self.without is not None:  # the pipeline is built by `passes()` per computation
             every = transformer.passes
             transformer.passes = lambda: [p for p in every() if type(p).__name__ != self.without]
@@ -884,6 +891,8 @@ def configurations(backends: Optional[Sequence[str]] = None) -> List[Configurati
                                               (("engine", "numpy"),), fuse_min_elements=1))
         else:
             main = variants[0]
+        if backend == "interpreter":  # fused functions checked on the reference path too
+            variants.append(Configuration("interpreter fused", backend, fused=True))
         with main.make() as transformer:
             passes = getattr(transformer, "passes", None)
             names = list(dict.fromkeys(type(p).__name__ for p in passes())) if passes else []

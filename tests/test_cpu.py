@@ -282,7 +282,8 @@ def test_a_fused_reductions_input_stays_row_major():
     values = np.random.default_rng(9).normal(size=(64, 48, 32)).astype(np.float32) * 0.1
     compiled(values)
     program = compiled.last_program
-    assert any(g.reduction is not None and maps in g.inputs for g in program.groups)
+    assert any(isinstance(n, core.Fused) and isinstance(n.output, core.Sum) and maps in n.inputs
+               for n in program.function.nodes)
     assert program.layout[maps].c_contiguous
     tracemalloc.start()
     got, _ = compiled(values)

@@ -1,8 +1,8 @@
 """The cpu backend's memory planner: liveness, in-place, offsets in one arena, reports.
 
-Graphs are built by hand in the core IR; the callbacks below play the code
-generator's part (which nodes get buffers, which are views, which ops may run
-in place). Every plan is checked against an independent, pairwise
+Graphs are built by hand in the core IR; the callbacks below play the
+scheduler's part (which nodes get buffers, which are views, which ops may run
+in place), turned into a hand-made `Schedule` by `as_schedule`. Every plan is checked against an independent, pairwise
 no-overlap check, not only the planner's own `verify`.
 """
 from __future__ import annotations
@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from axgraph import core
 from axgraph.core.ops.elementwise import BinaryElementwise, UnaryElementwise
 from axgraph.errors import GraphError
-from axgraph.transformers.cpu.liveness import analyze_liveness, schedule
+from axgraph.transformers.cpu.liveness import analyze_liveness
 from axgraph.transformers.cpu.memory_plan import MemoryPlan, MemoryPlanError, plan_memory
+from axgraph.transformers.cpu.schedule import Schedule
 from axgraph.visualize import draw_memory_plan, graph_to_dot
 
 VIEW_OPS = (core.Transpose, core.Reshape, core.Broadcast, core.Slice)
@@ -45,11 +46,22 @@ def never(node: core.Node, source: core.Node) -> bool:
     return False
 
 
-def plan(function: core.Function, in_place=elementwise_in_place, alignment: int = 64,
-         shapes: Optional[Dict[core.Node, Tuple[int, ...]]] = None) -> MemoryPlan:
+def as_schedule(function: core.Function, shapes=None, buffers=needs_buffer, views=alias_of,
+                in_place=elementwise_in_place) -> Schedule:
+    """The Schedule the callbacks describe (static shapes unless `shapes` is given)."""
     shapes = shapes if shapes is not None else {n: tuple(n.shape) for n in function.nodes
                                                  if n.shape.is_static}
-    result = plan_memory(function, shapes, needs_buffer, alias_of, in_place, alignment)
+    alias = {n: views(n) for n in function.nodes if views(n) is not None}
+    storage = {n: "view" if n in alias else "buffer" if buffers(n) else "parameter"
+               for n in function.nodes}
+    overwritable = {n: frozenset(x for x in n.inputs if in_place(n, x)) for n in function.nodes}
+    return Schedule(function.nodes, function.results, function.parameters, shapes, storage,
+                    alias, overwritable=overwritable, names=function.display_names())
+
+
+def plan(function: core.Function, in_place=elementwise_in_place, alignment: int = 64,
+         shapes: Optional[Dict[core.Node, Tuple[int, ...]]] = None) -> MemoryPlan:
+    result = plan_memory(as_schedule(function, shapes, in_place=in_place), alignment)
     check_sound(result)
     return result
 
@@ -157,7 +169,8 @@ def test_no_in_place_over_a_result_or_a_parameter():
     q = plan(g)
     assert all(b.in_place_of is None for b in q.buffers.values())
     # even when the generator gives parameters arena space, they are never overwritten
-    r = plan_memory(g, {}, lambda n: not isinstance(n, VIEW_OPS), alias_of, lambda n, i: True)
+    r = plan_memory(as_schedule(g, {}, lambda n: not isinstance(n, VIEW_OPS),
+                                in_place=lambda n, i: True))
     check_sound(r)
     assert x in r.buffers and all(b.in_place_of is None for b in r.buffers.values())
 
@@ -256,7 +269,7 @@ def test_liveness_directly():
     b = core.Sin(x)
     c = core.Add(v, core.Reshape(b, (2, 2)))
     f = core.Function([c], [x])
-    live = analyze_liveness(schedule(f), f.results, needs_buffer, alias_of)
+    live = analyze_liveness(as_schedule(f))
     assert live.owners == (a, b, c)
     assert live.root == {v: a, c.inputs[1]: b}
     assert live.end[a] == live.step[c] and live.end[b] == live.step[c]
@@ -290,7 +303,7 @@ def test_symbolic_shapes_use_the_bound_sizes():
     p = plan(f, shapes={x: (10, 4), t: (10, 4), s: (10,)})
     assert p.buffers[t].nbytes == 160 and p.buffers[s].nbytes == 40
     with pytest.raises(MemoryPlanError, match="no concrete shape"):
-        plan_memory(f, {}, needs_buffer, alias_of, never)
+        plan_memory(as_schedule(f, {}, in_place=never))
 
 
 def test_bad_inputs_are_refused():
@@ -299,9 +312,9 @@ def test_bad_inputs_are_refused():
     b = core.Sin(a)
     f = core.Function([b], [x])
     with pytest.raises(MemoryPlanError, match="alignment"):
-        plan_memory(f, {}, needs_buffer, alias_of, never, alignment=0)
+        plan_memory(as_schedule(f, {}, in_place=never), alignment=0)
     with pytest.raises(GraphError, match="not scheduled before"):
-        plan_memory(f, {}, needs_buffer, lambda n: b if n is a else None, never)
+        plan_memory(as_schedule(f, {}, views=lambda n: b if n is a else None, in_place=never))
 
 
 def test_verify_catches_a_broken_plan():

@@ -55,10 +55,14 @@ def attribute_symbols(node: Node) -> FrozenSet[str]:
 
 
 class Function:
-    """A computation over `parameters` that produces `results` (seed 004)."""
+    """A computation over `parameters` that produces `results` (seed 004).
+
+    `bound_outside` names size variables an enclosing function binds (the body of
+    a `Fused` node may use sizes none of its own parameters carry).
+    """
 
     def __init__(self, results: Union[Node, Sequence[Node]], parameters: Sequence[Node],
-                 name: Optional[str] = None):
+                 name: Optional[str] = None, bound_outside: Iterable[str] = ()):
         results = _as_nodes(results, "results")
         parameters = _as_nodes(parameters, "parameters")
         location = user_location()
@@ -84,8 +88,9 @@ class Function:
         self._parameters = cast(Tuple[Parameter, ...], parameters)  # each checked above
         self._nodes = tuple(parameters) + tuple(n for n in order if n not in seen)
         self._name = name or "function"
-        self._free_symbols = bindable = frozenset().union(
-            *(p.shape.free_symbols for p in parameters))
+        self._free_symbols = frozenset().union(*(p.shape.free_symbols for p in parameters))
+        # A Fused node's body may use sizes its enclosing function binds.
+        bindable = self._free_symbols | frozenset(bound_outside)
         for node in self._nodes:
             unbound = (node.shape.free_symbols | attribute_symbols(node)) - bindable
             if unbound:
@@ -216,6 +221,9 @@ class Function:
                           for key in node._attributes if key not in node._hidden]
             lines.append(f"  {names[node]} = {node.op}({', '.join(arguments)}) : "
                          f"{node.type_str()}")
+            for value in node.attributes.values():  # a Fused node's body, indented under it
+                if isinstance(value, Function):
+                    lines.extend("      " + line for line in str(value).splitlines())
         lines.append("  return " + ", ".join(names[r] for r in self._results))
         return "\n".join(lines)
 

@@ -392,6 +392,16 @@ def _one_hot(node, ctx, x):
     return (np.expand_dims(x, axis) == positions).astype(x.dtype)
 
 
+@kernel(ops.Fused)
+def _fused(node, ctx, *inputs):
+    """The body, node by node, over the inputs (sizes bound by the enclosing function)."""
+    values: Dict[Node, np.ndarray] = dict(zip(node.function.parameters, inputs))
+    for member in node.body:
+        values[member] = np.asarray(find_kernel(type(member))(
+            member, ctx, *[values[i] for i in member.inputs]))
+    return values[node.output]
+
+
 # -- running ------------------------------------------------------------------------------------
 
 def find_kernel(op_class: type) -> Kernel:

@@ -5,6 +5,7 @@ from .elementwise import (Abs, Add, And, BinaryElementwise, Comparison, Convert,
                           Equal, Erf, Exp, Floor, Greater, GreaterEq, Less, LessEq, Log, Maximum,
                           Minimum, Multiply, Negative, Not, NotEqual, Or, Power, Rsqrt, Select,
                           Sigmoid, Sign, Sin, Sqrt, Subtract, Tan, Tanh, UnaryElementwise)
+from .fused import Fused
 from .leaves import Constant, DimValue, Parameter, RandomNormal, RandomUniform
 from .nn import (AvgPool, AvgPoolBackprop, Col2Im, Convolution, ConvolutionBackpropData,
                  ConvolutionBackpropFilters, Gather, Im2Col, MaxPool, MaxPoolBackprop, OneHot,
@@ -29,6 +30,8 @@ CORE_OPS = (
     Convolution, ConvolutionBackpropData, ConvolutionBackpropFilters, Im2Col, Col2Im,
     MaxPool, AvgPool, MaxPoolBackprop, AvgPoolBackprop,
     Gather, ScatterAdd, OneHot,
+    # scheduling: a group of the above run as one kernel (made by a fusion pass)
+    Fused,
 )
 
 __all__ = [op.__name__ for op in CORE_OPS] + [

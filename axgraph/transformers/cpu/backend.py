@@ -13,11 +13,12 @@ import numpy as np
 
 from ... import core
 from ...core.backend import Backend, Capabilities, bind_arguments
-from ...core.interpreter import Context
 from ...debug_info import user_location
 from ...errors import AxgraphError, ExecutionError, FeedError
 from .codegen import CODE, Program
-from .fusion import compile_group, find_fusion_groups
+from .fusion import FusionPass, compile_fused
+from .memory_plan import plan_memory
+from .schedule import schedule_function
 
 
 #: Fused kernels pay a fixed cost per call (a ctypes call, argument checks); below
@@ -40,7 +41,6 @@ class CpuFunction:
         self.fuse_min_elements = fuse_min_elements
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
-        self._groups = find_fusion_groups(function) if fuse else []
         self._programs: Dict[Tuple, Program] = {}
         #: Argument signatures (dtype, shape) already checked, to their program.
         self._known: Dict[Tuple, Program] = {}
@@ -53,21 +53,17 @@ class CpuFunction:
         key = tuple(sorted(bindings.items()))
         program = self._programs.get(key)
         if program is None:
-            ctx = Context(dict(bindings), self._generators)
-            kernels = {group: compile_group(group, {node: ctx.shape(node.shape) for node in
-                                                    group.nodes + tuple(group.inputs)},
-                                            engine=self.engine)
-                       for group in self._worth_fusing(ctx)}
-            program = Program(self.function, bindings, self._generators, list(kernels), kernels)
+            function = self.function
+            if self.fuse:  # at these sizes: small groups run faster unfused
+                function = FusionPass(self.fuse_min_elements, bindings).run(function)
+            kernels = {node: compile_fused(node, bindings, engine=self.engine)
+                       for node in function.nodes if isinstance(node, core.Fused)}
+            schedule = schedule_function(function, bindings)
+            program = Program(function, schedule, plan_memory(schedule), bindings,
+                              self._generators, kernels)
             self._programs[key] = program
         self.last_program = program
         return program
-
-    def _worth_fusing(self, ctx: Context):
-        """The groups big enough, at these sizes, for one kernel to beat separate calls."""
-        return [group for group in self._groups
-                if max(int(np.prod(ctx.shape(n.shape), dtype=np.int64)) for n in group.nodes)
-                >= self.fuse_min_elements]
 
     def __call__(self, *arrays, out=None, donate: Optional[Mapping[int, int]] = None):
         """Run on `arrays`. `out`: arrays for the results (None entries: fresh ones).
@@ -133,7 +129,7 @@ class CpuFunction:
         if len(targets) != count:
             raise FeedError(f"out= has {len(targets)} entries for {count} results",
                             user_location())
-        for k, (target, node) in enumerate(zip(targets, self.function.results)):
+        for k, (target, node) in enumerate(zip(targets, program.function.results)):
             expected = (program.shapes[node], node.element_type.dtype)
             if target is not None and (not isinstance(target, np.ndarray)
                                        or (target.shape, target.dtype) != expected

@@ -9,35 +9,30 @@ those few ops and the returned results need.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ... import core
 from ...core import interpreter
-from ...core.host import HostCall
 from ...core.node import Node
-from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
+from ...core.traits import name_in, takes_out
 from ...errors import AxgraphError, ExecutionError, GraphError
 from ...op_table import OpTable
-from ...strides import dense_order
 from ...tensor_description import TensorDescription
 from . import runtime, windows
+from .memory_plan import MemoryPlan
+from .schedule import (ALLOCATING, VIEWS, Schedule, concrete, dense_layout_order,
+                       elementwise_function)
 
 Shapes = Dict[Node, Tuple[int, ...]]
 
 # -- what each op becomes -------------------------------------------------------------------
 
-#: Elementwise ops run by a runtime function instead of the op's reference function (its
-#: `numpy` trait): a Sigmoid in four passes, a Convert into the buffer's type.
-RUNTIME: OpTable[str] = OpTable("cpu runtime function",
-                                {core.Sigmoid: "rt.sigmoid", core.Convert: "rt.convert"})
 # ufunc.reduce directly: the np.sum wrapper costs more than a small reduction itself.
 REDUCTIONS: OpTable[str] = OpTable("cpu reduction", {
     core.Sum: "np.add.reduce", core.Prod: "np.multiply.reduce", core.Max: "np.maximum.reduce",
     core.Min: "np.minimum.reduce"})
-VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
 #: Windowed ops: the `windows` kernel each calls, and the geometry it takes after its inputs.
 WINDOWS: OpTable[Tuple[str, Tuple[str, ...]]] = OpTable("cpu window kernel", {
     core.Im2Col: ("win.im2col", ("window", "strides", "dilation", "padding_below",
@@ -50,60 +45,26 @@ WINDOWS: OpTable[Tuple[str, Tuple[str, ...]]] = OpTable("cpu window kernel", {
                                                      "padding_above")),
     core.AvgPoolBackprop: ("win.avg_pool_backprop", ("window", "strides", "padding_below",
                                                      "padding_above"))})
-#: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
-#: (Random draws keep the reference's exact stream: NumPy's Generator draws them anew.)
-#: (Host calls, such as prints, run here too: in node order, never fused.)
-ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBackpropFilters,
-              core.RandomUniform, core.RandomNormal, core.DimValue, HostCall)
 #: Sums over the outermost axes of at least this many elements run as a BLAS product.
 OUTER_SUM_MIN = 1 << 14
-#: Ops besides the elementwise ones whose kernels write an `out` of any strides.
-ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop)
-
-
-def elementwise_function(op_class: type) -> Union[str, Callable, None]:
-    """What writes an elementwise op's `out=` in generated code: a runtime function or
-    the op's ufunc, as text ("rt.sigmoid", "np.exp"), or the op's reference function
-    itself. None for ops that are not elementwise or have no reference function."""
-    found = RUNTIME.lookup(op_class)
-    if found is not None:
-        return found
-    name = ufunc_name(op_class)
-    return numpy_function(op_class) if name is None else f"np.{name}"
-
-
 class Program:
     """The generated function for one binding, with its arena and source text."""
 
-    def __init__(self, function: core.Function, bindings: Dict[str, int], generators,
-                 groups: Sequence = (), kernels: Optional[Dict] = None):
-        self.function, self.bindings = function, dict(bindings)
+    def __init__(self, function: core.Function, schedule: Schedule, plan: MemoryPlan,
+                 bindings: Mapping[str, int], generators,
+                 kernels: Optional[Mapping[core.Fused, Callable]] = None):
+        self.function, self.schedule, self.plan = function, schedule, plan
+        self.bindings = dict(bindings)
         ctx = interpreter.Context(self.bindings, generators)
-        self.shapes: Shapes = {node: ctx.shape(node.shape) for node in function.nodes}
-        self.groups = list(groups)
-        self._kernels = kernels or {}
-        self._group_of = {g.output: g for g in self.groups}
-        self._internal = {n for g in self.groups for n in g.nodes if n is not g.output}
+        self.shapes, self.layout, self.fresh = schedule.shapes, schedule.layout, schedule.fresh
+        #: The kernel of each Fused node.
+        self.kernels = kernels or {}
         self._results = set(function.results)
-        self._reduction_inputs = {x for g in self.groups if g.reduction is not None
-                                  for x in g.inputs}
-        self.kind: Dict[Node, str] = {}
-        self.alias: Dict[Node, Node] = {}
-        self.layout: Dict[Node, Optional[TensorDescription]] = {}
-        for node in function.nodes:
-            self._classify(node)
-        # Results computed by the program get their own arrays (the caller's out= or a
-        # new one per call) instead of arena space: no copy out of the arena afterwards.
-        self.fresh: Dict[Node, int] = {}
-        for position, node in enumerate(function.results):
-            if self.kind[node] == "buffer" and node not in self.fresh:
-                self.fresh[node] = position
         #: Result positions the program does not write into a fresh array (copied out).
         self.copied = [k for k, node in enumerate(function.results) if self.fresh.get(node) != k]
         self.no_outs: Tuple[Optional[np.ndarray], ...] = (None,) * len(function.results)
-        self.plan = self._plan()
         #: (result, parameter) positions where the result may overwrite the argument.
-        self.donatable = self._donatable()
+        self.donatable = schedule.donatable
         self._users = function.users()
         self.namespace: Dict[str, Any] = {"np": np, "rt": runtime, "win": windows, "CTX": ctx}
         self.names: Dict[Node, str] = {}
@@ -113,153 +74,6 @@ class Program:
         self.source = self._generate()
         exec(compile(self.source, self.filename, "exec"), self.namespace)
         self.run: Callable = self.namespace["run"]
-
-    # -- classification ------------------------------------------------------------------
-    def _classify(self, node: Node) -> None:
-        """Decide how node gets its value, tracking its layout (seed 003 descriptions).
-
-        Transpose, slice, reverse and broadcast are always views; a reshape is a
-        view when the input's layout allows one (NumPy's rule), else a copy
-        into a planned buffer.
-        """
-        shape = self.shapes[node]
-        dtype = node.element_type.dtype
-        layout = None
-        if isinstance(node, core.Parameter):
-            kind = "parameter"
-        elif isinstance(node, core.Constant):
-            kind = "constant"
-        elif node in self._internal:
-            kind = "internal"
-        elif node in self._group_of:
-            kind = "buffer"
-        elif isinstance(node, VIEWS) or isinstance(node, core.Reshape):
-            layout = self._view_layout(node)
-            kind = "view" if layout is not None else "buffer"
-        elif isinstance(node, ALLOCATING):
-            kind = "allocating"
-        else:
-            kind = "buffer"
-        if kind == "view":
-            self.alias[node] = node.inputs[0]
-        elif kind == "buffer":
-            layout = self._buffer_layout(node, shape, dtype)
-        elif kind != "internal":
-            layout = TensorDescription.row_major(shape, dtype)
-        self.kind[node] = kind
-        self.layout[node] = layout
-
-    def _buffer_layout(self, node: Node, shape: Tuple[int, ...], dtype) -> TensorDescription:
-        """Row-major, or for an op that writes any layout, the axis order of its first
-        dense input of the same rank (seed 003: compute in the inputs' layout).
-
-        A ReLU of a transposed view then walks input and output in memory order
-        instead of one of them with a large stride, and the transposes around
-        it stay free views.
-        """
-        if node in self._results or not self._writes_any_layout(node) or \
-                node in self._reduction_inputs:  # fused reductions walk rows: row-major
-            return TensorDescription.row_major(shape, dtype)
-        group = self._group_of.get(node)
-        for x in (group.inputs if group is not None else node.inputs):
-            order = _dense_order(self.layout.get(x)) if len(self.shapes[x]) == len(shape) \
-                else None
-            if order is not None:
-                physical = tuple(shape[i] for i in order)
-                return TensorDescription.row_major(physical, dtype).transpose(
-                    tuple(int(i) for i in np.argsort(order)))
-        return TensorDescription.row_major(shape, dtype)
-
-    def _writes_any_layout(self, node: Node) -> bool:
-        group = self._group_of.get(node)
-        if group is not None:
-            return group.reduction is None
-        return elementwise_function(type(node)) is not None or isinstance(node, ANY_LAYOUT)
-
-    def _view_layout(self, node: Node) -> Optional[TensorDescription]:
-        """The layout of node as a view of its input, or None if it must copy."""
-        source = self.layout.get(node.inputs[0])
-        if source is None:  # computed inside a fused kernel: no storage to view
-            return None
-        if isinstance(node, core.Transpose):
-            return source.transpose(node.permutation)
-        if isinstance(node, core.Reshape):
-            return source.reshape(self.shapes[node])
-        if isinstance(node, core.Broadcast):
-            return source.broadcast(self.shapes[node], node.axes)
-        if isinstance(node, core.Slice):
-            return source.slice(tuple(slice(lo, hi, st) for lo, hi, st in zip(
-                _concrete(node.lower, self.bindings), _concrete(node.upper, self.bindings),
-                node.strides)))
-        assert isinstance(node, core.Reverse)  # the last of VIEWS
-        return source.slice(tuple(slice(None, None, -1) if i in node.axes else slice(None)
-                                  for i in range(node.rank)))
-
-    def _can_run_in_place(self, node: Node, source: Node) -> bool:
-        if self.kind.get(source) != "buffer" or source in self.alias or source in self.fresh:
-            return False
-        layout, source_layout = self.layout[node], self.layout[source]
-        assert layout is not None and source_layout is not None  # both are buffers
-        if self.shapes[node] != self.shapes[source] or \
-                node.element_type.dtype != source.element_type.dtype or \
-                layout.element_strides != source_layout.element_strides:
-            return False
-        return self._overwrites_safely(node)
-
-    def _overwrites_safely(self, node: Node) -> bool:
-        """Whether node's kernel may write over an operand as it reads it (elementwise,
-        each element read before it is written)."""
-        group = self._group_of.get(node)
-        if group is not None:
-            return group.reduction is None
-        return type(node).in_place
-
-    def _donatable(self) -> frozenset:
-        """(result position, parameter position) pairs where the result may be written
-        into the parameter's own array: nothing reads the parameter after the step
-        that writes the result, or that step reads it elementwise, element by element.
-
-        A variable's update `w - lr * g` then overwrites `w` (the caller donates the
-        old value, as JAX's donate_argnums does) instead of allocating a new array.
-        """
-        steps = {node: step for step, node in enumerate(self.function.nodes)}
-        end = len(self.function.nodes)
-
-        def root(node: Node) -> Node:
-            while node in self.alias:
-                node = self.alias[node]
-            return node
-
-        last_read: Dict[Node, int] = {}
-        through_view: Dict[Node, int] = {}
-        for node in self.function.nodes:
-            if self.kind[node] in ("parameter", "constant", "view", "internal"):
-                continue  # views are read by their users; a group's members at its output
-            group = self._group_of.get(node)
-            for x in (group.inputs if group is not None else node.inputs):
-                r = root(x)
-                last_read[r] = max(last_read.get(r, -1), steps[node])
-                if r is not x:
-                    through_view[r] = max(through_view.get(r, -1), steps[node])
-        for k, result in enumerate(self.function.results):
-            if self.fresh.get(result) != k:  # copied out after the run: read at the end
-                last_read[root(result)] = end
-        pairs = set()
-        for k, result in enumerate(self.function.results):
-            if self.fresh.get(result) != k:
-                continue
-            step = steps[result]
-            group = self._group_of.get(result)
-            reads = group.inputs if group is not None else result.inputs
-            for j, parameter in enumerate(self.function.parameters):
-                last = last_read.get(parameter, -1)
-                same = (self.shapes[parameter] == self.shapes[result]
-                        and parameter.element_type == result.element_type)
-                if same and (last < step or (
-                        last == step and parameter in reads and self._overwrites_safely(result)
-                        and through_view.get(parameter, -1) < step)):
-                    pairs.add((k, j))
-        return frozenset(pairs)
 
     def attributed(self, error: Exception, traceback) -> Optional[ExecutionError]:
         """`error`, raised while running, as the interpreter words it: naming the op
@@ -283,27 +97,6 @@ class Program:
             arrays[k] = np.array(arrays[k], copy=True, order="C")
         return tuple(arrays)
 
-    # -- memory --------------------------------------------------------------------------
-    def _plan(self):
-        from .memory_plan import plan_memory
-
-        # The planner sees a fused group as its output node reading the group's
-        # inputs: the internal nodes run inside the kernel and own no storage.
-        order = [n for n in self.function.nodes if n not in self._internal]
-        schedule = SimpleNamespace(nodes=order, parameters=self.function.parameters,
-                                   results=self.function.results, name=self.function.name,
-                                   display_names=self.function.display_names)
-
-        def reads(node: Node) -> Sequence[Node]:
-            group = self._group_of.get(node)
-            return group.inputs if group is not None else node.inputs
-
-        return plan_memory(schedule, self.shapes,
-                           needs_buffer=lambda n: self.kind.get(n) == "buffer"
-                           and n not in self.fresh,
-                           alias_of=self.alias.get,
-                           can_run_in_place=self._can_run_in_place, reads=reads)
-
     # -- code ----------------------------------------------------------------------------
     def _generate(self) -> str:
         arena = np.empty(max(self.plan.arena_bytes, 1), dtype=np.uint8)
@@ -311,14 +104,12 @@ class Program:
         parameters: List[str] = []
         lines: List[str] = []
         for index, node in enumerate(self.function.nodes):
-            kind = self.kind[node]
+            kind = self.schedule.storage[node]
             # A buffer node's value is its buffer: the call writes it, nothing is rebound.
-            name = self.names[node] = f"b{index}" if kind == "buffer" else f"v{index}"
+            name = self.names[node] = f"b{index}" if self.schedule.writes(node) else f"v{index}"
             if kind == "parameter":
                 parameters.append(name)
-            if kind == "internal":
-                continue  # computed inside its group's fused kernel
-            if kind == "buffer" and node in self.fresh:
+            if kind == "fresh":
                 position = self.fresh[node]
                 self.namespace[f"S{index}"] = (self.shapes[node], node.element_type.dtype)
                 lines.append(f"    {name} = outs[{position}] if outs[{position}] is not None "
@@ -342,13 +133,7 @@ class Program:
         return [self.names[i] for i in node.inputs]
 
     def _statement(self, node: Node, index: int) -> Optional[str]:
-        """The line computing node (None for parameters and constants): its group's fused
-        kernel, or its entry in CODE."""
-        group = self._group_of.get(node)
-        if group is not None:
-            self.namespace[f"F{index}"] = self._kernels[group]
-            inputs = "".join(self.names[i] + ", " for i in group.inputs)
-            return f"F{index}({inputs}out={self.names[node]})"
+        """The line computing node (None for parameters and constants): its entry in CODE."""
         emit = CODE.lookup(type(node))
         if emit is None:
             raise GraphError(f"the cpu backend has no code for {node.op} {node.name}: lower it "
@@ -364,7 +149,7 @@ class Program:
         same sums at memory speed, accumulating no less accurately.
         """
         source = node.inputs[0]
-        order = _dense_order(self.layout.get(source))
+        order = dense_layout_order(self.layout.get(source))
         reduced = len(node.axes)
         if not isinstance(node, core.Sum) or order is None or node in self.fresh or \
                 node.element_type.dtype.kind != "f" or set(order[:reduced]) != set(node.axes) \
@@ -386,8 +171,7 @@ class Program:
             return False
         users = self._users.get(node, ())
         return bool(users) and all(
-            self.kind.get(user) == "buffer" and user not in self._group_of
-            and elementwise_function(type(user)) is not None
+            self.schedule.writes(user) and elementwise_function(type(user)) is not None
             and self.shapes[user] == self.shapes[node]
             for user in users)
 
@@ -443,8 +227,8 @@ class Program:
             return f"np.broadcast_to({x}.reshape({expanded}), {shape})"
         if isinstance(node, core.Slice):
             items = ", ".join(f"{_int(lo)}:{_int(hi)}:{st}" for lo, hi, st in
-                              zip(_concrete(node.lower, self.bindings),
-                                  _concrete(node.upper, self.bindings), node.strides))
+                              zip(concrete(node.lower, self.bindings),
+                                  concrete(node.upper, self.bindings), node.strides))
             return f"{x}[{items},]"
         assert isinstance(node, core.Reverse)  # the last of VIEWS
         items = ", ".join("::-1" if i in node.axes else ":" for i in range(node.rank))
@@ -479,7 +263,7 @@ def _view(p: Program, node: Node, index: int) -> str:
 
 @CODE.register(core.Reshape)
 def _reshape(p: Program, node: Node, index: int) -> str:
-    if p.kind[node] == "view":
+    if p.schedule.storage[node] == "view":
         return f"{p.names[node]} = {p._view(node)}"
     return f"rt.copy({p.names[node.inputs[0]]}, out={p.names[node]})"
 
@@ -503,6 +287,13 @@ def _elementwise(p: Program, node: Node, index: int) -> str:
     if takes_out(function):
         return f"{name}({args}, out={out})"
     return f"np.copyto({out}, {name}({args}))"
+
+
+@CODE.register(core.Fused)
+def _fused(p: Program, node: Node, index: int) -> str:
+    p.namespace[f"F{index}"] = p.kernels[node]
+    inputs = "".join(name + ", " for name in p._args(node))
+    return f"F{index}({inputs}out={p.names[node]})"
 
 
 @CODE.register(*REDUCTIONS)
@@ -576,14 +367,9 @@ def _one_hot(p: Program, node: Node, index: int) -> str:
     return f"rt.one_hot({x}, P{index}, {expanded}, out={p.names[node]})"
 
 
-def _dense_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:
-    """Axes outermost-first when `layout` densely fills its elements in that order."""
-    return None if layout is None else dense_order(layout.shape, layout.element_strides)
-
-
 def _as_array(layout: TensorDescription, memory: np.ndarray) -> np.ndarray:
     """The planned bytes of a buffer as an array of `layout` (a dense axis order)."""
-    order = _dense_order(layout)
+    order = dense_layout_order(layout)
     assert order is not None  # the planner lays every buffer out densely
     physical = tuple(layout.shape[i] for i in order)
     array = memory.view(layout.dtype).reshape(physical)
@@ -611,10 +397,6 @@ def _arranged(name: str, shape: Sequence[int], order: List[int], matrix: Tuple[i
     if tuple(shape[i] for i in order) != matrix:
         expression = f"{expression}.reshape({matrix})"
     return expression
-
-
-def _concrete(values, bindings) -> List[int]:
-    return [v if isinstance(v, int) else v.evaluate(bindings) for v in values]
 
 
 def _int(value: int) -> str:

@@ -74,7 +74,7 @@ from ...core.node import Node
 from ...core.traits import c_code
 from ...errors import ExecutionError
 from ...op_table import OpTable
-from .fusion import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
+from .group import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
                      op_family, prepare_call, reduction_kind)
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.

@@ -34,7 +34,7 @@ from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
 from ...errors import ExecutionError
 from ...op_table import OpTable
 from . import parallel
-from .fusion import (FusedGroup, concrete_shape, group_shapes, is_scalar_constant, op_family,
+from .group import (FusedGroup, concrete_shape, group_shapes, is_scalar_constant, op_family,
                      prepare_call, reduction_kind)
 
 # Elements per block: 64K f32 = 256 KiB per scratch buffer. Measured here (chain over

@@ -1,4 +1,4 @@
-"""Liveness analysis over a scheduled core Function (the first half of memory planning).
+"""Liveness analysis over a Schedule (the first half of memory planning).
 
 Why this exists: a compiled graph must not allocate one tensor per
 intermediate (seed 003). To share memory we need to know, for every tensor
@@ -9,11 +9,11 @@ lifetimes do not intersect may occupy the same bytes.
 Schedule. The core IR has no ``other_deps``: lowering turns every ordering
 constraint of the axes graph (assignments, other_deps) into plain data flow,
 so a topological order of the core Function already respects them.
-``Function.nodes`` is such an order; `schedule` returns it after checking that
-every input really is scheduled before its user, so the rest of the planner
-can rely on it.
+``Schedule.nodes`` is such an order (schedule.py); `check_schedule` checks
+that every input really is scheduled before its user, so the rest of the
+planner can rely on it.
 
-Views. A node for which ``alias_of(node)`` is not None (Transpose, Reshape,
+Views. A node for which ``schedule.alias_of(node)`` is not None (Transpose, Reshape,
 Slice, Broadcast done by striding) owns no storage: it reads the storage of
 its base, which may itself be a view. Liveness follows such chains to the
 *root* and charges every read of a view to that root, so the root stays alive
@@ -27,43 +27,23 @@ step is simply its index in ``schedule``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Optional, Sequence, Tuple
 
-from ...core.function import Function
 from ...core.node import Node
 from ...errors import GraphError
+from .schedule import Schedule
 
-NeedsBuffer = Callable[[Node], bool]
 AliasOf = Callable[[Node], Optional[Node]]
-#: The nodes a node reads when it runs (its inputs, unless it stands for a fused group).
-Reads = Callable[[Node], Sequence[Node]]
 
 
-def _inputs(node: Node) -> Sequence[Node]:
-    return node.inputs
-
-
-def schedule(function: Function, reads: Optional[Reads] = None) -> Tuple[Node, ...]:
-    """The order nodes run in: ``function.nodes``, checked to be topological.
-
-    Ordering constraints (other_deps) were made into data flow by lowering,
-    so a topological order is a valid schedule. The check is cheap and turns
-    a broken schedule into an error here instead of corrupted memory later.
-    """
-    order = tuple(function.nodes)
-    check_schedule(order, reads)
-    return order
-
-
-def check_schedule(order: Sequence[Node], reads: Optional[Reads] = None) -> Dict[Node, int]:
+def check_schedule(order: Sequence[Node]) -> Dict[Node, int]:
     """Each node's step; GraphError if a node is listed twice or runs before an input."""
-    reads = reads or _inputs
     step: Dict[Node, int] = {}
     for position, node in enumerate(order):
         if node in step:
             raise GraphError(f"schedule: {node.op} {node.name} is scheduled twice "
                              f"(steps {step[node]} and {position})", node.location)
-        for source in reads(node):
+        for source in node.inputs:
             if source not in step:
                 raise GraphError(f"schedule: {node.op} {node.name} (step {position}) reads "
                                  f"{source.op} {source.name}, which is not scheduled before it",
@@ -130,17 +110,16 @@ def _resolve_root(node: Node, alias_of: AliasOf, step: Dict[Node, int],
     return found
 
 
-def analyze_liveness(order: Sequence[Node], results: Iterable[Node], needs_buffer: NeedsBuffer,
-                     alias_of: AliasOf, reads: Optional[Reads] = None) -> Liveness:
-    """Lifetimes of every storage-owning node of the schedule `order`.
+def analyze_liveness(schedule: Schedule) -> Liveness:
+    """Lifetimes of every storage-owning node of `schedule`.
 
-    A node owns storage when ``needs_buffer(node)`` and it is not a view
-    (``alias_of(node) is None``): a view never gets bytes of its own even if
-    the caller says it needs a buffer, since its values live in its base.
+    A node owns storage when ``schedule.needs_buffer(node)`` and it is not a
+    view (``schedule.alias_of(node) is None``): a view never gets bytes of its
+    own, since its values live in its base.
     """
-    order = tuple(order)
-    reads = reads or _inputs
-    step = check_schedule(order, reads)
+    order = tuple(schedule.nodes)
+    alias_of, needs_buffer = schedule.alias_of, schedule.needs_buffer
+    step = check_schedule(order)
     last_step = len(order) - 1
     root: Dict[Node, Node] = {}
     owners = []
@@ -155,7 +134,7 @@ def analyze_liveness(order: Sequence[Node], results: Iterable[Node], needs_buffe
     for node in order:
         # A view "reads" its base when it is formed; an ordinary node reads its inputs.
         at = step[node]
-        for source in reads(node):
+        for source in node.inputs:
             base = root.get(source, source)
             if base in owned and end[base] < at:
                 end[base] = at
@@ -164,7 +143,7 @@ def analyze_liveness(order: Sequence[Node], results: Iterable[Node], needs_buffe
             if base in owned and end[base] < at:
                 end[base] = at
     pinned = set()
-    for result in results:
+    for result in schedule.results:
         if result not in step:
             raise GraphError(f"memory plan: result {result.op} {result.name} is not scheduled",
                              result.location)

@@ -9,13 +9,15 @@ share bytes of one arena allocated once per call (or once per computation).
 
 Steps:
 
-1. **Schedule**: ``function.nodes`` (topological; lowering already turned
-   other_deps into data flow), checked by `liveness.schedule`.
+1. **Schedule** (schedule.py): the nodes in order (topological; lowering
+   already turned other_deps into data flow), each node's storage kind
+   (which get arena space, which are views of what) and the inputs its
+   kernel may overwrite; the order is checked by `liveness.check_schedule`.
 2. **Liveness** (`liveness.analyze_liveness`): for each node that owns
    storage, the first and last step it is live. Views own nothing and keep
    their root alive; results stay live to the end.
 3. **In place**: a node may write its output over an input whose storage
-   dies at this very step (``can_run_in_place`` agrees, same byte size, the
+   dies at this very step (``schedule.can_run_in_place`` agrees, same byte size, the
    input is no result, no other input of the node reads the same storage
    through a different view). The two then form one *storage* whose
    lifetime is the union of theirs.
@@ -41,11 +43,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...core.function import Function
 from ...core.node import Node
 from ...core.ops.leaves import Constant, Parameter
 from ...errors import GraphError
-from .liveness import AliasOf, Liveness, NeedsBuffer, Reads, _inputs, analyze_liveness
+from .liveness import Liveness, analyze_liveness
+from .schedule import Schedule
 
 CanRunInPlace = Callable[[Node, Node], bool]
 
@@ -248,7 +250,7 @@ def _node_nbytes(node: Node, shapes: Mapping[Node, Tuple[int, ...]]) -> int:
 
 
 def _choose_in_place(node: Node, liveness: Liveness, nbytes: Dict[Node, int],
-                     can_run_in_place: CanRunInPlace, reads: Reads) -> Optional[Node]:
+                     can_run_in_place: CanRunInPlace) -> Optional[Node]:
     """The input `node` may overwrite, or None.
 
     The input must own its storage, die at this step (no later reader, of
@@ -258,7 +260,7 @@ def _choose_in_place(node: Node, liveness: Liveness, nbytes: Dict[Node, int],
     overwritten (Add(x, Transpose(x)) must not run over x).
     """
     at = liveness.step[node]
-    for candidate in dict.fromkeys(reads(node)):
+    for candidate in dict.fromkeys(node.inputs):
         if candidate not in nbytes or candidate in liveness.pinned:
             continue
         if isinstance(candidate, (Parameter, Constant)):   # caller's or shared data: read-only
@@ -266,7 +268,7 @@ def _choose_in_place(node: Node, liveness: Liveness, nbytes: Dict[Node, int],
         if liveness.end[candidate] != at or nbytes[candidate] != nbytes[node]:
             continue
         if any(other is not candidate and liveness.storage_root(other) is candidate
-               for other in reads(node)):
+               for other in node.inputs):
             continue
         if can_run_in_place(node, candidate):
             return candidate
@@ -402,34 +404,30 @@ def _place(storages: Sequence[_Storage], num_steps: int) -> Tuple[List[int], str
 
 # -- the entry point ------------------------------------------------------------------
 
-def plan_memory(function: Function, shapes: Mapping[Node, Tuple[int, ...]],
-                needs_buffer: NeedsBuffer, alias_of: AliasOf,
-                can_run_in_place: CanRunInPlace, alignment: int = 64,
-                reads: Optional[Reads] = None) -> MemoryPlan:
-    """Assign every storage-owning node of `function` an offset in one arena.
+def plan_memory(schedule: Schedule, alignment: int = 64) -> MemoryPlan:
+    """Assign every storage-owning node of `schedule` an offset in one arena.
 
-    `shapes[node]` is the node's concrete shape (static shapes may be left
-    out); `needs_buffer(node)` says whether the node gets arena space
-    (Parameters and Constants do not; results do); `alias_of(node)` names the
-    node whose storage a view reads, or None; `can_run_in_place(node, input)`
-    says the op may write its output over that input. Offsets are multiples
+    `schedule.shapes[node]` is the node's concrete shape (static shapes may be
+    left out); `schedule.needs_buffer(node)` says whether the node gets arena
+    space; `schedule.alias_of(node)` names the node whose storage a view
+    reads, or None; `schedule.can_run_in_place(node, input)` says the op may
+    write its output over that input. Offsets are multiples
     of `alignment` and each buffer's block is padded to it; the plan is
     verified (no two simultaneously live buffers overlap) before it is
     returned.
     """
     if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment < 1:
         raise MemoryPlanError(f"memory plan: alignment must be a positive int, not {alignment!r}")
-    reads = reads or _inputs
-    order = tuple(function.nodes)  # checked as a schedule by analyze_liveness
-    liveness = analyze_liveness(order, function.results, needs_buffer, alias_of, reads)
-    nbytes = {n: _node_nbytes(n, shapes) for n in liveness.owners}
+    order = tuple(schedule.nodes)  # checked by analyze_liveness
+    liveness = analyze_liveness(schedule)
+    nbytes = {n: _node_nbytes(n, schedule.shapes) for n in liveness.owners}
 
     # In place: fold each writer into the storage of the input it overwrites.
     storage_of: Dict[Node, int] = {}
     storages: List[_Storage] = []
     in_place_of: Dict[Node, Node] = {}
     for node in liveness.owners:
-        target = _choose_in_place(node, liveness, nbytes, can_run_in_place, reads)
+        target = _choose_in_place(node, liveness, nbytes, schedule.can_run_in_place)
         if target is not None:
             k = storage_of[target]
             storages[k].end = liveness.end[node]
@@ -460,7 +458,7 @@ def plan_memory(function: Function, shapes: Mapping[Node, Tuple[int, ...]],
         alignment=alignment,
         schedule=order,
         strategy=strategy,
-        names=function.display_names(),
+        names=dict(schedule.names),
     )
     plan.verify()
     return plan

@@ -1,0 +1,242 @@
+"""A fused group as the kernel engines see it, and what both engines share.
+
+`FusedGroup` is the engines' view of a `core.Fused` node (`FusedGroup.of`): the
+body's members, its parameters as the inputs, its result as the output. The
+finding of groups and the fusion pass (fusion.py) import the engines
+(kernel_c.py, kernel_numpy.py); the engines import only this module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence, Tuple
+
+from ... import core
+from ...core.node import Node
+from ...core.traits import is_elementwise
+from ...errors import ExecutionError, ShapeError
+from ...op_table import OpTable
+from ...strides import dense_order
+
+#: The reductions a group may end in, by the kind both engines accumulate.
+REDUCTIONS: OpTable[str] = OpTable("fused reduction",
+                                   {core.Sum: "sum", core.Max: "max", core.Min: "min"})
+
+
+@dataclass(frozen=True)
+class FusedGroup:
+    """Nodes that run as one kernel.
+
+    nodes: the members in topological order (the reduction, if any, is last).
+    inputs: the external nodes the members read, in order of first use; the
+        kernel takes one array per input, in this order.
+    output: the member whose value leaves the group (the reduction if there
+        is one). Every other member is used only by members and is not a
+        function result, so it never needs memory of its own.
+    reduction: None, or the final Sum/Max/Min, which reduces all dims or the
+        trailing dims of its input (so each output element reduces one
+        contiguous run of the elementwise values).
+    """
+
+    nodes: Tuple[Node, ...]
+    inputs: Tuple[Node, ...]
+    output: Node
+    reduction: Optional[Node] = None
+
+    @property
+    def elementwise_output(self) -> Node:
+        """The last elementwise value: the reduction's input, or the output."""
+        return self.reduction.inputs[0] if self.reduction is not None else self.output
+
+    @property
+    def elementwise_nodes(self) -> Tuple[Node, ...]:
+        """The members computed per element (every member but the reduction)."""
+        return self.nodes[:-1] if self.reduction is not None else self.nodes
+
+    def __repr__(self) -> str:
+        ops = " ".join(n.op for n in self.nodes)
+        return f"<FusedGroup [{ops}] -> {self.output.name} {self.output.type_str()}>"
+
+    @classmethod
+    def of(cls, fused: core.Fused) -> "FusedGroup":
+        """The group a Fused node runs: its body, over its body's parameters."""
+        output = fused.output
+        reduction = output if REDUCTIONS.lookup(type(output)) is not None else None
+        return cls(fused.body, fused.function.parameters, output, reduction)
+
+
+# -- members ---------------------------------------------------------------------------------
+
+def op_family(node: Node) -> Optional[str]:
+    """The elementwise family the op declares ('unary', 'binary', 'compare', 'logical',
+    'select', 'convert': axgraph/core/traits.py), 'broadcast', 'constant' or None.
+
+    None means the node cannot be a member. Broadcast joins only when it
+    repeats a single element (a scalar, or a Constant with one fill value),
+    because then the kernel reads one value instead of an indexed array;
+    a Constant joins only when one scalar fills it (a literal in the kernel).
+    """
+    if is_elementwise(type(node)):
+        return node.family
+    if isinstance(node, core.Broadcast):
+        (x,) = node.inputs
+        if is_scalar_constant(x) or (x.shape.is_static and x.shape.size == 1):
+            return "broadcast"
+        return None
+    if is_scalar_constant(node):
+        return "constant"
+    return None
+
+
+def is_scalar_constant(node: Node) -> bool:
+    """A Constant whose value is one scalar (a fill, or a rank-0 constant)."""
+    return isinstance(node, core.Constant) and node.attributes["value"].ndim == 0
+
+
+def reduction_kind(node: Node) -> str:
+    """'sum', 'max' or 'min'."""
+    kind = REDUCTIONS.lookup(type(node))
+    if kind is None:
+        raise TypeError(f"{node.op} is not a fusible reduction")
+    return kind
+
+
+# -- calling a kernel -----------------------------------------------------------------------
+
+C_ELEMENT_TYPES = ("f32", "f64", "boolean")
+
+
+def c_accepts(group: FusedGroup) -> bool:
+    """Whether the C engine handles the group: every value f32, f64 or boolean.
+
+    Integer semantics (wrapping, truncating division, its division-by-zero
+    error) and f16/bf16 stay with NumPy, which already matches the reference.
+    """
+    values = tuple(group.nodes) + tuple(group.inputs)
+    return all(node.element_type.name in C_ELEMENT_TYPES for node in values)
+
+
+def concrete_shape(node: Node, shapes: Mapping[Node, Tuple[int, ...]]) -> Tuple[int, ...]:
+    """The node's shape as ints: from `shapes`, or from the node if static."""
+    if node in shapes:
+        return tuple(int(d) for d in shapes[node])
+    if node.shape.is_static:
+        return tuple(int(d) for d in node.shape)
+    raise ShapeError(f"compile_group: no concrete shape given for {node.op} {node.name} "
+                     f"{node.type_str()}")
+
+
+def group_shapes(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]]
+                 ) -> Tuple[Tuple[int, ...], Tuple[int, ...], int, int]:
+    """(elementwise shape, output shape, outer, inner) of a group, as ints.
+
+    outer is the number of output elements, inner the number of elementwise
+    values each one reduces (1 without a reduction).
+    """
+    element_shape = concrete_shape(group.elementwise_output, shapes)
+    out_shape = concrete_shape(group.output, shapes)
+    size = 1
+    for d in element_shape:
+        size *= d
+    if group.reduction is None:
+        return element_shape, out_shape, size, 1
+    reduced = len(group.reduction.attributes["axes"])
+    inner = 1
+    for d in element_shape[len(element_shape) - reduced:]:
+        inner *= d
+    outer = 1
+    for d in out_shape:
+        outer *= d
+    return element_shape, out_shape, outer, inner
+
+
+def check_call(kernel_name: str, group: FusedGroup, in_shapes: Sequence[Tuple[int, ...]],
+               out_shape: Tuple[int, ...], arrays: Sequence, out) -> list:
+    """Argument checks shared by both engines (count, dtypes, shapes, `out`).
+
+    Returns the input arrays, each of its node's shape: an array that only
+    broadcasts to it (a size-1 stand-in for a broadcast value) becomes a
+    zero-stride view, which the engines read as one element without copying.
+    """
+    import numpy as np
+
+    if len(arrays) != len(group.inputs):
+        raise ExecutionError(f"{kernel_name}: takes {len(group.inputs)} input array(s), got "
+                             f"{len(arrays)}")
+    checked = []
+    for k, (array, node, shape) in enumerate(zip(arrays, group.inputs, in_shapes)):
+        if not isinstance(array, (np.ndarray, np.generic)):
+            raise ExecutionError(f"{kernel_name}: input {k} is {type(array).__name__}, not an "
+                                 f"array")
+        array = np.asarray(array)
+        if array.shape != shape and array.dtype == node.element_type.dtype:
+            try:
+                array = np.broadcast_to(array, shape)
+            except ValueError:
+                pass
+        if array.dtype != node.element_type.dtype or array.shape != shape:
+            raise ExecutionError(f"{kernel_name}: input {k} ({node.name}) is {array.dtype}"
+                                 f"{list(array.shape)}, expected "
+                                 f"{node.element_type.dtype}{list(shape)}")
+        checked.append(array)
+    node = group.output
+    if not isinstance(out, np.ndarray):
+        raise ExecutionError(f"{kernel_name}: out= must be a NumPy array")
+    if out.dtype != node.element_type.dtype or out.shape != out_shape:
+        raise ExecutionError(f"{kernel_name}: out is {out.dtype}{list(out.shape)}, the output "
+                             f"({node.name}) is {node.element_type.dtype}{list(out_shape)}")
+    dense = out.flags.c_contiguous or (group.reduction is None and memory_order(out) is not None)
+    if not dense or not out.flags.writeable:
+        raise ExecutionError(f"{kernel_name}: out must be writeable and C-contiguous (an "
+                             f"elementwise group also takes a transposed dense array)")
+    return checked
+
+
+def prepare_call(kernel_name: str, kernel, arrays: Sequence, out) -> Optional[tuple]:
+    """What both engines do first: check the call (`check_call`), answer an empty one
+    (`finish_empty`: None), else the operands and `out` in the order to walk them."""
+    arrays = check_call(kernel_name, kernel.group, kernel.in_shapes, kernel.out_shape,
+                        arrays, out)
+    if finish_empty(kernel.group, kernel.outer, kernel.inner, out):
+        return None
+    return in_memory_order(arrays, out)
+
+
+def memory_order(array) -> Optional[Tuple[int, ...]]:
+    """Axes from outermost to innermost when `array` densely fills its bytes
+    in some axis order (a transpose of a C-contiguous array), else None."""
+    return dense_order(array.shape, array.strides, array.itemsize)
+
+
+def in_memory_order(arrays: Sequence, out):
+    """An elementwise group's operands transposed so that `out` is C-contiguous.
+
+    Elementwise values do not depend on the axis order, so a kernel may walk a
+    transposed output (a buffer the planner laid out like its inputs) in memory
+    order, as long as every operand is walked in the same order.
+    """
+    if out.flags.c_contiguous:
+        return arrays, out
+    order = memory_order(out)
+    return ([a.transpose(order) if a.shape == out.shape else a for a in arrays],
+            out.transpose(order))
+
+
+def finish_empty(group: FusedGroup, outer: int, inner: int, out) -> bool:
+    """True when a call has no elements to visit; `out` then already holds the answer
+    (an empty output, or a sum over nothing, filled with 0)."""
+    if outer * inner:
+        return False
+    if group.reduction is not None and outer:
+        if reduction_kind(group.reduction) != "sum":
+            raise empty_reduction_error(group)
+        out.fill(0)
+    return True
+
+
+def empty_reduction_error(group: FusedGroup) -> ExecutionError:
+    """The interpreter's error for Max/Min over an empty dim."""
+    node = group.reduction
+    assert node is not None  # called only for a group with a reduction
+    return ExecutionError(f"{node.op} {node.name}: {node.op.lower()} over an empty dim",
+                          node.location)
+

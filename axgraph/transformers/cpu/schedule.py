@@ -1,0 +1,294 @@
+"""The Schedule: how each node of a core Function gets its value, for one binding.
+
+Code generation only renders; what it renders is decided here, once per
+binding of the size variables: the order nodes run in (the Function's, which
+lowering made a valid one), each node's concrete shape, its storage (a
+parameter or constant; a view of another node's storage; a buffer in the
+planned arena; a fresh array per call for a result; an array the op's kernel
+allocates), the layout of everything with storage (seed 003 descriptions:
+elementwise buffers follow their inputs' memory order), which inputs each
+node's kernel may overwrite, and which arguments a result may be written
+into (donation). Liveness and memory planning read a Schedule; `Program`
+(codegen.py) renders one with its plan into Python source.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from ... import core
+from ...core import interpreter
+from ...core.host import HostCall
+from ...core.node import Node
+from ...core.traits import numpy_function, ufunc_name
+from ...op_table import OpTable
+from ...strides import dense_order
+from ...tensor_description import TensorDescription
+
+Shapes = Dict[Node, Tuple[int, ...]]
+#: Storage kinds: how a node gets its value.
+STORAGE = ("parameter", "constant", "view", "buffer", "fresh", "allocating")
+
+#: Elementwise ops run by a runtime function instead of the op's reference function (its
+#: `numpy` trait): a Sigmoid in four passes, a Convert into the buffer's type.
+RUNTIME: OpTable[str] = OpTable("cpu runtime function",
+                                {core.Sigmoid: "rt.sigmoid", core.Convert: "rt.convert"})
+VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
+#: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
+#: (Random draws keep the reference's exact stream: NumPy's Generator draws them anew.)
+#: (Host calls, such as prints, run here too: in node order, never fused.)
+ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBackpropFilters,
+              core.RandomUniform, core.RandomNormal, core.DimValue, HostCall)
+#: Ops besides the elementwise ones whose kernels write an `out` of any strides.
+ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop)
+
+
+def elementwise_function(op_class: type) -> Union[str, Callable, None]:
+    """What writes an elementwise op's `out=` in generated code: a runtime function or
+    the op's ufunc, as text ("rt.sigmoid", "np.exp"), or the op's reference function
+    itself. None for ops that are not elementwise or have no reference function."""
+    found = RUNTIME.lookup(op_class)
+    if found is not None:
+        return found
+    name = ufunc_name(op_class)
+    return numpy_function(op_class) if name is None else f"np.{name}"
+
+
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Ordered nodes, and per node its shape, storage kind, layout and in-place options.
+
+    storage: one of STORAGE per node. "buffer" nodes get arena space from the
+    memory plan; "fresh" ones (results the program computes) get their own
+    array per call; a "view" reads the storage of `alias[node]`.
+    overwritable: per node, the inputs its kernel may write its output over
+    (same shape, type and layout, an arena buffer, an op that reads each
+    element before writing it); the planner does so where the input dies.
+    """
+
+    nodes: Tuple[Node, ...]
+    results: Tuple[Node, ...]
+    parameters: Tuple[Node, ...]
+    shapes: Mapping[Node, Tuple[int, ...]]
+    storage: Mapping[Node, str]
+    alias: Mapping[Node, Node] = field(default_factory=dict)
+    layout: Mapping[Node, Optional[TensorDescription]] = field(default_factory=dict)
+    #: Result node -> the result position whose array it is written into.
+    fresh: Mapping[Node, int] = field(default_factory=dict)
+    overwritable: Mapping[Node, FrozenSet[Node]] = field(default_factory=dict)
+    #: (result, parameter) positions where the result may overwrite the argument.
+    donatable: FrozenSet[Tuple[int, int]] = frozenset()
+    #: Display names as `print(function)` shows them.
+    names: Mapping[Node, str] = field(default_factory=dict)
+
+    def needs_buffer(self, node: Node) -> bool:
+        """Whether node gets space in the arena."""
+        return self.storage.get(node) == "buffer"
+
+    def alias_of(self, node: Node) -> Optional[Node]:
+        """The node whose storage a view reads (None if node is no view)."""
+        return self.alias.get(node)
+
+    def can_run_in_place(self, node: Node, source: Node) -> bool:
+        return source in self.overwritable.get(node, ())
+
+    def writes(self, node: Node) -> bool:
+        """Whether node's line writes its own array (an arena buffer or a fresh one)."""
+        return self.storage.get(node) in ("buffer", "fresh")
+
+
+def schedule_function(function: core.Function, bindings: Mapping[str, int]) -> Schedule:
+    """The Schedule of `function` at these sizes."""
+    return _Scheduler(function, bindings).schedule()
+
+
+class _Scheduler:
+    """Decides a Schedule's fields node by node (each decision reads earlier ones)."""
+
+    def __init__(self, function: core.Function, bindings: Mapping[str, int]):
+        self.function, self.bindings = function, dict(bindings)
+        ctx = interpreter.Context(self.bindings, {})
+        self.shapes: Shapes = {node: ctx.shape(node.shape) for node in function.nodes}
+        self._results = set(function.results)
+        self._reduction_inputs = {x for node in function.nodes if fused_reduction(node)
+                                  for x in node.inputs}
+        self.kind: Dict[Node, str] = {}
+        self.alias: Dict[Node, Node] = {}
+        self.layout: Dict[Node, Optional[TensorDescription]] = {}
+        for node in function.nodes:
+            self._classify(node)
+        # Results computed by the program get their own arrays (the caller's out= or a
+        # new one per call) instead of arena space: no copy out of the arena afterwards.
+        self.fresh: Dict[Node, int] = {}
+        for position, node in enumerate(function.results):
+            if self.kind[node] == "buffer" and node not in self.fresh:
+                self.fresh[node] = position
+
+    def schedule(self) -> Schedule:
+        storage = {node: "fresh" if node in self.fresh else kind
+                   for node, kind in self.kind.items()}
+        overwritable = {node: frozenset(x for x in node.inputs
+                                        if self._can_run_in_place(node, x))
+                        for node in self.function.nodes if storage[node] == "buffer"}
+        return Schedule(nodes=self.function.nodes, results=self.function.results,
+                        parameters=self.function.parameters, shapes=self.shapes,
+                        storage=storage, alias=self.alias, layout=self.layout,
+                        fresh=self.fresh, overwritable=overwritable,
+                        donatable=self._donatable(), names=self.function.display_names())
+
+    def _classify(self, node: Node) -> None:
+        """Decide how node gets its value, tracking its layout (seed 003 descriptions).
+
+        Transpose, slice, reverse and broadcast are always views; a reshape is a
+        view when the input's layout allows one (NumPy's rule), else a copy
+        into a planned buffer.
+        """
+        shape = self.shapes[node]
+        dtype = node.element_type.dtype
+        layout = None
+        if isinstance(node, core.Parameter):
+            kind = "parameter"
+        elif isinstance(node, core.Constant):
+            kind = "constant"
+        elif isinstance(node, core.Fused):
+            kind = "buffer"
+        elif isinstance(node, VIEWS) or isinstance(node, core.Reshape):
+            layout = self._view_layout(node)
+            kind = "view" if layout is not None else "buffer"
+        elif isinstance(node, ALLOCATING):
+            kind = "allocating"
+        else:
+            kind = "buffer"
+        if kind == "view":
+            self.alias[node] = node.inputs[0]
+        elif kind == "buffer":
+            layout = self._buffer_layout(node, shape, dtype)
+        else:
+            layout = TensorDescription.row_major(shape, dtype)
+        self.kind[node] = kind
+        self.layout[node] = layout
+
+    def _buffer_layout(self, node: Node, shape: Tuple[int, ...], dtype) -> TensorDescription:
+        """Row-major, or for an op that writes any layout, the axis order of its first
+        dense input of the same rank (seed 003: compute in the inputs' layout).
+
+        A ReLU of a transposed view then walks input and output in memory order
+        instead of one of them with a large stride, and the transposes around
+        it stay free views.
+        """
+        if node in self._results or not self._writes_any_layout(node) or \
+                node in self._reduction_inputs:  # fused reductions walk rows: row-major
+            return TensorDescription.row_major(shape, dtype)
+        for x in node.inputs:
+            order = dense_layout_order(self.layout.get(x)) if len(self.shapes[x]) == len(shape) \
+                else None
+            if order is not None:
+                physical = tuple(shape[i] for i in order)
+                return TensorDescription.row_major(physical, dtype).transpose(
+                    tuple(int(i) for i in np.argsort(order)))
+        return TensorDescription.row_major(shape, dtype)
+
+    def _writes_any_layout(self, node: Node) -> bool:
+        if isinstance(node, core.Fused):
+            return not fused_reduction(node)
+        return elementwise_function(type(node)) is not None or isinstance(node, ANY_LAYOUT)
+
+    def _view_layout(self, node: Node) -> Optional[TensorDescription]:
+        """The layout of node as a view of its input, or None if it must copy."""
+        source = self.layout.get(node.inputs[0])
+        if source is None:  # computed inside a fused kernel: no storage to view
+            return None
+        if isinstance(node, core.Transpose):
+            return source.transpose(node.permutation)
+        if isinstance(node, core.Reshape):
+            return source.reshape(self.shapes[node])
+        if isinstance(node, core.Broadcast):
+            return source.broadcast(self.shapes[node], node.axes)
+        if isinstance(node, core.Slice):
+            return source.slice(tuple(slice(lo, hi, st) for lo, hi, st in zip(
+                concrete(node.lower, self.bindings), concrete(node.upper, self.bindings),
+                node.strides)))
+        assert isinstance(node, core.Reverse)  # the last of VIEWS
+        return source.slice(tuple(slice(None, None, -1) if i in node.axes else slice(None)
+                                  for i in range(node.rank)))
+
+    def _can_run_in_place(self, node: Node, source: Node) -> bool:
+        if self.kind.get(source) != "buffer" or source in self.alias or source in self.fresh:
+            return False
+        layout, source_layout = self.layout[node], self.layout[source]
+        assert layout is not None and source_layout is not None  # both are buffers
+        if self.shapes[node] != self.shapes[source] or \
+                node.element_type.dtype != source.element_type.dtype or \
+                layout.element_strides != source_layout.element_strides:
+            return False
+        return self._overwrites_safely(node)
+
+    def _overwrites_safely(self, node: Node) -> bool:
+        """Whether node's kernel may write over an operand as it reads it (elementwise,
+        each element read before it is written)."""
+        if isinstance(node, core.Fused):
+            return not fused_reduction(node)
+        return type(node).in_place
+
+    def _donatable(self) -> frozenset:
+        """(result position, parameter position) pairs where the result may be written
+        into the parameter's own array: nothing reads the parameter after the step
+        that writes the result, or that step reads it elementwise, element by element.
+
+        A variable's update `w - lr * g` then overwrites `w` (the caller donates the
+        old value, as JAX's donate_argnums does) instead of allocating a new array.
+        """
+        steps = {node: step for step, node in enumerate(self.function.nodes)}
+        end = len(self.function.nodes)
+
+        def root(node: Node) -> Node:
+            while node in self.alias:
+                node = self.alias[node]
+            return node
+
+        last_read: Dict[Node, int] = {}
+        through_view: Dict[Node, int] = {}
+        for node in self.function.nodes:
+            if self.kind[node] in ("parameter", "constant", "view"):
+                continue  # views are read by their users
+            for x in node.inputs:
+                r = root(x)
+                last_read[r] = max(last_read.get(r, -1), steps[node])
+                if r is not x:
+                    through_view[r] = max(through_view.get(r, -1), steps[node])
+        for k, result in enumerate(self.function.results):
+            if self.fresh.get(result) != k:  # copied out after the run: read at the end
+                last_read[root(result)] = end
+        pairs = set()
+        for k, result in enumerate(self.function.results):
+            if self.fresh.get(result) != k:
+                continue
+            step = steps[result]
+            reads = result.inputs
+            for j, parameter in enumerate(self.function.parameters):
+                last = last_read.get(parameter, -1)
+                same = (self.shapes[parameter] == self.shapes[result]
+                        and parameter.element_type == result.element_type)
+                if same and (last < step or (
+                        last == step and parameter in reads and self._overwrites_safely(result)
+                        and through_view.get(parameter, -1) < step)):
+                    pairs.add((k, j))
+        return frozenset(pairs)
+
+
+def fused_reduction(node: Node) -> bool:
+    """Whether node is a Fused node ending in a reduction (its kernel walks rows)."""
+    return isinstance(node, core.Fused) and isinstance(node.output, core.Reduction)
+
+
+def dense_layout_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:
+    """Axes outermost-first when `layout` densely fills its elements in that order."""
+    return None if layout is None else dense_order(layout.shape, layout.element_strides)
+
+
+def concrete(values, bindings) -> List[int]:
+    return [v if isinstance(v, int) else v.evaluate(bindings) for v in values]
