@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import platform
+import shutil
+import subprocess
 import tracemalloc
 from typing import Dict, List, Sequence, Tuple
 
@@ -402,6 +405,56 @@ def test_layouts_broadcast_inputs_and_aliasing(engine, rng, has_c):
     in_place = [a.copy() for a in arrays]
     kernel(*in_place, out=in_place[4])                         # out is the input `e`
     np.testing.assert_allclose(in_place[4], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_streamed_outputs_equal_cached_ones(rng, has_c, monkeypatch):
+    """A call whose traffic exceeds the last-level cache computes tiles and streams them past
+    the caches (x86): the values of the plain loop, whatever the output's alignment, with a
+    short first and last tile, and with out one of the inputs. The cache is made to look tiny
+    so that a small call streams. Bit for bit but at the few elements a vector loop leaves to
+    its scalar remainder (the misaligned first tile, the end), where scalar libm's exp may be
+    an ulp from libmvec's."""
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    n = 2 * kernel_c.PARALLEL_MIN + 37
+    x, y = (core.Parameter(core.f64, core.Shape(n)) for _ in range(2))
+    functions = [chain_function(n),
+                 core.Function([core.Subtract(core.Exp(x), core.Multiply(x, y))], [x, y]),
+                 core.Function([core.Less(core.Exp(x), y)], [x, y])]  # a boolean output
+    for function in functions:
+        (group,) = find_fusion_groups(function)
+        plain = compile_group(group, kernel_shapes(group), engine="c")
+        with monkeypatch.context() as patch:
+            patch.setattr(kernel_c, "last_level_cache_bytes", lambda: 1)
+            streaming = compile_group(group, kernel_shapes(group), engine="c")
+        assert f"stream = n >= {kernel_c.PARALLEL_MIN} && " in streaming.source
+        assert f"stream = n >= {kernel_c.PARALLEL_MIN} && " not in plain.source
+        arrays = case_arrays(function, rng)
+        by_node = dict(zip(function.parameters, arrays))
+        inputs = [by_node[p] for p in group.inputs]
+        expected = np.empty(n, arrays[0].dtype if group.output.element_type != core.boolean
+                            else bool)
+        plain(*inputs, out=expected)
+        np.testing.assert_allclose(expected, reference(function, arrays), rtol=1e-5, atol=1e-6)
+        results = []
+        for shift in (0, 1):  # out aligned to 64 bytes, and one element past that
+            out = np.empty(n + shift, expected.dtype)[shift:]
+            streaming(*inputs, out=out)
+            results.append(out)
+        if expected.dtype == inputs[-1].dtype:
+            in_place = [a.copy() for a in inputs]
+            streaming(*in_place, out=in_place[-1])
+            results.append(in_place[-1])
+        for out in results:
+            differ = (out != expected) & ~(np.isnan(out) & np.isnan(expected))
+            assert np.count_nonzero(differ) <= 16
+            if expected.dtype != np.bool_:
+                np.testing.assert_allclose(out, expected, rtol=4 * np.finfo(out.dtype).eps)
+    objdump = shutil.which("objdump")
+    if objdump and platform.machine().lower() in ("x86_64", "amd64"):
+        listing = subprocess.run([objdump, "-d", str(streaming.path)], capture_output=True,
+                                 text=True).stdout
+        assert "movntdq" in listing  # the stores do skip the caches
 
 
 @pytest.mark.parametrize("engine", ["numpy", "c"])
