@@ -33,11 +33,12 @@ are per thread), which is what vectorizes ``floor`` (SSE4.1/AVX
 and blocks are combined in order, so the result is accurate and does not
 depend on the number of threads.
 
-Elementwise kernels loop over tiles of 4 KB of output, split over the
-threads in contiguous runs. A call whose traffic (inputs read plus output
-written) exceeds the last-level cache streams its output on x86: each tile
-is computed into a stack buffer (in L1) and copied out with non-temporal
-stores, which skip the caches and so need no read of the output's lines
+Each thread of an elementwise kernel takes one contiguous run of whole
+cache lines (no two threads write one line; vector loops leave no remainder
+at the joins). A call whose traffic (inputs read plus output written)
+exceeds the last-level cache streams its output on x86: runs are walked in
+tiles of 4 KB, each computed into a stack buffer (in L1) and copied out
+with non-temporal stores, which skip the caches and so need no read of the output's lines
 first (the output would be evicted before anyone reads it anyway). That is
 one of the seven passes over memory of ``tanh(a*b+c)*sigmoid(d)-e`` over 4M
 f32 (about 10 % of its time on two AVX2 cores). The copy is inline
@@ -733,9 +734,9 @@ def _indent(lines: Sequence[str], depth: int) -> str:
 
 
 def _elementwise_entry(emitter: "_Emitter", result: str, out_type: str) -> str:
-    """The entry of an elementwise group: one loop over tiles of the output, split over the
-    threads in contiguous runs. A call too large to stay in the caches (x86 only) computes
-    each tile on the stack and streams it out; any other writes straight into out."""
+    """The entry of an elementwise group: one contiguous run of the output per thread,
+    written straight into out; or, for a call too large to stay in the caches (x86 only),
+    walked in tiles that are computed on the stack and streamed out."""
     group = emitter.group
     k = len(group.inputs)
     item = np.dtype(group.output.element_type.dtype).itemsize
@@ -749,18 +750,24 @@ def _elementwise_entry(emitter: "_Emitter", result: str, out_type: str) -> str:
         "#else",
         "const int stream = 0;",
         "#endif",
-        "/* tile 0 reaches the first 32-byte boundary of a streamed out (else it is empty),",
-        "   the last may be short */",
+        "/* a streamed out: elements before its first 32-byte boundary are a tile of their own */",
         "const int64_t head = stream ? (int64_t)((32 - (uintptr_t)out % 32) % 32 / sizeof(*out))"
         " : 0;",
-        f"const int64_t tiles = 1 + (n - head + {tile - 1}) / {tile};",
         f"#pragma omp parallel if(n >= {PARALLEL_MIN})",
         "{",
+        "#ifdef _OPENMP",
+        "    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();",
+        "#else",
+        "    const int64_t threads = 1, me = 0;",
+        "#endif",
+        "    /* one contiguous run per thread, of whole tiles (streaming) or whole cache lines */",
+        f"    const int64_t grain = stream ? {tile} : 64;",
+        "    const int64_t per = (n - head + threads * grain - 1) / (threads * grain) * grain;",
+        "    const int64_t start = me == 0 ? 0 : head + me * per;",
+        "    const int64_t stop = n - head - me * per > per ? head + (me + 1) * per : n;",
         f"    _Alignas(64) {out_type} tile[{tile}];",
-        "    #pragma omp for schedule(static) nowait",
-        "    for (int64_t t = 0; t < tiles; ++t) {",
-        f"        const int64_t lo = t ? head + (t - 1) * {tile} : 0;",
-        f"        const int64_t hi = t == 0 ? head : (n - lo < {tile} ? n : lo + {tile});",
+        "    for (int64_t lo = start, hi; lo < stop; lo = hi) {",
+        "        hi = lo < head ? head : (stop - lo > grain && stream ? lo + grain : stop);",
         f"        {out_type}* const to = stream ? tile : out;",
         "        const int64_t base = stream ? lo : 0;",
         "        #pragma omp simd",
@@ -801,7 +808,7 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     ops = " ".join(f"{n.op}:{n.element_type}" for n in group.nodes)
     head = ["/* axgraph fused kernel: " + ops + " */",
             "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>",
-            "#include <math.h>", ""]
+            "#include <math.h>", "#ifdef _OPENMP", "#include <omp.h>", "#endif", ""]
     declarations = emitter.declarations()
     if declarations:
         head += ["/* vector variants from libmvec (glibc declares them only under -ffast-math) */",
