@@ -11,6 +11,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tracemalloc
 from typing import Dict, List, Sequence, Tuple
 
@@ -455,6 +456,46 @@ def test_streamed_outputs_equal_cached_ones(rng, has_c, monkeypatch):
         listing = subprocess.run([objdump, "-d", str(streaming.path)], capture_output=True,
                                  text=True).stdout
         assert "movntdq" in listing  # the stores do skip the caches
+
+
+THREADS_SCRIPT = """
+import sys
+import numpy as np
+from axgraph import core
+from axgraph.transformers.cpu import kernel_c
+from axgraph.transformers.cpu.fusion import compile_group, find_fusion_groups
+n = 2 * kernel_c.PARALLEL_MIN + 37
+if sys.argv[2] == "stream":
+    kernel_c.last_level_cache_bytes = lambda: 1
+x, y = core.Parameter(core.f32, core.Shape(n)), core.Parameter(core.f32, core.Shape(n))
+(group,) = find_fusion_groups(core.Function([core.Add(core.Sigmoid(x), core.Tanh(y))], [x, y]))
+kernel = compile_group(group, {node: (n,) for node in group.nodes + group.inputs}, engine="c")
+rng = np.random.default_rng(3)
+arrays = [rng.standard_normal(n).astype(np.float32) for _ in group.inputs]
+buffer = np.empty(n + 32, np.float32)
+first = (-buffer.ctypes.data % 64) // 4 + 1  # one element past a 64-byte boundary
+out = buffer[first:first + n]
+kernel(*arrays, out=out)
+np.save(sys.argv[1], out)
+"""
+
+
+@pytest.mark.parametrize("mode", ["plain", "stream"])
+def test_c_results_do_not_depend_on_the_thread_count(has_c, mode, tmp_path, cache_dir):
+    """Each thread's run starts on a whole cache line (a whole tile when streaming), so the
+    elements a vector loop leaves to its scalar remainder are the same for any count."""
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    results = []
+    for threads in ("1", "3"):
+        path = tmp_path / f"{threads}.npy"
+        run = subprocess.run([sys.executable, "-c", THREADS_SCRIPT, str(path), mode],
+                             env=dict(os.environ, OMP_NUM_THREADS=threads,
+                                      AXGRAPH_CACHE_DIR=cache_dir),
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        results.append(np.load(path))
+    np.testing.assert_array_equal(results[0], results[1])
 
 
 @pytest.mark.parametrize("engine", ["numpy", "c"])
