@@ -41,7 +41,7 @@ tiles of 4 KB, each computed into a stack buffer (in L1) and copied out
 with non-temporal stores, which skip the caches and so need no read of the output's lines
 first (the output would be evicted before anyone reads it anyway). That is
 one of the seven passes over memory of ``tanh(a*b+c)*sigmoid(d)-e`` over 4M
-f32 (about 10 % of its time on two AVX2 cores). The copy is inline
+f32 (which ran 0-15 % faster for it on two AVX2 cores, noisily measured). The copy is inline
 assembly: ``<immintrin.h>`` alone takes gcc longer to read than a kernel
 takes to compile. Other machines store through the caches.
 
