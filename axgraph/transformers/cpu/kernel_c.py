@@ -1,4 +1,4 @@
-"""Fused groups as generated C: one flat OpenMP loop per group, compiled once, cached on disk.
+"""Fused groups as generated C: one OpenMP loop per group, compiled once, cached on disk.
 
 Why C: a C loop compiled with ``-O3 -march=native -fopenmp`` and glibc's
 vector math (libmvec) runs ``tanh(a*b+c)*sigmoid(d)-e`` over 4M f32 and
@@ -32,6 +32,18 @@ are per thread), which is what vectorizes ``floor`` (SSE4.1/AVX
 ``round``). Float sums accumulate in double, per fixed block of elements,
 and blocks are combined in order, so the result is accurate and does not
 depend on the number of threads.
+
+Each thread of an elementwise kernel takes one contiguous run of whole
+cache lines (no two threads write one line; vector loops leave no remainder
+at the joins). A call whose traffic (inputs read plus output written)
+exceeds the last-level cache streams its output on x86: runs are walked in
+tiles of 4 KB, each computed into a stack buffer (in L1) and copied out
+with non-temporal stores, which skip the caches and so need no read of the output's lines
+first (the output would be evicted before anyone reads it anyway). That is
+one of the seven passes over memory of ``tanh(a*b+c)*sigmoid(d)-e`` over 4M
+f32 (which ran 0-15 % faster for it on two AVX2 cores, noisily measured). The copy is inline
+assembly: ``<immintrin.h>`` alone takes gcc longer to read than a kernel
+takes to compile. Other machines store through the caches.
 
 Target: ``-march=native`` unless ``$AXGRAPH_MARCH`` names another target
 (``x86-64-v3``: kernels an AVX2 machine would run), which this CPU must be
@@ -79,10 +91,37 @@ from .group import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scal
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
-# Below this many elements the OpenMP fork/join costs more than it saves.
 #: Below this many elements a kernel runs on one thread: waking the other costs more
 #: than it saves on memory-bound loops over two cores.
 PARALLEL_MIN = 1 << 18
+#: A streaming kernel computes its output in tiles of this many bytes on the stack (in L1)
+#: and copies each past the caches with non-temporal stores.
+STREAM_TILE_BYTES = 4096
+#: The last-level cache size assumed where the system does not say (/sys on Linux).
+FALLBACK_CACHE_BYTES = 32 << 20
+#: x86 code for the streamed copy: AVX moves 32 bytes a store, SSE2 16; elsewhere (aarch64,
+#: ...) AXGRAPH_STREAM stays undefined and every kernel stores through the caches. Written
+#: as inline assembly: <immintrin.h> alone takes gcc half a second to read, 4x a kernel.
+STREAM_SUPPORT = """\
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__)
+#define AXGRAPH_STREAM 1
+#if defined(__AVX__)
+typedef long long axgraph_chunk __attribute__((vector_size(32)));
+#define AXGRAPH_MOVNT "vmovntdq %1, %0"
+#else
+typedef long long axgraph_chunk __attribute__((vector_size(16)));
+#define AXGRAPH_MOVNT "movntdq %1, %0"
+#endif
+/* a whole tile to 32-byte aligned `dst` with non-temporal stores (no read for ownership) */
+static inline void axgraph_stream(void* dst, const void* tile, int64_t bytes)
+{
+    for (int64_t k = 0; k < bytes; k += (int64_t)sizeof(axgraph_chunk))
+        __asm__ __volatile__(AXGRAPH_MOVNT : "=m"(*(axgraph_chunk*)((char*)dst + k))
+                             : "x"(*(const axgraph_chunk*)((const char*)tile + k)));
+}
+/* orders this thread's streamed stores before what follows (the join) */
+static inline void axgraph_fence(void) { __asm__ __volatile__("sfence" ::: "memory"); }
+#endif"""
 ENTRY = "axgraph_kernel"
 BASE_FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC",
               "-shared")
@@ -163,6 +202,31 @@ def cpu_identity() -> str:
         return platform.machine() + "|" + "|".join(sorted(set(lines)))
     except OSError:
         return platform.machine() + "|" + platform.processor()
+
+
+@functools.lru_cache(maxsize=None)
+def last_level_cache_bytes() -> int:
+    """The largest data cache of CPU 0 (from /sys), else FALLBACK_CACHE_BYTES."""
+    sizes = []
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+        digits = size.rstrip("KMG")
+        if kind in ("Data", "Unified") and digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=FALLBACK_CACHE_BYTES)
+
+
+def stream_min_elements(bytes_per_element: int) -> int:
+    """From this many elements on, a kernel moving `bytes_per_element` per element streams
+    its output past the caches: the loop's own traffic exceeds the last-level cache, so
+    what it wrote would be evicted anyway, and plain stores would first read every output
+    line in (one more pass over the output's bytes)."""
+    return max(PARALLEL_MIN, -(-last_level_cache_bytes() // bytes_per_element))
 
 
 @functools.lru_cache(maxsize=None)
@@ -690,16 +754,79 @@ def indexed_inputs(group: FusedGroup) -> FrozenSet[int]:
 
 
 def _indent(lines: Sequence[str], depth: int) -> str:
-    return "".join("    " * depth + line + "\n" for line in lines)
+    """Lines indented `depth` levels, but for conditional directives (`#if`), which stay at
+    the margin."""
+    return "".join(("" if line.startswith(("#if", "#else", "#endif")) else "    " * depth)
+                   + line + "\n" for line in lines)
+
+
+def _elementwise_entry(emitter: "_Emitter", result: str, out_type: str) -> str:
+    """The entry of an elementwise group: one contiguous run of the output per thread,
+    written straight into out; or, for a call too large to stay in the caches (x86 only),
+    walked in tiles that are computed on the stack and streamed out."""
+    group = emitter.group
+    k = len(group.inputs)
+    item = np.dtype(group.output.element_type.dtype).itemsize
+    tile = STREAM_TILE_BYTES // item
+    traffic = item + sum(np.dtype(group.inputs[j].element_type.dtype).itemsize
+                         for j in indexed_inputs(group) if j not in emitter.scalar_inputs)
+    start = [
+        "#ifdef AXGRAPH_STREAM",
+        f"const int stream = n >= {stream_min_elements(traffic)} "
+        "&& (uintptr_t)out % sizeof(*out) == 0;",
+        "#else",
+        "const int stream = 0;",
+        "#endif",
+        "/* a streamed out: elements before its first 32-byte boundary are a tile of their own */",
+        "const int64_t head = stream ? (int64_t)((32 - (uintptr_t)out % 32) % 32 / sizeof(*out))"
+        " : 0;",
+        f"#pragma omp parallel if(n >= {PARALLEL_MIN})",
+        "{",
+        "#ifdef _OPENMP",
+        "    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();",
+        "#else",
+        "    const int64_t threads = 1, me = 0;",
+        "#endif",
+        "    /* one contiguous run per thread, of whole tiles (streaming) or whole cache lines */",
+        f"    const int64_t grain = stream ? {tile} : 64;",
+        "    const int64_t per = (n - head + threads * grain - 1) / (threads * grain) * grain;",
+        "    const int64_t start = me == 0 ? 0 : head + me * per;",
+        "    const int64_t stop = n - head - me * per > per ? head + (me + 1) * per : n;",
+        f"    _Alignas(64) {out_type} tile[{tile}];",
+        "    for (int64_t lo = start, hi; lo < stop; lo = hi) {",
+        "        hi = lo < head ? head : (stop - lo > grain && stream ? lo + grain : stop);",
+        f"        {out_type}* const to = stream ? tile : out;",
+        "        const int64_t base = stream ? lo : 0;",
+        "        #pragma omp simd",
+        "        for (int64_t i = lo; i < hi; ++i) {"]
+    end = [
+        "        }",
+        "#ifdef AXGRAPH_STREAM",
+        "        /* whole tiles skip the caches: such stores need no read of out's lines */",
+        f"        if (stream && hi - lo == {tile}) axgraph_stream(out + lo, tile, sizeof tile);",
+        "        else if (stream) memcpy(out + lo, tile, (size_t)(hi - lo) * sizeof(*out));",
+        "#endif",
+        "    }",
+        "#ifdef AXGRAPH_STREAM",
+        "    if (stream) axgraph_fence();",
+        "#endif",
+        "}",
+        "return 0;"]
+    return (f"int {ENTRY}(int64_t n, int64_t inner, void* const* p)\n{{\n"
+            + _indent(emitter.pointers + [f"{out_type}* out = ({out_type}*)p[{k}];"]
+                      + emitter.hoisted + ["(void)inner;"] + start, 1)
+            + _indent(emitter.body + [f"to[i - base] = {result};"], 4)
+            + _indent(end, 1) + "}\n")
 
 
 def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset(),
                     vector_math: FrozenSet[str] = frozenset()) -> str:
     """The C text of a group's kernel (independent of sizes, which are call arguments).
 
-    The text depends only on the group's structure (ops, types, constants),
-    never on node names, so equal kernels share one cache entry across
-    programs and processes. `scalar_inputs` marks inputs that are read as a
+    The text depends only on the group's structure (ops, types, constants)
+    and this machine's last-level cache size (where streaming starts), never
+    on node names, so equal kernels share one cache entry across programs
+    and processes. `scalar_inputs` marks inputs that are read as a
     single repeated element (broadcast arrays with zero strides).
     """
     emitter = _Emitter(group, scalar_inputs, vector_math)
@@ -707,26 +834,18 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     k = len(group.inputs)
     ops = " ".join(f"{n.op}:{n.element_type}" for n in group.nodes)
     head = ["/* axgraph fused kernel: " + ops + " */",
-            "#include <stdint.h>", "#include <stdlib.h>", "#include <math.h>", ""]
+            "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>",
+            "#include <math.h>", "#ifdef _OPENMP", "#include <omp.h>", "#endif", ""]
     declarations = emitter.declarations()
     if declarations:
         head += ["/* vector variants from libmvec (glibc declares them only under -ffast-math) */",
                  declarations, ""]
+    if group.reduction is None:
+        head += [STREAM_SUPPORT, ""]
     text = "\n".join(head) + "\n"
     out_type = CTYPES[group.output.element_type.name]
     if group.reduction is None:
-        text += (f"int {ENTRY}(int64_t n, int64_t inner, void* const* p)\n{{\n"
-                 + _indent(emitter.pointers, 1)
-                 + _indent([f"{out_type}* out = ({out_type}*)p[{k}];"] + emitter.hoisted
-                           + ["(void)inner;",
-                              "/* `if(parallel: ...)`: a bare `if` would apply to the simd part",
-                              "   too (OpenMP 5) and run small calls unvectorized, ~100x slower */",
-                              f"#pragma omp parallel for simd schedule(static) "
-                              f"if(parallel: n >= {PARALLEL_MIN})",
-                              "for (int64_t i = 0; i < n; ++i) {"], 1)
-                 + _indent(emitter.body + [f"out[i] = {result};"], 2)
-                 + "    }\n    return 0;\n}\n")
-        return text
+        return text + _elementwise_entry(emitter, result, out_type)
     kind = reduction_kind(group.reduction)
     element = CTYPES[group.elementwise_output.element_type.name]
     if kind == "sum":
