@@ -18,6 +18,15 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 BACKENDS = ["numpy", "interpreter", "cpu"]
+#: Every engine an op can run on: name -> make_transformer arguments
+#: (fuse_min_elements=1 fuses every group however small; C for floats where a compiler works).
+ENGINES = {
+    "numpy": ("numpy", {}),
+    "interpreter": ("interpreter", {}),
+    "cpu": ("cpu", {"fuse": False}),
+    "cpu-fused": ("cpu", {"fuse_min_elements": 1}),
+    "cpu-fused-numpy": ("cpu", {"fuse_min_elements": 1, "engine": "numpy"}),
+}
 
 
 @pytest.fixture(params=BACKENDS)

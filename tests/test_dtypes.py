@@ -14,19 +14,13 @@ import pytest
 
 import axgraph as ng
 from axgraph import dtypes
+from conftest import ENGINES
 
 pytestmark = pytest.mark.filterwarnings("error")
 
 DTYPES = [np.bool_, np.int8, np.int32, np.int64, np.uint8, np.float32, np.float64]
 DTYPE_IDS = [np.dtype(d).name for d in DTYPES]
-#: name -> make_transformer arguments; fuse_min_elements=1 fuses every group however small.
-TRANSFORMERS = {
-    "numpy": ("numpy", {}),
-    "interpreter": ("interpreter", {}),
-    "cpu": ("cpu", {"fuse": False}),
-    "cpu-fused": ("cpu", {"fuse": True, "fuse_min_elements": 1}),
-    "cpu-fused-numpy": ("cpu", {"fuse": True, "engine": "numpy", "fuse_min_elements": 1}),
-}
+TRANSFORMERS = ENGINES
 SHAPE = (3, 5)
 
 

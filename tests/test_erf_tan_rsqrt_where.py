@@ -17,17 +17,11 @@ import pytest
 import axgraph as ng
 from axgraph import core
 from axgraph.transformers.cpu import fusion
+from conftest import ENGINES
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-#: name -> make_transformer arguments (fuse_min_elements=1 fuses every group however small)
-TRANSFORMERS = {
-    "numpy": ("numpy", {}),
-    "interpreter": ("interpreter", {}),
-    "cpu": ("cpu", {"fuse": False}),
-    "cpu-fused": ("cpu", {"fuse_min_elements": 1}),  # C for floats where a compiler works
-    "cpu-fused-numpy": ("cpu", {"fuse_min_elements": 1, "engine": "numpy"}),
-}
+TRANSFORMERS = ENGINES
 erf64 = np.vectorize(math.erf, otypes=[np.float64])
 
 

@@ -21,6 +21,7 @@ from axgraph.op_graph import elementwise as ew
 from axgraph.testing import ExecutorFactory, check_derivative
 from axgraph.transformers import numpy_kernels
 from axgraph.transformers.cpu import codegen, fusion, kernel_c, kernel_numpy
+from conftest import ENGINES
 
 
 # -- the op: what a new elementwise op declares ---------------------------------------------------
@@ -79,13 +80,7 @@ def test_every_table_covers_the_new_op():
         assert table.missing([SoftsignOp]) == []
 
 
-TRANSFORMERS = {
-    "numpy": ("numpy", {}),
-    "interpreter": ("interpreter", {}),
-    "cpu": ("cpu", {"fuse": False}),
-    "cpu-fused": ("cpu", {"fuse_min_elements": 1}),  # C for floats where a compiler works
-    "cpu-fused-numpy": ("cpu", {"fuse_min_elements": 1, "engine": "numpy"}),
-}
+TRANSFORMERS = ENGINES
 
 
 @pytest.mark.parametrize("name", list(TRANSFORMERS))
