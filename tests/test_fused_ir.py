@@ -129,3 +129,26 @@ def test_a_fused_node_checks_its_inputs_against_its_body():
         core.Fused([core.Parameter(F32, (4,))], body)
     node = core.Fused([core.Parameter(F32, (3,))], body)
     assert node.type_str() == "f32[3]" and node.output is body.results[0]
+
+
+def test_a_cpu_computation_shows_the_fused_function_it_ran():
+    import axgraph as ng
+    from axgraph.errors import ExecutionError
+
+    n_axis = ng.make_axis(1 << 16, name="N")
+    a, b, c = (ng.placeholder([n_axis]) for _ in range(3))
+    with ng.make_transformer("cpu") as transformer:
+        step = transformer.computation(ng.tanh(a * b + c) - ng.erf(c), a, b, c)
+        with pytest.raises(ExecutionError, match="nothing has run yet"):
+            step.fused_function
+        values = [np.linspace(-2, 2, 1 << 16, dtype=np.float32) * k for k in (1.0, 0.5, -1.0)]
+        got = step(*values)
+        fused = [node for node in step.fused_function.nodes if isinstance(node, core.Fused)]
+    assert len(fused) == 1
+    assert [type(n).__name__ for n in fused[0].function.nodes
+            if not isinstance(n, core.Parameter)] == ["Multiply", "Add", "Tanh", "Erf", "Subtract"]
+    x, y, z = (v.astype(np.float64) for v in values)
+    erf = np.vectorize(__import__("math").erf)
+    np.testing.assert_allclose(got, np.tanh(x * y + z) - erf(z), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ng.TransformerClosedError):
+        step.fused_function

@@ -148,18 +148,26 @@ class CpuFunction:
                 returned[k] = target
         return tuple(returned)
 
+    def _last(self, what: str):
+        """The program of the last call; what it holds is made per binding of sizes."""
+        if self.last_program is None:
+            raise ExecutionError(f"nothing has run yet: the {what} is made per call shape, "
+                                 f"at the first call", user_location())
+        return self.last_program
+
     @property
     def source(self) -> str:
         """The generated Python of the last program run."""
-        if self.last_program is None:
-            raise RuntimeError("nothing has run yet: the source is generated per call shape")
-        return self.last_program.source
+        return self._last("generated source").source
+
+    @property
+    def fused_function(self) -> core.Function:
+        """The core Function the last program ran: after the fusion pass (`Fused` nodes)."""
+        return self._last("fused function").function
 
     def memory_plan(self):
         """The memory plan of the last program run."""
-        if self.last_program is None:
-            raise RuntimeError("nothing has run yet: memory is planned per call shape")
-        return self.last_program.plan
+        return self._last("memory plan").plan
 
 
 class CpuBackend(Backend):

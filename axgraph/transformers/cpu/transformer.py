@@ -4,12 +4,15 @@
         step = t.computation(loss, x, y)
         step(xv, yv)
         print(step.source)          # the generated Python
+        print(step.fused_function)  # the core IR it runs, with its Fused nodes
         print(step.memory_plan())   # arena size, buffers, lifetimes, naive size
 """
 from __future__ import annotations
 
 from typing import Optional
 
+from ...debug_info import user_location
+from ...errors import TransformerClosedError
 from ..base import Computation
 from ..lowering import LoweringTransformer
 
@@ -18,12 +21,22 @@ class CpuComputation(Computation):
     """A computation whose generated source and memory plan can be inspected."""
 
     def _compiled(self):
+        if self.transformer.closed:  # closing released what the last call made
+            raise TransformerClosedError(
+                "this computation's cpu transformer is closed; its source, fused function "
+                "and memory plan went with it", user_location())
         return self.transformer._compile(self)[1]
 
     @property
     def source(self) -> str:
         """The generated Python of the last call (generated per binding of sizes)."""
         return self._compiled().source
+
+    @property
+    def fused_function(self):
+        """The core Function of the last call after fusion (per binding of sizes): each
+        group that runs as one kernel is a `Fused` node holding its sub-function."""
+        return self._compiled().fused_function
 
     def memory_plan(self):
         """Arena size, per-buffer offsets and lifetimes, and the naive size, of the last call."""
