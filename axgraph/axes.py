@@ -17,8 +17,8 @@ import functools
 import os
 import sys
 import threading
-from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional,
-                    Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple,
+                    Optional, Sequence, Tuple, Union)
 
 import numpy as np
 
@@ -968,8 +968,9 @@ def _made_at(axis: Axis) -> str:
     return f"{axis.name}: {axis.length} made at {path}:{line}"
 
 
-def elementwise_axes(kind: str, x, y) -> Axes:
-    """The axes of an elementwise op on operands `x` and `y` (anything with .name and .axes).
+def elementwise_axes(kind: str, x, y, *more) -> Axes:
+    """The axes of an elementwise op on operands `x`, `y`, ... (anything with .name and
+    .axes), joined left to right: with three operands, (x and y) then z.
 
     x's axes, then y's new ones (seed 000). Two *different* axes that share a
     root name, one from each operand, would come out side by side (`(H, H)`):
@@ -977,6 +978,9 @@ def elementwise_axes(kind: str, x, y) -> Axes:
     axes and where each was made; an explicit ng.broadcast stays the way to
     combine them on purpose.
     """
+    if more:
+        joined = _Joined(f"{x.name} and {y.name}", elementwise_axes(kind, x, y))
+        return elementwise_axes(kind, joined, *more)
     extra = y.axes - x.axes
     if not extra:
         return x.axes
@@ -993,3 +997,10 @@ def elementwise_axes(kind: str, x, y) -> Axes:
             f"{x.name}'s axis: ng.cast_axes({y.name}, axes); to combine them on purpose, "
             f"ng.broadcast an operand to both axes first", user_location())
     return x.axes + extra
+
+
+class _Joined(NamedTuple):
+    """Operands already joined, named for messages ("x and y")."""
+
+    name: str
+    axes: Axes

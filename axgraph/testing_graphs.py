@@ -34,7 +34,6 @@ import contextlib
 import math
 import warnings
 from dataclasses import dataclass, field, replace
-from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
@@ -387,14 +386,10 @@ class _Builder:
 
     def combines_all(self, *ops: Op) -> bool:
         """`combines` for an op of three or more args (axes joined left to right)."""
-        joined: Any = ops[0]
-        for op in ops[1:]:
-            try:
-                axes = elementwise_axes("combine", joined, op)
-            except IncompatibleAxesError:
-                return False
-            joined = SimpleNamespace(name=f"{joined.name} and {op.name}", axes=axes)
-        return self.fits(joined.axes)
+        try:
+            return self.fits(elementwise_axes("combine", *ops))
+        except IncompatibleAxesError:
+            return False
 
     def partner(self, x: Op):
         """Something to combine with x: an existing node, a new leaf, or a Python number."""

@@ -9,7 +9,6 @@ float32 and ``labels + 1`` stays int32; ``mask * mask`` is a logical and.
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import ClassVar, Optional, Tuple
 
 import numpy as np
@@ -332,9 +331,7 @@ class Where(ElementWiseOp):
 
     def infer_axes(self) -> Axes:
         condition, x, y = self.args
-        values = SimpleNamespace(name=f"{x.name} and {y.name}",
-                                 axes=elementwise_axes("Where", x, y))
-        return elementwise_axes("Where", values, condition)
+        return elementwise_axes("Where", x, y, condition)
 
     def infer_dtype(self) -> np.dtype:
         return self._types(self.args[1:], self._asked_dtype)
