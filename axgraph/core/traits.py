@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from typing import Any, Callable, ClassVar, Dict, FrozenSet, Optional, Union
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, Optional, Tuple, Union
 
 import numpy as np
 
@@ -47,6 +47,12 @@ class Traits:
         `CTerms` object (`.args`, `.one`, `.zero`, `.ctype`, `.boolean`,
         `.math(name)`, `.let(expression)`) returning the expression. None:
         groups with this op use the blocked-NumPy engine.
+    c_quotient: where an op's value is naturally a quotient with a bounded
+        denominator (tanh's rational, sigmoid's 1 / (1 + e)), a function of a
+        `CTerms` returning C expressions (numerator, denominator) with the
+        denominator in [1, 2^16] and the numerator at most the denominator in
+        magnitude: a product of two such values then divides once, without
+        overflow (Multiply's C code does). None: no such form.
     in_place: a kernel may write the output over an input of the same shape,
         type and layout that dies at this op (each element is read before it
         is written, or the result is computed aside first).
@@ -56,12 +62,13 @@ class Traits:
     commutative: ClassVar[bool] = False
     numpy: ClassVar[Optional[Callable[..., Any]]] = None
     c: ClassVar[Optional[CCode]] = None
+    c_quotient: ClassVar[Optional[Callable[..., Tuple[str, str]]]] = None
     in_place: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # A plain function stored on a class would become a method of its nodes.
-        for name in ("numpy", "c"):
+        for name in ("numpy", "c", "c_quotient"):
             value = cls.__dict__.get(name)
             if isinstance(value, types.FunctionType):
                 setattr(cls, name, staticmethod(value))
@@ -80,6 +87,11 @@ def numpy_function(op_class: type) -> Optional[Callable[..., Any]]:
 def c_code(op_class: type) -> Optional[CCode]:
     """The C expression an elementwise op declares, else None."""
     return getattr(op_class, "c", None) if is_elementwise(op_class) else None
+
+
+def c_quotient(op_class: type) -> Optional[Callable[..., Tuple[str, str]]]:
+    """The (numerator, denominator) C form an elementwise op declares, else None."""
+    return getattr(op_class, "c_quotient", None) if is_elementwise(op_class) else None
 
 
 def ufunc_name(op_class: type) -> Optional[str]:
@@ -111,5 +123,5 @@ def name_in(namespace: Dict[str, Any], function: Callable) -> str:
     return name
 
 
-__all__ = ["CCode", "ELEMENTWISE_FAMILIES", "Traits", "c_code", "is_elementwise", "name_in",
-           "numpy_function", "takes_out", "ufunc_name"]
+__all__ = ["CCode", "ELEMENTWISE_FAMILIES", "Traits", "c_code", "c_quotient", "is_elementwise",
+           "name_in", "numpy_function", "takes_out", "ufunc_name"]

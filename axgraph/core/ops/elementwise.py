@@ -20,12 +20,33 @@ from ._checks import arity, element_type_attr, require_kind, same_element_type, 
 
 # -- C expressions that need more than a format string (traits.Traits.c) ----------------------
 
-def _sigmoid_c(c) -> str:
+def _sigmoid_quotient_c(c) -> Tuple[str, str]:
     # the reference's stable form, e = exp(-|x|); x >= 0 ? 1/(1+e) : e/(1+e), as one
     # division of a numerator chosen by sign: the same roundings, and no branch
     (x,) = c.args
-    e = c.let(f"{c.math('exp')}(-{c.math('fabs')}({x}))")
-    return f"(({x} >= 0 ? {c.one} : {e}) / ({c.one} + {e}))"
+    e = c.let(f"{c.math('exp_nonpositive')}(-{c.math('fabs')}({x}))")
+    return f"({x} >= 0 ? {c.one} : {e})", f"({c.one} + {e})"
+
+
+def _sigmoid_c(c) -> str:
+    return "({} / {})".format(*_sigmoid_quotient_c(c))
+
+
+def _tanh_quotient_c(c) -> Tuple[str, str]:
+    # the kernels' own rational (float), before its one division; libm's tanh over 1 (double)
+    (x,) = c.args
+    return f"{c.math('tanh_numerator')}({x})", f"{c.math('tanh_denominator')}({x})"
+
+
+def _multiply_c(c) -> str:
+    # two quotients (tanh(c) * sigmoid(o) in LSTM and GRU cells) divide once: on AVX2 the
+    # second division was 10 % of tanh(a*b+c)*sigmoid(d)-e, memory traffic included
+    quotients = [c.quotient(0), c.quotient(1)]
+    if quotients[0] and quotients[1]:
+        (n0, d0), (n1, d1) = quotients
+        return f"(({n0} * {n1}) / ({d0} * {d1}))"
+    a, b = c.args
+    return f"({a} * {b})"
 
 
 def _convert_c(c) -> str:
@@ -93,6 +114,7 @@ class Tanh(UnaryElementwise):
     accepts = "float"
     numpy = np.tanh
     c = "{tanh}({0})"
+    c_quotient = _tanh_quotient_c
 
 
 class Sigmoid(UnaryElementwise):
@@ -100,6 +122,7 @@ class Sigmoid(UnaryElementwise):
     accepts = "float"
     numpy = reference.sigmoid
     c = _sigmoid_c
+    c_quotient = _sigmoid_quotient_c
 
 
 class Sin(UnaryElementwise):
@@ -188,7 +211,7 @@ class Multiply(BinaryElementwise):
     """a * b."""
     commutative = True
     numpy = np.multiply
-    c = "({0} * {1})"
+    c = _multiply_c
 
 
 class Divide(BinaryElementwise):

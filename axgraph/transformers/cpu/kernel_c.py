@@ -4,8 +4,8 @@ Why C: a C loop compiled with ``-O3 -march=native -fopenmp`` and glibc's
 vector math (libmvec) runs ``tanh(a*b+c)*sigmoid(d)-e`` over 4M f32 and
 ``sum((x-y)**2)`` over 10M f32 as fast as XLA does, several times faster
 than NumPy, on AVX2 and AVX-512 machines alike; numba has no vector
-``tanhf`` there. Float tanh is the kernel's own inline rational
-(`OWN_FUNCTIONS`): libmvec's cost as much as the rest of that chain. C is
+``tanhf`` there. Float tanh and exp are the kernel's own inline code
+(`own_math`): libmvec's cost as much as the rest of that chain. C is
 optional: without a working compiler this engine reports itself
 unavailable and the blocked NumPy engine runs instead.
 
@@ -69,6 +69,7 @@ import functools
 import hashlib
 import os
 import platform
+import re
 import shutil
 import stat
 import string
@@ -83,11 +84,13 @@ import numpy as np
 
 from ... import core
 from ...core.node import Node
-from ...core.traits import c_code
+from ...core.traits import c_code, c_quotient
 from ...errors import ExecutionError
 from ...op_table import OpTable
+from . import own_math
 from .group import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
                      op_family, prepare_call, reduction_kind)
+from .own_math import OWN_FUNCTIONS
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
@@ -139,30 +142,6 @@ MATH_FUNCTIONS = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "c
                   "log10", "log1p", "log2", "pow", "sin", "sinh", "tan", "tanh")
 #: Those of MATH_FUNCTIONS that take two arguments.
 TWO_ARGUMENTS = frozenset({"atan2", "hypot", "pow"})
-#: libm functions the kernels compute with their own inline code instead, by libm name.
-#: tanhf: libmvec's costs about as much as expf and a division together, and was most of the
-#: time of tanh(a*b+c)*sigmoid(d)-e on AVX2 (slower than XLA, whose tanh is a rational too).
-#: The rational x P(x^2) / Q(x^2) of degree (4, 4) was fitted here to tanh on [0, 9] (weighted
-#: least squares on the relative error, reweighted towards minimax): 2.1e-8 relative error in
-#: exact arithmetic; evaluated in float, as below, at most 6.9 ulp from tanh and within 1 ulp
-#: for 97 % of all floats (measured over every float; NumPy's own float32 tanh allows 1.4
-#: ulp, XLA's about 4.4). From 0x1.205968p+3 (9.0109138) on, tanh rounds to 1: returned as is.
-OWN_FUNCTIONS = {"tanhf": """\
-static inline float axgraph_tanhf(float x)
-{
-    const float ax = fabsf(x);
-    const float a = ax > 0x1.205968p+3f ? 0x1.205968p+3f : ax;  /* NaN stays NaN */
-    const float z = a * a;
-    const float p = (((0x1.cadb52p-27f * z + 0x1.59c2c4p-16f) * z + 0x1.ca2c34p-9f) * z
-                     + 0x1.120b14p-3f) * z + 1.0f;
-    const float q = (((0x1.a17f30p-21f * z + 0x1.5885bcp-12f) * z + 0x1.a7f7cep-6f) * z
-                     + 0x1.de5ad4p-2f) * z + 1.0f;
-    const float t = a * p / q;
-    const float below_one = t > 1.0f ? 1.0f : t;
-    return copysignf(ax >= 0x1.205968p+3f ? 1.0f : below_one, x);  /* odd, -0 kept */
-}"""}
-
-
 class KernelCompileError(ExecutionError):
     """The C engine cannot build a kernel (no compiler, or the compiler failed)."""
 
@@ -595,12 +574,15 @@ class CTerms:
     args: the operands' C expressions; ctype: the C type of the value ("float",
     "double", "int" for booleans); one, zero: literals of that type; boolean:
     whether the value is a boolean; math(name): a libm function for the value
-    type ("exp" -> "expf" for f32), declared for libmvec where it has one;
-    let(expression): a named constant computed first, for a value used twice.
+    type ("exp" -> "expf" for f32), declared for libmvec where it has one, or
+    the kernels' own (`own_math`: "tanhf", "exp_nonpositivef", ...);
+    let(expression): a named constant computed first, for a value used twice;
+    quotient(i): operand i as C (numerator, denominator) where its op declares
+    that form (`c_quotient`) and nothing else in the kernel reads it, else None.
     """
 
     def __init__(self, emitter: "_Emitter", node: Node, args: Sequence[str], name: str):
-        self._emitter, self._element_type, self._name = emitter, node.element_type, name
+        self._emitter, self._node, self._name = emitter, node, name
         self._lets = 0
         self.args = tuple(args)
         self.ctype = VALUE_CTYPES[node.element_type.name]
@@ -608,7 +590,10 @@ class CTerms:
         self.boolean = node.element_type.is_boolean
 
     def math(self, name: str) -> str:
-        return self._emitter._math(name, self._element_type)
+        return self._emitter._math(name, self._node.element_type)
+
+    def quotient(self, i: int) -> Optional[Tuple[str, str]]:
+        return self._emitter.quotient(self._node.inputs[i])
 
     def let(self, expression: str) -> str:
         name = f"e{self._name[1:]}" + (f"_{self._lets}" if self._lets else "")
@@ -666,6 +651,11 @@ def has_code(group: FusedGroup) -> bool:
                if op_family(node) not in ("constant", "broadcast"))
 
 
+#: A statement of an element's code, `const float v3 = ...;`, and the names in C text.
+_DEFINITION = re.compile(r"const \w+ (\w+) = ")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
 @dataclass
 class _Emitter:
     """Walks a group's members and writes the C statements of one element."""
@@ -694,8 +684,29 @@ class _Emitter:
             elif j in indexed:
                 self.body.append(f"const {value_type} x{j} = in{j}[i];")
                 self.values[node] = f"x{j}"
+        self.readers: Dict[Node, int] = {self.group.elementwise_output: 1}
+        for node in self.group.elementwise_nodes:
+            for x in node.inputs:
+                self.readers[x] = self.readers.get(x, 0) + 1
+        self.quotients: Dict[Node, Tuple[str, str]] = {}
         for k, node in enumerate(self.group.elementwise_nodes):
             self._member(k, node)
+        self._drop_unread()
+
+    def _drop_unread(self) -> None:
+        """Drop the statements nothing reads (a value a Multiply took as a quotient), and
+        the functions only they called, so the kernel text shows what is computed."""
+        needed = set(_NAME.findall(self.values[self.group.elementwise_output]))
+        kept: List[str] = []
+        for line in reversed(self.body):
+            defined = _DEFINITION.match(line)
+            if defined is None or defined.group(1) in needed:
+                kept.append(line)
+                needed.update(_NAME.findall(line[defined.end() if defined else 0:]))
+        self.body = kept[::-1]
+        called = set(_NAME.findall(" ".join(self.body + self.hoisted)))
+        self.used_math = {name for name in self.used_math
+                          if name in called or f"axgraph_{name}" in called}
 
     def _scalar_of(self, x: Node) -> str:
         """One element of a Broadcast's (size-1) input."""
@@ -715,6 +726,18 @@ class _Emitter:
         self.used_math.add(full)
         return f"axgraph_{full}" if full in OWN_FUNCTIONS else full
 
+    def quotient(self, node: Node) -> Optional[Tuple[str, str]]:
+        """`node`'s value as (numerator, denominator), if its op has that form and one
+        reader (else the division is shared, and a second one would cost more)."""
+        write = c_quotient(type(node))
+        if write is None or self.readers.get(node) != 1 or node not in self.group.nodes:
+            return None
+        if node not in self.quotients:
+            name = self.values[node] + "q"
+            terms = CTerms(self, node, [self.values[x] for x in node.inputs], name)
+            self.quotients[node] = write(terms)
+        return self.quotients[node]
+
     def _member(self, k: int, node: Node) -> None:
         family = op_family(node)
         et = node.element_type
@@ -732,12 +755,19 @@ class _Emitter:
         self.body.append(f"const {terms.ctype} {name} = {write(node, terms)};")
         self.values[node] = name
 
-    def declarations(self) -> str:
+    def declarations(self) -> List[str]:
         """`omp declare simd` for the library functions used that libmvec vectorizes, and
-        the code of the functions the kernel brings itself."""
-        own = [OWN_FUNCTIONS[name] for name in sorted(self.used_math) if name in OWN_FUNCTIONS]
-        library = _declarations(sorted((self.used_math - set(OWN_FUNCTIONS)) & self.vector_math))
-        return "\n".join(filter(None, [library, *own]))
+        the code of the functions the kernel brings itself, each under a comment."""
+        own, library = own_math.closure(self.used_math)
+        declared = _declarations([name for name in library if name in self.vector_math])
+        lines = []
+        if declared:
+            lines += ["/* vector variants from libmvec (glibc declares them only under "
+                      "-ffast-math) */", declared, ""]
+        if own:
+            lines += ["/* the kernels' own math (axgraph/transformers/cpu/own_math.py) */",
+                      *(OWN_FUNCTIONS[name].code for name in own), ""]
+        return lines
 
 
 def indexed_inputs(group: FusedGroup) -> FrozenSet[int]:
@@ -836,10 +866,7 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     head = ["/* axgraph fused kernel: " + ops + " */",
             "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>",
             "#include <math.h>", "#ifdef _OPENMP", "#include <omp.h>", "#endif", ""]
-    declarations = emitter.declarations()
-    if declarations:
-        head += ["/* vector variants from libmvec (glibc declares them only under -ffast-math) */",
-                 declarations, ""]
+    head += emitter.declarations()
     if group.reduction is None:
         head += [STREAM_SUPPORT, ""]
     text = "\n".join(head) + "\n"

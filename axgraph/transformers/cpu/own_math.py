@@ -1,0 +1,174 @@
+"""The C math functions the fused kernels bring themselves, instead of calling libm/libmvec.
+
+Why own code: on AVX2 a call into libmvec's vector ``expf`` or ``tanhf``
+costs as much as the rest of ``tanh(a*b+c) * sigmoid(d) - e`` (the call
+spills every vector register it clobbers, and the polynomial runs without
+FMA), and that kernel ran slower than XLA's, which inlines both. Inline
+code lets gcc interleave the math of neighbouring elements.
+
+Each function is keyed by its libm-style name (``"expf"``; a float name
+ends in "f") and is written ``axgraph_<name>`` in the kernel text; helpers
+no op names directly start with "_". An entry lists what it uses: other
+entries here (emitted before it) and libm functions (declared for libmvec
+like any other). Accuracy, measured over
+every float in the range that matters with the kernel's own flags, is in
+each entry's comment and checked on samples by tests/test_vectorization.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+
+@dataclass(frozen=True)
+class OwnFunction:
+    """The C text of a function (or of helpers and macros), and the names it uses."""
+
+    code: str
+    uses: Tuple[str, ...] = ()
+
+
+#: fma where the target has it in hardware (x86-64-v3 and up, aarch64), else a multiply and an
+#: add. The two round differently (by under 1 ulp of the exp below), so kernels built for
+#: x86-64-v2 and for v3 may differ in the last bit, as libmvec's variants already do.
+_FMA = OwnFunction("""\
+#if defined(__FP_FAST_FMAF)
+#define AXGRAPH_FMAF(a, b, c) __builtin_fmaf(a, b, c)
+#else
+#define AXGRAPH_FMAF(a, b, c) ((a) * (b) + (c))
+#endif""")
+
+#: e^x = e^r 2^n for x in [-104, 89] (or NaN): x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite,
+#: ln2 in two parts), e^r by a degree-6 polynomial fitted here (least squares on the relative
+#: error, reweighted towards minimax: 3.1e-9 in exact arithmetic). Returns e^r and stores n,
+#: in [-150, 128], read from the bits of x/ln2 + 1.5 * 2^23 (no float-to-int conversion,
+#: which NaN would make undefined). No branch: it vectorizes.
+_EXPF_PARTS = OwnFunction("""\
+static inline float axgraph_expf_parts(float x, int32_t* n)
+{
+    const float shifted = AXGRAPH_FMAF(x, 0x1.715476p+0f, 0x1.8p+23f);
+    const float whole = shifted - 0x1.8p+23f;
+    const float r = AXGRAPH_FMAF(whole, -0x1.7f7d1cp-20f, AXGRAPH_FMAF(whole, -0x1.62e4p-1f, x));
+    float q = AXGRAPH_FMAF(0x1.6a232ep-10f, r, 0x1.123a68p-7f);
+    q = AXGRAPH_FMAF(q, r, 0x1.5558f4p-5f);
+    q = AXGRAPH_FMAF(q, r, 0x1.55549p-3f);
+    q = AXGRAPH_FMAF(q, r, 0x1.fffffcp-2f);
+    __builtin_memcpy(n, &shifted, sizeof *n);
+    *n -= 0x4b400000;  /* the bits of 1.5 * 2^23 */
+    return AXGRAPH_FMAF(r * r, q, r) + 1.0f;
+}""", uses=("_fmaf",))
+
+
+def _power_of_two(name: str, exponent: str) -> str:
+    """C statements setting float `name` to 2^`exponent` (an int expression in [-126, 127])."""
+    return (f"const int32_t {name}_bits = ({exponent} + 127) << 23;\n"
+            f"    float {name};\n"
+            f"    __builtin_memcpy(&{name}, &{name}_bits, sizeof {name});")
+
+
+OWN_FUNCTIONS: Dict[str, OwnFunction] = {
+    "_fmaf": _FMA,
+    "_expf_parts": _EXPF_PARTS,
+    # e^x over the floats: at most 1.02 ulp from exp with FMA (0.99 without), measured over
+    # every float in [-110, 95]; exact 0, inf and NaN past the ends. Below -104 e^x
+    # rounds to 0, from 89 on it overflows: the clamped arguments give exactly those. 2^n is
+    # applied as two normal factors, so that subnormal results round once.
+    "expf": OwnFunction(f"""\
+static inline float axgraph_expf(float x)
+{{
+    const float low = x < -0x1.ap+6f ? -0x1.ap+6f : x;        /* NaN stays NaN */
+    int32_t n;
+    const float er = axgraph_expf_parts(low > 0x1.64p+6f ? 0x1.64p+6f : low, &n);
+    {_power_of_two("high", "(n >> 1)")}
+    {_power_of_two("low_half", "(n - (n >> 1))")}
+    return er * high * low_half;
+}}""", uses=("_expf_parts",)),
+    # e^x for x <= 0 (or NaN), as in Sigmoid's e^-|x|: the same values as expf (checked on
+    # every float in [-110, 0]), in fewer instructions (one clamp; n <= 0, so 2^(n + 64) is normal and one constant 2^-64 takes
+    # subnormal results down with a single rounding). 7 % of the chain's time on AVX2.
+    "exp_nonpositivef": OwnFunction(f"""\
+static inline float axgraph_exp_nonpositivef(float x)
+{{
+    int32_t n;
+    const float er = axgraph_expf_parts(x < -0x1.ap+6f ? -0x1.ap+6f : x, &n);
+    {_power_of_two("scale", "(n + 64)")}
+    return er * scale * 0x1p-64f;
+}}""", uses=("_expf_parts",)),
+    "exp_nonpositive": OwnFunction("""\
+static inline double axgraph_exp_nonpositive(double x) { return exp(x); }""", uses=("exp",)),
+    # tanhf: libmvec's cost about as much as expf and a division together. The rational
+    # x P(x^2) / Q(x^2) of degree (4, 4) was fitted here to tanh on [0, 9] (weighted least
+    # squares on the relative error, reweighted towards minimax): 2.1e-8 relative error in
+    # exact arithmetic. Evaluated as below, over every float: at most 5.7 ulp from tanh and
+    # within 1 ulp for 98.7 % of them with FMA (6.9 ulp and 98.6 % without); NumPy's own float32
+    # tanh allows 1.4 ulp, XLA's about 4.4. From 0x1.205968p+3 (9.0109138) on, tanh rounds
+    # to 1: returned as is (the rational dips below 1 again up to 9.37), as where it passes 1.
+    # The parts are the numerator, returned, and the denominator, stored: in [1, 420]. (The
+    # selects are all float: an int mask among them keeps gcc's SSE4 loop scalar.)
+    "_tanhf_parts": OwnFunction("""\
+static inline float axgraph_tanhf_parts(float x, float* denominator)
+{
+    const float ax = fabsf(x);
+    const float a = ax > 0x1.205968p+3f ? 0x1.205968p+3f : ax;  /* NaN stays NaN */
+    const float z = a * a;
+    float p = AXGRAPH_FMAF(0x1.cadb52p-27f, z, 0x1.59c2c4p-16f);
+    p = AXGRAPH_FMAF(p, z, 0x1.ca2c34p-9f);
+    p = AXGRAPH_FMAF(p, z, 0x1.120b14p-3f);
+    p = AXGRAPH_FMAF(p, z, 1.0f);
+    float q = AXGRAPH_FMAF(0x1.a17f30p-21f, z, 0x1.5885bcp-12f);
+    q = AXGRAPH_FMAF(q, z, 0x1.a7f7cep-6f);
+    q = AXGRAPH_FMAF(q, z, 0x1.de5ad4p-2f);
+    q = AXGRAPH_FMAF(q, z, 1.0f);
+    const float ap = a * p;
+    const float capped = ap > q ? q : ap;  /* so tanh <= 1; NaN stays NaN */
+    *denominator = ax >= 0x1.205968p+3f ? 1.0f : q;
+    return copysignf(ax >= 0x1.205968p+3f ? 1.0f : capped, x);  /* odd, -0 kept */
+}""", uses=("_fmaf",)),
+    "tanhf": OwnFunction("""\
+static inline float axgraph_tanhf(float x)
+{
+    float denominator;
+    const float numerator = axgraph_tanhf_parts(x, &denominator);
+    return numerator / denominator;
+}""", uses=("_tanhf_parts",)),
+    # tanh as a quotient for Multiply (see traits.Traits.c_quotient); double: libm's over 1
+    "tanh_numeratorf": OwnFunction("""\
+static inline float axgraph_tanh_numeratorf(float x)
+{
+    float denominator;
+    return axgraph_tanhf_parts(x, &denominator);
+}""", uses=("_tanhf_parts",)),
+    "tanh_denominatorf": OwnFunction("""\
+static inline float axgraph_tanh_denominatorf(float x)
+{
+    float denominator;
+    axgraph_tanhf_parts(x, &denominator);
+    return denominator;
+}""", uses=("_tanhf_parts",)),
+    "tanh_numerator": OwnFunction("""\
+static inline double axgraph_tanh_numerator(double x) { return tanh(x); }""", uses=("tanh",)),
+    "tanh_denominator": OwnFunction("""\
+static inline double axgraph_tanh_denominator(double x) { (void)x; return 1.0; }"""),
+}
+
+
+def closure(names) -> Tuple[List[str], List[str]]:
+    """(own functions in definition order, library functions) that `names` need, directly
+    or through what the own ones use."""
+    own: List[str] = []
+    library: List[str] = []
+
+    def visit(name: str) -> None:
+        if name in own or name in library:
+            return
+        entry = OWN_FUNCTIONS.get(name)
+        if entry is None:
+            library.append(name)
+            return
+        for used in entry.uses:
+            visit(used)
+        own.append(name)
+
+    for name in sorted(names):
+        visit(name)
+    return own, sorted(library)
