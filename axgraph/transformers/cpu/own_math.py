@@ -109,8 +109,7 @@ static inline double axgraph_exp_nonpositive(double x) { return exp(x); }""", us
 static inline float axgraph_tanhf_parts(float x, float* denominator)
 {
     const float ax = fabsf(x);
-    const float a = ax > 0x1.205968p+3f ? 0x1.205968p+3f : ax;  /* NaN stays NaN */
-    const float z = a * a;
+    const float z = ax * ax;  /* inf past 1.8e19: selected away below */
     float p = AXGRAPH_FMAF(0x1.cadb52p-27f, z, 0x1.59c2c4p-16f);
     p = AXGRAPH_FMAF(p, z, 0x1.ca2c34p-9f);
     p = AXGRAPH_FMAF(p, z, 0x1.120b14p-3f);
@@ -119,10 +118,11 @@ static inline float axgraph_tanhf_parts(float x, float* denominator)
     q = AXGRAPH_FMAF(q, z, 0x1.a7f7cep-6f);
     q = AXGRAPH_FMAF(q, z, 0x1.de5ad4p-2f);
     q = AXGRAPH_FMAF(q, z, 1.0f);
-    const float ap = a * p;
+    const float ap = ax * p;
     const float capped = ap > q ? q : ap;  /* so tanh <= 1; NaN stays NaN */
-    *denominator = ax >= 0x1.205968p+3f ? 1.0f : q;
-    return copysignf(ax >= 0x1.205968p+3f ? 1.0f : capped, x);  /* odd, -0 kept */
+    const int rounds_to_one = ax >= 0x1.205968p+3f;
+    *denominator = rounds_to_one ? 1.0f : q;
+    return copysignf(rounds_to_one ? 1.0f : capped, x);  /* odd, -0 kept */
 }""", uses=("_fmaf",)),
     "tanhf": OwnFunction("""\
 static inline float axgraph_tanhf(float x)
