@@ -635,7 +635,10 @@ def test_numpy_engine_errors_in_a_worker_reach_the_caller(monkeypatch):
         run_kernel(kernel, group, function, [np.ones(n, np.int32), divisors])
 
 
-def test_numpy_engine_makes_no_full_size_temporaries(rng):
+def test_numpy_engine_makes_no_full_size_temporaries(rng, monkeypatch):
+    # each worker has its block's temporaries: two workers, whatever the machine's cores (on
+    # 16 they add up to 1.5 MB, as much as the limits below)
+    monkeypatch.setenv("AXGRAPH_NUM_THREADS", "2")
     n = 1_000_000
     for function, limit in ((l2_function(n), 1 << 20), (chain_function(n), 2 << 20)):
         (group,) = find_fusion_groups(function)

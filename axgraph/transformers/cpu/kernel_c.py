@@ -94,6 +94,9 @@ from .own_math import OWN_FUNCTIONS
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
+#: Partial results a reduction block keeps side by side (independent dependency chains):
+#: 16 floats are two AVX2 vectors, four of their doubles.
+LANES = 16
 #: Below this many elements a kernel runs on one thread: waking the other costs more
 #: than it saves on memory-bound loops over two cores.
 PARALLEL_MIN = 1 << 18
@@ -875,26 +878,46 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
         return text + _elementwise_entry(emitter, result, out_type)
     kind = reduction_kind(group.reduction)
     element = CTYPES[group.elementwise_output.element_type.name]
+    value = VALUE_CTYPES[group.elementwise_output.element_type.name]
     if kind == "sum":
         acc_type = "double"
-        start = ["double acc = 0.0;", "#pragma omp simd reduction(+:acc)"]
-        step = [f"acc += (double){result};"]
-        finish = "return acc;"
+        start = ["double acc[LANES] = {0};"]
+        fold = "acc[k] += (double)axgraph_element({at}, p);"
+        pair = "acc[k] += acc[k + w];"
         combine = "acc += part[b];"
     else:
         acc_type = element
+        kept = "<=" if kind == "max" else ">="
+        start = [f"{element} acc[LANES];",
+                 f"for (int k = 0; k < LANES; ++k) acc[k] = {'-' if kind == 'max' else ''}"
+                 "INFINITY;"]
+        # a NaN, once met, stays: it is kept, and taken when met
+        fold = (f"{{{{ const {value} r = axgraph_element({{at}}, p); "
+                f"acc[k] = (r {kept} acc[k] || acc[k] != acc[k]) ? acc[k] : r; }}}}")
+        pair = (f"acc[k] = (acc[k + w] {kept} acc[k] || acc[k] != acc[k]) ? acc[k] : "
+                "acc[k + w];")
         better = ">" if kind == "max" else "<"
-        start = [f"{element} acc = {'-' if kind == 'max' else ''}INFINITY;", "int nan = 0;",
-                 f"#pragma omp simd reduction({kind}:acc) reduction(|:nan)"]
-        step = [f"const {element} r = {result};", "nan |= (r != r);",
-                f"acc = r {better} acc ? r : acc;"]
-        finish = f"return nan ? ({element})NAN : acc;"
         combine = f"if (part[b] {better} acc || part[b] != part[b]) acc = part[b];"
-    text += (f"static inline {acc_type} block(int64_t lo, int64_t hi, void* const* p)\n{{\n"
-             + _indent(emitter.pointers + emitter.hoisted + start
-                       + ["for (int64_t i = lo; i < hi; ++i) {"], 1)
-             + _indent(emitter.body + step, 2)
-             + "    }\n" + _indent([finish], 1) + "}\n\n")
+    text += (f"static inline {value} axgraph_element(int64_t i, void* const* p)\n{{\n"
+             + _indent(emitter.pointers + emitter.hoisted + emitter.body
+                       + [f"return {result};"], 1) + "}\n\n")
+    text += (f"#define LANES {LANES}\n"
+             f"static inline {acc_type} block(int64_t lo, int64_t hi, void* const* p)\n{{\n"
+             + _indent([
+                 "/* LANES partial results side by side: independent chains of vector operations",
+                 "   (one chain is latency-bound on wide cores), combined in a fixed order that",
+                 "   depends on LANES alone, so every target computes the same value */",
+                 *start,
+                 "const int64_t whole = lo + (hi - lo) / LANES * LANES;",
+                 "for (int64_t i = lo; i < whole; i += LANES) {",
+                 "    #pragma omp simd",
+                 "    for (int k = 0; k < LANES; ++k) " + fold.format(at="i + k"),
+                 "}",
+                 "#pragma omp simd",
+                 "for (int64_t k = 0; k < hi - whole; ++k) " + fold.format(at="whole + k"),
+                 "for (int w = LANES / 2; w >= 1; w /= 2)",
+                 f"    for (int k = 0; k < w; ++k) {pair}",
+                 "return acc[0];"], 1) + "}\n\n")
     text += (f"int {ENTRY}(int64_t outer, int64_t inner, void* const* p)\n{{\n"
              + _indent([
                  f"{out_type}* out = ({out_type}*)p[{k}];",
