@@ -7,6 +7,7 @@ directory or file that another user owns or can write is never loaded.
 """
 from __future__ import annotations
 
+import math
 import os
 import platform
 import stat
@@ -184,6 +185,34 @@ def test_the_target_is_part_of_the_cache_key(cache, monkeypatch, rng):
     sigmoid = lambda x: 1 / (1 + np.exp(-x.astype(np.float64)))  # noqa: E731
     _run(native, rng, sigmoid)
     _run(portable, rng, sigmoid)
+
+
+def test_a_sum_adds_in_the_same_order_on_every_target(cache, monkeypatch, rng):
+    """A reduction block keeps `LANES` partial sums whatever the vector width, so a sum
+    built for x86-64-v2 (SSE) and for this CPU gives the same bits; both are within
+    float64 rounding of the exact sum."""
+    n = 100_003  # whole blocks, whole lane groups and a remainder
+    x, y = core.Parameter(core.f64, core.Shape(n)), core.Parameter(core.f64, core.Shape(n))
+    difference = core.Subtract(x, y)
+    (group,) = find_fusion_groups(core.Function(
+        [core.Sum(core.Multiply(difference, difference), (0,))], [x, y]))
+    a, b = rng.standard_normal(n), rng.standard_normal(n)  # double sums show every bit
+
+    def total():
+        out = np.empty((), np.float64)
+        _compile(group)(a, b, out=out)
+        return out
+
+    native = total()
+    monkeypatch.setenv(kernel_c.MARCH_VARIABLE, "x86-64-v2" if platform.machine()
+                       in ("x86_64", "AMD64") else "armv8-a")
+    try:
+        kernel_c.toolchain()
+    except kernel_c.KernelCompileError as error:
+        pytest.skip(str(error))
+    assert total().tobytes() == native.tobytes()
+    exact = math.fsum((a - b) ** 2)
+    assert abs(float(native) - exact) <= 1e-12 * exact
 
 
 def test_a_target_the_compiler_rejects_is_a_clear_error(cache, monkeypatch):

@@ -30,8 +30,10 @@ with ``#pragma omp declare simd``, for the functions this libmvec exports.
 exception flags (NumPy clears them before each ufunc it checks, and they
 are per thread), which is what vectorizes ``floor`` (SSE4.1/AVX
 ``round``). Float sums accumulate in double, per fixed block of elements,
-and blocks are combined in order, so the result is accurate and does not
-depend on the number of threads.
+each block in `LANES` partial sums side by side (independent chains of
+additions: one chain was latency-bound, L2 at 2.1x XLA's time on a 16-core
+AVX-512 Xeon), and blocks are combined in order, so the result is accurate
+and depends neither on the number of threads nor on the vector width.
 
 Each thread of an elementwise kernel takes one contiguous run of whole
 cache lines (no two threads write one line; vector loops leave no remainder
@@ -905,8 +907,8 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
              f"static inline {acc_type} block(int64_t lo, int64_t hi, void* const* p)\n{{\n"
              + _indent([
                  "/* LANES partial results side by side: independent chains of vector operations",
-                 "   (one chain is latency-bound on wide cores), combined in a fixed order that",
-                 "   depends on LANES alone, so every target computes the same value */",
+                 "   (one chain is latency-bound on wide cores), combined in an order that",
+                 "   depends on LANES alone, not on the target's vector width */",
                  *start,
                  "const int64_t whole = lo + (hi - lo) / LANES * LANES;",
                  "for (int64_t i = lo; i < whole; i += LANES) {",
