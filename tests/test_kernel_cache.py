@@ -215,6 +215,27 @@ def test_a_sum_adds_in_the_same_order_on_every_target(cache, monkeypatch, rng):
     assert abs(float(native) - exact) <= 1e-12 * exact
 
 
+def test_a_float_sum_is_nearly_exact_even_with_cancellation(cache, rng):
+    """Each lane adds 16 floats in float, then in double: within 16 float roundings of
+    sum(|x|) of the exact sum (NumPy's pairwise float32 sum allows about 20 here), and
+    no worse than rounding the exact sum to float where nothing cancels."""
+    n = 1_000_003
+    x = core.Parameter(core.f32, core.Shape(n))
+    (group,) = find_fusion_groups(core.Function([core.Sum(core.Multiply(x, x), (0,))], [x]))
+    values = rng.standard_normal(n).astype(np.float32)
+    signed = core.Parameter(core.f32, core.Shape(n))
+    (signed_group,) = find_fusion_groups(core.Function(
+        [core.Sum(core.Multiply(signed, core.Abs(signed)), (0,))], [signed]))
+    out = np.empty((), np.float32)
+    _compile(group)(values, out=out)
+    exact = math.fsum(np.float64(v) ** 2 for v in values)
+    assert abs(float(out) - exact) <= np.spacing(np.float32(exact))
+    _compile(signed_group)(values, out=out)
+    squares = values.astype(np.float64) * np.abs(values.astype(np.float64))
+    exact = math.fsum(squares)
+    assert abs(float(out) - exact) <= 16 * 2.0 ** -24 * float(np.sum(np.abs(squares)))
+
+
 def test_a_target_the_compiler_rejects_is_a_clear_error(cache, monkeypatch):
     monkeypatch.setenv(kernel_c.MARCH_VARIABLE, "no-such-cpu")
     with pytest.raises(kernel_c.KernelCompileError,

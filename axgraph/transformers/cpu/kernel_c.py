@@ -32,8 +32,10 @@ are per thread), which is what vectorizes ``floor`` (SSE4.1/AVX
 ``round``). Float sums accumulate in double, per fixed block of elements,
 each block in `LANES` partial sums side by side (independent chains of
 additions: one chain was latency-bound, L2 at 2.1x XLA's time on a 16-core
-AVX-512 Xeon), and blocks are combined in order, so the result is accurate
-and depends neither on the number of threads nor on the vector width.
+AVX-512 Xeon), each lane adding `CHUNK` floats in float before widening
+(10 % faster there, at most 15 float roundings per chunk), and blocks are
+combined in order, so the result is accurate and depends neither on the
+number of threads nor on the vector width.
 
 Each thread of an elementwise kernel takes one contiguous run of whole
 cache lines (no two threads write one line; vector loops leave no remainder
@@ -99,6 +101,8 @@ BLOCK = 16384
 #: Partial results a reduction block keeps side by side (independent dependency chains):
 #: 16 floats are two AVX2 vectors, four of their doubles.
 LANES = 16
+#: Elements a lane of a float sum adds in float before widening the partial to double.
+CHUNK = 16
 #: Below this many elements a kernel runs on one thread: waking the other costs more
 #: than it saves on memory-bound loops over two cores.
 PARALLEL_MIN = 1 << 18
@@ -883,12 +887,28 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     value = VALUE_CTYPES[group.elementwise_output.element_type.name]
     if kind == "sum":
         acc_type = "double"
-        start = ["double acc[LANES] = {0};"]
+        start = [
+            "double acc[LANES] = {0};",
+            "/* CHUNK elements a lane are summed in the element type first (for float half",
+            "   the work of widening each to double; 15 roundings of float at most), then",
+            "   added to the lane's double */",
+            "const int64_t chunked = lo + (hi - lo) / (LANES * CHUNK) * (LANES * CHUNK);",
+            "for (int64_t chunk = lo; chunk < chunked; chunk += LANES * CHUNK) {",
+            f"    {value} part[LANES] = {{0}};",
+            "    for (int64_t i = chunk; i < chunk + LANES * CHUNK; i += LANES) {",
+            "        #pragma omp simd",
+            "        for (int k = 0; k < LANES; ++k) part[k] += axgraph_element(i + k, p);",
+            "    }",
+            "    #pragma omp simd",
+            "    for (int k = 0; k < LANES; ++k) acc[k] += (double)part[k];",
+            "}"]
+        first = "chunked"
         fold = "acc[k] += (double)axgraph_element({at}, p);"
         pair = "acc[k] += acc[k + w];"
         combine = "acc += part[b];"
     else:
         acc_type = element
+        first = "lo"
         kept = "<=" if kind == "max" else ">="
         start = [f"{element} acc[LANES];",
                  f"for (int k = 0; k < LANES; ++k) acc[k] = {'-' if kind == 'max' else ''}"
@@ -903,15 +923,15 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     text += (f"static inline {value} axgraph_element(int64_t i, void* const* p)\n{{\n"
              + _indent(emitter.pointers + emitter.hoisted + emitter.body
                        + [f"return {result};"], 1) + "}\n\n")
-    text += (f"#define LANES {LANES}\n"
+    text += (f"#define LANES {LANES}\n#define CHUNK {CHUNK}\n"
              f"static inline {acc_type} block(int64_t lo, int64_t hi, void* const* p)\n{{\n"
              + _indent([
                  "/* LANES partial results side by side: independent chains of vector operations",
                  "   (one chain is latency-bound on wide cores), combined in an order that",
-                 "   depends on LANES alone, not on the target's vector width */",
+                 "   depends on LANES and CHUNK, not on the target's vector width */",
                  *start,
-                 "const int64_t whole = lo + (hi - lo) / LANES * LANES;",
-                 "for (int64_t i = lo; i < whole; i += LANES) {",
+                 f"const int64_t whole = {first} + (hi - {first}) / LANES * LANES;",
+                 f"for (int64_t i = {first}; i < whole; i += LANES) {{",
                  "    #pragma omp simd",
                  "    for (int k = 0; k < LANES; ++k) " + fold.format(at="i + k"),
                  "}",
