@@ -45,7 +45,8 @@ class Traits:
         literals and name, and any other name a libm function for the value
         type (`{exp}` is `expf` for f32, `exp` for f64); or a function of a
         `CTerms` object (`.args`, `.one`, `.zero`, `.ctype`, `.boolean`,
-        `.math(name)`, `.let(expression)`) returning the expression. None:
+        `.math(name)`, `.let(expression)`, `.quotient(i)`) returning the
+        expression. None:
         groups with this op use the blocked-NumPy engine.
     c_quotient: where an op's value is naturally a quotient with a bounded
         denominator (tanh's rational, sigmoid's 1 / (1 + e)), a function of a
