@@ -124,3 +124,28 @@ def test_an_axis_without_length_is_not_a_symbolic_length_of_the_same_name(backen
     with ng.make_transformer(backend) as t:
         f = t.computation([ng.sum(x, out_axes=()), ng.sum(y, out_axes=())], x, y)
         assert [float(v) for v in f(np.ones(2), np.ones(5))] == [2.0, 5.0]
+
+
+@pytest.mark.parametrize("backend", COMPILED)
+def test_a_placeholder_on_a_joined_axis_binds_the_parts_lengths_together(backend, rng):
+    # The joined axis of a concat along B (no length) is as long as the parts together,
+    # 2*B: a placeholder on it, read before the concat is computed (`sequential` puts
+    # y * y first), must bind that sum, not a size variable of its own that the concat's
+    # result then fails to match (found by the fuzzer: seed 2029, example 352).
+    batch, column = ng.make_axis(name="B"), ng.make_axis(length=3, name="C")
+    x = ng.placeholder([column, batch], dtype=np.float64)
+    joined = ng.concat_along_axis([x, ng.tanh(x)], batch)
+    wide = next(a for a in joined.axes if a.name == "B")
+    y = ng.placeholder([wide], dtype=np.float64)
+    extra = ng.make_axis(length=2, name="D")
+    shifted = joined + ng.constant(np.ones(2), [extra], dtype=np.float64)  # a broadcast
+    squares = y * y
+    results = [squares, ng.sequential([squares, shifted * y])]
+    for n in (4, 1):
+        a, b = rng.standard_normal((3, n)), rng.standard_normal(2 * n)
+        squared, total = _run(backend, results, [x, y], [a, b])
+        reference = np.concatenate([a, np.tanh(a)], axis=1)[:, :, None] + np.ones(2)
+        np.testing.assert_allclose(squared, b * b)
+        np.testing.assert_allclose(total, reference * b[None, :, None])
+    with pytest.raises(ng.FeedError):
+        _run(backend, results, [x, y], [rng.standard_normal((3, 4)), rng.standard_normal(7)])

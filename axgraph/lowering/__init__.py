@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence
 from .. import core
 from ..errors import FeedError
 from ..op_graph.op import Op
+from ..op_graph.shape_ops import ConcatOp
 from ..op_graph.tensors import AssignableTensorOp
 from . import debug_rules, nn_rules  # noqa: F401  (register the print and nn rules)
 from ..axis_dims import length_symbols
@@ -46,6 +47,16 @@ class LoweredComputation:
                 if t in inputs and not t.input and count + i not in shown}
 
 
+def _define_joined_axes(ctx: LoweringContext, ops: Sequence[Op]) -> None:
+    """A concat's joined axis without a length is as long as its parts together (`2*B`),
+    not a size variable of its own: defined before any op is lowered, so that a
+    placeholder on that axis, which may come first, binds that sum when fed."""
+    for op in ops:
+        if isinstance(op, ConcatOp):
+            ctx.current_op = op
+            ctx.define_dim(op.axis, sum(ctx.dims(op.concat_axes)))
+
+
 def lower(ops: Sequence[Op], results: Sequence[Op],
           inputs: Sequence[AssignableTensorOp] = ()) -> LoweredComputation:
     """Lower the scheduled `ops` of a computation returning `results`.
@@ -55,6 +66,7 @@ def lower(ops: Sequence[Op], results: Sequence[Op],
     gradient that depends only on a placeholder's axes, say).
     """
     ctx = LoweringContext(length_symbols(a for op in list(ops) + list(inputs) for a in op.axes))
+    _define_joined_axes(ctx, ops)
     for op in ops:
         if op.is_assignable:
             continue  # read (as a Constant, a Parameter or its latest version) where used

@@ -273,8 +273,7 @@ def _slice_adjoint(ctx, op, delta):
 
 @rule(so.ConcatOp)
 def _concat(ctx, op, *xs):
-    position = op.args[0].axes.index(op.concat_axes[0])
-    ctx.define_dim(op.axes[position], sum(x.shape[position] for x in xs))
+    position = op.args[0].axes.index(op.concat_axes[0])  # (its length: _define_joined_axes)
     return core.Concat(list(xs), position) if len(xs) > 1 else xs[0]
 
 
