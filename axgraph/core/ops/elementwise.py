@@ -41,9 +41,10 @@ def _tanh_quotient_c(c) -> Tuple[str, str]:
 def _multiply_c(c) -> str:
     # two quotients (tanh(c) * sigmoid(o) in LSTM and GRU cells) divide once: on AVX2 the
     # second division was 10 % of tanh(a*b+c)*sigmoid(d)-e, memory traffic included
-    quotients = [c.quotient(0), c.quotient(1)]
-    if quotients[0] and quotients[1]:
-        (n0, d0), (n1, d1) = quotients
+    first = c.quotient(0)
+    second = c.quotient(1) if first else None  # (no quotient form is written for nothing)
+    if first and second:
+        (n0, d0), (n1, d1) = first, second
         return f"(({n0} * {n1}) / ({d0} * {d1}))"
     a, b = c.args
     return f"({a} * {b})"

@@ -94,7 +94,6 @@ from ...op_table import OpTable
 from . import own_math
 from .group import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
                      op_family, prepare_call, reduction_kind)
-from .own_math import OWN_FUNCTIONS
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
@@ -733,7 +732,7 @@ class _Emitter:
     def _math(self, name: str, et: core.ElementType) -> str:
         full = name + ("f" if et.name == "f32" else "")
         self.used_math.add(full)
-        return f"axgraph_{full}" if full in OWN_FUNCTIONS else full
+        return f"axgraph_{full}" if full in own_math.OWN_FUNCTIONS else full
 
     def quotient(self, node: Node) -> Optional[Tuple[str, str]]:
         """`node`'s value as (numerator, denominator), if its op has that form and one
@@ -775,7 +774,7 @@ class _Emitter:
                       "-ffast-math) */", declared, ""]
         if own:
             lines += ["/* the kernels' own math (axgraph/transformers/cpu/own_math.py) */",
-                      *(OWN_FUNCTIONS[name].code for name in own), ""]
+                      *(own_math.OWN_FUNCTIONS[name].code for name in own), ""]
         return lines
 
 

@@ -17,7 +17,7 @@ each entry's comment and checked on samples by tests/test_vectorization.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, Iterable, List, Tuple
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ static inline double axgraph_tanh_denominator(double x) { (void)x; return 1.0; }
 }
 
 
-def closure(names) -> Tuple[List[str], List[str]]:
+def closure(names: Iterable[str]) -> Tuple[List[str], List[str]]:
     """(own functions in definition order, library functions) that `names` need, directly
     or through what the own ones use."""
     own: List[str] = []
