@@ -1052,6 +1052,8 @@ class TensorDescription:
             group_strides = [s for _, s, _ in group]
             group_sizes = [z for _, _, z in group]
             stride = merged_stride([a.length for a, _, _ in group], group_strides)
+            if stride is None and 0 in self.shape:
+                stride = group_strides[-1]      # an empty tensor reaches no element
             if stride is None:
                 raise _error(LayoutError,
                              f"cannot {what} tensor {self.name!r} to {new_axes!r}: axes "

@@ -309,6 +309,17 @@ def test_reshape_of_empty_tensor_is_always_a_view():
     assert v.as_array(filled(t.base)).shape == (0,)
 
 
+def test_flatten_of_an_empty_broadcast_view_is_a_view_as_in_numpy():
+    # Found by hypothesis: A is broadcast (stride 0) and C is empty, so no element is
+    # reached and any stride describes A*B; NumPy reshapes such an array without a copy.
+    A, B, C = ng.make_axis(2, "A"), ng.make_axis(2, "B"), ng.make_axis(0, "C")
+    t = ng.TensorDescription([A, B, C], dtype=np.float64, full_strides=(0, 8, 8))
+    flat = t.flatten([ng.FlattenedAxis([A, B]), C])
+    expected = np.lib.stride_tricks.as_strided(np.empty(0), (2, 2, 0), (0, 8, 8)).reshape(4, 0)
+    assert flat.shape == expected.shape
+    assert flat.strides[1:] == expected.strides[1:]
+
+
 def test_reshape_drops_padding_from_sizes():
     t = TensorDescription.row_major((4, 6), sizes=(4, 8))
     assert t.reshape((24,)) is None  # rows are not adjacent: the padding sits between them
