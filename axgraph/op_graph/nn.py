@@ -361,8 +361,8 @@ def squared_L2(x, out_axes: AxesLike = None, reduction_axes: AxesLike = None,
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     """
     x = as_op(x)
     if out_axes is None and reduction_axes is None:

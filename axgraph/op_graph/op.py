@@ -111,7 +111,8 @@ class Op(NameableValue, DebugInfo):
     Raises
     ------
     AxgraphTypeError
-        If an arg is not an op, or the attributes given are not the declared ones.
+        If an arg is not an op, `name` is not a non-empty string, or the
+        attributes given are not the declared ones.
     DTypeError
         If `dtype` is not a supported element type.
     AxesError

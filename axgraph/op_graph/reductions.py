@@ -162,8 +162,8 @@ def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
 
@@ -211,8 +211,8 @@ def prod(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=Non
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
     """
@@ -247,8 +247,8 @@ def max(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
     """
@@ -283,8 +283,8 @@ def min(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
     """
@@ -321,8 +321,8 @@ def argmax(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=N
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
     """
@@ -359,8 +359,8 @@ def argmin(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=N
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
     """
@@ -398,8 +398,8 @@ def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, n
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
     """
@@ -467,8 +467,8 @@ def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=Non
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
     """
@@ -508,8 +508,8 @@ def variance(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError
-        If both are given and they do not split x's axes between them.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
     """
