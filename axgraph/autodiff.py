@@ -380,10 +380,51 @@ def _is_float(op: Op) -> bool:
 
 
 def deriv(cost, wrt, error=None) -> Op:
-    """An op whose value is d(cost)/d(wrt), with wrt's axes (seed 001).
+    """The derivative of `cost` with respect to `wrt`, as a new op of the graph.
 
-    For a cost with axes, `error` is the adjoint seed (same axes as cost):
-    the result is then the vector-Jacobian product sum(error * d cost/d wrt).
+    Nothing is computed here: reverse-mode differentiation adds the adjoint
+    ops to the graph, and the returned op holds d(cost)/d(wrt) with wrt's
+    axes in wrt's order, so it can be used like any value (an update
+    ``ng.assign(w, w - lr * ng.deriv(cost, w))``). Gradients flowing along
+    an axis that wrt lacks (a broadcast) are summed over it. Ops with a
+    piecewise constant value (comparisons, sign, argmax, one_hot, random
+    draws) and `stop_gradient` pass no gradient.
+
+    Parameters
+    ----------
+    cost : Op or number
+        The value differentiated: a scalar, or a tensor when `error` is given.
+    wrt : Op
+        The value (typically a variable) the derivative is taken with respect to.
+    error : Op or number, optional
+        The adjoint of `cost`, with cost's axes: the result is then the
+        vector-Jacobian product, the derivative of sum(error * cost). Needed
+        when `cost` has axes; None means 1 for a scalar cost.
+
+    Returns
+    -------
+    Op
+        d(cost)/d(wrt), with the axes of `wrt` (zeros if cost does not depend on wrt).
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `cost` has no value (an assign) or `wrt` is not a tensor op.
+    IncompatibleAxesError
+        If `cost` has axes and no `error` is given, or `error`'s axes are not cost's.
+    NotDifferentiableError
+        If the path from `wrt` to `cost` goes through an op without a derivative.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(length=3, name="C")
+    >>> w = ng.variable([C], initial_value=np.array([1.0, 2.0, 3.0]))
+    >>> grad = ng.deriv(ng.sum(w * w, reduction_axes=[C]), w)
+    >>> with ng.make_transformer() as t:
+    ...     print(t.computation(grad)())
+    [2. 4. 6.]
     """
     return deriv_many(cost, [wrt], error=error)[0]
 

@@ -30,7 +30,21 @@ _axis_serials = itertools.count()
 
 
 class AxisRole:
-    """Semantic tag for axes (Height, Channel, Time, ...) that ops search for."""
+    """A semantic tag for axes (Height, Channel, Time, ...) that ops search for.
+
+    Axes pair by identity, so an op that needs "the channel axis" of a tensor
+    whose axes the user chose cannot know it by name: convolution and pooling
+    find their axes by role instead (matching roles by name, case aside).
+    Make roles with `make_axis_role`.
+
+    Parameters
+    ----------
+    name : str, optional
+        The role's name; None gives an automatic one that a name scope replaces
+        when the role is stored in it (``ar.height = ng.make_axis_role()``).
+    docstring : str, optional
+        A description of the role, kept for the reader.
+    """
 
     def __init__(self, name: Optional[str] = None, docstring: Optional[str] = None):
         self._auto_named = name is None
@@ -81,9 +95,51 @@ def _creation_site() -> Tuple[str, int]:
 class Axis:
     """One dimension of a tensor, paired with others by identity.
 
-    `length` may be None until it is set (`H.length = 3`) or bound from data
-    fed to a computation. `A - 1` and `A + 1` are dual axes of A: they share
-    its length and pair with A (and each other) in `ng.dot`.
+    Two axes are the same dimension only when they are the same object: axes
+    with equal names and lengths are still different, which lets axes act as
+    the types of a tensor's dimensions. `length` may be None until it is set
+    (`H.length = 3`) or bound from data fed to a computation. `A - 1` and
+    `A + 1` are dual axes of A: they share its length and pair with A (and
+    each other) in `ng.dot`. Make axes with `make_axis`.
+
+    Parameters
+    ----------
+    length : int, optional
+        The number of positions along the axis (>= 0); None leaves it to be set
+        once later or bound from fed data.
+    name : str, optional
+        A label for printing and for finding axes by name; None gives an
+        automatic ``Axis_<n>``, which a name scope replaces when the axis is
+        stored in it.
+    roles : iterable of AxisRole, optional
+        Semantic tags (Channel, Height, ...) that ops such as convolution search for.
+    batch : bool, optional
+        Whether this is the minibatch axis; None: exactly when it is named ``N``.
+    recurrent : bool, optional
+        Whether this is the time axis recurrent layers unroll; None: exactly when
+        it is named ``REC``.
+    docstring : str, optional
+        A description of the axis, kept for the reader.
+    match_on_length : bool, optional
+        If True, an elementwise op pairs this axis with the other operand's one
+        axis of the same length (the axes `ng.constant(array)` makes up have it).
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `length` is not an int (or None), `name` is not a non-empty string or
+        a role is not an AxisRole.
+    AxisLengthError
+        If `length` is negative.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(length=3, name="C")
+    >>> C
+    Axis(C: 3)
+    >>> C is ng.make_axis(length=3, name="C"), C - 1
+    (False, Axis(C-1: 3))
     """
 
     def __init__(
@@ -260,7 +316,22 @@ class Axis:
 
 
 class DualAxis(Axis):
-    """`A + k`: the same dimension as A at a dual offset, paired in dot."""
+    """`A + k`: the same dimension as A at a dual offset, paired in dot.
+
+    A weight that maps a C-vector to a C-vector needs two axes of C's length
+    that are not C itself, and `ng.dot` must know which one to contract: the
+    dual `C - 1` contracts with `C`. A dual shares its base's length, roles
+    and batch/recurrent flags and is named after it (`C-1`). Get one with
+    ``A + k``, ``A - k``, `Axis.get_dual` or `Axis.T`, which return the same
+    object every time; constructing one directly makes an unshared copy.
+
+    Parameters
+    ----------
+    base : Axis
+        The plain axis this one is a dual of.
+    level : int
+        The offset from `base` (nonzero; -1 for ``A - 1``).
+    """
 
     def __init__(self, base: Axis, level: int):
         self._base = base
@@ -390,7 +461,28 @@ _builtin_slice = slice  # SlicedAxis's argument is called `slice`, as in Nervana
 
 
 class SlicedAxis(_DerivedAxis):
-    """The positions `slice` picks from `parent`, in that order (`A[1:3]`, `A[::-1]`)."""
+    """The positions `slice` picks from `parent`, in that order (`A[1:3]`, `A[::-1]`).
+
+    Slicing a tensor gives its sliced dimension this axis: it prints as the
+    parent's name and the slice, carries the parent's roles and takes its
+    length from the parent's. Use `SlicedAxis.of`, which returns the same
+    object for the same positions, so two tensors sliced alike still pair
+    elementwise.
+
+    Parameters
+    ----------
+    parent : Axis
+        The axis sliced.
+    slice : slice
+        A slice of ints (or None bounds) over the parent's positions.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `parent` is not an Axis or `slice` is not a slice of ints.
+    AxesError
+        If the slice's step is 0.
+    """
 
     def __init__(self, parent: Axis, slice: slice):
         super().__init__(parent)
@@ -450,8 +542,27 @@ def _canonical_slice(s: slice, length: int) -> slice:
 
 
 class PaddedAxis(_DerivedAxis):
-    """`parent` with `pad` = (before, after) positions added (`A+pad(1,1)`); an int pads
-    both sides alike."""
+    """`parent` with `pad` = (before, after) positions added (`A+pad(1,1)`).
+
+    `ng.pad` gives each padded dimension this axis, named after the parent and
+    sized from the parent's length, so a padded tensor still reads as "the A
+    dimension". Use `PaddedAxis.of`, which returns the same object for the
+    same padding.
+
+    Parameters
+    ----------
+    parent : Axis
+        The axis padded.
+    pad : int or (int, int)
+        Positions added before and after; an int pads both sides alike.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `parent` is not an Axis or `pad` is not an int or a pair of ints.
+    AxesError
+        If a padding is negative.
+    """
 
     def __init__(self, parent: Axis, pad):
         super().__init__(parent)
@@ -498,10 +609,25 @@ _flattened: Dict[Tuple[Axis, ...], "FlattenedAxis"] = {}
 
 
 class FlattenedAxis(Axis):
-    """One axis standing for several (flatten/unflatten); length is the product.
+    """One axis standing for several (flatten/unflatten); its length is the product.
 
-    `FlattenedAxis([A, B])` and `FlattenedAxis.of([A, B])` are the same object,
-    so flattening the same axes twice gives axes that pair.
+    `ng.flatten` turns, say, the (C, H, W) of an image into one feature axis
+    for a matrix product while remembering the parts, so `ng.unflatten` can
+    restore them. `FlattenedAxis([A, B])` and `FlattenedAxis.of([A, B])` are
+    the same object, so flattening the same axes twice gives axes that pair.
+    It is named ``(A*B)`` and is a batch (recurrent) axis when a part is.
+
+    Parameters
+    ----------
+    axes : iterable of Axis
+        The axes it stands for, in order (at least one; none repeated).
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an item of `axes` is not an Axis.
+    DuplicateAxisError
+        If an axis occurs twice in `axes`.
     """
 
     def __new__(cls, axes: Iterable[Axis]):
@@ -565,10 +691,33 @@ def _listing(items) -> str:
 
 
 class Axes(Sequence[Axis]):
-    """An ordered, duplicate-free tuple of axes.
+    """An ordered, duplicate-free tuple of axes: the type of a tensor's dimensions.
 
     The order is the order values come back in, never a promise about memory
-    layout. Set operations keep the order of the left operand.
+    layout. Set operations (``+``, ``-``, ``&``, ``|``) keep the order of the
+    left operand, and membership is by identity. An Axes never changes:
+    `append` and `insert` return new ones.
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis, optional
+        The axes, in order; None or nothing gives no axes. A list or tuple
+        nested inside stands for a FlattenedAxis of its axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `axes` is not an Axis or an iterable of Axis objects.
+    DuplicateAxisError
+        If an axis occurs twice.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, N = ng.make_axis(length=3, name="C"), ng.make_axis(length=4, name="N")
+    >>> axes = ng.make_axes([C, N])
+    >>> axes, axes.lengths, axes - C
+    (Axes(C: 3, N: 4), (3, 4), Axes(N: 4))
     """
 
     __slots__ = ("_axes", "_ids")
@@ -831,25 +980,142 @@ def make_axis(
     docstring: Optional[str] = None,
     match_on_length: bool = False,
 ) -> Axis:
-    """A new axis; `batch` defaults to True for 'N', `recurrent` for 'REC'. With
-    `match_on_length`, elementwise ops pair it with an axis of the same length."""
+    """Make a new axis: a dimension that tensors share by holding this object.
+
+    Axes are identities, not sizes: every call makes a different axis, even
+    with the same name and length, and two tensors' dimensions pair (in
+    elementwise ops, dot, reductions) only where they hold the same axis.
+
+    Parameters
+    ----------
+    length : int, optional
+        The number of positions (>= 0); None leaves it to be set once later
+        (``axis.length = n``) or bound from data fed to a computation.
+    name : str, optional
+        A label for printing and finding axes by name; None gives an automatic
+        ``Axis_<n>``, which a name scope replaces when the axis is stored in it.
+    roles : iterable of AxisRole, optional
+        Semantic tags (Channel, Height, ...) that convolution and pooling search for.
+    batch : bool, optional
+        Whether this is the minibatch axis; None: exactly when it is named ``N``.
+    recurrent : bool, optional
+        Whether this is the time axis; None: exactly when it is named ``REC``.
+    docstring : str, optional
+        A description of the axis, kept for the reader.
+    match_on_length : bool, optional
+        If True, elementwise ops pair it with the other operand's one axis of
+        the same length instead of adding it as a new axis.
+
+    Returns
+    -------
+    Axis
+        The new axis.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `length` is not an int (or None), `name` is not a non-empty string or
+        a role is not an AxisRole.
+    AxisLengthError
+        If `length` is negative.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> H = ng.make_axis(length=5, name="H")
+    >>> H, H.is_batch, ng.make_axis(name="N").is_batch
+    (Axis(H: 5), False, True)
+    """
     return Axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
                 docstring=docstring, match_on_length=match_on_length)
 
 
 def axis(length=None, name=None, roles=(), batch=None, recurrent=None, docstring=None) -> Axis:
-    """Alias of make_axis, spelled as in seed 000's role example."""
+    """Make a new axis: `make_axis` under Nervana Graph's short name.
+
+    Parameters
+    ----------
+    length : int, optional
+        The number of positions (>= 0); None leaves it to be set or bound later.
+    name : str, optional
+        A label for printing and finding axes by name (automatic if None).
+    roles : iterable of AxisRole, optional
+        Semantic tags that convolution and pooling search for.
+    batch : bool, optional
+        Whether this is the minibatch axis; None: exactly when it is named ``N``.
+    recurrent : bool, optional
+        Whether this is the time axis; None: exactly when it is named ``REC``.
+    docstring : str, optional
+        A description of the axis, kept for the reader.
+
+    Returns
+    -------
+    Axis
+        The new axis.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `length` is not an int (or None), `name` is not a non-empty string or
+        a role is not an AxisRole.
+    AxisLengthError
+        If `length` is negative.
+    """
     return make_axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
                      docstring=docstring)
 
 
 def make_axes(axes: AxesLike = ()) -> Axes:
-    """An Axes from a list of axes (order kept; a repeated axis raises)."""
+    """Make the Axes of a tensor from a list of axes, order kept.
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis, optional
+        The axes in order; a list or tuple nested inside stands for a
+        FlattenedAxis of its axes (``[C, (H, W)]``).
+
+    Returns
+    -------
+    Axes
+        The axes as one immutable, duplicate-free sequence.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an item is not an Axis.
+    DuplicateAxisError
+        If an axis occurs twice: a tensor holds each axis at most once.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, H = ng.make_axis(length=3, name="C"), ng.make_axis(length=2, name="H")
+    >>> ng.make_axes([C, H])
+    Axes(C: 3, H: 2)
+    >>> ng.make_axes([C, C])
+    Traceback (most recent call last):
+    ...
+    axgraph.errors.DuplicateAxisError: an axis may occur at most once in a tensor's axes; ...
+    """
     return Axes(axes)
 
 
 def make_axis_role(name: Optional[str] = None, docstring: Optional[str] = None) -> AxisRole:
-    """A new role; unnamed roles take their name from the scope they are put in."""
+    """Make a new axis role, a tag that ops find axes by (Channel, Height, ...).
+
+    Parameters
+    ----------
+    name : str, optional
+        The role's name; an unnamed role takes its name from the name scope
+        it is stored in (``ar.Height = ng.make_axis_role()``).
+    docstring : str, optional
+        A description of the role, kept for the reader.
+
+    Returns
+    -------
+    AxisRole
+        The new role; give it to axes with ``make_axis(roles=[role])``.
+    """
     return AxisRole(name=name, docstring=docstring)
 
 
@@ -857,10 +1123,18 @@ class NameScope:
     """A namespace whose attributes name what is stored in them.
 
     `ax.N = ng.make_axis()` names the axis 'N' (and so makes it the batch
-    axis by neon's convention), as the standard neon axes of seed 000 expect.
-    A scope is also a context manager (`with ng.name_scope("layer") as s:`):
-    inside, `get_current_name_scope()` is it, and scopes made there become
-    its attributes.
+    axis by neon's convention), so axes, roles and ops need not repeat their
+    names. A scope is also a context manager (`with ng.name_scope("layer")
+    as s:`): inside, `get_current_name_scope()` is it, and scopes made there
+    become its attributes.
+
+    Parameters
+    ----------
+    name : str, optional
+        The scope's name.
+    parent : NameScope, optional
+        The scope that holds this one as its attribute `name`; None: the
+        scope entered with ``with`` in this thread, if any.
     """
 
     name: Optional[str]
@@ -910,24 +1184,79 @@ _scopes = _ScopeStack()
 
 
 def get_current_name_scope() -> Optional[NameScope]:
-    """The innermost name scope entered with `with` in this thread, or None."""
+    """The innermost name scope entered with ``with`` in this thread.
+
+    Returns
+    -------
+    NameScope or None
+        That scope, or None outside every ``with`` block.
+    """
     return _scopes.stack[-1] if _scopes.stack else None
 
 
 def make_name_scope(name: Optional[str] = None) -> NameScope:
-    """A new NameScope (seed 000 `ng.make_name_scope(name="ax")`)."""
+    """Make a new name scope, a namespace that names what is stored in it.
+
+    Parameters
+    ----------
+    name : str, optional
+        The scope's name; inside a ``with`` block of another scope, the new
+        scope also becomes that scope's attribute `name`.
+
+    Returns
+    -------
+    NameScope
+        The new scope.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> ax = ng.make_name_scope(name="ax")
+    >>> ax.N = ng.make_axis(length=8)
+    >>> ax.N, ax.N.is_batch
+    (Axis(N: 8), True)
+    """
     return NameScope(name)
 
 
 def name_scope(name: Optional[str] = None, name_scope: Optional[NameScope] = None) -> NameScope:
-    """A new scope called `name` (or `name_scope` itself, to re-enter it): use it as a
-    namespace object or as a context manager, as Nervana Graph's `ng.name_scope` was."""
+    """A name scope to use as a namespace or as a context manager (``with``).
+
+    Parameters
+    ----------
+    name : str, optional
+        The name of the new scope.
+    name_scope : NameScope, optional
+        An existing scope to return instead of making one, to re-enter it.
+
+    Returns
+    -------
+    NameScope
+        `name_scope` if given, else a new scope called `name`.
+    """
     return name_scope if name_scope is not None else NameScope(name)
 
 
 def with_name_scope(fun: Optional[Callable] = None, name: Optional[str] = None):
-    """Decorator: call `fun(scope, *args, **kwargs)` inside a new scope named `name` (the
-    function's name by default; a `name=` keyword of the call wins)."""
+    """Decorate a function to run inside a new name scope, which it gets first.
+
+    Each call runs ``fun(scope, *args, **kwargs)`` inside a new scope, so a
+    layer function can store its axes and ops under its own names.
+
+    Parameters
+    ----------
+    fun : callable, optional
+        The function to decorate; None (``@with_name_scope(name="x")``) returns
+        a decorator.
+    name : str, optional
+        The scope's name; by default the function's name. A ``name=`` keyword
+        given to a call wins over both.
+
+    Returns
+    -------
+    callable
+        The decorated function (or, without `fun`, a decorator).
+    """
     if fun is None:
         return functools.partial(with_name_scope, name=name)
 

@@ -39,7 +39,7 @@ class AxesError(AxgraphValueError):
 
 
 class DuplicateAxisError(AxesError):
-    """An axis appears twice in one Axes (seed 000: at most once per tensor)."""
+    """An axis appears twice in one Axes: a tensor holds each axis at most once."""
 
 
 class IncompatibleAxesError(AxesError):

@@ -178,11 +178,38 @@ def reduce_strides(full_strides: Sequence[Nested],
                    full_lengths: Optional[Sequence[Nested]] = None) -> Shape:
     """One stride per dim from nested strides (Nervana Graph v0.4's `reduce_strides`).
 
-    Without `full_lengths` this is v0.4's rule, the smallest stride of each
-    nested entry: right for the non-negative strides of contiguous parts.
-    With the lengths (nested alike) it is exact: the stride that walks the
-    parts as one dim (`merged_stride`), also for reversed parts and parts of
-    length 1, and a LayoutError where no single stride does.
+    A flattened axis has one stride per part; walking it as one dimension
+    needs a single stride. Without `full_lengths` this is v0.4's rule, the
+    smallest stride of each nested entry: right for the non-negative strides
+    of contiguous parts. With the lengths (nested alike) it is exact: the
+    stride that walks the parts as one dim, also for reversed parts and parts
+    of length 1, and a LayoutError where no single stride does.
+
+    Parameters
+    ----------
+    full_strides : sequence
+        One entry per dim: an int, or nested tuples of the parts' strides.
+    full_lengths : sequence, optional
+        The parts' lengths, nested like `full_strides` (None: v0.4's rule).
+
+    Returns
+    -------
+    tuple of int
+        One stride per dim.
+
+    Raises
+    ------
+    LayoutError
+        If `full_lengths` has another rank or nesting than `full_strides`, or
+        the parts of a dim are not contiguous with respect to each other.
+
+    Examples
+    --------
+    >>> from axgraph import reduce_strides
+    >>> reduce_strides([(48, 16), 4])
+    (16, 4)
+    >>> reduce_strides([(12, 4), 4], [(2, 3), 5])
+    (4, 4)
     """
     if full_lengths is None:
         return tuple(min(leaves(entry), default=0) for entry in full_strides)

@@ -235,31 +235,86 @@ class BufferDescription:
 class TensorDescription:
     """Immutable description of a dense tensor as a view of a linear buffer.
 
-    ``TensorDescription(axes, base=None, dtype=np.float32, full_strides=None,
-    full_sizes=None, offset=0, name=None)`` is Nervana Graph v0.4's constructor:
-    `axes` is anything ``ng.make_axes`` takes (a tuple inside is a
-    FlattenedAxis), every length must be known, `full_strides` (bytes) and
-    `full_sizes` may nest for flattened axes and default to row-major over
-    `full_sizes` (default: the lengths), `offset` counts bytes, and `base`
-    makes this a view of `base`'s storage. :meth:`row_major` and
-    :meth:`column_major` make descriptions from a shape.
+    What is known about a tensor's storage before any memory exists: element
+    type, shape, strides and offset into a buffer, allocated sizes and
+    whether it may be written. Views (`broadcast`, `flatten`, `slice`,
+    `transpose`, ...) are new descriptions over the same buffer, so memory
+    planning and code generation reason about aliasing without touching
+    values. Nervana Graph v0.4 code builds one from axes, as below;
+    :meth:`row_major` and :meth:`column_major` make one from a shape.
 
     Element ``index`` lives at element ``element_offset + dot(element_strides,
     index)`` of the buffer, i.e. at byte ``offset + dot(strides, index)``.
 
-    Attributes:
-        dtype: element type.
-        shape: the lengths the tensor's values span; ``len(shape)`` is the rank.
-        element_strides: strides in elements, one per dimension.
-        element_offset: element offset of index (0, ..., 0) in the buffer.
-        sizes: allocated length per dimension, >= shape (padding for alignment).
-            Views keep the sizes of dimensions they pass through unchanged
-            (a transpose permutes them); dimensions a view creates or cuts get
-            sizes equal to their shape, since the view owns no padding there.
-        read_only: True for an r-tensor (values can only be read), False for an
-            l-tensor (values can be assigned).
-        buffer: the storage viewed.
-        name: for messages and generated code.
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis, optional
+        The tensor's axes, as ``ng.make_axes`` takes them (a tuple inside is a
+        FlattenedAxis); every length must be known.
+    base : TensorDescription, optional
+        A description whose storage this one views (None: storage of its own).
+    dtype : dtype-like, optional
+        The element type (None: base's, else float32).
+    full_strides : sequence, optional
+        Byte strides, one entry per axis, nested like a FlattenedAxis's parts
+        where one is flattened (None: row-major over `full_sizes`).
+    full_sizes : sequence, optional
+        Allocated lengths per axis, >= the lengths, nested alike (None: the lengths).
+    offset : int, optional
+        The byte offset of index (0, ..., 0) in the buffer.
+    name : str, optional
+        A name for messages and generated code (automatic if None).
+    read_only : bool, optional
+        True for an r-tensor, whose values can only be read (a view of one is
+        read only too).
+
+    Attributes
+    ----------
+    dtype : numpy.dtype
+        The element type.
+    shape : tuple of int
+        The lengths the tensor's values span; ``len(shape)`` is the rank.
+    element_strides : tuple of int
+        Strides in elements, one per dimension.
+    element_offset : int
+        Element offset of index (0, ..., 0) in the buffer.
+    sizes : tuple of int
+        Allocated length per dimension, >= shape (padding for alignment).
+        Views keep the sizes of dimensions they pass through unchanged
+        (a transpose permutes them); dimensions a view creates or cuts get
+        sizes equal to their shape, since the view owns no padding there.
+    read_only : bool
+        True for an r-tensor (values can only be read), False for an
+        l-tensor (values can be assigned).
+    buffer : BufferDescription
+        The storage viewed.
+    name : str
+        For messages and generated code.
+
+    Raises
+    ------
+    AxisLengthError
+        If an axis (or a part of a flattened one) has no length.
+    LayoutError
+        If strides or sizes do not fit the axes (not one entry per axis, not
+        nested like a flattened axis's parts, sizes below the lengths, byte
+        values that are not whole elements, parts no single stride walks), or
+        the layout reaches outside the buffer.
+    AxgraphTypeError
+        If `base` is not a TensorDescription or `axes` are not Axis objects.
+    DTypeError
+        If `dtype` is not an element type, or differs from the buffer's.
+    DuplicateAxisError
+        If an axis occurs twice.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C, N = ng.make_axis(length=3, name="C"), ng.make_axis(length=4, name="N")
+    >>> td = ng.TensorDescription([C, N], dtype=np.float32)
+    >>> td.shape, td.strides, td.sizes
+    ((3, 4), (16, 4), (3, 4))
     """
 
     __slots__ = ("dtype", "shape", "element_strides", "element_offset", "sizes", "read_only",

@@ -180,15 +180,44 @@ def conv_geometry(params: Optional[Dict], spatial_roles: Sequence[str], padding=
 
 
 def spatial_axis(axes, filter, padding: int, stride: int, role: AxisRole) -> Axis:
-    """The output axis of a convolution or pooling along the input axis with `role`
-    (Nervana Graph v0.4, for building a layer's output axes ahead of the op).
+    """The output axis of a convolution or pooling along the input axis with `role`.
 
-    `axes` are the input's (or an op, for its axes); the one axis among them with
-    role `role` is the input axis. `filter` is the window's length along it: an
-    int, or the filter's axes (or an op) whose axis with `role` gives it. The
-    new axis has length ``(in + 2 * padding - filter) // stride + 1``, the input
-    axis's roles, and the name the convolution gives its own outputs (M, P, Q
-    for depth, height, width; the input axis's name for other roles).
+    Nervana Graph v0.4's helper for building a layer's output axes ahead of
+    the op, to pass as its `axes`. The new axis has length
+    ``(in + 2 * padding - filter) // stride + 1``, the input axis's roles,
+    and the name the convolution gives its own outputs (M, P, Q for depth,
+    height, width; the input axis's name for other roles).
+
+    Parameters
+    ----------
+    axes : Axes, iterable of Axis, or Op
+        The input's axes (or an op, for its axes); the one with `role` is
+        the input axis.
+    filter : int, Axes, iterable of Axis, or Op
+        The window's length along that axis: an int, or the filter's axes (or
+        an op) whose axis with `role` gives it.
+    padding : int
+        Zeros added on each side (>= 0).
+    stride : int
+        The step between windows (>= 1).
+    role : AxisRole
+        The role of the spatial axis (Height, Width, Depth, ...).
+
+    Returns
+    -------
+    Axis
+        A new output axis.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `role` is not an AxisRole, or `axes` (or the filter's axes) do not
+        hold exactly one axis with it.
+    IncompatibleAxesError
+        If `padding`, `stride` or the window is not an int in range, or the
+        window does not fit the input.
+    AxisLengthError
+        If the input axis has no length.
     """
     if not isinstance(role, AxisRole):
         raise _fail(UnmatchedAxesError, f"spatial_axis: role must be an AxisRole, not {role!r:.60}")
@@ -354,10 +383,67 @@ def convolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None, 
                 strides=None, dilation=None, name: Optional[str] = None) -> Op:
     """Convolve `inputs` (C, D/H/W..., N) with `filters` (C, T/R/S..., K).
 
-    `params` takes ngraph's keys (pad_h, str_w, dil_d, ...); or pass
-    `padding`, `strides`, `dilation` as an int or one value per spatial dim.
-    The result has axes (K, M/P/Q..., N): `axes` if given, else new spatial
-    axes named M, P, Q with the input's roles.
+    The axes may come in any order: each is found by its role (Channel,
+    Depth, Height, Width on the input; Channel, spatial roles and Channelout
+    on the filter) and the batch axis by being one, so no layout is implied
+    by position. Output lengths follow
+    ``(in + 2 * pad - dilation * (filter - 1) - 1) // stride + 1``; the
+    result has axes (K, M/P/Q..., N).
+
+    Parameters
+    ----------
+    params : dict, optional
+        Nervana Graph's geometry keys (pad_h, str_w, dil_d, ...), for spatial
+        dims not given by the keywords below; None: none.
+    inputs : Op
+        The feature maps: a channel axis, one to three spatial axes and a batch axis.
+    filters : Op
+        The filters: the input channel axis (or an axis with role Channel),
+        spatial axes with roles and an output channel axis (role Channelout).
+    axes : Axes, Axis or iterable of Axis, optional
+        The result's axes, in the order wanted: the output channel axis (or
+        a new axis of its length), one spatial axis with a role per input
+        spatial axis, and the batch axis; lengths not yet set are set from
+        the geometry. None: new spatial axes named M, P, Q.
+    padding : int or sequence of int, optional
+        Zeros added on both sides of each spatial axis (default 0).
+    strides : int or sequence of int, optional
+        The step between windows along each spatial axis (default 1).
+    dilation : int or sequence of int, optional
+        The spacing between filter taps along each spatial axis (default 1).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The output feature maps.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If the batch, channel and spatial axes of the input, or the roles of
+        the filter's axes, cannot be told apart, or an axis has no part.
+    IncompatibleAxesError
+        If the input's and the filter's spatial roles or channel lengths
+        differ, the geometry is invalid (strides or dilation < 1, padding < 0)
+        or does not fit, an axis has no length, or `axes` do not fit the output.
+    AxgraphTypeError
+        If `inputs` or `filters` is not an op.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> from axgraph.frontends.neon import ar
+    >>> def ax(n, name, *roles):
+    ...     return ng.make_axis(length=n, name=name, roles=roles)
+    >>> C, H, W = ax(1, "C", ar.Channel), ax(5, "H", ar.Height), ax(5, "W", ar.Width)
+    >>> R, S, K = ax(3, "R", ar.Height), ax(3, "S", ar.Width), ax(4, "K", ar.Channelout)
+    >>> N = ax(2, "N")
+    >>> images = ng.placeholder([C, H, W, N])
+    >>> kernels = ng.variable([C, R, S, K], initial_value=1.0)
+    >>> ng.convolution(None, images, kernels, padding=1, strides=2).axes
+    Axes(K: 4, P: 3, Q: 3, N: 2)
     """
     x, w, x_layout, w_layout, geometry, in_lengths, filter_lengths = _prepare(
         "convolution", params, inputs, filters, padding, strides, dilation)
@@ -375,8 +461,52 @@ def deconvolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None
                   strides=None, dilation=None, name: Optional[str] = None) -> Op:
     """Transposed convolution: maps (K, spatial..., N) back to (C, spatial..., N).
 
-    The filter has the same axes as for the convolution it transposes; the
-    input's channel axis matches the filter's Channelout axis.
+    The transpose (in the input) of the convolution with the same filter and
+    geometry, which upsamples where that convolution strides. The filter has
+    the same axes as for the convolution it transposes; the input's channel
+    axis matches the filter's Channelout axis. Output lengths are the
+    smallest input lengths whose convolution gives `inputs`' lengths.
+
+    Parameters
+    ----------
+    params : dict, optional
+        Nervana Graph's geometry keys (pad_h, str_w, dil_d, ...), for spatial
+        dims not given by the keywords below; None: none.
+    inputs : Op
+        The feature maps: a channel axis matching the filter's Channelout
+        axis, spatial axes with roles and a batch axis.
+    filters : Op
+        The filters of the convolution transposed (Channel, spatial roles, Channelout).
+    axes : Axes, Axis or iterable of Axis, optional
+        The result's axes, in the order wanted: the output channel axis (or
+        a new axis of its length), one spatial axis with a role per input
+        spatial axis, and the batch axis; lengths not yet set are set from
+        the geometry. None: new spatial axes named M, P, Q.
+    padding : int or sequence of int, optional
+        Zeros added on both sides of each spatial axis (default 0).
+    strides : int or sequence of int, optional
+        The step between windows along each spatial axis (default 1).
+    dilation : int or sequence of int, optional
+        The spacing between filter taps along each spatial axis (default 1).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The output feature maps, with the filter's Channel axis.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If the batch, channel and spatial axes of the input, or the roles of
+        the filter's axes, cannot be told apart, or an axis has no part.
+    IncompatibleAxesError
+        If the input's and the filter's spatial roles or channel lengths
+        differ, the geometry is invalid (strides or dilation < 1, padding < 0)
+        or does not fit, an axis has no length, or `axes` do not fit the output.
+    AxgraphTypeError
+        If `inputs` or `filters` is not an op.
     """
     x, w, x_layout, w_layout, geometry, in_lengths, filter_lengths = _prepare(
         "deconvolution", params, inputs, filters, padding, strides, dilation)

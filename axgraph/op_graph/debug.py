@@ -22,7 +22,38 @@ from .tensors import as_op
 class PrintOp(Op):
     """x, printed as ``prefix: value`` (or just the value) whenever it is computed.
 
-    `prefix` is printed before the value, followed by a colon (None: the value alone).
+    A way to look at an intermediate value without making it a result: the
+    value (and its derivative) passes through unchanged, and every backend
+    prints in the order the program built the prints, once per call that
+    reaches it. No optimization removes, merges or moves a print.
+
+    Parameters
+    ----------
+    x : Op or number
+        The value printed and passed on.
+    prefix : str, optional
+        Printed before the value, followed by a colon (None: the value alone).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Raises
+    ------
+    GraphError
+        If `x` has no value (an assign).
+    AxgraphTypeError
+        If `x` is not an op or a number.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(length=3, name="C")
+    >>> x = ng.constant(np.array([1.0, 2.0, 3.0]), axes=[C])
+    >>> y = ng.PrintOp(x * 2, "doubled")
+    >>> with ng.make_transformer() as t:
+    ...     print(t.computation(y + 1)())
+    doubled: [2. 4. 6.]
+    [3. 5. 7.]
     """
 
     attributes = ("prefix",)

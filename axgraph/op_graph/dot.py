@@ -61,5 +61,44 @@ class DotOp(Op):
 
 
 def dot(x, y, name: Optional[str] = None, dtype=None) -> Op:
-    """Contract x and y over their shared axes and dual pairs (seed 000)."""
+    """The tensor contraction of x and y over their shared axes and dual pairs.
+
+    Axes pair by identity, not position: every axis the two share is summed
+    over, and so is every dual pair, an axis ``A + k`` of x with ``A + k + 1``
+    of y. A weight with axes (H, C - 1) times an input with axes (C, N) is
+    a matrix product giving (H, N); a (C, C - 1) weight maps C to C itself.
+    The result has x's unpaired axes, then y's.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The result's element type; None: NumPy's common type of x and y.
+
+    Returns
+    -------
+    Op
+        The contraction, with x's unpaired axes then y's (a scalar if all pair).
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If two paired axes have different lengths.
+    AxgraphTypeError
+        If an operand is not an op or a number.
+    DTypeError
+        If `dtype` is not a supported element type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C, H, N = (ng.make_axis(length=n, name=s) for n, s in ((3, "C"), (2, "H"), (4, "N")))
+    >>> w = ng.variable([H, C - 1], initial_value=np.ones((2, 3)))
+    >>> ng.dot(w, ng.placeholder([C, N])).axes
+    Axes(H: 2, N: 4)
+    """
     return DotOp(x, y, name=name, dtype=dtype)

@@ -154,37 +154,214 @@ Greater = _binary("Greater", "x > y", COMPARISON)
 GreaterEqual = _binary("GreaterEqual", "x >= y", COMPARISON)
 
 def negative(x, name=None, dtype=None) -> Op:
-    """-x."""
+    """-x at every element of x.
+
+    Booleans are refused, as NumPy refuses them; with an integer `dtype` their 0s and 1s
+    are negated. ``-x`` builds the same op.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If x holds booleans and no `dtype` is given (NumPy refuses them too), if
+        `dtype` is bool, or if it is not a supported element type.
+    """
     return Negative(x, name=name, dtype=dtype)
 
 
 def absolute(x, name=None, dtype=None) -> Op:
-    """|x|."""
+    """|x| at every element of x.
+
+    Booleans come back unchanged. ``abs(x)`` builds the same op.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a supported element type.
+    """
     return Absolute(x, name=name, dtype=dtype)
 
 
 def sign(x, name=None, dtype=None) -> Op:
-    """-1, 0 or 1 by the sign of x."""
+    """-1, 0 or 1 by the sign of each element of x.
+
+    Its derivative is zero wherever it exists, so deriv passes no gradient through it.
+    Booleans are refused, as NumPy refuses them.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If x holds booleans and no `dtype` is given (NumPy refuses them too), if
+        `dtype` is bool, or if it is not a supported element type.
+    """
     return Sign(x, name=name, dtype=dtype)
 
 
 def square(x, name=None, dtype=None) -> Op:
-    """x * x."""
+    """x * x at every element of x.
+
+    Booleans are squared as int8, as NumPy squares them.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is bool (booleans are computed as int8, as NumPy does) or
+        not a supported element type.
+    """
     return Square(x, name=name, dtype=dtype)
 
 
 def sqrt(x, name=None, dtype=None) -> Op:
-    """Square root of x."""
+    """The square root of each element of x.
+
+    A negative element gives NaN; bools and integers give float32.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Sqrt(x, name=name, dtype=dtype)
 
 
 def exp(x, name=None, dtype=None) -> Op:
-    """e ** x."""
+    """e ** x at every element of x.
+
+    Overflow gives inf, never an error or a warning; bools and integers give float32.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Exp(x, name=name, dtype=dtype)
 
 
 def log(x, name=None, dtype=None) -> Op:
-    """Natural logarithm of x."""
+    """The natural logarithm of each element of x.
+
+    log(0) is -inf and a negative element gives NaN; `safelog` stays finite where x may
+    round to 0.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Log(x, name=name, dtype=dtype)
 
 
@@ -193,19 +370,98 @@ SAFELOG_LIMIT = math.exp(-50)
 
 
 def safelog(x, limit: float = SAFELOG_LIMIT, name=None, dtype=None) -> Op:
-    """log(max(x, limit)): cross entropies stay finite at probability 0."""
+    """log(max(x, limit)): a logarithm that stays finite where x rounds to 0.
+
+    Cross entropies take the log of probabilities that may round to 0; clamping keeps
+    the loss and its gradient finite (no gradient flows below the limit).
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    limit : float, optional
+        The smallest value the log is taken of (default exp(-50)).
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     if limit == SAFELOG_LIMIT:
         return Safelog(x, name=name, dtype=dtype)
     return log(maximum(x, float(limit)), name=name, dtype=dtype)
 
 
 def reciprocal(x, name=None, dtype=None) -> Op:
-    """1 / x."""
+    """1 / x at every element of x.
+
+    True division, as `divide`: integers give float32 (NumPy's reciprocal would divide
+    integers).
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Reciprocal(x, name=name, dtype=dtype)
 
 
 def tanh(x, name=None, dtype=None) -> Op:
-    """Hyperbolic tangent of x."""
+    """The hyperbolic tangent of each element of x.
+
+    Values lie in [-1, 1]; bools and integers give float32.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Tanh(x, name=name, dtype=dtype)
 
 
@@ -215,107 +471,661 @@ def sigmoid(x, name=None, dtype=None) -> Op:
 
 
 def sin(x, name=None, dtype=None) -> Op:
-    """Sine of x."""
+    """The sine of each element of x (in radians).
+
+    Bools and integers give float32.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Sin(x, name=name, dtype=dtype)
 
 
 def cos(x, name=None, dtype=None) -> Op:
-    """Cosine of x."""
+    """The cosine of each element of x (in radians).
+
+    Bools and integers give float32.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Cos(x, name=name, dtype=dtype)
 
 
 def tan(x, name=None, dtype=None) -> Op:
-    """Tangent of x."""
+    """The tangent of each element of x (in radians).
+
+    Bools and integers give float32.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Tan(x, name=name, dtype=dtype)
 
 
 def erf(x, name=None, dtype=None) -> Op:
-    """The error function of x: 2 / sqrt(pi) * integral of exp(-t**2) from 0 to x."""
+    """The error function of each element of x.
+
+    erf(x) = 2 / sqrt(pi) * (the integral of exp(-t**2) from 0 to x), so the normal
+    distribution's cumulative function is (1 + erf(x / sqrt(2))) / 2.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Erf(x, name=name, dtype=dtype)
 
 
 def rsqrt(x, name=None, dtype=None) -> Op:
-    """1 / sqrt(x)."""
+    """1 / sqrt(x) at every element of x.
+
+    One op where normalizations divide by a standard deviation: 0 gives inf and a
+    negative element NaN.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    """
     return Rsqrt(x, name=name, dtype=dtype)
 
 
 def relu(x, name=None, dtype=None) -> Op:
-    """max(x, 0)."""
+    """max(x, 0) at every element of x: the rectified linear unit.
+
+    Its derivative is 1 where x > 0 and 0 elsewhere.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a supported element type.
+    """
     return Relu(x, name=name, dtype=dtype)
 
 
 def floor(x, name=None, dtype=None) -> Op:
-    """The largest whole number <= x (its derivative is zero wherever it exists)."""
+    """The largest whole number <= each element of x.
+
+    Integers and booleans come back unchanged; its derivative is zero wherever it
+    exists.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a supported element type.
+    """
     return Floor(x, name=name, dtype=dtype)
 
 
 def stop_gradient(x, name=None) -> Op:
-    """x itself, treated by deriv as a constant (no gradient flows through it)."""
+    """x itself, treated by deriv as a constant: no gradient flows through it.
+
+    For a value a loss uses as data rather than as something to train
+    through: softmax subtracts ``stop_gradient(max(x))`` to keep exp from
+    overflowing without differentiating the max.
+
+    Parameters
+    ----------
+    x : Op or number
+        The operand.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x's value, with x's axes and element type.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number (an array needs ng.constant and axes).
+    """
     return StopGradient(x, name=name)
 
 
 def add(x, y, name=None, dtype=None) -> Op:
-    """x + y, broadcast over the union of their axes."""
+    """x + y, broadcast over the union of their axes.
+
+    Axes pair by identity, in any order: the result has x's axes, then y's new ones.
+    Booleans give their logical or. ``x + y`` builds the same op.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a supported element type.
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, N = ng.make_axis(length=2, name="C"), ng.make_axis(length=3, name="N")
+    >>> ng.add(ng.placeholder([C]), ng.placeholder([N, C])).axes
+    Axes(C: 2, N: 3)
+    """
     return Add(x, y, name=name, dtype=dtype)
 
 
 def subtract(x, y, name=None, dtype=None) -> Op:
-    """x - y, broadcast over the union of their axes."""
+    """x - y, broadcast over the union of their axes.
+
+    Axes pair by identity, in any order. Booleans are refused, as NumPy refuses them.
+    ``x - y`` builds the same op.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If the operands are booleans and no `dtype` is given (NumPy refuses them too), if
+        `dtype` is bool, or if it is not a supported element type.
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Subtract(x, y, name=name, dtype=dtype)
 
 
 def multiply(x, y, name=None, dtype=None) -> Op:
-    """x * y, broadcast over the union of their axes."""
+    """x * y, broadcast over the union of their axes.
+
+    Axes pair by identity, in any order: a shared axis is multiplied elementwise, an
+    axis of one operand only makes an outer product. Booleans give their logical and.
+    ``x * y`` builds the same op.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a supported element type.
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Multiply(x, y, name=name, dtype=dtype)
 
 
 def divide(x, y, name=None, dtype=None) -> Op:
-    """x / y, broadcast over the union of their axes."""
+    """x / y, broadcast over the union of their axes.
+
+    True division: bools and integers give float32. Division by zero gives inf or NaN,
+    never an error. ``x / y`` builds the same op.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: the operands' common type if it is a float,
+        else float32.
+
+    Returns
+    -------
+    Op
+        The result, with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a float type.
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Divide(x, y, name=name, dtype=dtype)
 
 
 def power(x, y, name=None, dtype=None) -> Op:
-    """x ** y, broadcast over the union of their axes."""
+    """x ** y, broadcast over the union of their axes.
+
+    Booleans are computed as int8, as NumPy does. ``x ** y`` builds the same op.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is bool (booleans are computed as int8, as NumPy does) or
+        not a supported element type.
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Power(x, y, name=name, dtype=dtype)
 
 
 def maximum(x, y, name=None, dtype=None) -> Op:
-    """Elementwise larger of x and y."""
+    """The larger of x and y at every element, broadcast over the union of their axes.
+
+    NaN propagates; booleans give their logical or.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a supported element type.
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Maximum(x, y, name=name, dtype=dtype)
 
 
 def minimum(x, y, name=None, dtype=None) -> Op:
-    """Elementwise smaller of x and y."""
+    """The smaller of x and y at every element, broadcast over the union of their axes.
+
+    NaN propagates; booleans give their logical and.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
+
+    Returns
+    -------
+    Op
+        The result, with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a supported element type.
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Minimum(x, y, name=name, dtype=dtype)
 
 
 def equal(x, y, name=None) -> Op:
-    """x == y elementwise (ops keep `==` for identity, so use this)."""
+    """x == y at every element: a boolean tensor.
+
+    Ops keep ``==`` for identity (they are dictionary keys), so values are compared with
+    this function.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        A boolean tensor with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Equal(x, y, name=name)
 
 
 def not_equal(x, y, name=None) -> Op:
-    """x != y elementwise."""
+    """x != y at every element: a boolean tensor.
+
+    Ops keep ``!=`` for identity, so values are compared with this function.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        A boolean tensor with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return NotEqual(x, y, name=name)
 
 
 def less(x, y, name=None) -> Op:
-    """x < y elementwise."""
+    """x < y at every element: a boolean tensor.
+
+    ``x < y`` builds the same op; no gradient flows through a comparison.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        A boolean tensor with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Less(x, y, name=name)
 
 
 def less_equal(x, y, name=None) -> Op:
-    """x <= y elementwise."""
+    """x <= y at every element: a boolean tensor.
+
+    ``x <= y`` builds the same op; no gradient flows through a comparison.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        A boolean tensor with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return LessEqual(x, y, name=name)
 
 
 def greater(x, y, name=None) -> Op:
-    """x > y elementwise."""
+    """x > y at every element: a boolean tensor.
+
+    ``x > y`` builds the same op; no gradient flows through a comparison.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        A boolean tensor with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return Greater(x, y, name=name)
 
 
 def greater_equal(x, y, name=None) -> Op:
-    """x >= y elementwise."""
+    """x >= y at every element: a boolean tensor.
+
+    ``x >= y`` builds the same op; no gradient flows through a comparison.
+
+    Parameters
+    ----------
+    x, y : Op or number
+        The operands; a Python number takes the other's element type (if of no higher kind).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        A boolean tensor with x's axes, then y's axes that x lacks.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    IncompatibleAxesError
+        If x and y hold different axes with the same name (the result would be
+        an outer product), or an axis made up for an array could pair with
+        several axes of the other operand.
+    """
     return GreaterEqual(x, y, name=name)
 
 
@@ -338,5 +1148,49 @@ class Where(ElementWiseOp):
 
 
 def where(condition, x, y, name=None, dtype=None) -> Op:
-    """x where condition is true (nonzero), else y, broadcast over the union of the axes."""
+    """x where `condition` is true (nonzero), else y, broadcast over the union of the axes.
+
+    NumPy's ``where``, with axes paired by identity: the result has x's axes,
+    then y's new ones, then the condition's. x and y meet as in a binary op
+    (their common type); the gradient flows to x where the condition holds
+    and to y elsewhere, never to the condition.
+
+    Parameters
+    ----------
+    condition : Op or number
+        The choice at each element: true (nonzero) picks x.
+    x, y : Op or number
+        The values picked where the condition holds and where it does not.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to compute in and return, as NumPy's ``dtype=`` (None: the
+        common type of x and y).
+
+    Returns
+    -------
+    Op
+        The picked values, with the axes of x, then y's new ones, then the
+        condition's.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number (an array needs ng.constant and axes).
+    DTypeError
+        If `dtype` is not a supported element type.
+    IncompatibleAxesError
+        If two operands hold different axes with the same name, or an axis made
+        up for an array could pair with several axes of another operand.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(length=4, name="C")
+    >>> x = ng.constant(np.array([-2.0, -1.0, 1.0, 2.0]), axes=[C])
+    >>> with ng.make_transformer() as t:
+    ...     print(t.computation(ng.where(x > 0, x, 0.0))())
+    [0. 0. 1. 2.]
+    """
     return Where(condition, x, y, name=name, dtype=dtype)

@@ -53,7 +53,33 @@ def _scalar_value(tensor: Op, scalar):
 
 
 def fill(tensor, scalar, name: Optional[str] = None) -> Fill:
-    """Set every element of the stored tensor `tensor` to the number `scalar`."""
+    """Set every element of the stored tensor `tensor` to the number `scalar`.
+
+    An assign (see `assign`): it runs before ops built afterwards that read
+    the tensor, and a computation of the tensor runs it.
+
+    Parameters
+    ----------
+    tensor : Op
+        The stored tensor written: a variable, persistent tensor or placeholder.
+    scalar : number or Op
+        The value: a number, or a constant without axes.
+    name : str, optional
+        A name for printing (automatic if None).
+
+    Returns
+    -------
+    Fill
+        The assign; it has no value.
+
+    Raises
+    ------
+    GraphError
+        If `tensor` is a constant or not a stored tensor, or `scalar` is an
+        array or an op other than a constant scalar.
+    DTypeError
+        If `scalar` is not a number.
+    """
     return Fill(tensor, scalar, name=name)
 
 
@@ -81,7 +107,32 @@ class InitTensorOp(SequentialOp):
 
 
 def init_tensor(tensor, valfun: Callable, name: Optional[str] = None) -> InitTensorOp:
-    """Initialize the stored tensor `tensor` with `valfun(tensor)`, computed on the host."""
+    """Write `valfun(tensor)`, an array made on the host by Python code, into `tensor`.
+
+    For values no op computes (read from a file, made by another library).
+    `valfun` is called with the tensor when the value is first needed (when
+    a computation running this op is built or first run) and returns an
+    array in the tensor's axis order, or a number to fill it with.
+
+    Parameters
+    ----------
+    tensor : Op
+        The stored tensor written: a variable, persistent tensor or placeholder.
+    valfun : callable
+        ``valfun(tensor) -> array or number``.
+    name : str, optional
+        A name for printing (automatic if None).
+
+    Returns
+    -------
+    InitTensorOp
+        An op whose value is the tensor's new value.
+
+    Raises
+    ------
+    GraphError
+        If `valfun` is not callable, or `tensor` is a constant or not a stored tensor.
+    """
     return InitTensorOp(tensor, valfun, name=name)
 
 

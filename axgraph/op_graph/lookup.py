@@ -53,11 +53,50 @@ class LookupTableBackpropOp(Op):
 
 def lookuptable(lut, idx, vocab_axis: Optional[Axis] = None, pad_idx: Optional[int] = None,
                 name: Optional[str] = None) -> Op:
-    """Rows of `lut` picked by the integers `idx` (an embedding).
+    """Rows of the table `lut` picked by the integers `idx`: an embedding lookup.
 
     The table's `vocab_axis` (default: its first axis) is indexed; the result
     has the table's other axes, then idx's axes. Rows at `pad_idx` read as
-    zeros and get no gradient, so padding never trains.
+    zeros and get no gradient, so padding never trains. The gradient with
+    respect to the table adds each index's adjoint into its row.
+
+    Parameters
+    ----------
+    lut : Op
+        The table, usually a variable with axes (vocabulary, embedding...).
+    idx : Op
+        The indices, integers along `vocab_axis`.
+    vocab_axis : Axis, optional
+        The table's axis that `idx` indexes (None: its first axis).
+    pad_idx : int, optional
+        An index whose row reads as zeros (None: none).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The rows, with the table's other axes then idx's axes.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `vocab_axis` is not an axis of the table, or the table's other axes
+        and idx's overlap.
+    DTypeError
+        If `idx` does not hold integers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> V, E, N = (ng.make_axis(length=n, name=s) for n, s in ((4, "V"), (2, "E"), (3, "N")))
+    >>> table = ng.constant(np.arange(8.0).reshape(4, 2), axes=[V, E])
+    >>> words = ng.constant(np.array([3, 0, 3]), axes=[N], dtype=np.int32)
+    >>> with ng.make_transformer() as t:
+    ...     print(t.computation(ng.lookuptable(table, words))())
+    [[6. 0. 6.]
+     [7. 1. 7.]]
     """
     lut = as_op(lut)
     vocab_axis = lut.axes[0] if vocab_axis is None else vocab_axis

@@ -42,7 +42,45 @@ class SigmoidSchema:
 
 
 def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) -> Op:
-    """exp(x) / sum(exp(x)) over `normalization_axes` (default: all but batch/time)."""
+    """exp(x) / sum(exp(x)) over `normalization_axes`: probabilities from logits.
+
+    Computed as exp(x - max(x)), so large logits do not overflow. The result
+    remembers its logits, so `cross_entropy_multi` on it takes the log in
+    the log domain instead of the log of a rounded probability.
+
+    Parameters
+    ----------
+    x : Op or number
+        The logits.
+    normalization_axes : Axes, Axis or iterable of Axis, optional
+        The axes the probabilities sum to 1 over; None: every axis but the
+        batch and recurrent ones.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The probabilities, with x's axes.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `normalization_axes` holds an axis that x lacks.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C, N = ng.make_axis(length=3, name="C"), ng.make_axis(length=2, name="N")
+    >>> logits = ng.constant(np.array([[0.0, 5.0], [1.0, 5.0], [2.0, 5.0]]), axes=[C, N])
+    >>> with ng.make_transformer() as t:
+    ...     probs = t.computation(ng.softmax(logits))()   # over C: N is the batch axis
+    >>> probs.sum(axis=0).round(5).tolist()
+    [1.0, 1.0]
+    """
     x = as_op(x)
     if normalization_axes is None:
         normalization_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
@@ -58,7 +96,33 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) 
 
 
 def sigmoid(x, name: Optional[str] = None, dtype=None) -> Op:
-    """1 / (1 + exp(-x)), remembering x for a stable cross_entropy_binary."""
+    """The logistic function 1 / (1 + exp(-x)) of each element of x.
+
+    Computed without overflow; the result remembers x, so a
+    `cross_entropy_binary` built on it uses the stable log-domain form.
+
+    Parameters
+    ----------
+    x : Op or number
+        The logits.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The float type to compute in and return; None: x's type if it is a
+        float, else float32.
+
+    Returns
+    -------
+    Op
+        Values in [0, 1], with x's axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number.
+    DTypeError
+        If `dtype` is not a float type.
+    """
     x = as_op(x)
     result = ew.Sigmoid(x, name=name, dtype=dtype)
     result.schemas.append(SigmoidSchema(x))
@@ -74,10 +138,39 @@ def _find_schema(op: Op, kind):
 
 def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
                         enable_softmax_opt: bool = True, name: Optional[str] = None) -> Op:
-    """-sum(t * log(y)) over the non-batch axes (one value per example).
+    """The cross entropy -sum(t * log(y)) of predicted probabilities y and targets t.
 
-    When y is a softmax, log(y) is taken in the log domain (stable).
-    `usebits` reports the result in bits instead of nats.
+    Summed over the non-batch axes by default: one value per example. When y
+    is a `softmax`, log(y) is taken in the log domain from its logits, so
+    the loss and its gradient stay finite where a probability rounds to 0;
+    otherwise log(y) is `safelog(y)`.
+
+    Parameters
+    ----------
+    y : Op
+        The predicted probabilities (usually a softmax).
+    t : Op
+        The targets, with y's axes (one-hot labels, or probabilities).
+    usebits : bool, optional
+        If True, the result is in bits instead of nats.
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept (None: the batch and recurrent axes).
+    enable_softmax_opt : bool, optional
+        If False, take log(y) as computed even when y is a softmax.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The cross entropies, with the axes kept.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If y and t do not have the same axes.
+    UnmatchedAxesError
+        If `out_axes` holds an axis that y lacks.
     """
     y, t = as_op(y), as_op(t)
     _check_same_axes("cross_entropy_multi", y, t)
@@ -92,7 +185,33 @@ def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
 
 
 def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
-    """Elementwise -(t log y + (1 - t) log(1 - y)), stable when y is a sigmoid."""
+    """The binary cross entropy -(t log y + (1 - t) log(1 - y)) at every element.
+
+    When y is a `sigmoid`, it is computed from the logits x in the softplus
+    form max(x, 0) - x t + log(1 + exp(-|x|)), which is finite for any x and
+    has the gradient sigmoid(x) - t; otherwise the logs are `safelog`.
+
+    Parameters
+    ----------
+    y : Op
+        The predicted probabilities (usually a sigmoid).
+    t : Op or number
+        The targets, in [0, 1].
+    enable_sig_opt : bool, optional
+        If False, use y as computed even when it is a sigmoid.
+
+    Returns
+    -------
+    Op
+        The elementwise cross entropies, over the axes of y and t.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an operand is not an op or a number.
+    IncompatibleAxesError
+        If y and t hold different axes with the same name.
+    """
     y, t = as_op(y), as_op(t)
     schema = _find_schema(y, SigmoidSchema) if enable_sig_opt else None
     if schema is not None:
@@ -107,9 +226,37 @@ def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
 
 def cross_entropy_binary(y, t, usebits: bool = False, out_axes: AxesLike = None,
                          enable_sig_opt: bool = True, name: Optional[str] = None) -> Op:
-    """Binary cross entropy summed over the non-batch axes (one value per example).
+    """The binary cross entropy of probabilities y and targets t, summed per example.
 
-    `usebits` reports the result in bits instead of nats.
+    `cross_entropy_binary_inner` summed over the non-batch axes by default;
+    stable in the log domain when y is a `sigmoid`.
+
+    Parameters
+    ----------
+    y : Op
+        The predicted probabilities (usually a sigmoid).
+    t : Op
+        The targets in [0, 1], with y's axes.
+    usebits : bool, optional
+        If True, the result is in bits instead of nats.
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept (None: the batch and recurrent axes).
+    enable_sig_opt : bool, optional
+        If False, use y as computed even when it is a sigmoid.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The cross entropies, with the axes kept.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If y and t do not have the same axes.
+    UnmatchedAxesError
+        If `out_axes` holds an axis that y lacks.
     """
     y, t = as_op(y), as_op(t)
     _check_same_axes("cross_entropy_binary", y, t)
@@ -146,13 +293,77 @@ class OneHotOp(Op):
 
 
 def one_hot(x, axis: Axis, dtype=None, name: Optional[str] = None) -> Op:
-    """One-hot encode integer labels x along `axis` (its length = number of classes)."""
+    """One-hot encode the integer labels x along the new `axis`.
+
+    Position k of `axis` is 1 where x equals k, else 0: the target form that
+    `cross_entropy_multi` compares with a softmax over `axis`. No gradient
+    flows through it.
+
+    Parameters
+    ----------
+    x : Op
+        The labels, integers from 0 to axis.length - 1.
+    axis : Axis
+        The class axis; its length is the number of classes.
+    dtype : dtype-like, optional
+        The result's element type (None: float32).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The encoding, with axes `axis` then x's axes.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `axis` is already an axis of x.
+    DTypeError
+        If `dtype` is not a supported element type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C, N = ng.make_axis(length=3, name="C"), ng.make_axis(length=2, name="N")
+    >>> labels = ng.constant(np.array([2, 0]), axes=[N], dtype=np.int32)
+    >>> with ng.make_transformer() as t:
+    ...     print(t.computation(ng.one_hot(labels, C))())
+    [[0. 1.]
+     [0. 0.]
+     [1. 0.]]
+    """
     return OneHotOp(x, axis, dtype=dtype, name=name)
 
 
 def squared_L2(x, out_axes: AxesLike = None, reduction_axes: AxesLike = None,
                name: Optional[str] = None) -> Op:
-    """Sum of squares of x: over all axes unless `out_axes`/`reduction_axes` say otherwise."""
+    """The sum of squares of x, over all of its axes unless told otherwise.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, instead of naming those summed.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes summed over (None with no `out_axes`: all of x's).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The sums of squares, with the axes kept (a scalar by default).
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    """
     x = as_op(x)
     if out_axes is None and reduction_axes is None:
         reduction_axes = x.axes
@@ -162,9 +373,31 @@ def squared_L2(x, out_axes: AxesLike = None, reduction_axes: AxesLike = None,
 def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None) -> Op:
     """Inverted dropout: keep each value with probability `keep`, scaled by 1/keep.
 
-    The mask is drawn afresh on every call (reproducibly by `seed`) and is
-    shared along x's batch axis only where x has none; expected values are
-    unchanged, so inference simply skips the op.
+    The mask is drawn afresh on every call, one draw per element of x
+    (reproducibly by `seed`); scaling the kept values keeps expected values
+    unchanged, so inference simply leaves the op out.
+
+    Parameters
+    ----------
+    x : Op or number
+        The values dropped out.
+    keep : float, optional
+        The probability of keeping each value, in (0, 1]; 1 returns x itself.
+    seed : int, optional
+        The seed of the mask's random stream (None: the next one from
+        `set_random_seed`'s sequence).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x with dropped values set to 0 and kept ones divided by `keep`.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `keep` is not in (0, 1].
     """
     x = as_op(x)
     if not 0.0 < keep <= 1.0:
@@ -176,9 +409,29 @@ def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str
 
 
 def moments(x, reduction_axes: AxesLike = None, name: Optional[str] = None):
-    """(mean, variance) over `reduction_axes`: by default the batch and recurrent axes.
+    """The mean and the population variance of x over `reduction_axes`.
 
-    These are batch normalization's statistics: one value per feature.
+    By default over the batch and recurrent axes: batch normalization's
+    statistics, one value per feature.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced (None: the batch and recurrent axes).
+    name : str, optional
+        If given, the results are named `name`_mean and `name`_variance.
+
+    Returns
+    -------
+    tuple of Op
+        (mean, variance), each with x's other axes.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` holds an axis that x lacks.
     """
     x = as_op(x)
     if reduction_axes is None:

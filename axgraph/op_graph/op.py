@@ -76,13 +76,47 @@ def _pushed(stack: List[_Item], item: _Item) -> Iterator[_Item]:
 
 
 class Op(NameableValue, DebugInfo):
-    """A node of the axes graph. Create ops through the `ng.*` functions.
+    """A node of the axes graph: a value (or an effect) computed from other ops.
+
+    Create ops through the `ng.*` functions; an Op is a description of a
+    computation, and only a transformer's computation gives it values. Its
+    `axes` and `dtype` are known when it is built, and so are errors in them,
+    which name the user's line. Python's operators build ops too (``x + y``,
+    ``-x``, ``x < y``, ``x[1:3]``). Ops compare by identity: use `ng.equal`
+    for values.
 
     Every op is built the same way, by a constructor or by `with_args`: its
     args, its declared `attributes`, the axes and dtype asked for (if any);
     then `infer_axes` and `infer_dtype` give the result's type, and `_finish`
     records what building it does to the graph (an assign on its tensor).
-    Constructors only turn what the user passed into those parts.
+    Constructors only turn what the user passed into those parts; a subclass
+    adding a kind of op declares its attributes and overrides those hooks.
+
+    Parameters
+    ----------
+    *args : Op
+        The ops whose values this op computes from.
+    axes : Axes, Axis or iterable of Axis, optional
+        The result's axes, if the op's kind does not infer them (None: inferred,
+        or a scalar).
+    dtype : dtype-like, optional
+        The result's element type (None: inferred, else float32).
+    name : str, optional
+        A name for printing and saving; None gives an automatic ``Kind_<n>``.
+    metadata : dict, optional
+        Free-form facts for tools and frontends, kept with the op.
+    **attributes
+        One value for each name in the class's `attributes` declaration.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an arg is not an op, `name` is not a non-empty string, or the
+        attributes given are not the declared ones.
+    DTypeError
+        If `dtype` is not a supported element type.
+    AxesError
+        If the axes do not fit the op (each kind raises its own subclass).
     """
 
     #: False for ops that have no value (assign): they are run for effect.

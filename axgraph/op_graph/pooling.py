@@ -67,9 +67,46 @@ def pooling(params: Optional[Dict], inputs, axes: AxesLike = None, window=None, 
             padding=None, pool_type: Optional[str] = None, name: Optional[str] = None) -> Op:
     """Pool `inputs` (C, D/H/W..., N) over windows of its spatial axes.
 
-    `params` takes ngraph's keys (op, R, S, T, pad_h, str_w, ...); keywords
-    `window`, `strides` (each dim defaults to its window size, so windows tile),
-    `padding` and `pool_type` ("max" or "avg") do the same.
+    Each output position is the max (or the mean) of a window; the channel
+    and batch axes are kept, each spatial axis gets a new, shorter one with
+    the same roles (named M, P, Q). An average divides by the number of
+    input positions the window covers, so padding never dilutes it.
+
+    Parameters
+    ----------
+    params : dict, optional
+        Nervana Graph's keys (op, T, R, S, pad_h, str_w, ...), for what the
+        keywords below leave out; None: none.
+    inputs : Op
+        The feature maps: a channel axis, spatial axes with roles and a batch axis.
+    axes : Axes, Axis or iterable of Axis, optional
+        The result's axes, in the order wanted (None: new spatial axes).
+    window : int or sequence of int, optional
+        The window's length along each spatial axis (default 1).
+    strides : int or sequence of int, optional
+        The step between windows; each dim defaults to its window length, so
+        windows tile the input.
+    padding : int or sequence of int, optional
+        Positions added on both sides of each spatial axis, smaller than the
+        window (default 0).
+    pool_type : str, optional
+        "max" or "avg" (default: params' "op", else "max").
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The pooled feature maps.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `pool_type` is unknown, the window, strides or padding do not fit
+        the input, an axis has no length, `axes` do not fit the output, or
+        params ask for pooling across channels (J, str_c, pad_c).
+    UnmatchedAxesError
+        If the batch, channel and spatial axes of the input cannot be told apart.
     """
     x = as_op(inputs)
     params = dict(params or {})

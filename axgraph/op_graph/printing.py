@@ -35,7 +35,35 @@ def graph_ops(roots: Roots) -> List[Op]:
 
 
 def format_graph(roots: Roots) -> str:
-    """Text of the axes graph `roots` reach: one line per op (see the module docstring)."""
+    """The axes graph that `roots` reach, as text: one line per op.
+
+    Each line reads like the call that built the op: its name, its class,
+    its args by name and its attributes (those that are None or False are
+    left out), then the result's axes with their lengths and its element
+    type, the ops it must run after and the user's file:line. Ops come in
+    the order the program built them, which puts each after its args.
+
+    Parameters
+    ----------
+    roots : Op or iterable of Op
+        The ops whose graph is shown (through args and other_deps).
+
+    Returns
+    -------
+    str
+        The lines, joined by newlines.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, N = ng.make_axis(length=3, name="C"), ng.make_axis(length=4, name="N")
+    >>> x = ng.placeholder([C, N], name="x")
+    >>> w = ng.variable([C], initial_value=0.5, name="w")
+    >>> print(ng.format_graph(ng.multiply(w, x, name="h")))
+    x = AssignableTensorOp(persistent=True, input=True) : (C:3, N:4) float32  # ...
+    w = AssignableTensorOp(initial_value=0.5, persistent=True, trainable=True) : (C:3) float32  # ...
+    h = Multiply(w, x) : (C:3, N:4) float32  # ...
+    """
     return "\n".join(format_op(op) for op in graph_ops(roots))
 
 

@@ -132,42 +132,276 @@ class TensorSize(Op):
 
 
 def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
-    """Sum of x over `reduction_axes` (or keeping `out_axes`)."""
+    """The sum of x over `reduction_axes` (or over all axes but `out_axes`).
+
+    Axes are named, so a reduction says which dimensions it removes rather
+    than where they are; the defaults keep one value per example. The sum of
+    booleans counts the true ones.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor reduced.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced, in any order (an empty list reduces nothing).
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, in the result's order, instead of naming those reduced.
+        With neither, every axis but the batch and recurrent ones is reduced.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to accumulate in and return; None: x's type, with bools and
+        integers narrower than 64 bits widened to int64 (uint64), as np.sum does.
+
+    Returns
+    -------
+    Op
+        The sums, with the axes kept.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C, N = ng.make_axis(length=2, name="C"), ng.make_axis(length=3, name="N")
+    >>> x = ng.constant(np.arange(6.0).reshape(2, 3), axes=[C, N])
+    >>> ng.sum(x).axes                      # N is the batch axis: kept by default
+    Axes(N: 3)
+    >>> with ng.make_transformer() as t:
+    ...     print(t.computation(ng.sum(x, reduction_axes=[N]))())
+    [ 3. 12.]
+    """
     return Sum(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
 def prod(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
-    """Product of x over `reduction_axes` (or keeping `out_axes`)."""
+    """The product of x over `reduction_axes` (or over all axes but `out_axes`).
+
+    The product of booleans is their logical and, as an integer.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor reduced.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced, in any order (an empty list reduces nothing).
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, in the result's order, instead of naming those reduced.
+        With neither, every axis but the batch and recurrent ones is reduced.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The type to accumulate in and return; None: x's type, with bools and
+        integers narrower than 64 bits widened to int64 (uint64), as np.sum does.
+
+    Returns
+    -------
+    Op
+        The products, with the axes kept.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
+    """
     return Prod(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
 def max(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
-    """Largest value of x over `reduction_axes` (or keeping `out_axes`)."""
+    """The largest value of x over `reduction_axes` (or over all axes but `out_axes`).
+
+    NaN propagates, as in np.max; booleans give their logical or (any).
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor reduced.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced, in any order (an empty list reduces nothing).
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, in the result's order, instead of naming those reduced.
+        With neither, every axis but the batch and recurrent ones is reduced.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The result's element type; None: x's.
+
+    Returns
+    -------
+    Op
+        The maxima, with the axes kept.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
+    """
     return Max(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
 def min(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
-    """Smallest value of x over `reduction_axes` (or keeping `out_axes`)."""
+    """The smallest value of x over `reduction_axes` (or over all axes but `out_axes`).
+
+    NaN propagates, as in np.min; booleans give their logical and (all).
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor reduced.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced, in any order (an empty list reduces nothing).
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, in the result's order, instead of naming those reduced.
+        With neither, every axis but the batch and recurrent ones is reduced.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The result's element type; None: x's.
+
+    Returns
+    -------
+    Op
+        The minima, with the axes kept.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
+    """
     return Min(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
 def argmax(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
-    """Index (int32) of the largest value over `reduction_axes`."""
+    """The position of the largest value of x over `reduction_axes` (a classifier's guess).
+
+    Over several reduction axes the position counts through them in order,
+    as if flattened (the first of equal values wins). No gradient flows
+    through it.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor reduced.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced, in any order (an empty list reduces nothing).
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, in the result's order, instead of naming those reduced.
+        With neither, every axis but the batch and recurrent ones is reduced.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The index type; None: int32.
+
+    Returns
+    -------
+    Op
+        The indices, with the axes kept.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
+    """
     return ArgMax(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
 def argmin(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
-    """Index (int32) of the smallest value over `reduction_axes`."""
+    """The position of the smallest value of x over `reduction_axes`.
+
+    Over several reduction axes the position counts through them in order,
+    as if flattened (the first of equal values wins). No gradient flows
+    through it.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor reduced.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced, in any order (an empty list reduces nothing).
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, in the result's order, instead of naming those reduced.
+        With neither, every axis but the batch and recurrent ones is reduced.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The index type; None: int32.
+
+    Returns
+    -------
+    Op
+        The indices, with the axes kept.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
+    """
     return ArgMin(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
 def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None,
                 dtype=None) -> Op:
-    """Number of elements of x along `reduction_axes`.
+    """The number of elements of x along `reduction_axes`, as a scalar op.
 
     With neither `reduction_axes` nor `out_axes`, the size of one example: the
     product of x's non-batch axes, as Nervana Graph v0.4 counted it (its
-    walk-throughs divide a batch-summed gradient by it).
+    walk-throughs divide a batch-summed gradient by it). It is an op, not a
+    number, because lengths may be known only once data is fed.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor measured.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes counted, in any order.
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes not counted, instead of naming those counted.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The result's element type; None: float32.
+
+    Returns
+    -------
+    Op
+        A scalar: the product of the counted axes' lengths.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     x = as_op(x)
     if reduction_axes is None and out_axes is None:
@@ -178,15 +412,65 @@ def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, n
 
 
 def batch_size(x, name=None, dtype=None) -> Op:
-    """Number of examples in x: the product of its batch axes' lengths."""
+    """The number of examples in x: the product of its batch axes' lengths.
+
+    An op rather than a number, so a mean over a minibatch stays right when
+    the batch length comes from fed data.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor measured.
+    name : str, optional
+        A name for the result (automatic if None).
+    dtype : dtype-like, optional
+        The result's element type; None: float32.
+
+    Returns
+    -------
+    Op
+        A scalar: the batch size (1 if x has no batch axis).
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `x` is not an op or a number.
+    """
     x = as_op(x)
     return TensorSize(x.axes.batch_axes(), name=name, dtype=dtype, of=x)
 
 
 def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:
-    """Arithmetic mean of x over `reduction_axes` (or keeping `out_axes`).
+    """The arithmetic mean of x over `reduction_axes` (or over all axes but `out_axes`).
 
-    The sum divided by the count, so bools and integers give float32 (dtypes.py).
+    The sum divided by the count, so bools and integers give float32; the
+    count is an op, right also for lengths known only from fed data.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor reduced.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced, in any order (an empty list reduces nothing).
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, in the result's order, instead of naming those reduced.
+        With neither, every axis but the batch and recurrent ones is reduced.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The means, with the axes kept.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     x = as_op(x)
     reduction_axes, out_axes = resolve_reduction_axes(x, reduction_axes, out_axes, "mean")
@@ -198,7 +482,37 @@ def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=Non
 
 
 def variance(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:
-    """Population variance of x over `reduction_axes`: mean((x - mean(x))**2)."""
+    """The population variance of x over `reduction_axes`: mean((x - mean(x))**2).
+
+    Computed from the centered values rather than as mean(x**2) - mean(x)**2,
+    which cancels catastrophically in float32.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor reduced.
+    reduction_axes : Axes, Axis or iterable of Axis, optional
+        The axes reduced, in any order (an empty list reduces nothing).
+    out_axes : Axes, Axis or iterable of Axis, optional
+        The axes kept, in the result's order, instead of naming those reduced.
+        With neither, every axis but the batch and recurrent ones is reduced.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The variances, with the axes kept.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `reduction_axes` or `out_axes` holds an axis that x lacks.
+    IncompatibleAxesError, DuplicateAxisError
+        If both are given and they leave out an axis of x, or share one.
+    AxgraphTypeError
+        If `x` is not an op or a number, or the axes are not Axis objects.
+    """
     x = as_op(x)
     reduction_axes, out_axes = resolve_reduction_axes(x, reduction_axes, out_axes, "variance")
     centered = x - mean(x, reduction_axes, out_axes)

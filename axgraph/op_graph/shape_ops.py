@@ -340,7 +340,40 @@ class PadOp(ShapeOp):
 
 
 def broadcast(x, axes: AxesLike, name: Optional[str] = None) -> Op:
-    """x repeated along new axes; `axes` must include x's, in any order."""
+    """x repeated along new axes: the result has exactly `axes`, in that order.
+
+    Elementwise ops broadcast by themselves; this is for giving a value axes
+    on purpose (to combine two different axes of one name, or to fill a
+    stored tensor's shape).
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    axes : Axes, Axis or iterable of Axis
+        The result's axes: all of x's, in any order, and the new ones.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x's values repeated along the new axes (x itself if `axes` are x's, in order).
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `axes` lack some of x's axes.
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, N = ng.make_axis(length=2, name="C"), ng.make_axis(length=3, name="N")
+    >>> ng.broadcast(ng.placeholder([C]), [N, C]).axes
+    Axes(N: 3, C: 2)
+    """
     x, axes = as_op(x), Axes(axes)
     if axes == x.axes:
         return x
@@ -348,11 +381,34 @@ def broadcast(x, axes: AxesLike, name: Optional[str] = None) -> Op:
 
 
 def expand_dims(x, axis: Axis, dim: int, name: Optional[str] = None) -> Op:
-    """x with `axis` inserted at position `dim` of its axes, its values repeated along it
-    (Nervana Graph v0.4); x itself when it already has `axis`.
+    """x with `axis` inserted at position `dim` of its axes, its values repeated along it.
 
-    `dim` counts like a list index: 0 puts the axis first, len(x.axes) last,
-    and a negative dim counts from the end (-1 puts it before the last axis).
+    Nervana Graph v0.4's spelling of a broadcast to one more axis. `dim`
+    counts like a list index: 0 puts the axis first, len(x.axes) last, and a
+    negative dim counts from the end (-1 puts it before the last axis).
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    axis : Axis
+        The new axis.
+    dim : int
+        Where it goes among x's axes, from -len(x.axes) to len(x.axes).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The broadcast value; x itself when x already has `axis`.
+
+    Raises
+    ------
+    AxesError
+        If `axis` is not an Axis.
+    IncompatibleAxesError
+        If `dim` is not an int in that range.
     """
     x = as_op(x)
     if not isinstance(axis, Axis):
@@ -369,12 +425,71 @@ def expand_dims(x, axis: Axis, dim: int, name: Optional[str] = None) -> Op:
 
 
 def cast_axes(x, axes: AxesLike, name: Optional[str] = None) -> Op:
-    """Relabel x's axes, position by position, with axes of the same lengths."""
+    """x's values under other axes: each of x's axes, in order, relabeled.
+
+    Axes pair by identity, so data made on one set of axes meets another
+    set only through an explicit relabeling such as this; nothing moves.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    axes : Axes, Axis or iterable of Axis
+        One new axis per axis of x, in x's axis order, each of the same length.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x's values with `axes`.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If the number of axes differs from x's, or a new axis's length differs
+        from the one it replaces.
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, K = ng.make_axis(length=3, name="C"), ng.make_axis(length=3, name="K")
+    >>> ng.cast_axes(ng.placeholder([C]), [K]).axes
+    Axes(K: 3)
+    """
     return AxesCastOp(x, axes, name=name)
 
 
 def axes_with_order(x, axes: AxesLike, name: Optional[str] = None) -> Op:
-    """x with its axes in the order `axes` gives."""
+    """x with its axes in the order `axes` gives (a transpose).
+
+    The order of axes is the order values come back in, never a memory
+    layout, so this matters only where an order is visible: a computation's
+    result, or a value handed to code that reads arrays by position.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    axes : Axes, Axis or iterable of Axis
+        x's axes, in the order wanted.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x with its axes reordered (x itself if already in that order).
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `axes` are not a reordering of x's axes.
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    """
     x, axes = as_op(x), Axes(axes)
     if axes == x.axes:
         return x
@@ -382,12 +497,69 @@ def axes_with_order(x, axes: AxesLike, name: Optional[str] = None) -> Op:
 
 
 def dimshuffle(x, axes: AxesLike, name: Optional[str] = None) -> Op:
-    """x with its axes in the order `axes` gives (Nervana Graph's name for axes_with_order)."""
+    """x with its axes in the order `axes` gives: `axes_with_order` by Nervana Graph's name.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    axes : Axes, Axis or iterable of Axis
+        x's axes, in the order wanted.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x with its axes reordered (x itself if already in that order).
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `axes` are not a reordering of x's axes.
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    """
     return axes_with_order(x, axes, name=name)
 
 
 def flatten(x, axes: AxesLike = None, name: Optional[str] = None) -> Op:
-    """Flatten x's axes into one FlattenedAxis (or into the flattened `axes` given)."""
+    """Flatten x's axes into one FlattenedAxis, or into the flattened `axes` given.
+
+    Matrix-shaped code (a dense layer over an image's C, H, W) needs several
+    axes as one; the FlattenedAxis remembers its parts, so `unflatten`
+    restores them.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    axes : Axes, Axis or iterable of Axis, optional
+        The result's axes: FlattenedAxis objects (and plain axes) whose parts
+        are x's axes, each once. None: one axis for all of x's axes.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x's values on the flattened axes (x itself for at most one axis and
+        no `axes`).
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If the parts of `axes` do not cover each of x's axes exactly once.
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, H = ng.make_axis(length=2, name="C"), ng.make_axis(length=3, name="H")
+    >>> ng.flatten(ng.placeholder([C, H])).axes
+    Axes((C*H): 6)
+    """
     x = as_op(x)
     if axes is None:
         if len(x.axes) <= 1:
@@ -397,7 +569,32 @@ def flatten(x, axes: AxesLike = None, name: Optional[str] = None) -> Op:
 
 
 def flatten_at(x, idx: int, name: Optional[str] = None) -> Op:
-    """Flatten x's axes before `idx` into one axis and the rest into another."""
+    """Flatten x's axes before position `idx` into one axis and the rest into another.
+
+    The usual way to turn a feature map (C, H, W, N) into the matrix
+    ((C*H*W), N) that a dense layer multiplies.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    idx : int
+        The position splitting x's axes (a group of one axis stays that axis).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x's values on at most two axes.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, H, N = (ng.make_axis(length=n, name=s) for n, s in ((2, "C"), (3, "H"), (4, "N")))
+    >>> ng.flatten_at(ng.placeholder([C, H, N]), 2).axes
+    Axes((C*H): 6, N: 4)
+    """
     x = as_op(x)
     groups = [Axes(x.axes[:idx]), Axes(x.axes[idx:])]
     axes = [g[0] if len(g) == 1 else FlattenedAxis.of(g) for g in groups if len(g)]
@@ -405,7 +602,27 @@ def flatten_at(x, idx: int, name: Optional[str] = None) -> Op:
 
 
 def unflatten(x, axes: AxesLike = None, name: Optional[str] = None) -> Op:
-    """Split every FlattenedAxis of x back into the axes it stands for."""
+    """Split every FlattenedAxis of x back into the axes it stands for.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    axes : Axes, Axis or iterable of Axis, optional
+        The order wanted for the result's axes (None: the parts in place).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x's values on the unflattened axes (x itself if it has no flattened axis).
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `axes` are not a reordering of the unflattened axes.
+    """
     x = as_op(x)
     expanded = Axes(parts_of(x.axes))
     if expanded == x.axes:
@@ -415,12 +632,81 @@ def unflatten(x, axes: AxesLike = None, name: Optional[str] = None) -> Op:
 
 
 def tensor_slice(x, slices, axes: AxesLike = None, name: Optional[str] = None) -> Op:
-    """Slice x with one int or slice per axis, in x's axis order (`x[...]` does this)."""
+    """A region of x: one int or slice per axis, in x's axis order (``x[...]`` does this).
+
+    An int drops its axis; a slice keeps a shorter axis derived from the old
+    one (`H[1:3]`), the same object for the same positions, so two tensors
+    sliced alike still pair. Missing trailing entries (and ``...``) take
+    whole axes. Steps may be negative, as in NumPy.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    slices : int, slice or tuple of them
+        The indices, in x's axis order (a list is taken as a tuple).
+    axes : Axes, Axis or iterable of Axis, optional
+        Axes to give the kept dimensions instead of derived ones, one per
+        slice, each of its slice's length.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The region, on the axes kept.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If there are more indices than axes, or more than one ``...``, an index
+        is out of range, or `axes` do not fit the kept dimensions.
+    axgraph.errors.AxgraphIndexError
+        If an index is not an int (or a slice of ints), or a step is 0.
+    AxisLengthError
+        If an axis sliced without `axes` has no length yet.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, H = ng.make_axis(length=2, name="C"), ng.make_axis(length=5, name="H")
+    >>> x = ng.placeholder([C, H])
+    >>> x[0].axes, x[:, 1:3].axes
+    (Axes(H: 5), Axes(C: 2, H[1:3]: 2))
+    """
     return TensorSliceOp(x, slices, axes=axes, name=name)
 
 
 def slice_along_axis(x, axis: Axis, idx: Index, name: Optional[str] = None) -> Op:
-    """Slice x along one axis: an int removes the axis, a slice keeps a shorter one."""
+    """Slice x along one axis, named rather than found by position.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    axis : Axis
+        The axis sliced; x's other axes are kept whole.
+    idx : int or slice
+        An int removes the axis; a slice keeps a shorter one derived from it.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The slice of x.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `axis` is not an axis of x.
+    IncompatibleAxesError
+        If an int `idx` is out of range.
+    axgraph.errors.AxgraphIndexError
+        If `idx` is not an int or a slice of ints, or its step is 0.
+    AxisLengthError
+        If `axis` has no length yet and `idx` is a slice.
+    """
     x = as_op(x)
     if axis not in x.axes:
         raise _fail(UnmatchedAxesError, f"slice_along_axis: {axis!r} is not an axis of {x.name} "
@@ -430,11 +716,41 @@ def slice_along_axis(x, axis: Axis, idx: Index, name: Optional[str] = None) -> O
 
 
 def concat_along_axis(xs: Sequence, axis: Axis, name: Optional[str] = None) -> Op:
-    """Join tensors along `axis`.
+    """Join tensors end to end along `axis`.
 
     Each tensor holds `axis` itself or an axis of the same name, or a slice of
-    one (lengths may differ); every other axis is shared. The result gets a new axis of that
-    name whose length is the sum.
+    one (lengths may differ); every other axis is shared. The result gets a
+    new axis of that name whose length is the sum (unknown until fed if a
+    part's length is).
+
+    Parameters
+    ----------
+    xs : sequence of Op
+        The tensors, in order (at least one).
+    axis : Axis
+        The axis joined along, or one named like those of the tensors.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The joined tensor, with the new axis where the first tensor has its part.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `xs` is empty, or the tensors differ in axes other than the joined one.
+    UnmatchedAxesError
+        If a tensor has no axis to join along, or several named like `axis`.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> H, N = ng.make_axis(length=3, name="H"), ng.make_axis(length=4, name="N")
+    >>> x = ng.placeholder([H, N])
+    >>> ng.concat_along_axis([x, x], H).axes
+    Axes(H: 6, N: 4)
     """
     xs = [as_op(x) for x in xs]
     if not xs:
@@ -468,7 +784,30 @@ def concat_along_axis(xs: Sequence, axis: Axis, name: Optional[str] = None) -> O
 
 
 def stack(xs: Sequence, axis: Axis, pos: int = 0, name: Optional[str] = None) -> Op:
-    """Stack tensors with the same axes along a new `axis` placed at `pos`."""
+    """Stack tensors with the same axes along a new `axis` placed at `pos`.
+
+    Parameters
+    ----------
+    xs : sequence of Op
+        The tensors (at least one), all with the same axes in any order.
+    axis : Axis
+        The new axis; its length is set to len(xs) if it has none.
+    pos : int, optional
+        Its position among the first tensor's axes (0: first).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The stacked tensor: position i along `axis` holds xs[i].
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If `xs` is empty, `axis`'s length is not len(xs), the tensors' axes
+        differ, `axis` is already one of them, or `pos` is out of range.
+    """
     xs = [as_op(x) for x in xs]
     if not xs:
         raise _fail(IncompatibleAxesError, "stack needs at least one tensor")
@@ -490,7 +829,37 @@ def stack(xs: Sequence, axis: Axis, pos: int = 0, name: Optional[str] = None) ->
 
 
 def pad(x, paddings, axes: AxesLike = None, name: Optional[str] = None) -> Op:
-    """Pad x with zeros: one int (both sides) or (before, after) per axis of x."""
+    """x surrounded by zeros along its axes.
+
+    Each padded axis becomes a PaddedAxis named after it (`H+pad(1,1)`), so
+    the result still reads as the same dimensions; a convolution's own
+    `padding` is usually the better tool for its input.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    paddings : sequence
+        One entry per axis of x, in x's order: an int (zeros on both sides) or
+        a (before, after) pair of ints.
+    axes : Axes, Axis or iterable of Axis, optional
+        Axes to give the result instead of padded ones, of the padded lengths.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The padded tensor.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        If there is not one padding per axis, a padding is negative or not an
+        int or pair of ints, or `axes` do not have the padded lengths.
+    AxisLengthError
+        If a padded axis has no length yet (and no `axes` are given).
+    """
     x = as_op(x)
     paddings = list(paddings)
     if len(paddings) != len(x.axes):

@@ -37,10 +37,55 @@ InitialValue = Union[None, int, float, bool, np.ndarray, Callable[[Axes], object
 
 
 class AssignableTensorOp(Op):
-    """An l-tensor: a stored value that assigns may overwrite (unless constant).
+    """A stored tensor: a value kept by the transformer that assigns may overwrite.
 
-    `weak_dtype` marks a Python number's constant, which takes the dtype of what
-    it meets (scalar_constant).
+    Constants, placeholders, variables, persistent and temporary tensors are
+    all this one class; four flags tell them apart (see the table in this
+    module's docstring), so every pass and backend handles stored values one
+    way. Make them with `constant`, `placeholder`, `variable`,
+    `persistent_tensor` or `temporary` rather than directly.
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis, optional
+        The tensor's axes (None: a scalar).
+    dtype : dtype-like, optional
+        The element type (None: float32).
+    initial_value : number, array, callable or Op, optional
+        The value the tensor starts with: a number (filling it), an array in
+        the axes' order (whose shape sets lengths not yet known), a callable
+        ``f(axes)`` or ``f()`` returning one, or an op computable at
+        initialization. None: no initial value.
+    constant : bool, optional
+        True for a value that nothing may write.
+    persistent : bool, optional
+        True (the default) for a value kept across calls; False for one made
+        afresh on every call.
+    trainable : bool, optional
+        True for a parameter that `Op.variables()` lists.
+    input : bool, optional
+        True for a placeholder, whose value a call may pass in.
+    name : str, optional
+        A name for printing and saving (automatic if None).
+    metadata : dict, optional
+        Free-form facts for tools and frontends.
+    weak_dtype : bool, optional
+        True for a Python number's constant, which takes the element type of
+        the tensor it meets (``x * 2`` keeps x's type).
+
+    Raises
+    ------
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    DTypeError
+        If `dtype` is not a supported element type, or `initial_value` is not
+        numeric or holds non-integer floats for an integer tensor.
+    AxisLengthError
+        If an array `initial_value` does not have the axes' lengths.
+    GraphError, FeedError, IncompatibleAxesError
+        If an op `initial_value` cannot be computed at initialization (it
+        writes a tensor, reads a placeholder, a temporary or a tensor without
+        initial value) or has axes the tensor lacks.
     """
 
     is_assignable = True
@@ -278,7 +323,52 @@ def _axes_for_value(value, axes: AxesLike) -> Axes:
 
 def constant(const, axes: AxesLike = None, dtype=None, name: Optional[str] = None,
              metadata: Optional[dict] = None) -> AssignableTensorOp:
-    """An immutable tensor holding `const` (axes made up from its shape if not given)."""
+    """A tensor whose value is `const` and that nothing may write.
+
+    An array given without axes gets axes made up from its shape, which
+    pair by length: in an elementwise op each takes the other operand's one
+    axis of the same length, so ``x + ng.constant(np.ones(3))`` works for an
+    `x` with a single axis of length 3.
+
+    Parameters
+    ----------
+    const : number or array-like
+        The value, in the order of `axes`.
+    axes : Axes, Axis or iterable of Axis, optional
+        The tensor's axes; None: none for a number, made-up ones for an array.
+    dtype : dtype-like, optional
+        The element type (None: float32).
+    name : str, optional
+        A name for printing and saving (automatic if None).
+    metadata : dict, optional
+        Free-form facts for tools and frontends.
+
+    Returns
+    -------
+    AssignableTensorOp
+        The constant tensor.
+
+    Raises
+    ------
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    DTypeError
+        If `dtype` is not a supported element type, or `const` is not numeric
+        or holds non-integer floats for an integer tensor.
+    AxisLengthError
+        If `const`'s shape does not fit the lengths of `axes`.
+    GraphError
+        If `const` is an op: a constant holds a number or an array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(length=3, name="C")
+    >>> c = ng.constant(np.array([1.0, 2.0, 3.0]), axes=[C])
+    >>> c.axes, ng.constant_value(c).tolist()
+    (Axes(C: 3), [1.0, 2.0, 3.0])
+    """
     return AssignableTensorOp(
         _axes_for_value(const, axes), dtype=dtype, initial_value=const, constant=True,
         persistent=True, name=name, metadata=metadata,
@@ -298,7 +388,28 @@ def scalar_constant(value) -> AssignableTensorOp:
 
 
 def as_op(value) -> Op:
-    """An Op for `value`: ops pass through, numbers and arrays become constants."""
+    """The op for an operand: ops pass through, Python numbers become constants.
+
+    Every `ng.*` function passes its operands through this, so ``x * 2``
+    works. A number's constant takes the element type of the tensor it
+    meets. Arrays are refused: their dimensions have no axes to pair by.
+
+    Parameters
+    ----------
+    value : Op, number or 0-d array
+        The operand.
+
+    Returns
+    -------
+    Op
+        `value` itself if it is an op, else a scalar constant.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `value` is an array (of one dimension or more), a list or tuple,
+        or anything else that is not an op or a number.
+    """
     if isinstance(value, Op):
         return value
     if isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.ndarray):
@@ -316,7 +427,23 @@ def as_op(value) -> Op:
 
 
 def as_ops(values: Iterable) -> Tuple[Op, ...]:
-    """`as_op` of each of `values`, as a tuple."""
+    """The op for each of several operands (see `as_op`).
+
+    Parameters
+    ----------
+    values : iterable of Op or number
+        The operands.
+
+    Returns
+    -------
+    tuple of Op
+        One op per value, in order.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If a value is neither an op nor a number.
+    """
     return tuple(as_op(value) for value in values)
 
 
@@ -325,7 +452,35 @@ def constant_storage(axes: AxesLike, dtype=None, initial_value: InitialValue = N
     """A constant with the given axes, holding `initial_value` (Nervana Graph v0.4).
 
     Unlike `ng.constant`, the axes are required and the value may be a callable
-    `f(axes) -> array`, called when the constant is first needed.
+    `f(axes) -> array`, called when the constant is first needed, so a large
+    table can be made only when a computation uses it.
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis
+        The constant's axes.
+    dtype : dtype-like, optional
+        The element type (None: float32).
+    initial_value : number, array or callable
+        The value, or a callable ``f(axes)`` (or ``f()``) returning it.
+    name : str, optional
+        A name for printing and saving (automatic if None).
+
+    Returns
+    -------
+    AssignableTensorOp
+        The constant tensor.
+
+    Raises
+    ------
+    GraphError
+        If `initial_value` is None (nothing could write a constant later) or an op.
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    DTypeError
+        If `dtype` is not a supported element type or the value is not numeric.
+    AxisLengthError
+        If an array value does not have the axes' lengths.
     """
     if initial_value is None:
         raise GraphError(f"constant_storage {Axes(axes)} needs an initial_value: nothing can "
@@ -335,17 +490,55 @@ def constant_storage(axes: AxesLike, dtype=None, initial_value: InitialValue = N
 
 
 def is_constant(value) -> bool:
-    """True when `value` is a constant tensor op (ng.constant, ng.constant_storage)."""
+    """Whether `value` is a constant tensor op (made by ng.constant, ng.constant_storage).
+
+    Parameters
+    ----------
+    value : object
+        Anything; only a constant stored tensor gives True.
+
+    Returns
+    -------
+    bool
+        True for a constant tensor op, else False.
+    """
     return isinstance(value, AssignableTensorOp) and value.constant
 
 
 def is_constant_scalar(value) -> bool:
-    """True when `value` is a constant tensor op without axes."""
+    """Whether `value` is a constant tensor op without axes (a constant number).
+
+    Parameters
+    ----------
+    value : object
+        Anything; only a constant stored tensor without axes gives True.
+
+    Returns
+    -------
+    bool
+        True for a scalar constant tensor op, else False.
+    """
     return is_constant(value) and not value.axes
 
 
 def constant_value(value) -> np.ndarray:
-    """The value of a constant tensor op, as an array in its axis order (a copy)."""
+    """The value of a constant tensor op, known without running a computation.
+
+    Parameters
+    ----------
+    value : AssignableTensorOp
+        A constant tensor op (see `is_constant`).
+
+    Returns
+    -------
+    numpy.ndarray
+        A copy of its value, in its axis order (a callable value is called now).
+
+    Raises
+    ------
+    GraphError
+        If `value` is not a constant tensor op.
+    """
     if not is_constant(value):
         what = value.name if isinstance(value, Op) else f"{value!r:.60}"
         raise GraphError(f"constant_value: {what} is not a constant tensor op", user_location())
@@ -356,7 +549,56 @@ def constant_value(value) -> np.ndarray:
 
 def placeholder(axes: AxesLike, dtype=None, initial_value: InitialValue = None,
                 name: Optional[str] = None, metadata: Optional[dict] = None) -> AssignableTensorOp:
-    """An input: its value is passed to each call of a computation."""
+    """An input tensor: its value is passed to each call of a computation.
+
+    Fed values live for one call only. A placeholder with an `initial_value`
+    need not be fed: a call that passes no value reads that one. An axis
+    without a length takes it, for one call, from the value fed in that call.
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis
+        The placeholder's axes; a fed array has them in this order.
+    dtype : dtype-like, optional
+        The element type (None: float32); fed values are converted to it
+        when NumPy's ``same_kind`` casting allows.
+    initial_value : number, array or callable, optional
+        A default value for calls that feed none.
+    name : str, optional
+        A name for printing and error messages (automatic if None).
+    metadata : dict, optional
+        Free-form facts for tools and frontends.
+
+    Returns
+    -------
+    AssignableTensorOp
+        The placeholder.
+
+    Raises
+    ------
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    DTypeError
+        If `dtype` is not a supported element type, or `initial_value` is not
+        numeric or holds non-integer floats for an integer tensor.
+    AxisLengthError
+        If an array `initial_value` does not have the axes' lengths.
+    GraphError, FeedError, IncompatibleAxesError
+        If an op `initial_value` cannot be computed at initialization (it
+        writes a tensor, reads a placeholder, a temporary or a tensor without
+        initial value) or has axes the tensor lacks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> N = ng.make_axis(length=3, name="N")
+    >>> x = ng.placeholder([N])
+    >>> with ng.make_transformer() as t:
+    ...     double = t.computation(2 * x, x)
+    ...     print(double(np.array([1.0, 2.0, 3.0])))
+    [2. 4. 6.]
+    """
     return AssignableTensorOp(
         axes, dtype=dtype, initial_value=initial_value, persistent=True, input=True,
         name=name, metadata=metadata,
@@ -365,7 +607,44 @@ def placeholder(axes: AxesLike, dtype=None, initial_value: InitialValue = None,
 
 def persistent_tensor(axes: AxesLike, dtype=None, initial_value: InitialValue = None,
                       name: Optional[str] = None, metadata: Optional[dict] = None) -> AssignableTensorOp:
-    """State kept across calls that is not trained (e.g. SGD velocity)."""
+    """A stored tensor kept across calls that is not trained (an optimizer's velocity).
+
+    Its value lives in the transformer from initialization until the
+    transformer closes; assigns update it, and `Op.variables()` leaves it out.
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis
+        The tensor's axes.
+    dtype : dtype-like, optional
+        The element type (None: float32).
+    initial_value : number, array, callable or Op, optional
+        The starting value (see `AssignableTensorOp`); without one it must be
+        assigned before it is read.
+    name : str, optional
+        A name for printing and saving (automatic if None).
+    metadata : dict, optional
+        Free-form facts for tools and frontends.
+
+    Returns
+    -------
+    AssignableTensorOp
+        The persistent tensor.
+
+    Raises
+    ------
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    DTypeError
+        If `dtype` is not a supported element type, or `initial_value` is not
+        numeric or holds non-integer floats for an integer tensor.
+    AxisLengthError
+        If an array `initial_value` does not have the axes' lengths.
+    GraphError, FeedError, IncompatibleAxesError
+        If an op `initial_value` cannot be computed at initialization (it
+        writes a tensor, reads a placeholder, a temporary or a tensor without
+        initial value) or has axes the tensor lacks.
+    """
     return AssignableTensorOp(
         axes, dtype=dtype, initial_value=initial_value, persistent=True, name=name,
         metadata=metadata,
@@ -374,7 +653,54 @@ def persistent_tensor(axes: AxesLike, dtype=None, initial_value: InitialValue = 
 
 def variable(axes: AxesLike, dtype=None, initial_value: InitialValue = None,
              name: Optional[str] = None, metadata: Optional[dict] = None) -> AssignableTensorOp:
-    """A trainable parameter: persistent, and listed by `op.variables()`."""
+    """A trainable parameter: a persistent tensor that `op.variables()` lists.
+
+    Optimizers find what to update through `variables()`, and
+    `ng.deriv(cost, w)` gives the gradient to update it with.
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis
+        The variable's axes.
+    dtype : dtype-like, optional
+        The element type (None: float32).
+    initial_value : number, array, callable or Op, optional
+        The starting value: a number, an array in the axes' order, a callable
+        ``f(axes)`` returning one, or an op computable at initialization
+        (``ng.uniform(axes)``). Without one it must be assigned before it is read.
+    name : str, optional
+        A name for printing and for saving and restoring values (automatic if None).
+    metadata : dict, optional
+        Free-form facts for tools and frontends.
+
+    Returns
+    -------
+    AssignableTensorOp
+        The variable.
+
+    Raises
+    ------
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    DTypeError
+        If `dtype` is not a supported element type, or `initial_value` is not
+        numeric or holds non-integer floats for an integer tensor.
+    AxisLengthError
+        If an array `initial_value` does not have the axes' lengths.
+    GraphError, FeedError, IncompatibleAxesError
+        If an op `initial_value` cannot be computed at initialization (it
+        writes a tensor, reads a placeholder, a temporary or a tensor without
+        initial value) or has axes the tensor lacks.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> H = ng.make_axis(length=2, name="H")
+    >>> w = ng.variable([H], initial_value=0.5)
+    >>> loss = ng.sum(w * w, reduction_axes=[H])
+    >>> loss.variables() == [w]
+    True
+    """
     return AssignableTensorOp(
         axes, dtype=dtype, initial_value=initial_value, persistent=True, trainable=True,
         name=name, metadata=metadata,
@@ -383,7 +709,43 @@ def variable(axes: AxesLike, dtype=None, initial_value: InitialValue = None,
 
 def temporary(axes: AxesLike, dtype=None, initial_value: InitialValue = None,
               name: Optional[str] = None, metadata: Optional[dict] = None) -> AssignableTensorOp:
-    """Scratch storage valid within one call; re-initialized on every call."""
+    """Scratch storage valid within one call; re-initialized on every call.
+
+    Nothing of it survives a call, so no call sees another's values.
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis
+        The tensor's axes.
+    dtype : dtype-like, optional
+        The element type (None: float32).
+    initial_value : number, array, callable or Op, optional
+        The value it starts each call with; without one it must be assigned
+        before it is read.
+    name : str, optional
+        A name for printing (automatic if None).
+    metadata : dict, optional
+        Free-form facts for tools and frontends.
+
+    Returns
+    -------
+    AssignableTensorOp
+        The temporary tensor.
+
+    Raises
+    ------
+    AxgraphTypeError, DuplicateAxisError
+        If `axes` are not distinct Axis objects.
+    DTypeError
+        If `dtype` is not a supported element type, or `initial_value` is not
+        numeric or holds non-integer floats for an integer tensor.
+    AxisLengthError
+        If an array `initial_value` does not have the axes' lengths.
+    GraphError, FeedError, IncompatibleAxesError
+        If an op `initial_value` cannot be computed at initialization (it
+        writes a tensor, reads a placeholder, a temporary or a tensor without
+        initial value) or has axes the tensor lacks.
+    """
     return AssignableTensorOp(
         axes, dtype=dtype, initial_value=initial_value, persistent=False, name=name,
         metadata=metadata,

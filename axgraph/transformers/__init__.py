@@ -39,7 +39,23 @@ def register_transformer(name: str, transformer: Union[str, type]) -> None:
 
 
 def transformer_choices() -> List[str]:
-    """Names `make_transformer` accepts: registered transformers and core backends."""
+    """The transformer names `make_transformer` accepts.
+
+    Registered transformers ("numpy", the reference interpreter; "cpu", the
+    compiling backend) and every backend registered with the core IR, whose
+    transformer lowers the axes graph to it.
+
+    Returns
+    -------
+    list of str
+        The names, sorted.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> {"numpy", "cpu", "interpreter"} <= set(ng.transformer_choices())
+    True
+    """
     return sorted(set(_REGISTRY) | set(backends()))
 
 
@@ -113,8 +129,47 @@ def get_transformer_factory() -> Callable[[], Transformer]:
 
 
 def make_transformer(name: Optional[str] = None, **options) -> Transformer:
-    """A new transformer of the registered kind `name`; with no name, one from the
-    factory set by `set_transformer_factory` (the NumPy reference unless set)."""
+    """Make a transformer: the object that runs axes graphs and holds their stored values.
+
+    Computations are made from a transformer (``t.computation(results,
+    *placeholders)``) and share its variables; close it (or use it in a
+    ``with`` block) to release them. All transformers compute the same
+    values, so a model is written once and run on any of them.
+
+    Parameters
+    ----------
+    name : str, optional
+        One of `transformer_choices()`: "numpy" (the reference interpreter),
+        "cpu" (compiled C kernels), "interpreter" (the core IR interpreter),
+        or another registered backend. None: one from the factory set by
+        `set_transformer_factory` (the NumPy reference unless set).
+    **options
+        Keyword options of that transformer (for "cpu": ``fuse``, ``engine``,
+        ``optimize``, ``fuse_min_elements``).
+
+    Returns
+    -------
+    Transformer
+        A new transformer, open until closed.
+
+    Raises
+    ------
+    AxgraphValueError
+        If no transformer is called `name`.
+    AxgraphTypeError
+        If `name` is not a string, or the transformer takes no such options.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(length=2, name="C")
+    >>> x = ng.placeholder([C])
+    >>> with ng.make_transformer("numpy") as t:
+    ...     square = t.computation(x * x, x)
+    ...     print(square(np.array([3.0, 4.0])))
+    [ 9. 16.]
+    """
     if name is None:
         if options:
             return allocate_transformer(getattr(_default_factory, "name", "numpy"), **options)

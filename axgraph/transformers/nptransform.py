@@ -79,7 +79,25 @@ def check_shape(op: Op, value: np.ndarray, bindings: LengthBindings) -> None:
 
 
 class NumPyTransformer(Transformer):
-    """Runs axes graphs with NumPy, one fresh array per op (the reference)."""
+    """The reference transformer: runs axes graphs op by op with NumPy.
+
+    Obviously correct rather than fast, one fresh array per op; every other
+    backend is tested against it. Ops run in the schedule order, stored
+    tensors are read when the op reading them runs (so assigns take effect
+    in program order), and random ops draw from a stream per op seeded by
+    the op's seed. Make it with ``ng.make_transformer("numpy")``; it takes
+    no options.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> N = ng.make_axis(length=3, name="N")
+    >>> x = ng.placeholder([N])
+    >>> with ng.NumPyTransformer() as t:
+    ...     print(t.computation(ng.exp(x * 0), x)(np.array([1.0, 2.0, 3.0])))
+    [1. 1. 1.]
+    """
 
     transformer_name = "numpy"
 
