@@ -680,7 +680,8 @@ class BatchNorm(Layer):
     --------
     >>> import axgraph as ng
     >>> C = ng.make_axis(3, name="C", roles=[ar.Channel])
-    >>> H, W = ng.make_axis(4, name="H", roles=[ar.Height]), ng.make_axis(4, name="W", roles=[ar.Width])
+    >>> H = ng.make_axis(4, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(4, name="W", roles=[ar.Width])
     >>> N = ng.make_axis(8, name="N")
     >>> norm = BatchNorm(name="norm")
     >>> norm(ng.placeholder([C, H, W, N])).axes, norm.gamma.axes, len(norm.updates)
@@ -917,8 +918,9 @@ class Convolution(_FeatureMapLayer):
         v0.4's 3-value (R, S, K) for an image (C, H, W, N), or for a 5-d input
         (C, D, H, W, N) a filter of depth T = 1, as in v0.4; (R, K) for a
         square R x R filter on an image (v0.4's 2-value form); (L, K), L the
-        filter's length, for an input with one spatial axis. A dict gives the lengths by key: "K" and
-        one of "T", "R", "S" for each spatial axis of the input.
+        filter's length, for an input with one spatial axis. A dict gives the
+        lengths by key: "K" and one of "T", "R", "S" for each spatial axis of
+        the input.
     filter_init : number, array, callable or Op
         The filter's initial value, in (K, C, T/R/S...) order for an array;
         typically an initializer. Required.
@@ -964,7 +966,8 @@ class Convolution(_FeatureMapLayer):
     --------
     >>> import axgraph as ng
     >>> C = ng.make_axis(3, name="C", roles=[ar.Channel])
-    >>> H, W = ng.make_axis(8, name="H", roles=[ar.Height]), ng.make_axis(8, name="W", roles=[ar.Width])
+    >>> H = ng.make_axis(8, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(8, name="W", roles=[ar.Width])
     >>> N = ng.make_axis(4, name="N")
     >>> conv = Convolution((3, 3, 16), GlorotUniform(), strides=1, padding=1,
     ...                    activation=Rectlin(), name="conv1")
@@ -1095,9 +1098,11 @@ class Conv2D(Convolution):
     --------
     >>> import axgraph as ng
     >>> C = ng.make_axis(1, name="C", roles=[ar.Channel])
-    >>> H, W = ng.make_axis(28, name="H", roles=[ar.Height]), ng.make_axis(28, name="W", roles=[ar.Width])
+    >>> H = ng.make_axis(28, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(28, name="W", roles=[ar.Width])
     >>> N = ng.make_axis(16, name="N")
-    >>> Conv2D((5, 5, 8), GaussianInit(var=0.1), strides=2, name="c1")(ng.placeholder([C, H, W, N])).axes
+    >>> conv = Conv2D((5, 5, 8), GaussianInit(var=0.1), strides=2, name="c1")
+    >>> conv(ng.placeholder([C, H, W, N])).axes
     Axes(c1_K: 8, P: 12, Q: 12, N: 16)
     """
 
@@ -1150,7 +1155,8 @@ class Pooling(_FeatureMapLayer):
     --------
     >>> import axgraph as ng
     >>> C = ng.make_axis(16, name="C", roles=[ar.Channel])
-    >>> H, W = ng.make_axis(8, name="H", roles=[ar.Height]), ng.make_axis(8, name="W", roles=[ar.Width])
+    >>> H = ng.make_axis(8, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(8, name="W", roles=[ar.Width])
     >>> N = ng.make_axis(4, name="N")
     >>> Pooling(2, name="pool")(ng.placeholder([C, H, W, N])).axes
     Axes(C: 16, P: 4, Q: 4, N: 4)
@@ -1224,7 +1230,8 @@ class Pool2D(Pooling):
     --------
     >>> import axgraph as ng
     >>> C = ng.make_axis(16, name="C", roles=[ar.Channel])
-    >>> H, W = ng.make_axis(8, name="H", roles=[ar.Height]), ng.make_axis(8, name="W", roles=[ar.Width])
+    >>> H = ng.make_axis(8, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(8, name="W", roles=[ar.Width])
     >>> N = ng.make_axis(4, name="N")
     >>> Pool2D(3, strides=2, name="pool")(ng.placeholder([C, H, W, N])).axes
     Axes(C: 16, P: 3, Q: 3, N: 4)
