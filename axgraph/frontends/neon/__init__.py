@@ -9,6 +9,17 @@ Graph v0.4's spellings live beside axgraph's own (one implementation each):
 ``layer.train_outputs(x)``, Preprocess, Conv2D, Pool2D, GaussianInit,
 UniformInit, ConstantInit, SequentialArrayIterator, NgraphArgparser,
 make_bound_computation, make_default_callbacks, loop_train and loop_eval.
+
+Errors. Every error raised on purpose is an ``axgraph.AxgraphError``; the
+ones particular to this frontend live in its modules: ``LayerError`` (a
+layer configured with settings that cannot work) and ``LayerAxesError`` (an
+input whose axes a layer cannot use, also an ``axgraph.IncompatibleAxesError``)
+in ``axgraph.frontends.neon.layer``; ``ActivationError`` in ``.activation``;
+``OptimizerError`` in ``.optimizer``; ``CallbackDataError`` in
+``.callback_data``. Each class's and function's docstring lists what it raises.
+
+The ``>>>`` examples in these docstrings run as written after
+``from axgraph.frontends.neon import *`` (the test suite runs them).
 """
 from .activation import Explin, Identity, Logistic, Normalizer, Rectlin, Softmax, Tanh
 from .argparser import NgraphArgparser

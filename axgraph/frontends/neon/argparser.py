@@ -25,7 +25,33 @@ WORK_DIR = os.path.join(os.path.expanduser("~"), "nervana")
 
 
 class NgraphArgparser(argparse.ArgumentParser):
-    """argparse with v0.4's standard options; `default_overrides` changes their defaults."""
+    """argparse with v0.4's standard options; `default_overrides` changes their defaults.
+
+    Nervana Graph v0.4's example programs all start with this parser, so the
+    options (listed in the module docstring) and their spellings are v0.4's; a
+    program adds its own with ``add_argument`` as usual. Defaults: verbose 1,
+    data_dir ``~/nervana/data``, output_file None, batch_size 128, backend
+    "numpy", num_iterations 2000, iter_interval 200, rng_seed None.
+
+    Parameters
+    ----------
+    *args
+        Passed to ``argparse.ArgumentParser`` (prog, usage, description, ...).
+    default_overrides : dict or None, default None
+        New defaults for standard options, by destination name: any of
+        "verbose", "output_file", "batch_size", "backend", "num_iterations",
+        "iter_interval" and "rng_seed" (others are ignored).
+    **kwargs
+        Passed to ``argparse.ArgumentParser``; `formatter_class` defaults to
+        ``argparse.ArgumentDefaultsHelpFormatter``, so ``--help`` shows the defaults.
+
+    Examples
+    --------
+    >>> parser = NgraphArgparser(description="demo", default_overrides={"batch_size": 32})
+    >>> args = parser.parse_args(["-t", "100", "--no_progress_bar"])
+    >>> args.batch_size, args.num_iterations, args.backend, args.progress_bar
+    (32, 100, 'numpy', False)
+    """
 
     def __init__(self, *args, default_overrides: Optional[Dict] = None, **kwargs):
         kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
@@ -55,7 +81,33 @@ class NgraphArgparser(argparse.ArgumentParser):
 
     def parse_args(self, args: Optional[Sequence[str]] = None,  # type: ignore[override]
                    namespace=None):
-        """Parse (the config file's options first), then set ``progress_bar``."""
+        """Parse (the config file's options first), then set ``progress_bar``.
+
+        With ``-c FILE`` the file's ``option = value`` lines are read as if
+        they came before the command line, so the command line wins. As in
+        v0.4, parsing also makes the chosen backend the transformer that
+        ``ngt.make_transformer()`` returns from then on.
+
+        Parameters
+        ----------
+        args : sequence of str or None, default None
+            The arguments; None reads ``sys.argv[1:]``.
+        namespace : argparse.Namespace or None, default None
+            An object to set the attributes on, as for argparse.
+
+        Returns
+        -------
+        argparse.Namespace
+            One attribute per option (``args.batch_size``, ...), plus
+            ``progress_bar``: the opposite of ``--no_progress_bar``.
+
+        Raises
+        ------
+        SystemExit
+            For an unknown option or a bad value (argparse prints the usage first).
+        OSError
+            When the ``-c`` file cannot be read.
+        """
         args = list(args) if args is not None else None
         first, _ = super().parse_known_args(args)
         if first.config:

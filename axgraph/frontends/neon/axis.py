@@ -1,8 +1,20 @@
-"""The standard neon axes and roles of seed 000.
+"""The standard neon axes (``ax``) and axis roles (``ar``), as Nervana Graph v0.4 named them.
 
 `ax.N` is the minibatch axis and `ax.REC` the recurrent one; the image,
-filter and output axes carry roles so that convolution can find them.
+filter and output axes carry roles so that convolution can find them:
+
+* ``ax.C`` (input feature maps), ``ax.J`` (channels pooled together):
+  role ``ar.Channel``;
+* ``ax.D``, ``ax.H``, ``ax.W`` (input depth, height, width), ``ax.T``,
+  ``ax.R``, ``ax.S`` (filter) and ``ax.M``, ``ax.P``, ``ax.Q`` (output):
+  roles ``ar.Depth``, ``ar.Height``, ``ar.Width``;
+* ``ax.K`` (output feature maps): role ``ar.Channelout``;
+* ``ax.REC`` (time): role ``ar.Time``; ``ax.Y`` (targets): no role.
+
 Lengths start unset: set them (`ax.N.length = 32`) or let fed data bind them.
+These axes are shared by everything that imports them, so a program that
+needs other lengths side by side makes its own axes with the same roles:
+``ng.make_axis(28, name="H", roles=[ar.Height])``.
 """
 from ...axes import make_axis, make_axis_role, make_name_scope
 

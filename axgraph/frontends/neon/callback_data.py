@@ -39,7 +39,13 @@ class MemoryDataset(np.ndarray):
 
 
 class MemoryGroup:
-    """The part of h5py's Group the callbacks use: nested groups, datasets, attrs."""
+    """The part of h5py's Group the callbacks use: nested groups, datasets, attrs.
+
+    The store the callbacks write to when h5py is not installed. Paths are
+    "/"-separated as in HDF5 (``group["cost/train"]``); missing groups on
+    the way are made by ``create_group`` and ``create_dataset``. Takes no
+    arguments.
+    """
 
     def __init__(self):
         self.attrs: Dict[str, Any] = {}
@@ -58,6 +64,23 @@ class MemoryGroup:
         return node, leaf
 
     def create_group(self, path: str) -> "MemoryGroup":
+        """A new empty group at `path`.
+
+        Parameters
+        ----------
+        path : str
+            Where, "/"-separated.
+
+        Returns
+        -------
+        MemoryGroup
+            The group.
+
+        Raises
+        ------
+        ValueError
+            When `path` exists, or a part of it is a dataset.
+        """
         parent, leaf = self._parent(path, create=True)
         if leaf in parent._members:
             raise ValueError(f"{path} already exists")
@@ -65,6 +88,27 @@ class MemoryGroup:
         return group
 
     def create_dataset(self, path: str, shape, dtype="float32") -> MemoryDataset:
+        """A new zero-filled dataset at `path`.
+
+        Parameters
+        ----------
+        path : str
+            Where, "/"-separated.
+        shape : int or tuple of int
+            Its shape.
+        dtype : numpy dtype or str, default "float32"
+            Its element type.
+
+        Returns
+        -------
+        MemoryDataset
+            The dataset: a NumPy array with an ``attrs`` dict.
+
+        Raises
+        ------
+        ValueError
+            When `path` exists, or a part of it is a dataset.
+        """
         parent, leaf = self._parent(path, create=True)
         if leaf in parent._members:
             raise ValueError(f"{path} already exists")
@@ -95,7 +139,27 @@ class MemoryGroup:
 
 
 def open_callback_data(output_file: Optional[str]):
-    """A fresh store for the callbacks' history (see the module docstring)."""
+    """A fresh store for the callbacks' history (see the module docstring).
+
+    Parameters
+    ----------
+    output_file : str or None
+        The HDF5 file to write (replaced if it exists); None keeps the
+        history in memory.
+
+    Returns
+    -------
+    h5py.File or MemoryGroup
+        An open HDF5 file (on disk, or in memory for None) when h5py is
+        installed, else a MemoryGroup.
+
+    Raises
+    ------
+    CallbackDataError
+        When `output_file` is given and h5py is not installed.
+    OSError
+        When h5py cannot create `output_file`.
+    """
     try:
         import h5py  # type: ignore[import-untyped]  # h5py ships no type hints
     except ImportError:

@@ -24,7 +24,34 @@ import numpy as np
 
 @dataclasses.dataclass
 class FitState:
-    """What the loop knows; callbacks read it and may set `stop_training`."""
+    """What the loop knows; callbacks read it and may set `stop_training`.
+
+    `fit` makes one and passes it to every hook; a callback reads it and
+    ends training with ``state.request_stop(reason)``. Epochs, minibatches
+    and iterations count from 0; `iteration` counts minibatches over all epochs.
+
+    Parameters
+    ----------
+    epochs : int
+        The number of epochs asked for.
+    nbatches : int or None, default None
+        Minibatches per epoch, when the data has a length.
+    epoch : int, default 0
+        The current epoch.
+    minibatch : int, default 0
+        The current minibatch within the epoch.
+    iteration : int, default 0
+        Training steps taken so far.
+    loss : float or None, default None
+        The last training step's loss (None when the step returned none).
+    logs : dict of str to float, default {}
+        The current epoch's metrics: "loss" (the mean) and what ``evaluate``
+        returned, filled in before ``on_epoch_end``.
+    stop_training : bool, default False
+        Set to end training after the current minibatch.
+    stop_reason : str or None, default None
+        Why training was stopped, for the record.
+    """
 
     epochs: int
     nbatches: Optional[int] = None
@@ -37,7 +64,13 @@ class FitState:
     stop_reason: Optional[str] = None
 
     def request_stop(self, reason: str) -> None:
-        """End training after the current minibatch or epoch."""
+        """End training after the current minibatch or epoch.
+
+        Parameters
+        ----------
+        reason : str
+            Why, in words; ProgressBar prints it when training ends.
+        """
         self.stop_training = True
         self.stop_reason = reason
 
@@ -48,29 +81,84 @@ class Callback:
     Two loops call callbacks: `fit` calls the ``on_*`` hooks with its FitState;
     Nervana Graph v0.4's `loop_train` calls the callback itself,
     ``callback(callback_data, phase, data, idx)`` (module train_loop).
+    A callback takes no arguments here; subclasses take their own settings.
     """
 
     def __call__(self, callback_data, phase, data=None, idx=None) -> None:
-        """v0.4's hook: `phase` is a train_loop.CallbackPhase; write history to `callback_data`."""
+        """v0.4's hook: `phase` is a train_loop.CallbackPhase; write history to `callback_data`.
+
+        Parameters
+        ----------
+        callback_data : h5py.File or MemoryGroup
+            The store of the run's history (see ``CallbackContainer``).
+        phase : CallbackPhase
+            Which point of the loop this is.
+        data : dict of str to numpy.ndarray or None, default None
+            The minibatch, in the minibatch phases.
+        idx : int or None, default None
+            The minibatch's index (the iteration), in the minibatch phases.
+        """
 
     def on_train_begin(self, state: FitState) -> None:
-        """Before the first epoch."""
+        """Before the first epoch.
+
+        Parameters
+        ----------
+        state : FitState
+            The loop's state.
+        """
 
     def on_train_end(self, state: FitState) -> None:
-        """After the last epoch (also when training stops early or fails)."""
+        """After the last epoch (also when training stops early or fails).
+
+        Parameters
+        ----------
+        state : FitState
+            The loop's state.
+        """
 
     def on_epoch_begin(self, state: FitState) -> None:
-        """Before the first minibatch of `state.epoch`."""
+        """Before the first minibatch of `state.epoch`.
+
+        Parameters
+        ----------
+        state : FitState
+            The loop's state.
+        """
 
     def on_epoch_end(self, state: FitState) -> None:
-        """After `state.epoch`; `state.logs` holds its loss and evaluation metrics."""
+        """After `state.epoch`; `state.logs` holds its loss and evaluation metrics.
+
+        Parameters
+        ----------
+        state : FitState
+            The loop's state.
+        """
 
     def on_minibatch_end(self, state: FitState) -> None:
-        """After each training step; `state.loss` is its loss."""
+        """After each training step; `state.loss` is its loss.
+
+        Parameters
+        ----------
+        state : FitState
+            The loop's state.
+        """
 
 
 class MetricsHistory(Callback):
-    """Records every epoch's logs: ``history["loss"][epoch]``, ``history["val_acc"]``, ..."""
+    """Records every epoch's logs: ``history["loss"][epoch]``, ``history["val_acc"]``, ...
+
+    What `fit` returns. A metric that first appears after some epochs is NaN
+    for those epochs, so every list has one value per epoch run. It starts
+    afresh when training begins. Takes no arguments.
+
+    Attributes
+    ----------
+    history : dict of str to list of float
+        Each metric's value per epoch.
+    epochs : list of int
+        The epochs recorded (0-based).
+    """
 
     def __init__(self) -> None:
         self.history: Dict[str, List[float]] = {}
@@ -109,6 +197,35 @@ class EarlyStopping(Callback):
     `mode` is "min" (a loss), "max" (an accuracy) or "auto": "max" when the
     name contains "acc", else "min". The best value and the epoch it came in
     are kept in `best` and `best_epoch`; `stopped_epoch` is the last epoch run.
+    A NaN never counts as an improvement.
+
+    Parameters
+    ----------
+    patience : int, default 0
+        Epochs without improvement to accept before stopping (>= 0).
+    monitor : str, default "loss"
+        The metric watched: a key of the epoch's logs ("loss", or one that
+        ``evaluate`` returns).
+    min_delta : float, default 0.0
+        The least change that counts as an improvement (>= 0).
+    mode : str, default "auto"
+        "min", "max" or "auto".
+
+    Raises
+    ------
+    ValueError
+        When `mode` is not one of those, or `patience` or `min_delta` is negative.
+    KeyError
+        At the end of an epoch whose logs lack `monitor`.
+
+    Examples
+    --------
+    >>> val_losses = iter([0.5, 0.4, 0.45, 0.41, 0.3])
+    >>> stop = EarlyStopping(patience=2, monitor="val_loss")
+    >>> history = fit(lambda: 1.0, [{}], epochs=10, feed=lambda batch: (), callbacks=[stop],
+    ...               evaluate=lambda: {"val_loss": next(val_losses)})
+    >>> history["val_loss"], stop.best, stop.best_epoch, stop.stopped_epoch
+    ([0.5, 0.4, 0.45, 0.41], 0.4, 1, 3)
     """
 
     best: float
@@ -159,7 +276,30 @@ class ProgressBar(Callback):
     stream is a terminal (``use_tqdm=None``); in CI logs, where the stream is a
     file or pipe, plain lines read better than redrawn bars. ``use_tqdm=True``
     asks for tqdm whatever the stream, ``False`` never uses it. The stream is
-    sys.stderr unless given.
+    sys.stderr unless given. When training stops early, the reason is written last.
+
+    Parameters
+    ----------
+    stream : text stream or None, default None
+        Where to write; None is sys.stderr (looked up when writing).
+    use_tqdm : bool or None, default None
+        True: always a tqdm bar; False: always plain lines; None: tqdm when
+        it is installed and the stream is a terminal.
+
+    Raises
+    ------
+    ImportError
+        When training begins with ``use_tqdm=True`` and tqdm is not installed.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> history = fit(lambda: 0.5, [{}, {}], epochs=2, feed=lambda batch: (),
+    ...               callbacks=[ProgressBar(stream=out, use_tqdm=False)])
+    >>> print(out.getvalue(), end="")
+    epoch 1/2  loss 0.5000  (... s)
+    epoch 2/2  loss 0.5000  (... s)
     """
 
     def __init__(self, stream: Optional[TextIO] = None, use_tqdm: Optional[bool] = None):
@@ -241,6 +381,43 @@ def fit(train_step: Callable[..., Any], data: Iterable[Mapping[str, np.ndarray]]
     `evaluate()` returns. A MetricsHistory among `callbacks` is the one
     returned; otherwise one is added. A callback ends training with
     ``state.request_stop(reason)``.
+
+    axgraph's own loop, in the style of Keras's ``fit``; Nervana Graph v0.4's
+    programs use ``loop_train`` and its callbacks instead.
+
+    Parameters
+    ----------
+    train_step : callable
+        One training step: a computation (or any callable) whose output is
+        the loss (averaged if it is an array), a tuple starting with it, or None.
+    data : iterable of dict
+        The batches of one epoch; iterated anew every epoch.
+    epochs : int
+        Passes over `data` (>= 0).
+    feed : callable
+        Turns a batch into the tuple of arguments of `train_step`.
+    callbacks : sequence of Callback, default ()
+        Called at every hook, in order.
+    evaluate : callable or None, default None
+        Called after each epoch with no arguments; returns a dict of metrics
+        (e.g. {"val_loss": ...}) that joins the epoch's logs.
+
+    Returns
+    -------
+    MetricsHistory
+        Each metric per epoch: ``history["loss"]``, ...
+
+    Raises
+    ------
+    ValueError
+        When `epochs` is not a non-negative int.
+
+    Examples
+    --------
+    >>> losses = iter([3.0, 2.0, 1.0, 1.5, 1.2, 1.0])
+    >>> history = fit(lambda: next(losses), [{}, {}], epochs=3, feed=lambda batch: ())
+    >>> history["loss"]                   # the mean of each epoch's two steps
+    [2.5, 1.25, 1.1]
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")

@@ -91,14 +91,57 @@ class _EpochIterator(abc.ABC):
 class ArrayIterator(_EpochIterator):
     """Iterates over minibatches of named arrays; one ``for`` loop is one epoch.
 
-    Args:
-        data: a dict name -> array with examples along dim 0, or one array
-            (named ``SINGLE_ARRAY_KEY``).
-        batch_size: examples per batch (every batch is full; see the module docstring).
-        total_iterations: batches per epoch; by default ``nbatches``, one pass
-            over the data.
-        shuffle: visit the examples in a new random order on every pass.
-        seed: seed of the shuffling stream.
+    neon's ArrayIterator, as Nervana Graph v0.4 used it: each batch is a dict
+    name -> array holding `batch_size` examples along its *last* dimension,
+    ready to feed placeholders whose batch axis N comes last (see
+    ``make_placeholders``). Every batch is full: a batch that runs past the
+    end of the data is completed from the start of the next pass, and the
+    position carries over to the next epoch. ``reset()`` starts over.
+
+    Parameters
+    ----------
+    data : mapping of str to array_like, or array_like
+        Arrays with the examples along dimension 0, all with the same number
+        of them; a single array is named ``SINGLE_ARRAY_KEY`` ("x").
+    batch_size : int
+        Examples per batch, at most the number of examples.
+    total_iterations : int or None, default None
+        Batches per epoch (``len(iterator)``); None means ``nbatches``, one
+        pass over the data. v0.4's examples give the whole run's iterations
+        here and make one pass with ``loop_train``.
+    shuffle : bool, default False
+        Visit the examples in a new random order on every pass over the data.
+    seed : int, default 0
+        Seed of the shuffling stream (``reset()`` restarts it).
+
+    Attributes
+    ----------
+    ndata : int
+        The number of examples.
+    nbatches : int
+        Batches in one pass: ceil(ndata / batch_size).
+    shapes : dict of str to tuple of int
+        One example's shape per array.
+
+    Raises
+    ------
+    ValueError
+        When there is no array, the arrays hold different numbers of examples
+        (or one is a scalar), or `batch_size` / `total_iterations` is not a
+        positive int or `batch_size` exceeds the number of examples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> images, labels = np.arange(10).reshape(5, 2), np.arange(5)
+    >>> train = ArrayIterator({"image": images, "label": labels}, batch_size=2)
+    >>> len(train), train.shapes["image"]
+    (3, (2,))
+    >>> for batch in train:                       # the last batch wraps around
+    ...     print(batch["image"].shape, batch["label"])
+    (2, 2) [0 1]
+    (2, 2) [2 3]
+    (2, 2) [4 0]
     """
 
     def __init__(self, data: Union[Mapping[str, np.ndarray], np.ndarray], batch_size: int,
@@ -158,10 +201,42 @@ class ArrayIterator(_EpochIterator):
                           ) -> Dict[str, AssignableTensorOp]:
         """A placeholder per array, with axes feature axes + [N], fed by a batch as is.
 
-        `batch_axis` defaults to a new axis named 'N' (so it is the batch axis)
-        of length `batch_size`. `axes` may name the feature axes of some arrays
-        ({name: [axes]}); the others get new axes named '<name>_<dim>'. The
-        element type follows ``PLACEHOLDER_DTYPES``.
+        The element type follows ``PLACEHOLDER_DTYPES``: float data gets
+        float32 placeholders, integer data int32, booleans bool.
+
+        Parameters
+        ----------
+        batch_axis : Axis or None, default None
+            The batch axis; None makes a new axis named "N" (so it is the
+            batch axis). Its length is set to `batch_size` if unset.
+        axes : mapping of str to sequence of Axis, or None, default None
+            The feature axes of some arrays, by array name; their lengths are
+            set from the data if unset. The other arrays get new axes named
+            ``<name>_<dim>`` (``image_1``, ``image_2``, ...).
+
+        Returns
+        -------
+        dict of str to AssignableTensorOp
+            A placeholder per array, by the array's name.
+
+        Raises
+        ------
+        ValueError
+            When `axes` names an array this iterator does not have.
+        axgraph.AxisLengthError
+            When an axis given has a length other than the data's (or the
+            batch size), or an array is given the wrong number of axes.
+        TypeError
+            When an array's element type cannot be held by a placeholder.
+
+        Examples
+        --------
+        >>> import numpy as np, axgraph as ng
+        >>> train = ArrayIterator({"image": np.zeros((6, 3, 2)), "label": np.zeros(6, int)}, 2)
+        >>> C, W = ng.make_axis(name="C"), ng.make_axis(name="W")
+        >>> inputs = train.make_placeholders(axes={"image": [C, W]})
+        >>> inputs["image"].axes, inputs["label"].axes, inputs["label"].dtype
+        (Axes(C: 3, W: 2, N: 2), Axes(N: 2), dtype('int32'))
         """
         axes = dict(axes or {})
         unknown = set(axes) - set(self.data)
@@ -186,8 +261,52 @@ class SequentialArrayIterator(_EpochIterator):
     length) is cut to ``ndata * time_steps`` tokens and split into
     `batch_size` contiguous streams; batch i holds window ``i % nbatches`` of
     every stream, as a (time_steps, batch_size) array, so consecutive batches
-    continue each stream. `reverse_target` reverses each window of
-    `tgt_key`, `get_prev_target` adds 'prev_tgt': that window shifted right by one.
+    continue each stream (what a recurrent model carried across batches
+    needs). Tokens past the last whole batch are dropped.
+
+    Parameters
+    ----------
+    data_arrays : mapping of str to array_like
+        1-d token arrays of one length, by name (v0.4: "inp_txt", "tgt_txt").
+    time_steps : int
+        Tokens per window: the length of the REC axis fed.
+    batch_size : int
+        Parallel streams: the length of the batch axis fed.
+    total_iterations : int or None, default None
+        Batches per epoch; None means ``nbatches``, one pass over the streams.
+    reverse_target : bool, default False
+        Reverse the token order within every window of the `tgt_key` array.
+    get_prev_target : bool, default False
+        Add an array "prev_tgt": each `tgt_key` window rolled one step to the
+        right (its last token comes first), as v0.4 made it.
+    tgt_key : str, default "tgt_txt"
+        The name of the target array that the two options above act on.
+
+    Attributes
+    ----------
+    ndata : int
+        The number of windows used: nbatches * batch_size.
+    nbatches : int
+        Windows per stream.
+
+    Raises
+    ------
+    ValueError
+        When `data_arrays` is not a non-empty dict of 1-d arrays of one
+        length, `time_steps` or `batch_size` is not a positive int, there are
+        fewer tokens than one batch, or an option needs a `tgt_key` array that
+        is missing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> text = SequentialArrayIterator({"inp_txt": np.arange(13)}, time_steps=3, batch_size=2)
+    >>> for batch in text:                 # streams 0..5 and 6..11; token 12 is dropped
+    ...     print(batch["inp_txt"].T)
+    [[0 1 2]
+     [6 7 8]]
+    [[ 3  4  5]
+     [ 9 10 11]]
     """
 
     def __init__(self, data_arrays: Mapping[str, np.ndarray], time_steps: int, batch_size: int,
@@ -235,7 +354,30 @@ class SequentialArrayIterator(_EpochIterator):
 
     def make_placeholders(self, time_axis: Optional[Axis] = None,
                           batch_axis: Optional[Axis] = None) -> Dict[str, AssignableTensorOp]:
-        """A placeholder (REC, N) per array; new axes named REC and N unless given."""
+        """A placeholder (REC, N) per array; new axes named REC and N unless given.
+
+        Parameters
+        ----------
+        time_axis : Axis or None, default None
+            The recurrent axis; None makes a new axis named "REC". Its length
+            is set to `time_steps` if unset.
+        batch_axis : Axis or None, default None
+            The batch axis; None makes a new axis named "N". Its length is set
+            to `batch_size` if unset.
+
+        Returns
+        -------
+        dict of str to AssignableTensorOp
+            A placeholder with axes (time_axis, batch_axis) per array (int32
+            for integer tokens), "prev_tgt" included when made.
+
+        Raises
+        ------
+        axgraph.AxisLengthError
+            When an axis given has a length other than `time_steps` or `batch_size`.
+        TypeError
+            When an array's element type cannot be held by a placeholder.
+        """
         time_axis = time_axis if time_axis is not None else make_axis(name="REC")
         batch_axis = batch_axis if batch_axis is not None else make_axis(name="N")
         _fit_length(time_axis, self.time_steps, "time_steps")

@@ -49,7 +49,18 @@ _default_rng = np.random.default_rng(0)
 
 
 def set_seed(seed: int) -> None:
-    """Restart the stream that initializers built without ``seed=`` draw from."""
+    """Restart the stream that initializers built without ``seed=`` draw from.
+
+    Exported as ``set_init_seed``. Call it before building and running a
+    model to make a run reproducible; initializers built with ``seed=`` and
+    the v0.4 spellings (GaussianInit, UniformInit), which draw from NumPy's
+    global stream, are not affected.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the new stream (as ``numpy.random.default_rng`` takes it).
+    """
     global _default_rng
     _default_rng = np.random.default_rng(seed)
 
@@ -65,7 +76,36 @@ def _lengths(axes: AxesLike, who: str) -> Tuple[int, ...]:
 
 
 def fans(axes: AxesLike) -> Tuple[int, int]:
-    """(fan_in, fan_out) of a weight with `axes` (rule in the module docstring)."""
+    """(fan_in, fan_out) of a weight with `axes` (rule in the module docstring).
+
+    The in axes are the dual axes (``F - 1``) that contract with the layer's
+    input, or the last axis when there are none; the out axes are the rest.
+    GlorotUniform and Kaiming scale their draws by these counts.
+
+    Parameters
+    ----------
+    axes : Axes or sequence of Axis
+        The weight's axes, each with a length.
+
+    Returns
+    -------
+    tuple of (int, int)
+        (fan_in, fan_out): the products of the in and out axes' lengths (1 for none).
+
+    Raises
+    ------
+    axgraph.AxisLengthError
+        When an axis has no length.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> Hidden, F = ng.make_axis(4, name="Hidden"), ng.make_axis(6, name="F")
+    >>> fans([Hidden, F - 1])       # a weight (out, in - 1)
+    (6, 4)
+    >>> fans([Hidden])              # a bias: its axis is the in axis
+    (4, 1)
+    """
     axes = Axes(axes)
     _lengths(axes, "fans")
     inputs = [axis for axis in axes if axis.dual_level == -1]
@@ -88,7 +128,20 @@ def _as_axes(axes_or_shape: Union[AxesLike, Sequence[int]]) -> Axes:
 
 
 class Initializer(abc.ABC):
-    """Base: a seedable callable of axes (or of a shape). Subclasses implement `_draw`."""
+    """Base: a seedable callable of axes (or of a shape). Subclasses implement `_draw`.
+
+    An initializer is a variable's ``initial_value``: the transformer calls it
+    with the variable's axes when it first initializes the variable, and
+    takes the array it returns in those axes' order. Every call draws anew
+    (the stream advances), so one initializer shared by two layers gives
+    them different values.
+
+    Parameters
+    ----------
+    seed : int or None, default None
+        Seed of this initializer's own random stream. None draws from the
+        stream shared by unseeded initializers (restarted by ``set_init_seed``).
+    """
 
     #: Unseeded draws come from NumPy's global stream (the v0.4 spellings) rather than ours.
     draws_from_numpy_global_stream = False
@@ -105,6 +158,24 @@ class Initializer(abc.ABC):
         return np.random if self.draws_from_numpy_global_stream else _default_rng
 
     def __call__(self, axes: Union[AxesLike, Sequence[int]]) -> np.ndarray:
+        """Values for a variable with `axes` (or of a shape, as v0.4 code calls it).
+
+        Parameters
+        ----------
+        axes : Axes, sequence of Axis, or tuple of int
+            The variable's axes, or a shape; a shape gets new unnamed axes
+            (so fans treats its last dimension as the in axis).
+
+        Returns
+        -------
+        numpy.ndarray
+            A float64 array of the axes' lengths, in their order.
+
+        Raises
+        ------
+        axgraph.AxisLengthError
+            When an axis has no length yet.
+        """
         axes = _as_axes(axes)
         shape = _lengths(axes, repr(self))
         return np.asarray(self._draw(axes, shape), dtype=np.float64)
@@ -123,7 +194,21 @@ class Initializer(abc.ABC):
 
 
 class Constant(Initializer):
-    """Every element equal to `val` (neon's default for biases: 0)."""
+    """Every element equal to `val` (neon's default for biases: 0).
+
+    Parameters
+    ----------
+    val : float, default 0.0
+        The value of every element.
+    seed : int or None, default None
+        Accepted for a uniform signature; a constant draws nothing.
+
+    Examples
+    --------
+    >>> Constant(0.5)((2, 3))
+    array([[0.5, 0.5, 0.5],
+           [0.5, 0.5, 0.5]])
+    """
 
     def __init__(self, val: float = 0.0, seed: Optional[int] = None):
         super().__init__(seed)
@@ -137,7 +222,29 @@ class Constant(Initializer):
 
 
 class Uniform(Initializer):
-    """Samples of U[low, high)."""
+    """Samples of U[low, high), independent for every element.
+
+    Parameters
+    ----------
+    low : float, default 0.0
+        Lower bound (included).
+    high : float, default 1.0
+        Upper bound (excluded); at least `low`.
+    seed : int or None, default None
+        Seed of this initializer's own random stream. None draws from the
+        stream shared by unseeded initializers (restarted by ``set_init_seed``).
+
+    Raises
+    ------
+    ValueError
+        When ``high < low``.
+
+    Examples
+    --------
+    >>> a, b = Uniform(-1, 1, seed=0)((3,)), Uniform(-1, 1, seed=0)((3,))
+    >>> bool((a == b).all() and (abs(a) < 1).all())     # one seed, one sequence
+    True
+    """
 
     def __init__(self, low: float = 0.0, high: float = 1.0, seed: Optional[int] = None):
         super().__init__(seed)
@@ -153,7 +260,23 @@ class Uniform(Initializer):
 
 
 class Gaussian(Initializer):
-    """Samples of N(loc, scale**2)."""
+    """Samples of N(loc, scale**2), independent for every element.
+
+    Parameters
+    ----------
+    loc : float, default 0.0
+        The mean.
+    scale : float, default 1.0
+        The standard deviation (>= 0).
+    seed : int or None, default None
+        Seed of this initializer's own random stream. None draws from the
+        stream shared by unseeded initializers (restarted by ``set_init_seed``).
+
+    Raises
+    ------
+    ValueError
+        When ``scale < 0``.
+    """
 
     def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: Optional[int] = None):
         super().__init__(seed)
@@ -169,7 +292,26 @@ class Gaussian(Initializer):
 
 
 class GlorotUniform(Initializer):
-    """U[-k, k] with k = sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio 2010, as neon)."""
+    """U[-k, k] with k = sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio 2010, as neon).
+
+    The limit keeps the variance of activations and of gradients about the
+    same from layer to layer; fan_in and fan_out come from the variable's
+    axes (``fans``), so the draw depends on which axes are dual.
+
+    Parameters
+    ----------
+    seed : int or None, default None
+        Seed of this initializer's own random stream. None draws from the
+        stream shared by unseeded initializers (restarted by ``set_init_seed``).
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> Hidden, F = ng.make_axis(4, name="Hidden"), ng.make_axis(6, name="F")
+    >>> w = GlorotUniform(seed=1)([Hidden, F - 1])
+    >>> w.shape, bool(abs(w).max() <= (6 / (6 + 4)) ** 0.5)
+    ((4, 6), True)
+    """
 
     def _draw(self, axes, shape):
         fan_in, fan_out = fans(axes)
@@ -178,7 +320,18 @@ class GlorotUniform(Initializer):
 
 
 class Kaiming(Initializer):
-    """N(0, 2 / fan_in): He et al. 2015 for ReLU layers (neon's Kaiming)."""
+    """N(0, 2 / fan_in): He et al. 2015 for ReLU layers (neon's Kaiming).
+
+    A ReLU zeroes half its inputs on average; the factor 2 makes up for it so
+    activations keep their scale through deep rectifier networks. fan_in comes
+    from the variable's axes (``fans``).
+
+    Parameters
+    ----------
+    seed : int or None, default None
+        Seed of this initializer's own random stream. None draws from the
+        stream shared by unseeded initializers (restarted by ``set_init_seed``).
+    """
 
     def _draw(self, axes, shape):
         fan_in, _ = fans(axes)
@@ -193,6 +346,21 @@ class GaussianInit(Gaussian):
     v0.4 handed `var` to ``np.random.normal`` as its scale, so despite its
     name `var` is the standard deviation; that is kept so v0.4 programs
     initialize as they did.
+
+    Parameters
+    ----------
+    mean : float, default 0.0
+        The mean.
+    var : float, default 0.01
+        The standard deviation (>= 0), whatever its name says.
+    seed : int or None, default None
+        Seed of this initializer's own random stream. None draws from NumPy's
+        global stream, as v0.4 did (``np.random.seed`` makes it reproducible).
+
+    Raises
+    ------
+    ValueError
+        When ``var < 0``.
     """
 
     draws_from_numpy_global_stream = True
@@ -202,7 +370,23 @@ class GaussianInit(Gaussian):
 
 
 class UniformInit(Uniform):
-    """v0.4's UniformInit(low, high): U[low, high), by default U[-0.01, 0.01)."""
+    """v0.4's UniformInit(low, high): U[low, high), by default U[-0.01, 0.01).
+
+    Parameters
+    ----------
+    low : float, default -0.01
+        Lower bound (included).
+    high : float, default 0.01
+        Upper bound (excluded); at least `low`.
+    seed : int or None, default None
+        Seed of this initializer's own random stream. None draws from NumPy's
+        global stream, as v0.4 did (``np.random.seed`` makes it reproducible).
+
+    Raises
+    ------
+    ValueError
+        When ``high < low``.
+    """
 
     draws_from_numpy_global_stream = True
 
@@ -211,7 +395,17 @@ class UniformInit(Uniform):
 
 
 class ConstantInit(Constant):
-    """v0.4's ConstantInit(val): every element equal to `val`."""
+    """v0.4's ConstantInit(val): every element equal to `val`.
+
+    The same initializer as Constant, under v0.4's name.
+
+    Parameters
+    ----------
+    val : float, default 0.0
+        The value of every element.
+    seed : int or None, default None
+        Accepted for a uniform signature; a constant draws nothing.
+    """
 
 
 __all__ = ["Constant", "ConstantInit", "Gaussian", "GaussianInit", "GlorotUniform", "Initializer",

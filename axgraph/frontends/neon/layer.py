@@ -103,12 +103,44 @@ def _graph_mode(inference: bool) -> Iterator[None]:
 
 
 def inference_mode_on() -> contextlib.AbstractContextManager:
-    """Layers called inside build their inference graph (no dropout, running BN stats)."""
+    """Layers called inside build their inference graph (no dropout, running BN stats).
+
+    A graph-construction switch, as in ngraph-neon: it decides which graph a
+    layer *builds* when called, not how a computation runs. The inference
+    graph reuses the layers' variables, so one transformer can run both.
+    Nervana Graph v0.4 said the same per call with ``layer.inference_outputs(x)``.
+    Also available as ``Layer.inference_mode_on()``. The switch is per thread
+    and nests; leaving the block restores the previous mode.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Use it in a ``with`` statement.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> F, N = ng.make_axis(4, name="F"), ng.make_axis(8, name="N")
+    >>> x = ng.placeholder([F, N])
+    >>> dropout = Dropout(keep=0.5)
+    >>> with inference_mode_on():
+    ...     print(is_inference_mode(), dropout(x) is x)      # the identity
+    True True
+    >>> is_inference_mode()
+    False
+    """
     return _graph_mode(True)
 
 
 def is_inference_mode() -> bool:
-    """Whether layers called now build the inference graph."""
+    """Whether layers called now build the inference graph.
+
+    Returns
+    -------
+    bool
+        True inside ``with inference_mode_on():`` (or a call of
+        ``layer.inference_outputs``) in this thread, False otherwise.
+    """
     return _mode.inference
 
 
@@ -158,9 +190,22 @@ def _new_axes(layer: "Layer", nout: Optional[int], axes: AxesLike, axis_name: st
 class Layer(abc.ABC):
     """A callable op -> op whose variables are made on the first call.
 
+    The base of every neon layer. ``layer(x)`` builds the layer's part of
+    the graph on `x`: the first call makes the variables from x's axes (see
+    the module docstring), later calls reuse them, and an input whose
+    feature axes do not fit them is refused. Whether a call builds the
+    training or the inference graph is decided by ``inference_mode_on()``
+    (or v0.4's ``train_outputs`` / ``inference_outputs``).
+
     Subclasses implement `_build(x)` (make variables from x's axes, once),
     `_check_input(x)` (later calls: x must fit those variables) and
     `_forward(x)` (the op graph of this call).
+
+    Parameters
+    ----------
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``<Class>_<n>``.
     """
 
     _counters: ClassVar[Dict[str, Iterator[int]]] = {}
@@ -175,6 +220,26 @@ class Layer(abc.ABC):
         self._built = False
 
     def __call__(self, in_obj) -> Op:
+        """This layer's graph on `in_obj`, training or inference by the current mode.
+
+        Parameters
+        ----------
+        in_obj : Op or array_like
+            The input; an array or number becomes a constant.
+
+        Returns
+        -------
+        Op
+            The output (BiRNN without sum_out or concat_out: a pair of them).
+
+        Raises
+        ------
+        LayerAxesError
+            When the input's axes do not fit the layer (see each layer).
+        axgraph.AxisLengthError
+            When a variable made on the first call needs an axis length that
+            is unset.
+        """
         x = as_op(in_obj)
         if not self._built:
             self._build(x)
@@ -220,22 +285,62 @@ class Layer(abc.ABC):
 
     # -- public ------------------------------------------------------------------
     def train_outputs(self, in_obj) -> Op:
-        """The training graph of this layer on `in_obj` (Nervana Graph v0.4's protocol)."""
+        """The training graph of this layer on `in_obj` (Nervana Graph v0.4's protocol).
+
+        ``layer(in_obj)`` outside ``inference_mode_on()``, whatever the mode now.
+
+        Parameters
+        ----------
+        in_obj : Op or array_like
+            The input.
+
+        Returns
+        -------
+        Op
+            The output: dropout active, batch statistics in BatchNorm.
+        """
         with _graph_mode(False):
             return self(in_obj)
 
     def inference_outputs(self, in_obj) -> Op:
-        """The inference graph of this layer on `in_obj` (v0.4's protocol)."""
+        """The inference graph of this layer on `in_obj` (v0.4's protocol).
+
+        ``layer(in_obj)`` inside ``inference_mode_on()``; the variables are
+        the training graph's.
+
+        Parameters
+        ----------
+        in_obj : Op or array_like
+            The input.
+
+        Returns
+        -------
+        Op
+            The output: no dropout, BatchNorm's running averages.
+        """
         with _graph_mode(True):
             return self(in_obj)
 
     def variables(self) -> List[Op]:
-        """This layer's trainable variables (empty until the first call)."""
+        """This layer's trainable variables (empty until the first call).
+
+        What an optimizer trains and ``save_variables`` saves; persistent
+        state such as BatchNorm's running averages is not among them.
+
+        Returns
+        -------
+        list of Op
+            The variables, in the order the layer made them.
+        """
         return list(self._variables.values())
 
     @property
     def updates(self) -> List[Op]:
-        """Assigns a training step must run (BatchNorm running averages)."""
+        """Assigns a training step must run (BatchNorm running averages).
+
+        Empty for layers without such state; include them in the training
+        computation: ``transformer.computation([step] + model.updates, ...)``.
+        """
         return list(self._updates)
 
     def __repr__(self) -> str:
@@ -245,7 +350,25 @@ class Layer(abc.ABC):
 # -- dense layers --------------------------------------------------------------------------
 
 class Preprocess(Layer):
-    """Applies `functor` (any callable op -> op), e.g. ``Preprocess(functor=lambda x: x / 255.)``."""
+    """Applies `functor` (any callable op -> op), e.g. ``Preprocess(functor=lambda x: x / 255.)``.
+
+    Nervana Graph v0.4's way to put a fixed transformation (scaling pixels,
+    a cast) into a Sequential. It has no variables; its output has whatever
+    axes `functor` gives.
+
+    Parameters
+    ----------
+    functor : callable
+        Called with the input op on every call; returns the output op.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Preprocess_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `functor` is not callable.
+    """
 
     def __init__(self, functor: Callable[[Op], Op], name: Optional[str] = None):
         super().__init__(name)
@@ -260,7 +383,46 @@ class Preprocess(Layer):
 class Linear(Layer):
     """y = W x: maps the input's feature axes to `axes` (or a new axis of length nout).
 
-    Arguments come in Nervana Graph v0.4's order: ``Linear(init, nout, axes)``.
+    The input needs at least one feature axis (an axis that is neither batch
+    nor recurrent). The weight W has axes (out..., in - 1...): the output
+    axes, then the duals of the input's feature axes, so ``ng.dot`` pairs
+    them whatever their order. The output has the output axes, then the
+    input's batch and recurrent axes. Arguments come in Nervana Graph v0.4's
+    order: ``Linear(init, nout, axes)``.
+
+    Parameters
+    ----------
+    init : number, array, callable or Op
+        The weight's initial value (``ng.variable``'s ``initial_value``):
+        typically an initializer such as GlorotUniform(). Required.
+    nout : int or None, default None
+        Length of the new output axis ``<name>_out``; needed unless `axes` is given.
+    axes : Axes, sequence of Axis or None, default None
+        The output feature axes, in place of a new axis; batch and recurrent
+        axes among them are dropped (the input's pass through).
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Linear_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `init` is missing, `nout` is not a positive int (without
+        `axes`), or `axes` has no feature axis.
+    LayerAxesError
+        When called on an input without feature axes, or (after the first
+        call) on one whose feature axes differ from the first input's.
+    axgraph.AxisLengthError
+        On the first call, when an axis of W has no length, or an array
+        `init` does not have W's shape.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> F, N = ng.make_axis(4, name="F"), ng.make_axis(8, name="N")
+    >>> linear = Linear(init=GlorotUniform(), nout=3, name="proj")
+    >>> linear(ng.placeholder([F, N])).axes, linear.W.axes
+    (Axes(proj_out: 3, N: 8), Axes(proj_out: 3, F-1: 4))
     """
 
     def __init__(self, init: InitialValue = None, nout: Optional[int] = None,
@@ -292,7 +454,25 @@ class Bias(Layer):
     With `shared` (the default) a feature map gets one bias per channel: b
     has only the input's channel axis (found by role Channel or Channelout).
     Inputs without a channel axis get a bias per feature. ``init=None`` means
-    no bias: the layer passes its input through.
+    no bias: the layer passes its input through. The output has the input's axes.
+
+    Parameters
+    ----------
+    init : number, array, callable, Op or None, default 0.0
+        The bias's initial value; None for no bias.
+    shared : bool, default True
+        One bias per channel of a feature map (False: one per feature).
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Bias_<n>``.
+
+    Raises
+    ------
+    LayerAxesError
+        After the first call, when an input's feature axes differ from the first input's.
+    axgraph.AxisLengthError
+        On the first call, when an axis of b has no length or an array
+        `init` does not have b's shape.
     """
 
     def __init__(self, init: InitialValue = 0.0, shared: bool = True,
@@ -321,11 +501,60 @@ class Bias(Layer):
 class Affine(Layer):
     """activation(batch_norm(W x + b)): a fully connected layer.
 
-    The output has `axes` (or one new axis ``<name>_out`` of length nout) and
-    the input's batch and recurrent axes. With batch_norm the bias is left out
+    The input needs at least one feature axis; all its feature axes are
+    mapped (W has axes (out..., in - 1...), as Linear's). The output has
+    `axes` (or one new axis ``<name>_out`` of length nout), then the input's
+    batch and recurrent axes. With batch_norm the bias is left out
     (BatchNorm's beta plays its part) and `updates` holds the running-average
     assigns. Arguments come in Nervana Graph v0.4's order:
     ``Affine(weight_init, nout, bias_init, activation, batch_norm, axes)``.
+
+    Parameters
+    ----------
+    weight_init : number, array, callable or Op
+        The weight's initial value (``ng.variable``'s ``initial_value``):
+        typically an initializer such as GlorotUniform(). Required.
+    nout : int or None, default None
+        Length of the new output axis ``<name>_out``; needed unless `axes` is given.
+    bias_init : number, array, callable, Op or None, default None
+        The bias's initial value (the bias has the output axes); None for no bias.
+    activation : Activation, str, callable or None, default None
+        Applied last: an activation object, a name ("relu", "tanh",
+        "softmax", ...) or any callable op -> op; None is the identity.
+    batch_norm : bool, default False
+        Normalize W x with a BatchNorm layer ``<name>_bn`` before the activation.
+    axes : Axes, sequence of Axis or None, default None
+        The output feature axes, in place of a new axis; batch and recurrent
+        axes among them are dropped (the input's pass through).
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Affine_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `weight_init` is missing, `nout` is not a positive int (without
+        `axes`), or `axes` has no feature axis.
+    ActivationError
+        When `activation` is an unknown name.
+    LayerAxesError
+        When called on an input without feature axes, or (after the first
+        call) on one whose feature axes differ from the first input's.
+    axgraph.AxisLengthError
+        On the first call, when an axis of W has no length, or an array
+        initial value does not have its variable's shape.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C, H = ng.make_axis(3, name="C"), ng.make_axis(5, name="H")
+    >>> N = ng.make_axis(8, name="N")
+    >>> hidden = Affine(GlorotUniform(), nout=10, bias_init=0.0, activation=Rectlin(),
+    ...                 name="hidden")
+    >>> hidden(ng.placeholder([C, H, N])).axes
+    Axes(hidden_out: 10, N: 8)
+    >>> hidden.W.axes, hidden.b.axes
+    (Axes(hidden_out: 10, C-1: 3, H-1: 5), Axes(hidden_out: 10))
     """
 
     def __init__(self, weight_init: InitialValue = None, nout: Optional[int] = None,
@@ -374,6 +603,23 @@ class Dropout(Layer):
     Scaling when training keeps the expected value unchanged, so inference
     (calls inside `inference_mode_on()`) is the identity. A fresh mask is drawn
     on every call of a computation; `seed` makes the draws reproducible.
+    The output has the input's axes; one mask element per input element.
+
+    Parameters
+    ----------
+    keep : float, default 0.5
+        Probability of keeping each element, in (0, 1]; 1 makes the layer
+        the identity. (v0.4's Dropout took the same `keep`.)
+    seed : int or None, default None
+        Seed of the mask's random stream; None draws unseeded.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Dropout_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `keep` is not in (0, 1].
     """
 
     def __init__(self, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None):
@@ -398,10 +644,48 @@ class BatchNorm(Layer):
     gets per-channel statistics, over every other axis, as Nervana Graph v0.4
     took them; ``spatial=False`` asks for statistics per (C, H, W) instead.
     Other inputs are normalized per feature, over the batch axis and the
-    recurrent axis if present. Training builds the assigns
-    ``gmean <- rho * gmean + (1 - rho) * mean`` (likewise gvar) as `updates`,
-    replacing those of the previous training call. Inference uses gmean and
-    gvar (persistent, initially 0 and 1).
+    recurrent axis if present. Training builds the assigns that update the
+    running averages gmean and gvar (by ``rho``) as `updates`, replacing
+    those of the previous training call; a training step must run them.
+    Inference uses gmean and gvar (persistent, initially 0 and 1). The
+    output has the input's axes; gamma and beta have the normalized axes
+    (the channel axis of a feature map).
+
+    Parameters
+    ----------
+    rho : float, default 0.9
+        Weight of the old running average in each update, in [0, 1].
+    eps : float, default 1e-3
+        Added to the variance before the square root (>= 0).
+    init_gamma : number, array, callable or Op, default 1.0
+        Initial value of the scale gamma.
+    init_beta : number, array, callable or Op, default 0.0
+        Initial value of the shift beta.
+    spatial : bool or None, default None
+        False: statistics per (channel, spatial position) even for a feature
+        map. None or True: per channel when the input has a channel axis.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``BatchNorm_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `rho` is outside [0, 1] or `eps` is negative.
+    LayerAxesError
+        When a training-mode call gets an input without a batch axis, or a
+        later call an input whose normalized axes differ from the first's.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(3, name="C", roles=[ar.Channel])
+    >>> H = ng.make_axis(4, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(4, name="W", roles=[ar.Width])
+    >>> N = ng.make_axis(8, name="N")
+    >>> norm = BatchNorm(name="norm")
+    >>> norm(ng.placeholder([C, H, W, N])).axes, norm.gamma.axes, len(norm.updates)
+    (Axes(C: 3, H: 4, W: 4, N: 8), Axes(C: 3), 2)
     """
 
     def __init__(self, rho: float = 0.9, eps: float = 1e-3, init_gamma: InitialValue = 1.0,
@@ -467,7 +751,53 @@ class LookupTable(Layer):
     rows used are touched). With `pad_idx`, that index embeds to zeros, its row
     starts at zero and it receives no gradient. With ``update=False`` the
     table is a persistent tensor rather than a variable, so no optimizer
-    trains it (v0.4's argument, in v0.4's position).
+    trains it (v0.4's argument, in v0.4's position). The table W has axes
+    (``<name>_vocab``, ``<name>_embed``).
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of rows: indices lie in [0, vocab_size).
+    embed_dim : int
+        Length of each embedding: the output axis ``<name>_embed``.
+    init : number, array, callable or Op
+        The table's initial value (an array in (vocab, embed) order, or an
+        initializer). Required.
+    update : bool, default True
+        Train the table; False makes it a persistent tensor no optimizer trains.
+    pad_idx : int or None, default None
+        An index that embeds to zeros and is never trained.
+    dtype : numpy dtype or None, default None
+        The table's element type; None is float32.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``LookupTable_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `vocab_size` or `embed_dim` is not a positive int, `pad_idx` is
+        outside [0, vocab_size), or (first call) `init` is None.
+    LayerAxesError
+        When called on indices that are not integers or that have the
+        table's own axes.
+    axgraph.ExecutionError
+        When a computation runs with an index outside [0, vocab_size).
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> N = ng.make_axis(2, name="N")
+    >>> words = ng.placeholder([N], dtype=np.int32)
+    >>> embed = LookupTable(4, 3, Constant(1.0), pad_idx=0, name="embed")
+    >>> vectors = embed(words)
+    >>> vectors.axes
+    Axes(embed_embed: 3, N: 2)
+    >>> with ng.NumPyTransformer() as t:
+    ...     print(t.computation(vectors, words)(np.array([0, 2])))   # index 0 is padding
+    [[0. 1.]
+     [0. 1.]
+     [0. 1.]]
     """
 
     def __init__(self, vocab_size: int, embed_dim: int, init: InitialValue, update: bool = True,
@@ -565,17 +895,86 @@ class Convolution(_FeatureMapLayer):
     """activation(batch_norm(conv(x, filters) + b)) over a feature map found by role.
 
     The input needs a channel axis (role Channel or Channelout), spatial axes
-    (roles Depth/Height/Width) and a batch axis, in any order. `filter_shape`
-    is (T, R, S, K) / (R, S, K) / (S, K) for 3/2/1 spatial dims, or a dict
-    with keys among T, R, S and K. The filter has axes (K, C - 1, T/R/S - 1...):
+    (roles Depth/Height/Width) and a batch axis, in any order, and no other
+    axes: (C, H, W, N) for images, (C, D, H, W, N) for volumes.
+    The filter has axes (K, C - 1, T/R/S - 1...):
     the output channels ``<name>_K`` (role Channelout), then the duals of the
     input's channel axis and of new spatial axes ``<name>_R`` ... (with the
-    input's roles), in the (out, in - 1) convention of Affine's weight.
+    input's roles), in the (out, in - 1) convention of Affine's weight, so
+    initializers see fan_in = C * R * S and fan_out = K. The output has axes
+    (``<name>_K``, new spatial axes with the input's roles, the batch axis);
+    its spatial axes stay the same on every call with the same input axes.
     The bias is per output channel; batch_norm uses per-channel statistics.
 
-    As in Nervana Graph v0.4, a 2-d filter may be given as (R=S, K), and the
-    arguments come in v0.4's order: ``Convolution(fshape, filter_init,
-    strides, padding, bias_init, activation, batch_norm)``; `dilation` follows.
+    The arguments come in Nervana Graph v0.4's order: ``Convolution(fshape,
+    filter_init, strides, padding, bias_init, activation, batch_norm)``;
+    `dilation` follows.
+
+    Parameters
+    ----------
+    filter_shape : tuple of int or dict
+        The filter's spatial lengths, then K, the number of output feature
+        maps: (T, R, S, K) for an input with depth, height and width axes;
+        v0.4's 3-value (R, S, K) for an image (C, H, W, N), or for a 5-d input
+        (C, D, H, W, N) a filter of depth T = 1, as in v0.4; (R, K) for a
+        square R x R filter on an image (v0.4's 2-value form); (L, K), L the
+        filter's length, for an input with one spatial axis. A dict gives the
+        lengths by key: "K" and one of "T", "R", "S" for each spatial axis of
+        the input.
+    filter_init : number, array, callable or Op
+        The filter's initial value, in (K, C, T/R/S...) order for an array;
+        typically an initializer. Required.
+    strides : int, tuple of int or dict, default 1
+        Step of the filter along each spatial axis: one int for all, one per
+        spatial axis (depth, height, width order), or a dict keyed by axis
+        letter (T/R/S or d/h/w) or by ngraph's names (str_d, str_h, str_w).
+    padding : int, tuple of int or dict, default 0
+        Zeros added at both ends of each spatial axis, given like `strides`
+        (pad_h, pad_w, ...).
+    bias_init : number, array, callable, Op or None, default None
+        The per-channel bias's initial value; None (or batch_norm) for no bias.
+    activation : Activation, str, callable or None, default None
+        Applied last: an activation object, a name ("relu", "tanh",
+        "softmax", ...) or any callable op -> op; None is the identity.
+    batch_norm : bool, default False
+        Normalize per output channel with a BatchNorm layer ``<name>_bn``
+        before the activation (the bias is then left out).
+    dilation : int, tuple of int or dict, default 1
+        Spacing between filter taps along each spatial axis, given like
+        `strides` (dil_h, dil_w, ...).
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Convolution_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `filter_init` is missing; at the first call, when
+        `filter_shape` does not fit the input's spatial axes, or `strides`,
+        `padding` or `dilation` give the wrong number of values or miss an axis.
+    ActivationError
+        When `activation` is an unknown name.
+    LayerAxesError
+        When the input's batch, channel and spatial axes cannot be told by
+        their roles, it has other axes, or a later input has another channel
+        axis or other spatial roles than the first.
+    axgraph.IncompatibleAxesError
+        When the filter does not fit the (padded) input, or a stride or
+        dilation is below 1 or a padding negative.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(3, name="C", roles=[ar.Channel])
+    >>> H = ng.make_axis(8, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(8, name="W", roles=[ar.Width])
+    >>> N = ng.make_axis(4, name="N")
+    >>> conv = Convolution((3, 3, 16), GlorotUniform(), strides=1, padding=1,
+    ...                    activation=Rectlin(), name="conv1")
+    >>> conv(ng.placeholder([C, H, W, N])).axes
+    Axes(conv1_K: 16, P: 8, Q: 8, N: 4)
+    >>> conv.W.axes
+    Axes(conv1_K: 16, C-1: 3, conv1_R-1: 3, conv1_S-1: 3)
     """
 
     def __init__(self, filter_shape, filter_init: InitialValue, strides=1, padding=0,
@@ -662,7 +1061,50 @@ class Convolution(_FeatureMapLayer):
 
 class Conv2D(Convolution):
     """Nervana Graph v0.4's Conv2D: a Convolution taking ``(fshape, init, strides,
-    padding, activation)`` in that order, without a bias unless `bias_init` is given."""
+    padding, activation)`` in that order, without a bias unless `bias_init` is given.
+
+    Everything else (the axes it expects and makes, the errors) is Convolution's.
+
+    Parameters
+    ----------
+    fshape : tuple of int or dict
+        The filter shape, as Convolution's `filter_shape`: (R, S, K), (R, K)
+        for a square filter, (T, R, S, K), or a dict.
+    init : number, array, callable or Op
+        The filter's initial value. Required.
+    strides : int, tuple of int or dict, default 1
+        Step along each spatial axis (as Convolution's).
+    padding : int, tuple of int or dict, default 0
+        Zeros added at both ends of each spatial axis (as Convolution's).
+    activation : Activation, str, callable or None, default None
+        Applied last: an activation object, a name ("relu", "tanh",
+        "softmax", ...) or any callable op -> op; None is the identity.
+    dilation : int, tuple of int or dict, default 1
+        Spacing between filter taps (as Convolution's).
+    bias_init : number, array, callable, Op or None, default None
+        The per-channel bias's initial value; None for no bias.
+    batch_norm : bool, default False
+        Normalize per output channel before the activation.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Conv2D_<n>``.
+
+    Raises
+    ------
+    LayerError, ActivationError, LayerAxesError, axgraph.IncompatibleAxesError
+        As Convolution.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(1, name="C", roles=[ar.Channel])
+    >>> H = ng.make_axis(28, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(28, name="W", roles=[ar.Width])
+    >>> N = ng.make_axis(16, name="N")
+    >>> conv = Conv2D((5, 5, 8), GaussianInit(var=0.1), strides=2, name="c1")
+    >>> conv(ng.placeholder([C, H, W, N])).axes
+    Axes(c1_K: 8, P: 12, Q: 12, N: 16)
+    """
 
     def __init__(self, fshape, init: InitialValue, strides=1, padding=0,
                  activation: ActivationLike = None, dilation=1, bias_init: InitialValue = None,
@@ -674,8 +1116,50 @@ class Conv2D(Convolution):
 class Pooling(_FeatureMapLayer):
     """Max or average pooling over the spatial axes of a feature map (no variables).
 
-    `pool_shape` is an int, one value per spatial dim, or a dict keyed by
-    T/R/S; `strides` defaults to the window (windows do not overlap).
+    The input is a feature map as Convolution's: channel, spatial and batch
+    axes found by their roles. Each channel is pooled on its own; the output
+    has axes (the input's channel axis, new spatial axes with the input's
+    roles, the batch axis), the same ones on every call with the same input axes.
+
+    Parameters
+    ----------
+    pool_shape : int, tuple of int or dict
+        The window: one int for every spatial axis, one value per spatial
+        axis (depth, height, width order), or a dict keyed by axis letter
+        (T/R/S or d/h/w).
+    strides : int, tuple of int, dict or None, default None
+        Step of the window, given like `pool_shape` (or str_h, str_w, ...);
+        None means the window's size, so windows tile the input without overlap.
+    padding : int, tuple of int or dict, default 0
+        Padding at both ends of each spatial axis (pad_h, pad_w, ...);
+        smaller than the window.
+    pool_type : str, default "max"
+        "max" or "avg".
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Pooling_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `pool_type` is neither "max" nor "avg"; when called, when a
+        size gives the wrong number of values or a dict misses an axis.
+    LayerAxesError
+        When the input's batch, channel and spatial axes cannot be told by
+        their roles, or it has other axes.
+    axgraph.IncompatibleAxesError
+        When the window does not fit the (padded) input, the padding is not
+        smaller than the window, or a stride is below 1.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(16, name="C", roles=[ar.Channel])
+    >>> H = ng.make_axis(8, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(8, name="W", roles=[ar.Width])
+    >>> N = ng.make_axis(4, name="N")
+    >>> Pooling(2, name="pool")(ng.placeholder([C, H, W, N])).axes
+    Axes(C: 16, P: 4, Q: 4, N: 4)
     """
 
     def __init__(self, pool_shape, strides=None, padding=0, pool_type: str = "max",
@@ -706,10 +1190,51 @@ POOL2D_DIMS = ("J", "T", "R", "S")
 class Pool2D(Pooling):
     """Nervana Graph v0.4's Pool2D(fshape, strides=1, padding=0, op='max').
 
-    `fshape` is an int (a square window), (R, S), (J, T, R, S) or a dict with
-    those keys; `strides` and `padding` are ints or dicts (str_h, pad_w, ...).
-    Unlike Pooling, strides default to 1 (overlapping windows), as in v0.4.
-    Pooling across channels (J, str_c, pad_c) is refused, as ``ng.pooling`` does.
+    A Pooling layer with v0.4's arguments: the axes it expects and makes are
+    Pooling's. Unlike Pooling, strides default to 1 (overlapping windows), as
+    in v0.4. Pooling across channels (J, str_c, pad_c) is refused, as
+    ``ng.pooling`` does.
+
+    Parameters
+    ----------
+    fshape : int, tuple of int or dict
+        The window, as v0.4 took it: an int for a square R x S window, or a
+        tuple of window sizes, (R, S) or (J, T, R, S); or a dict with keys
+        among J, T, R, S. As in v0.4, a window without a depth size T pools
+        each depth slice of a 5-d input (C, D, H, W, N) on its own (T = 1).
+        J, pooling across channels, must be 1.
+    strides : int, tuple of int or dict, default 1
+        Step of the window: an int for every spatial axis, one per spatial
+        axis, or a dict by ngraph's names (str_d, str_h, str_w).
+    padding : int, tuple of int or dict, default 0
+        Padding at both ends of each spatial axis, given like `strides`
+        (pad_h, pad_w, ...).
+    op : str, default "max"
+        "max" or "avg".
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Pool2D_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `fshape` cannot be read as a window, or `op` is neither "max"
+        nor "avg"; when called, as Pooling.
+    axgraph.IncompatibleAxesError
+        When asked to pool across channels (J, str_c or pad_c other than 1,
+        1, 0); when called, as Pooling.
+    LayerAxesError
+        When called, as Pooling.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(16, name="C", roles=[ar.Channel])
+    >>> H = ng.make_axis(8, name="H", roles=[ar.Height])
+    >>> W = ng.make_axis(8, name="W", roles=[ar.Width])
+    >>> N = ng.make_axis(4, name="N")
+    >>> Pool2D(3, strides=2, name="pool")(ng.placeholder([C, H, W, N])).axes
+    Axes(C: 16, P: 3, Q: 3, N: 4)
     """
 
     def __init__(self, fshape, strides=1, padding=0, op: str = "max",
@@ -830,7 +1355,65 @@ class _RecurrentLayer(Layer):
 
 
 class Recurrent(_RecurrentLayer):
-    """Simple RNN (Elman 1990): h_t = activation(W x_t + U h_{t-1} + b), h_0 = 0."""
+    """Simple RNN (Elman 1990): h_t = activation(W x_t + U h_{t-1} + b), h_0 = 0.
+
+    neon's Recurrent, unrolled over the input's REC axis at graph
+    construction (one slice per step, then stacked back).
+    The input needs a recurrent axis REC with a length (the steps to unroll)
+    and at least one feature axis; its feature axes are read at every step.
+    The output has axes (``<name>_hidden``, the input's batch and REC axes,
+    in the input's order), or without REC when `return_sequence` is False.
+
+    Parameters
+    ----------
+    nout : int
+        Length of the hidden state: the new axis ``<name>_hidden`` (or `axis_name`).
+    init : number, array, callable or Op
+        Initial value of the input weights W (hidden, features - 1). Required.
+    init_inner : number, array, callable, Op or None, default None
+        Initial value of the recurrent weights U (hidden, hidden - 1); None uses `init`.
+    activation : Activation, str, callable or None, default None
+        The state's activation; None is Tanh().
+    reset_cells : bool, default False
+        Accepted in v0.4's position; the state always starts at zero (v0.4
+        learned an initial state when this was False).
+    return_sequence : bool, default True
+        Return the output of every step, stacked along the REC axis; False
+        returns only the last step's (no REC axis).
+    backward : bool, default False
+        Read the sequence from its last step to its first (the outputs keep
+        their time positions).
+    bias_init : number, array, callable or Op, default 0.0
+        Initial value of the biases b (hidden).
+    axis_name : str or None, default None
+        Name of the hidden axis; None is ``<name>_hidden``.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Recurrent_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `init` is missing or `nout` is not a positive int.
+    ActivationError
+        When an activation is an unknown name.
+    LayerAxesError
+        When the input has no REC axis or no feature axis, or a later input
+        has other feature axes than the first.
+    axgraph.AxisLengthError
+        When the REC axis (or a feature axis) has no length.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> F, REC, N = (ng.make_axis(4, name="F"), ng.make_axis(5, name="REC"),
+    ...              ng.make_axis(8, name="N"))
+    >>> x = ng.placeholder([F, REC, N])
+    >>> Recurrent(7, GlorotUniform(), name="rnn")(x).axes
+    Axes(rnn_hidden: 7, REC: 5, N: 8)
+    >>> Recurrent(7, GlorotUniform(), return_sequence=False, name="last")(x).axes
+    Axes(last_hidden: 7, N: 8)
+    """
 
     gates = ("",)
 
@@ -859,6 +1442,53 @@ class GRU(_GatedLayer):
         z_t = sigma(W_z x_t + U_z h_{t-1} + b_z)            update gate
         c_t = activation(W_h x_t + U_h (r_t * h_{t-1}) + b_h)  candidate
         h_t = z_t * h_{t-1} + (1 - z_t) * c_t
+
+    Each gate has its own W, U and b (variables ``<name>_W_r``, ...).
+    The input needs a recurrent axis REC with a length (the steps to unroll)
+    and at least one feature axis; its feature axes are read at every step.
+    The output has axes (``<name>_hidden``, the input's batch and REC axes,
+    in the input's order), or without REC when `return_sequence` is False.
+
+    Parameters
+    ----------
+    nout : int
+        Length of the hidden state: the new axis ``<name>_hidden`` (or `axis_name`).
+    init : number, array, callable or Op
+        Initial value of the input weights W (hidden, features - 1). Required.
+    init_inner : number, array, callable, Op or None, default None
+        Initial value of the recurrent weights U (hidden, hidden - 1); None uses `init`.
+    activation : Activation, str, callable or None, default None
+        The state's activation; None is Tanh().
+    gate_activation : Activation, str, callable or None, default None
+        The gates' squashing function; None is Logistic().
+    reset_cells : bool, default False
+        Accepted in v0.4's position; the state always starts at zero (v0.4
+        learned an initial state when this was False).
+    return_sequence : bool, default True
+        Return the output of every step, stacked along the REC axis; False
+        returns only the last step's (no REC axis).
+    backward : bool, default False
+        Read the sequence from its last step to its first (the outputs keep
+        their time positions).
+    bias_init : number, array, callable or Op, default 0.0
+        Initial value of the biases b (hidden).
+    axis_name : str or None, default None
+        Name of the hidden axis; None is ``<name>_hidden``.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``GRU_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `init` is missing or `nout` is not a positive int.
+    ActivationError
+        When an activation is an unknown name.
+    LayerAxesError
+        When the input has no REC axis or no feature axis, or a later input
+        has other feature axes than the first.
+    axgraph.AxisLengthError
+        When the REC axis (or a feature axis) has no length.
     """
 
     gates = ("r", "z", "h")
@@ -886,6 +1516,64 @@ class LSTM(_GatedLayer):
         g_t = activation(W_g x_t + U_g h_{t-1} + b_g)    cell input
         c_t = f_t * c_{t-1} + i_t * g_t
         h_t = o_t * activation(c_t)
+
+    Each gate has its own W, U and b (variables ``<name>_W_i``, ...); the
+    output is h, the cell state c stays inside.
+    The input needs a recurrent axis REC with a length (the steps to unroll)
+    and at least one feature axis; its feature axes are read at every step.
+    The output has axes (``<name>_hidden``, the input's batch and REC axes,
+    in the input's order), or without REC when `return_sequence` is False.
+
+    Parameters
+    ----------
+    nout : int
+        Length of the hidden state: the new axis ``<name>_hidden`` (or `axis_name`).
+    init : number, array, callable or Op
+        Initial value of the input weights W (hidden, features - 1). Required.
+    init_inner : number, array, callable, Op or None, default None
+        Initial value of the recurrent weights U (hidden, hidden - 1); None uses `init`.
+    activation : Activation, str, callable or None, default None
+        The state's activation; None is Tanh().
+    gate_activation : Activation, str, callable or None, default None
+        The gates' squashing function; None is Logistic().
+    reset_cells : bool, default False
+        Accepted in v0.4's position; the state always starts at zero (v0.4
+        learned an initial state when this was False).
+    return_sequence : bool, default True
+        Return the output of every step, stacked along the REC axis; False
+        returns only the last step's (no REC axis).
+    backward : bool, default False
+        Read the sequence from its last step to its first (the outputs keep
+        their time positions).
+    bias_init : number, array, callable or Op, default 0.0
+        Initial value of the biases b (hidden).
+    axis_name : str or None, default None
+        Name of the hidden axis; None is ``<name>_hidden``.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``LSTM_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `init` is missing or `nout` is not a positive int.
+    ActivationError
+        When an activation is an unknown name.
+    LayerAxesError
+        When the input has no REC axis or no feature axis, or a later input
+        has other feature axes than the first.
+    axgraph.AxisLengthError
+        When the REC axis (or a feature axis) has no length.
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> REC, N = ng.make_axis(5, name="REC"), ng.make_axis(8, name="N")
+    >>> words = ng.placeholder([REC, N], dtype=np.int32)
+    >>> model = Sequential([LookupTable(100, 6, Uniform(-0.1, 0.1), name="embed"),
+    ...                     LSTM(7, GlorotUniform(), name="lstm")])
+    >>> model(words).axes
+    Axes(lstm_hidden: 7, REC: 5, N: 8)
     """
 
     gates = ("i", "f", "o", "g")
@@ -907,7 +1595,57 @@ class BiRNN(Layer):
     sum, or with `concat_out` their concatenation along the hidden axis (one
     axis ``<name>_hidden`` of twice the length). `cell` picks Recurrent, LSTM
     or GRU; extra keyword arguments go to it. With return_sequence=False the
-    backward output is its state after reading the first step.
+    backward output is its state after reading the first step. The two
+    layers are ``<name>_fwd`` and ``<name>_bwd``; each expects and makes the
+    axes a Recurrent layer does, its hidden axis named ``<name>_hidden``.
+
+    Parameters
+    ----------
+    nout : int
+        Length of the hidden state: the new axis ``<name>_hidden`` (or `axis_name`).
+    init : number, array, callable or Op
+        Initial value of the input weights W (hidden, features - 1). Required.
+    init_inner : number, array, callable, Op or None, default None
+        Initial value of the recurrent weights U (hidden, hidden - 1); None uses `init`.
+    activation : Activation, str, callable or None, default None
+        The state's activation; None is Tanh().
+    reset_cells : bool, default False
+        Accepted in v0.4's position; the states always start at zero.
+    return_sequence : bool, default True
+        Every step's outputs (along REC), or only each direction's last state.
+    sum_out : bool, default False
+        Return the sum of the two outputs.
+    concat_out : bool, default False
+        Return the two outputs concatenated along the hidden axis.
+    bias_init : number, array, callable or Op, default 0.0
+        Initial value of the biases.
+    cell : callable or None, default None
+        The recurrent layer class (Recurrent, LSTM, GRU); None is Recurrent.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``BiRNN_<n>``.
+    **cell_options
+        Passed on to both cells (e.g. ``gate_activation`` for LSTM or GRU).
+
+    Raises
+    ------
+    LayerError
+        When both `sum_out` and `concat_out` are set, `init` is missing or
+        `nout` is not a positive int.
+    ActivationError, LayerAxesError, axgraph.AxisLengthError
+        As Recurrent.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> F, REC, N = (ng.make_axis(4, name="F"), ng.make_axis(5, name="REC"),
+    ...              ng.make_axis(8, name="N"))
+    >>> x = ng.placeholder([F, REC, N])
+    >>> BiRNN(7, GlorotUniform(), concat_out=True, name="bi")(x).axes
+    Axes(bi_hidden: 14, REC: 5, N: 8)
+    >>> forward, backward = BiRNN(7, GlorotUniform(), cell=GRU, name="pair")(x)
+    >>> forward.axes
+    Axes(pair_hidden: 7, REC: 5, N: 8)
     """
 
     def __init__(self, nout: int, init: InitialValue, init_inner: InitialValue = None,
@@ -944,7 +1682,41 @@ class BiRNN(Layer):
 # -- composition ---------------------------------------------------------------------------
 
 class Sequential(Layer):
-    """Layers (or any callables op -> op) applied one after another."""
+    """Layers (or any callables op -> op) applied one after another.
+
+    The model container of neon: ``Sequential([...])(x)`` is the last
+    layer's output; `variables()` gathers the layers' variables (each once,
+    in order) and `updates` their update assigns. Calling it in training or
+    inference mode (or v0.4's ``train_outputs`` / ``inference_outputs``)
+    passes the mode to every layer.
+
+    Parameters
+    ----------
+    layers : sequence of callable
+        Layers, activations or any callables op -> op, in the order applied.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Sequential_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When an element of `layers` is not callable.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> F, N = ng.make_axis(784, name="F"), ng.make_axis(32, name="N")
+    >>> mlp = Sequential([Preprocess(functor=lambda x: x / 255.0),
+    ...                   Affine(GlorotUniform(), nout=100, activation=Rectlin(), name="h"),
+    ...                   Affine(GlorotUniform(), nout=10, activation=Softmax(), name="out")])
+    >>> mlp(ng.placeholder([F, N])).axes, len(mlp.variables())
+    (Axes(out_out: 10, N: 32), 2)
+    >>> with inference_mode_on():
+    ...     evaluation = mlp(ng.placeholder([F, N]))         # the same variables
+    >>> len(mlp.variables())
+    2
+    """
 
     def __init__(self, layers: Sequence[Callable[[Op], Op]], name: Optional[str] = None):
         super().__init__(name)

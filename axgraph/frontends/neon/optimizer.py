@@ -100,6 +100,38 @@ class Schedule:
       (1.0 for t < 2, 0.5 for 2 <= t < 6, 0.25 from t = 6 with learning_rate 1);
     * ``Schedule(step_config=k, change=c)`` with an int k: multiplied by c every
       k iterations, ``alpha(t) = learning_rate * c ** floor(t / k)``.
+
+    t counts training steps (the optimizer's ``iteration``), not epochs. A
+    schedule is given to an optimizer as ``schedule=``; the optimizer builds
+    the rate op with ``get_learning_rate``.
+
+    Parameters
+    ----------
+    step_config : None, int or list of int, default None
+        None for a constant rate; a list of increasing non-negative
+        iterations at which the rate is multiplied by `change`; or a positive
+        int k: multiply every k iterations.
+    change : float, default 1.0
+        The factor applied at each step.
+
+    Raises
+    ------
+    TypeError
+        When `change` is a list (StepSchedule takes lists of rates) or
+        `step_config` is of another kind.
+    ValueError
+        When `step_config` is a non-positive int, or a list that is not
+        increasing or has a negative entry.
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> t = ng.placeholder((), dtype=np.int32)
+    >>> rate = Schedule(step_config=[2, 6], change=0.5).get_learning_rate(1.0, t)
+    >>> with ng.NumPyTransformer() as transformer:
+    ...     at = transformer.computation(rate, t)
+    ...     print([float(at(i)) for i in (0, 1, 2, 5, 6, 7)])
+    [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
     """
 
     change: float | List[float]  # StepSchedule's is its list of rates
@@ -120,7 +152,22 @@ class Schedule:
         self.change = float(change)
 
     def get_learning_rate(self, learning_rate: float, iteration: Op, dtype=np.float32) -> Op:
-        """An op: the learning rate at iteration count `iteration` (int32 scalar op)."""
+        """An op: the learning rate at iteration count `iteration` (int32 scalar op).
+
+        Parameters
+        ----------
+        learning_rate : float
+            The base rate (the optimizer's `learning_rate`).
+        iteration : Op
+            A scalar integer op: the number of steps taken so far.
+        dtype : numpy dtype, default numpy.float32
+            The element type of the rate (the optimizer passes its variables').
+
+        Returns
+        -------
+        Op
+            A scalar op: the rate at `iteration`.
+        """
         rate = _const(learning_rate, dtype)
         if self.step_config is None or self.change == 1.0:
             return rate
@@ -137,7 +184,35 @@ class Schedule:
 
 
 class PowerSchedule(Schedule):
-    """Multiply the rate by `change` every `step_config` iterations (neon's PowerSchedule)."""
+    """Multiply the rate by `change` every `step_config` iterations (neon's PowerSchedule).
+
+    ``alpha(t) = learning_rate * change ** floor(t / step_config)``: the same
+    as ``Schedule(step_config, change)`` with an int.
+
+    Parameters
+    ----------
+    step_config : int
+        The period k, in iterations (positive).
+    change : float
+        The factor applied every k iterations.
+
+    Raises
+    ------
+    TypeError
+        When `step_config` is not an int.
+    ValueError
+        When `step_config` is not positive.
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> t = ng.placeholder((), dtype=np.int32)
+    >>> rate = PowerSchedule(step_config=2, change=0.5).get_learning_rate(1.0, t)
+    >>> with ng.NumPyTransformer() as transformer:
+    ...     at = transformer.computation(rate, t)
+    ...     print([float(at(i)) for i in (0, 1, 2, 3, 4)])
+    [1.0, 1.0, 0.5, 0.5, 0.25]
+    """
 
     def __init__(self, step_config: int, change: float):
         if isinstance(step_config, bool) or not isinstance(step_config, numbers.Integral):
@@ -150,6 +225,31 @@ class StepSchedule(Schedule):
 
     ``StepSchedule([2, 6], [0.6, 0.4])`` gives learning_rate for t < 2, 0.6 for
     2 <= t < 6 and 0.4 from t = 6: the values replace the rate, they do not scale it.
+
+    Parameters
+    ----------
+    step_config : list of int
+        Increasing non-negative iterations at which the rate changes.
+    change : list of float
+        The rate from each of those iterations on (one per iteration).
+
+    Raises
+    ------
+    TypeError
+        When `step_config` or `change` is not a list (or tuple).
+    ValueError
+        When their lengths differ, or `step_config` is not increasing or
+        has a negative entry.
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> t = ng.placeholder((), dtype=np.int32)
+    >>> rate = StepSchedule([2, 6], [0.6, 0.4]).get_learning_rate(1.0, t, dtype=np.float64)
+    >>> with ng.NumPyTransformer() as transformer:
+    ...     at = transformer.computation(rate, t)
+    ...     print([float(at(i)) for i in (0, 1, 2, 5, 6, 7)])
+    [1.0, 1.0, 0.6, 0.6, 0.4, 0.4]
     """
 
     change: List[float]
@@ -178,6 +278,26 @@ class ExpSchedule(Schedule):
 
     Despite the name this is not exponential decay; it is the formula neon's
     ExpSchedule documents and implements, kept for compatibility.
+
+    Parameters
+    ----------
+    decay : float
+        The decay rate (>= 0); 0 keeps the rate constant.
+
+    Raises
+    ------
+    ValueError
+        When `decay` is negative.
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> t = ng.placeholder((), dtype=np.int32)
+    >>> rate = ExpSchedule(decay=0.5).get_learning_rate(1.0, t, dtype=np.float64)
+    >>> with ng.NumPyTransformer() as transformer:
+    ...     at = transformer.computation(rate, t)
+    ...     print([float(at(i)) for i in (0, 2, 6)])
+    [1.0, 0.5, 0.25]
     """
 
     def __init__(self, decay: float):
@@ -224,6 +344,29 @@ class Optimizer(abc.ABC):
     Subclasses give the per-variable rule in `_updates`. After a call,
     `iteration` is the step counter and `learning_rate_op` the rate op of the
     last update op built (a computation of it shows the current rate).
+
+    Parameters
+    ----------
+    learning_rate : float
+        The base learning rate (>= 0), before the schedule.
+    wdecay : float, default 0.0
+        L2 weight decay: ``wdecay * theta`` is added to every effective gradient.
+    gradient_clip_norm : float or None, default None
+        Scale all gradients together so their joint L2 norm is at most this
+        (None: no scaling).
+    gradient_clip_value : float or None, default None
+        Clip each gradient element to [-value, value] (None: no clipping).
+    schedule : Schedule or None, default None
+        The learning rate as a function of the iteration count; None keeps
+        it constant.
+    name : str or None, default None
+        Prefix of the optimizer's state tensors and step op; None is the class name.
+
+    Raises
+    ------
+    OptimizerError
+        When a rate, coefficient, epsilon or clipping bound is negative or
+        not a number.
     """
 
     def __init__(self, learning_rate: float, wdecay: float = 0.0,
@@ -240,7 +383,41 @@ class Optimizer(abc.ABC):
         self.learning_rate_op: Optional[Op] = None
 
     def __call__(self, cost, variables: Optional[Sequence[Op]] = None) -> Op:
-        """One op, without a value, that performs a training step on `variables`."""
+        """One op, without a value, that performs a training step on `variables`.
+
+        Running it computes every gradient first, then updates the variables
+        and the optimizer's state and increments `iteration` (the module
+        docstring gives the order and the rules). Pair it with the loss,
+        ``ng.sequential([optimizer(cost), cost])``, so that one call of a
+        computation is one step and returns the loss.
+
+        Parameters
+        ----------
+        cost : Op
+            The cost: a scalar, or a tensor that is summed over all its axes
+            and divided by its batch axis's length (v0.4's rule).
+        variables : sequence of Op or None, default None
+            The variables to train; None means every trainable variable the
+            cost depends on.
+
+        Returns
+        -------
+        Op
+            The step op (no value), built inside ``ng.Op.saved_user_deps()``
+            so it runs only in computations that name it.
+
+        Raises
+        ------
+        axgraph.GraphError
+            When there is no variable to train, an element of `variables` is
+            not a variable, or one is listed twice.
+        axgraph.DTypeError
+            When a variable is not of a floating-point type.
+        axgraph.AxgraphTypeError
+            When the cost has no value to differentiate (an assign, a step op).
+        axgraph.NotDifferentiableError
+            When the cost depends on a variable through an op without a derivative.
+        """
         cost = as_op(cost)
         with Op.saved_user_deps():
             cost = _reduced_cost(cost)
@@ -334,6 +511,49 @@ class GradientDescentMomentum(Optimizer):
 
     The velocity v starts at 0. `stochastic_round` (v0.4's third argument) must
     stay False: rounding to reduced precision is not implemented.
+    Call the optimizer on a cost to get the op of one training step (see
+    ``Optimizer.__call__`` and the module docstring).
+
+    Parameters
+    ----------
+    learning_rate : float
+        The base learning rate alpha (>= 0), before the schedule.
+    momentum_coef : float, default 0.0
+        The momentum mu (>= 0); 0 is plain SGD (no velocity is kept).
+    stochastic_round : bool, default False
+        v0.4's reduced-precision rounding; must be False.
+    wdecay : float, default 0.0
+        L2 weight decay: ``wdecay * theta`` is added to every effective gradient.
+    gradient_clip_norm : float or None, default None
+        Scale all gradients together so their joint L2 norm is at most this
+        (None: no scaling).
+    gradient_clip_value : float or None, default None
+        Clip each gradient element to [-value, value] (None: no clipping).
+    name : str or None, default None
+        Prefix of the optimizer's state tensors and step op; None is the class name.
+    schedule : Schedule or None, default None
+        The learning rate as a function of the iteration count; None keeps
+        it constant.
+    nesterov : bool, default False
+        Use Nesterov's momentum (the step looks ahead along the velocity).
+
+    Raises
+    ------
+    OptimizerError
+        When a rate, coefficient, epsilon or clipping bound is negative or
+        not a number, or `stochastic_round` is set.
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> X = ng.make_axis(2, name="X")
+    >>> w = ng.variable([X], initial_value=np.array([1.0, -2.0]), dtype=np.float64)
+    >>> cost = ng.sum(w * w, out_axes=())                # gradient 2 w
+    >>> step = ng.sequential([GradientDescentMomentum(0.1)(cost), cost])
+    >>> with ng.NumPyTransformer() as t:
+    ...     train, weights = t.computation(step), t.computation(w)
+    ...     print(train(), weights())      # the loss before the step, w - 0.1 * 2 w
+    5.0 [ 0.8 -1.6]
     """
 
     def __init__(self, learning_rate: float, momentum_coef: float = 0.0,
@@ -370,6 +590,35 @@ class RMSProp(Optimizer):
 
     mu starts at 0, as in neon. The arguments come in v0.4's order:
     ``RMSProp(0.95, 2e-3)`` is decay_rate 0.95, learning rate 0.002.
+    Call the optimizer on a cost to get the op of one training step (see
+    ``Optimizer.__call__`` and the module docstring).
+
+    Parameters
+    ----------
+    decay_rate : float, default 0.95
+        lambda, the weight of the old average, in [0, 1].
+    learning_rate : float, default 2e-3
+        The base learning rate alpha (>= 0), before the schedule.
+    epsilon : float, default 1e-6
+        Keeps the division finite (>= 0).
+    gradient_clip_norm : float or None, default None
+        Scale all gradients together so their joint L2 norm is at most this
+        (None: no scaling).
+    gradient_clip_value : float or None, default None
+        Clip each gradient element to [-value, value] (None: no clipping).
+    name : str or None, default None
+        Prefix of the optimizer's state tensors and step op; None is the class name.
+    schedule : Schedule or None, default None
+        The learning rate as a function of the iteration count; None keeps
+        it constant.
+    wdecay : float, default 0.0
+        L2 weight decay: ``wdecay * theta`` is added to every effective gradient. Keyword only.
+
+    Raises
+    ------
+    OptimizerError
+        When a rate, coefficient, epsilon or clipping bound is negative or
+        not a number, or `decay_rate` is outside [0, 1].
     """
 
     def __init__(self, decay_rate: float = 0.95, learning_rate: float = 2e-3,
@@ -404,7 +653,39 @@ class Adam(Optimizer):
 
     m and v start at 0. (neon's code folds the corrections into the rate,
     alpha * sqrt(1 - beta_2**t) / (1 - beta_1**t) * m' / (sqrt(v') + epsilon),
-    which differs only in how epsilon is scaled.)
+    which differs only in how epsilon is scaled.) Not in v0.4; the arguments
+    come in ngraph's later order.
+    Call the optimizer on a cost to get the op of one training step (see
+    ``Optimizer.__call__`` and the module docstring).
+
+    Parameters
+    ----------
+    learning_rate : float, default 1e-3
+        The base learning rate alpha (>= 0), before the schedule.
+    beta_1 : float, default 0.9
+        Decay of the first-moment average m, in [0, 1).
+    beta_2 : float, default 0.999
+        Decay of the second-moment average v, in [0, 1).
+    epsilon : float, default 1e-8
+        Keeps the division finite (>= 0).
+    gradient_clip_norm : float or None, default None
+        Scale all gradients together so their joint L2 norm is at most this
+        (None: no scaling).
+    gradient_clip_value : float or None, default None
+        Clip each gradient element to [-value, value] (None: no clipping).
+    name : str or None, default None
+        Prefix of the optimizer's state tensors and step op; None is the class name.
+    schedule : Schedule or None, default None
+        The learning rate as a function of the iteration count; None keeps
+        it constant.
+    wdecay : float, default 0.0
+        L2 weight decay: ``wdecay * theta`` is added to every effective gradient. Keyword only.
+
+    Raises
+    ------
+    OptimizerError
+        When a rate, coefficient, epsilon or clipping bound is negative or
+        not a number, or a beta is outside [0, 1).
     """
 
     def __init__(self, learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.999,
@@ -442,7 +723,34 @@ class Adagrad(Optimizer):
         G' = G + g**2
         theta' = theta - alpha * g / sqrt(G' + epsilon)
 
-    G starts at 0.
+    G starts at 0. Not in v0.4; the arguments come in ngraph's later order.
+    Call the optimizer on a cost to get the op of one training step (see
+    ``Optimizer.__call__`` and the module docstring).
+
+    Parameters
+    ----------
+    learning_rate : float, default 0.01
+        The base learning rate alpha (>= 0), before the schedule.
+    epsilon : float, default 1e-8
+        Keeps the division finite (>= 0).
+    gradient_clip_norm : float or None, default None
+        Scale all gradients together so their joint L2 norm is at most this
+        (None: no scaling).
+    gradient_clip_value : float or None, default None
+        Clip each gradient element to [-value, value] (None: no clipping).
+    name : str or None, default None
+        Prefix of the optimizer's state tensors and step op; None is the class name.
+    schedule : Schedule or None, default None
+        The learning rate as a function of the iteration count; None keeps
+        it constant.
+    wdecay : float, default 0.0
+        L2 weight decay: ``wdecay * theta`` is added to every effective gradient. Keyword only.
+
+    Raises
+    ------
+    OptimizerError
+        When a rate, coefficient, epsilon or clipping bound is negative or
+        not a number.
     """
 
     def __init__(self, learning_rate: float = 0.01, epsilon: float = 1e-8,

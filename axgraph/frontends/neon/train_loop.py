@@ -36,7 +36,13 @@ from .callbacks import Callback
 
 
 class CallbackPhase(enum.Enum):
-    """When a callback is called (v0.4's names)."""
+    """When a callback is called (v0.4's names).
+
+    ``train_pre_`` and ``train_post`` come once, before and after the loop;
+    ``minibatch_pre_`` and ``minibatch_post`` around every batch (with the
+    batch and its index). ``interval_pre_`` and ``interval_post`` are v0.4's
+    names for the ends of an interval; ``loop_train`` does not send them.
+    """
 
     train_pre_ = 0
     train_post = 1
@@ -57,7 +63,30 @@ def _write(line: str) -> None:
 
 
 class CallbackContainer:
-    """The callbacks of one training run and the store their history goes to."""
+    """The callbacks of one training run and the store their history goes to.
+
+    Calling the container with a phase calls every callback with the store
+    (``callback_data``), in order; after ``train_post`` the store is flushed.
+    The store is opened at once (module callback_data: an HDF5 file when
+    h5py is installed, else NumPy arrays in memory) and holds a group
+    "config" with attribute ``total_iterations``. Close it with ``close()``
+    or by using the container in a ``with`` statement.
+
+    Parameters
+    ----------
+    output_file : str or None
+        HDF5 file to write the history to (replaced if it exists); None
+        keeps it in memory.
+    total_iterations : int
+        The iterations of the run; callbacks size their datasets by it.
+    callback_list : list of Callback or None, default None
+        The callbacks, in the order they are called.
+
+    Raises
+    ------
+    CallbackDataError
+        When `output_file` is given and h5py is not installed.
+    """
 
     def __init__(self, output_file: Optional[str], total_iterations: int,
                  callback_list: Optional[List[Callback]] = None):
@@ -70,12 +99,39 @@ class CallbackContainer:
         return iter(self._callbacks)
 
     def append(self, callback: Callback) -> None:
+        """Add `callback` at the end (it is called last).
+
+        Parameters
+        ----------
+        callback : Callback
+            The callback.
+        """
         self._callbacks.append(callback)
 
     def insert(self, index: int, callback: Callback) -> None:
+        """Add `callback` at position `index`, as ``list.insert``.
+
+        Parameters
+        ----------
+        index : int
+            Its position in the calling order.
+        callback : Callback
+            The callback.
+        """
         self._callbacks.insert(index, callback)
 
     def __call__(self, phase: CallbackPhase, data: Any = None, idx: Optional[int] = None) -> None:
+        """Call every callback for `phase` (what ``loop_train`` does).
+
+        Parameters
+        ----------
+        phase : CallbackPhase
+            Which point of the loop this is.
+        data : dict of str to numpy.ndarray or None, default None
+            The minibatch, in the minibatch phases.
+        idx : int or None, default None
+            The iteration, in the minibatch phases.
+        """
         for callback in self._callbacks:
             callback(self.callback_data, phase, data, idx)
         if phase is CallbackPhase.train_post:
@@ -93,12 +149,38 @@ class CallbackContainer:
 
 
 class TrainCostCallback(Callback):
-    """Runs the training computation on each batch and records its ``batch_cost``."""
+    """Runs the training computation on each batch and records its ``batch_cost``.
+
+    As in v0.4, this callback *is* the training step of ``loop_train``: at
+    every ``minibatch_post`` it calls the computation on the batch and
+    stores the output "batch_cost" in dataset "cost/train" (made at
+    ``train_pre_``, one entry per iteration).
+
+    Parameters
+    ----------
+    computation : callable
+        Called with each batch (a dict of arrays); returns a dict with a
+        scalar "batch_cost": typically a BoundComputation whose outputs are
+        the cost and the optimizer's update op.
+    """
 
     def __init__(self, computation: Callable[[Mapping[str, np.ndarray]], Mapping[str, Any]]):
         self.computation = computation
 
     def __call__(self, callback_data, phase, data=None, idx=None) -> None:
+        """Make "cost/train" (train_pre_); run a step and record its cost (minibatch_post).
+
+        Parameters
+        ----------
+        callback_data : h5py.File or MemoryGroup
+            The run's history store.
+        phase : CallbackPhase
+            Which point of the loop this is.
+        data : dict of str to numpy.ndarray or None, default None
+            The minibatch, in the minibatch phases.
+        idx : int or None, default None
+            The iteration, in the minibatch phases.
+        """
         if phase is CallbackPhase.train_pre_:
             iterations = callback_data["config"].attrs["total_iterations"]
             callback_data.create_dataset("cost/train", (iterations,), dtype="float32")
@@ -108,7 +190,12 @@ class TrainCostCallback(Callback):
 
 
 class RunTimerCallback(Callback):
-    """Records when training started and ended (seconds since the epoch)."""
+    """Records when training started and ended (seconds since the epoch).
+
+    Writes ``time/train/start_time`` at ``train_pre_`` and
+    ``time/train/end_time`` at ``train_post`` (unit attribute "seconds").
+    Takes no arguments.
+    """
 
     def __call__(self, callback_data, phase, data=None, idx=None) -> None:
         if phase is CallbackPhase.train_pre_:
@@ -123,7 +210,11 @@ class RunTimerCallback(Callback):
 
 
 class ProgressCallback(Callback):
-    """A tqdm bar over all iterations (when tqdm is installed)."""
+    """A tqdm bar over all iterations (when tqdm is installed).
+
+    Drawn on sys.stderr and advanced at every ``minibatch_post``; without
+    tqdm it does nothing. Takes no arguments.
+    """
 
     def __call__(self, callback_data, phase, data=None, idx=None) -> None:
         if phase is CallbackPhase.train_pre_:
@@ -141,7 +232,17 @@ class ProgressCallback(Callback):
 
 
 class TrainLoggerCallback(Callback):
-    """Every `frequency` iterations, logs the mean training cost of those iterations."""
+    """Every `frequency` iterations, logs the mean training cost of those iterations.
+
+    Reads "cost/train" (so it needs a TrainCostCallback before it) and
+    writes a line to sys.stderr, through tqdm when installed so that a
+    progress bar is not broken.
+
+    Parameters
+    ----------
+    frequency : int
+        The interval, in iterations.
+    """
 
     def __init__(self, frequency: int):
         self.frequency = int(frequency)
@@ -154,7 +255,21 @@ class TrainLoggerCallback(Callback):
 
 
 class LossCallback(Callback):
-    """Every `frequency` iterations, the mean of each output of `interval_loss_comp` on `dataset`."""
+    """Every `frequency` iterations, the mean of each output of `interval_loss_comp` on `dataset`.
+
+    Evaluates with ``loop_eval`` and stores each output's mean in
+    ``cost/<name>`` (one entry per interval) and the seconds it took in
+    "time/loss"; logs them to sys.stderr, and once more after training.
+
+    Parameters
+    ----------
+    frequency : int
+        The interval, in iterations.
+    dataset : ArrayIterator
+        The evaluation set (reset before every evaluation).
+    interval_loss_comp : BoundComputation
+        The evaluation computation; its output names name the datasets.
+    """
 
     def __init__(self, frequency: int, dataset, interval_loss_comp):
         self.frequency = int(frequency)
@@ -185,6 +300,60 @@ def make_default_callbacks(output_file: Optional[str], frequency: int, train_com
     """v0.4's standard set: train cost, its log, eval losses (with an eval set), progress bar.
 
     `transformer` is accepted for later ngraph versions' signature and not needed.
+
+    Parameters
+    ----------
+    output_file : str or None
+        HDF5 file for the history (needs h5py); None keeps it in memory.
+    frequency : int
+        Iterations between the logs of training cost and evaluations.
+    train_computation : callable
+        The training step: called with each batch, returns a dict with a
+        scalar "batch_cost" (a BoundComputation).
+    total_iterations : int
+        The iterations of the run (the training ArrayIterator's).
+    eval_set : ArrayIterator or None, default None
+        The evaluation set; None adds no LossCallback.
+    loss_computation : BoundComputation or None, default None
+        What is averaged over `eval_set` every `frequency` iterations.
+    use_progress_bar : bool, default True
+        Add a ProgressCallback.
+    transformer : Transformer or None, default None
+        Ignored.
+
+    Returns
+    -------
+    CallbackContainer
+        TrainCostCallback, TrainLoggerCallback, then LossCallback and
+        ProgressCallback when asked for; pass it to ``loop_train``.
+
+    Raises
+    ------
+    CallbackDataError
+        When `output_file` is given and h5py is not installed.
+
+    Examples
+    --------
+    A v0.4 training run: learn w in y = w x from 8 examples, 20 steps.
+
+    >>> import numpy as np, axgraph as ng
+    >>> xs = np.linspace(-1, 1, 8)
+    >>> train_set = ArrayIterator({"x": xs, "y": 3 * xs}, batch_size=4, total_iterations=20)
+    >>> inputs = train_set.make_placeholders()
+    >>> w = ng.variable((), initial_value=0.0)
+    >>> loss = ng.square(w * inputs["x"] - inputs["y"])
+    >>> outputs = dict(batch_cost=ng.mean(loss, out_axes=()),
+    ...                updates=GradientDescentMomentum(0.5)(loss))
+    >>> with ng.NumPyTransformer() as transformer:
+    ...     train = make_bound_computation(transformer, outputs, inputs)
+    ...     with make_default_callbacks(output_file=None, frequency=10, train_computation=train,
+    ...                                 total_iterations=20, use_progress_bar=False) as cbs:
+    ...         loop_train(train_set, train, cbs)
+    ...         costs = cbs.callback_data["cost/train"]
+    ...         print(len(costs), bool(costs[-1] < 1e-3 * costs[0]))
+    ...     print(round(float(transformer.computation(w)()), 3))
+    20 True
+    3.0
     """
     callbacks: List[Callback] = [TrainCostCallback(train_computation),
                                  TrainLoggerCallback(frequency)]
@@ -201,6 +370,23 @@ def loop_train(dataset: Iterable[Mapping[str, np.ndarray]], computation,
 
     As in v0.4, the callbacks run `computation` (TrainCostCallback does); the
     argument is there for the callbacks' sake and to document the call.
+    The phases: ``train_pre_``; for every batch ``minibatch_pre_`` and
+    ``minibatch_post`` (with the batch and its index); ``train_post``. The
+    dataset is not reset first, so an ArrayIterator built with
+    ``total_iterations`` gives the whole run in one pass.
+
+    Parameters
+    ----------
+    dataset : iterable of dict
+        The batches (an ArrayIterator).
+    computation : callable
+        The training computation; not called here.
+    callbacks : CallbackContainer
+        Called at every phase (see ``make_default_callbacks``).
+
+    Examples
+    --------
+    See ``make_default_callbacks``.
     """
     callbacks(CallbackPhase.train_pre_)
     for index, batch in enumerate(dataset):
@@ -225,7 +411,31 @@ def loop_eval(dataset, computation) -> Dict[str, float]:
 
     The dataset is reset first; outputs with a batch axis are averaged per
     example over its first ``dataset.ndata`` examples, so the examples a
-    wrapped-around last batch repeats do not count twice.
+    wrapped-around last batch repeats do not count twice. An output without
+    a batch axis counts once per batch; outputs without a value are skipped.
+
+    Parameters
+    ----------
+    dataset : ArrayIterator
+        The evaluation set; it is reset, then iterated once.
+    computation : callable
+        Called with each batch; returns a dict name -> array (a
+        BoundComputation, whose ``output_axes`` tell where the batch axis is).
+
+    Returns
+    -------
+    dict of str to float
+        The mean of each output, by name.
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> data = ArrayIterator({"x": np.arange(5.0)}, batch_size=2)   # batches 0 1, 2 3, 4 0
+    >>> inputs = data.make_placeholders()
+    >>> with ng.NumPyTransformer() as t:
+    ...     double = make_bound_computation(t, dict(y=2 * inputs["x"]), inputs)
+    ...     print(loop_eval(data, double))     # mean of 0, 2, 4, 6, 8: no example twice
+    {'y': 4.0}
     """
     dataset.reset()
     axes = getattr(computation, "output_axes", {})
