@@ -20,7 +20,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ...errors import AxgraphError
+from ...debug_info import user_location
+from ...errors import AxgraphError, AxgraphValueError
 
 _store_serials = itertools.count()
 
@@ -59,7 +60,7 @@ class MemoryGroup:
                 node._members[name] = MemoryGroup()
             found = node._members[name]
             if not isinstance(found, MemoryGroup):
-                raise ValueError(f"{name} in {path} is a dataset, not a group")
+                raise AxgraphValueError(f"{name} in {path} is a dataset, not a group", user_location())
             node = found
         return node, leaf
 
@@ -78,12 +79,12 @@ class MemoryGroup:
 
         Raises
         ------
-        ValueError
+        AxgraphValueError
             When `path` exists, or a part of it is a dataset.
         """
         parent, leaf = self._parent(path, create=True)
         if leaf in parent._members:
-            raise ValueError(f"{path} already exists")
+            raise AxgraphValueError(f"{path} already exists", user_location())
         group = parent._members[leaf] = MemoryGroup()
         return group
 
@@ -106,12 +107,12 @@ class MemoryGroup:
 
         Raises
         ------
-        ValueError
+        AxgraphValueError
             When `path` exists, or a part of it is a dataset.
         """
         parent, leaf = self._parent(path, create=True)
         if leaf in parent._members:
-            raise ValueError(f"{path} already exists")
+            raise AxgraphValueError(f"{path} already exists", user_location())
         dataset = np.zeros(shape, dtype=dtype).view(MemoryDataset)
         dataset.attrs = {}
         parent._members[leaf] = dataset

@@ -21,6 +21,9 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequ
 
 import numpy as np
 
+from ...debug_info import user_location
+from ...errors import AxgraphValueError
+
 
 @dataclasses.dataclass
 class FitState:
@@ -213,9 +216,9 @@ class EarlyStopping(Callback):
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When `mode` is not one of those, or `patience` or `min_delta` is negative.
-    KeyError
+    AxgraphValueError
         At the end of an epoch whose logs lack `monitor`.
 
     Examples
@@ -236,9 +239,9 @@ class EarlyStopping(Callback):
         if mode == "auto":
             mode = "max" if "acc" in monitor else "min"
         if mode not in _IMPROVES:
-            raise ValueError(f"EarlyStopping mode must be 'min', 'max' or 'auto', not {mode!r}")
+            raise AxgraphValueError(f"EarlyStopping mode must be 'min', 'max' or 'auto', not {mode!r}", user_location())
         if patience < 0 or min_delta < 0:
-            raise ValueError("EarlyStopping patience and min_delta must be >= 0")
+            raise AxgraphValueError("EarlyStopping patience and min_delta must be >= 0", user_location())
         self.patience, self.monitor, self.min_delta, self.mode = int(patience), monitor, \
             float(min_delta), mode
         self.stopped_epoch: Optional[int] = None
@@ -248,8 +251,8 @@ class EarlyStopping(Callback):
 
     def on_epoch_end(self, state: FitState) -> None:
         if self.monitor not in state.logs:
-            raise KeyError(f"EarlyStopping monitors {self.monitor!r}, but the epoch logs only "
-                           f"have {sorted(state.logs)}; return it from evaluate()")
+            raise AxgraphValueError(f"EarlyStopping monitors {self.monitor!r}, but the epoch logs only "
+                           f"have {sorted(state.logs)}; return it from evaluate()", user_location())
         value = state.logs[self.monitor]
         if _IMPROVES[self.mode](value, self.best, self.min_delta):
             self.best, self.best_epoch, self.wait = value, state.epoch, 0
@@ -409,7 +412,7 @@ def fit(train_step: Callable[..., Any], data: Iterable[Mapping[str, np.ndarray]]
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When `epochs` is not a non-negative int.
 
     Examples
@@ -420,7 +423,7 @@ def fit(train_step: Callable[..., Any], data: Iterable[Mapping[str, np.ndarray]]
     [2.5, 1.25, 1.1]
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
-        raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
+        raise AxgraphValueError(f"epochs must be a non-negative int, got {epochs!r}", user_location())
     callbacks = list(callbacks)
     history = next((c for c in callbacks if isinstance(c, MetricsHistory)), None)
     if history is None:

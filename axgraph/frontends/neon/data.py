@@ -31,7 +31,8 @@ from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ...axes import Axes, AxesLike, Axis, make_axis
-from ...errors import AxisLengthError
+from ...debug_info import user_location
+from ...errors import AxgraphTypeError, AxgraphValueError, AxisLengthError
 from ...op_graph.tensors import AssignableTensorOp, placeholder
 
 #: The name a single array (rather than a dict of arrays) gets.
@@ -45,7 +46,7 @@ Batch = Dict[str, np.ndarray]
 
 def _positive_int(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{what} must be a positive int, got {value!r}")
+        raise AxgraphValueError(f"{what} must be a positive int, got {value!r}", user_location())
     return int(value)
 
 
@@ -125,7 +126,7 @@ class ArrayIterator(_EpochIterator):
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When there is no array, the arrays hold different numbers of examples
         (or one is a scalar), or `batch_size` / `total_iterations` is not a
         positive int or `batch_size` exceeds the number of examples.
@@ -148,16 +149,16 @@ class ArrayIterator(_EpochIterator):
                  total_iterations: Optional[int] = None, shuffle: bool = False, seed: int = 0):
         arrays = dict(data) if isinstance(data, Mapping) else {SINGLE_ARRAY_KEY: data}
         if not arrays:
-            raise ValueError("ArrayIterator needs at least one array")
+            raise AxgraphValueError("ArrayIterator needs at least one array", user_location())
         self.data: Dict[str, np.ndarray] = {name: np.asarray(a) for name, a in arrays.items()}
         counts = {name: (a.shape[0] if a.ndim else None) for name, a in self.data.items()}
         if None in counts.values() or len(set(counts.values())) != 1:
-            raise ValueError(f"ArrayIterator: every array needs the same number of examples along "
-                             f"dim 0; got {counts}")
+            raise AxgraphValueError(f"ArrayIterator: every array needs the same number of examples along "
+                             f"dim 0; got {counts}", user_location())
         self.ndata: int = next(n for n in counts.values() if n is not None)  # all equal
         self.batch_size = _positive_int(batch_size, "batch_size")
         if self.batch_size > self.ndata:
-            raise ValueError(f"batch_size {batch_size} is larger than the {self.ndata} examples")
+            raise AxgraphValueError(f"batch_size {batch_size} is larger than the {self.ndata} examples", user_location())
         self.shuffle = bool(shuffle)
         self.seed = seed
         super().__init__(total_iterations)
@@ -221,12 +222,12 @@ class ArrayIterator(_EpochIterator):
 
         Raises
         ------
-        ValueError
+        AxgraphValueError
             When `axes` names an array this iterator does not have.
         axgraph.AxisLengthError
             When an axis given has a length other than the data's (or the
             batch size), or an array is given the wrong number of axes.
-        TypeError
+        AxgraphTypeError
             When an array's element type cannot be held by a placeholder.
 
         Examples
@@ -241,8 +242,8 @@ class ArrayIterator(_EpochIterator):
         axes = dict(axes or {})
         unknown = set(axes) - set(self.data)
         if unknown:
-            raise ValueError(f"make_placeholders: axes given for {sorted(unknown)}, which are not "
-                             f"arrays of this iterator ({sorted(self.data)})")
+            raise AxgraphValueError(f"make_placeholders: axes given for {sorted(unknown)}, which are not "
+                             f"arrays of this iterator ({sorted(self.data)})", user_location())
         if batch_axis is None:
             batch_axis = make_axis(self.batch_size, name="N")
         _fit_length(batch_axis, self.batch_size, "the batch size")
@@ -291,7 +292,7 @@ class SequentialArrayIterator(_EpochIterator):
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When `data_arrays` is not a non-empty dict of 1-d arrays of one
         length, `time_steps` or `batch_size` is not a positive int, there are
         fewer tokens than one batch, or an option needs a `tgt_key` array that
@@ -313,25 +314,25 @@ class SequentialArrayIterator(_EpochIterator):
                  total_iterations: Optional[int] = None, reverse_target: bool = False,
                  get_prev_target: bool = False, tgt_key: str = "tgt_txt"):
         if not isinstance(data_arrays, Mapping) or not data_arrays:
-            raise ValueError("SequentialArrayIterator needs a dict name -> 1-d token array")
+            raise AxgraphValueError("SequentialArrayIterator needs a dict name -> 1-d token array", user_location())
         arrays = {name: np.asarray(a) for name, a in data_arrays.items()}
         lengths = {name: (len(a) if a.ndim == 1 else None) for name, a in arrays.items()}
         if None in lengths.values() or len(set(lengths.values())) != 1:
-            raise ValueError(f"SequentialArrayIterator: every array must be 1-d and of one "
-                             f"length; got shapes { {n: a.shape for n, a in arrays.items()} }")
+            raise AxgraphValueError(f"SequentialArrayIterator: every array must be 1-d and of one "
+                             f"length; got shapes { {n: a.shape for n, a in arrays.items()} }", user_location())
         self.time_steps = _positive_int(time_steps, "time_steps")
         self.batch_size = _positive_int(batch_size, "batch_size")
         length = next(n for n in lengths.values() if n is not None)  # all equal
         #: Sequences of `time_steps` tokens used (a whole number of batches' worth).
         self.ndata = length // (self.batch_size * self.time_steps) * self.batch_size
         if self.ndata == 0:
-            raise ValueError(f"SequentialArrayIterator: {length} tokens are fewer than one batch "
-                             f"of {self.batch_size} x {self.time_steps}")
+            raise AxgraphValueError(f"SequentialArrayIterator: {length} tokens are fewer than one batch "
+                             f"of {self.batch_size} x {self.time_steps}", user_location())
         windows = {name: a[:self.ndata * self.time_steps].reshape(
             self.batch_size, self.nbatches, self.time_steps) for name, a in arrays.items()}
         if (reverse_target or get_prev_target) and tgt_key not in windows:
-            raise ValueError(f"SequentialArrayIterator: no target array {tgt_key!r} to reverse or "
-                             f"shift; arrays are {sorted(windows)}")
+            raise AxgraphValueError(f"SequentialArrayIterator: no target array {tgt_key!r} to reverse or "
+                             f"shift; arrays are {sorted(windows)}", user_location())
         if reverse_target:
             windows[tgt_key] = windows[tgt_key][:, :, ::-1]
         if get_prev_target:
@@ -375,7 +376,7 @@ class SequentialArrayIterator(_EpochIterator):
         ------
         axgraph.AxisLengthError
             When an axis given has a length other than `time_steps` or `batch_size`.
-        TypeError
+        AxgraphTypeError
             When an array's element type cannot be held by a placeholder.
         """
         time_axis = time_axis if time_axis is not None else make_axis(name="REC")
@@ -390,8 +391,8 @@ class SequentialArrayIterator(_EpochIterator):
 def _placeholder_dtype(name: str, array: np.ndarray):
     dtype = PLACEHOLDER_DTYPES.get(array.dtype.kind)
     if dtype is None:
-        raise TypeError(f"make_placeholders: array {name!r} has dtype {array.dtype}, which a "
-                        f"placeholder cannot hold")
+        raise AxgraphTypeError(f"make_placeholders: array {name!r} has dtype {array.dtype}, which a "
+                        f"placeholder cannot hold", user_location())
     return dtype
 
 

@@ -43,7 +43,8 @@ from typing import Optional, Sequence, Tuple, Union, cast
 import numpy as np
 
 from ...axes import Axes, AxesLike, make_axis
-from ...errors import AxisLengthError
+from ...debug_info import user_location
+from ...errors import AxgraphValueError, AxisLengthError
 
 _default_rng = np.random.default_rng(0)
 
@@ -236,7 +237,7 @@ class Uniform(Initializer):
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When ``high < low``.
 
     Examples
@@ -249,7 +250,7 @@ class Uniform(Initializer):
     def __init__(self, low: float = 0.0, high: float = 1.0, seed: Optional[int] = None):
         super().__init__(seed)
         if not high >= low:
-            raise ValueError(f"Uniform needs low <= high, got low={low}, high={high}")
+            raise AxgraphValueError(f"Uniform needs low <= high, got low={low}, high={high}", user_location())
         self.low, self.high = float(low), float(high)
 
     def _draw(self, axes, shape):
@@ -274,14 +275,14 @@ class Gaussian(Initializer):
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When ``scale < 0``.
     """
 
     def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: Optional[int] = None):
         super().__init__(seed)
         if scale < 0:
-            raise ValueError(f"Gaussian needs scale >= 0, got {scale}")
+            raise AxgraphValueError(f"Gaussian needs scale >= 0, got {scale}", user_location())
         self.loc, self.scale = float(loc), float(scale)
 
     def _draw(self, axes, shape):
@@ -359,7 +360,7 @@ class GaussianInit(Gaussian):
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When ``var < 0``.
     """
 
@@ -384,7 +385,7 @@ class UniformInit(Uniform):
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When ``high < low``.
     """
 

@@ -50,7 +50,8 @@ import numpy as np
 
 from ... import autodiff
 from ...debug_info import user_location
-from ...errors import AxgraphError, DTypeError, GraphError
+from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, DTypeError,
+                      GraphError)
 from ...op_graph import control, elementwise as ew, nn, reductions as red
 from ...op_graph.op import Op
 from ...op_graph.tensors import as_op
@@ -86,8 +87,8 @@ def _count_reached(iteration: Op, steps: Sequence[int], dtype) -> Op:
 def _check_steps(step_config, what: str) -> List[int]:
     steps = [int(s) for s in step_config]
     if any(s < 0 for s in steps) or any(b <= a for a, b in zip(steps, steps[1:])):
-        raise ValueError(f"{what}: step_config must be increasing non-negative iterations, "
-                         f"got {list(step_config)}")
+        raise AxgraphValueError(f"{what}: step_config must be increasing non-negative iterations, "
+                         f"got {list(step_config)}", user_location())
     return steps
 
 
@@ -116,10 +117,10 @@ class Schedule:
 
     Raises
     ------
-    TypeError
+    AxgraphTypeError
         When `change` is a list (StepSchedule takes lists of rates) or
         `step_config` is of another kind.
-    ValueError
+    AxgraphValueError
         When `step_config` is a non-positive int, or a list that is not
         increasing or has a negative entry.
 
@@ -138,14 +139,14 @@ class Schedule:
 
     def __init__(self, step_config=None, change: float = 1.0):
         if isinstance(change, (list, tuple)):
-            raise TypeError("Schedule takes one change factor; to set the rate to given values at "
-                            "given iterations use StepSchedule(step_config, change)")
+            raise AxgraphTypeError("Schedule takes one change factor; to set the rate to given values at "
+                            "given iterations use StepSchedule(step_config, change)", user_location())
         if isinstance(step_config, bool) or not (
                 step_config is None or isinstance(step_config, (numbers.Integral, list, tuple))):
-            raise TypeError(f"Schedule step_config must be None, an int or a list of iterations, "
-                            f"not {step_config!r}")
+            raise AxgraphTypeError(f"Schedule step_config must be None, an int or a list of iterations, "
+                            f"not {step_config!r}", user_location())
         if isinstance(step_config, numbers.Integral) and step_config < 1:
-            raise ValueError(f"Schedule step_config must be a positive int, got {step_config}")
+            raise AxgraphValueError(f"Schedule step_config must be a positive int, got {step_config}", user_location())
         if isinstance(step_config, (list, tuple)):
             step_config = _check_steps(step_config, "Schedule")
         self.step_config = step_config
@@ -198,9 +199,9 @@ class PowerSchedule(Schedule):
 
     Raises
     ------
-    TypeError
+    AxgraphTypeError
         When `step_config` is not an int.
-    ValueError
+    AxgraphValueError
         When `step_config` is not positive.
 
     Examples
@@ -216,7 +217,7 @@ class PowerSchedule(Schedule):
 
     def __init__(self, step_config: int, change: float):
         if isinstance(step_config, bool) or not isinstance(step_config, numbers.Integral):
-            raise TypeError(f"PowerSchedule step_config must be an int, not {step_config!r}")
+            raise AxgraphTypeError(f"PowerSchedule step_config must be an int, not {step_config!r}", user_location())
         super().__init__(step_config, change)
 
 
@@ -235,9 +236,9 @@ class StepSchedule(Schedule):
 
     Raises
     ------
-    TypeError
+    AxgraphTypeError
         When `step_config` or `change` is not a list (or tuple).
-    ValueError
+    AxgraphValueError
         When their lengths differ, or `step_config` is not increasing or
         has a negative entry.
 
@@ -256,9 +257,9 @@ class StepSchedule(Schedule):
 
     def __init__(self, step_config: Sequence[int], change: Sequence[float]):
         if not isinstance(step_config, (list, tuple)) or not isinstance(change, (list, tuple)):
-            raise TypeError("StepSchedule takes a list of iterations and a list of rates")
+            raise AxgraphTypeError("StepSchedule takes a list of iterations and a list of rates", user_location())
         if len(step_config) != len(change):
-            raise ValueError(f"StepSchedule: {len(step_config)} iterations but {len(change)} rates")
+            raise AxgraphValueError(f"StepSchedule: {len(step_config)} iterations but {len(change)} rates", user_location())
         self.step_config = _check_steps(step_config, "StepSchedule")
         self.change = [float(c) for c in change]
 
@@ -286,7 +287,7 @@ class ExpSchedule(Schedule):
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         When `decay` is negative.
 
     Examples
@@ -302,7 +303,7 @@ class ExpSchedule(Schedule):
 
     def __init__(self, decay: float):
         if decay < 0:
-            raise ValueError(f"ExpSchedule decay must be >= 0, got {decay}")
+            raise AxgraphValueError(f"ExpSchedule decay must be >= 0, got {decay}", user_location())
         self.decay = float(decay)
 
     def get_learning_rate(self, learning_rate: float, iteration: Op, dtype=np.float32) -> Op:
