@@ -1,0 +1,198 @@
+"""The docstring of each core op class, composed from its own text and its family's.
+
+An op class's docstring says what is its own: the summary (its formula), a
+sentence on its semantics, and whichever NumPy-style entries differ from its
+family's. The entries it leaves out are filled in when the class is created
+(`Node.__init_subclass__`), so the class ends up with a complete docstring of
+its own, which is what `help()` and the API reference read:
+
+* a `Parameters` entry, by parameter name, for each constructor parameter;
+* the `Returns` section, whole;
+* a `Raises` entry, by exception name.
+
+Each comes from the first text that has it, looking at the class and then its
+base classes, nearest first: at each, its docstring as written, then the
+fragment its `_doc_shared` names (entries shared by ops of no common base, such
+as the window geometry of convolution and pooling). So a family base class (`UnaryElementwise`,
+`Reduction`, ...) states once what its ops share, `Node` states the `name`
+parameter and the errors every node raises, and an op restates an entry only to
+say something else. Filled-in text may say ``{op}`` (the class's name) and
+``{accepts}`` (the element types its `accepts` trait admits, such as "a
+floating-point"). A class whose parameters cannot all be found keeps its
+docstring as written.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+import weakref
+from typing import Dict, List, MutableMapping, NamedTuple, Optional, Sequence, Tuple
+
+#: Sections in the order NumPy-style docstrings give them; others follow in their own order.
+SECTION_ORDER = ("Parameters", "Returns", "Yields", "Raises", "Warns", "See Also", "Notes",
+                 "References", "Examples")
+
+_UNDERLINE = re.compile(r"^\s*-{3,}\s*$")
+_FIELD = re.compile(r"\{(op|accepts)\}")
+_COMPOSED = ("Parameters", "Returns", "Raises")
+
+
+class Entry(NamedTuple):
+    """One entry of a Parameters or Raises section: the names its first line lists
+    (``a, b : Node`` lists a and b), and its lines, the description indented below."""
+
+    names: Tuple[str, ...]
+    lines: Tuple[str, ...]
+
+
+class Docstring(NamedTuple):
+    """A docstring split into its head (summary and description) and its sections."""
+
+    head: Tuple[str, ...]
+    sections: Dict[str, List[str]]
+
+    def entries(self, title: str) -> List[Entry]:
+        """The entries of section `title` (none when the section is absent)."""
+        found: List[Entry] = []
+        for line in self.sections.get(title, ()):
+            if line.strip() and not line[:1].isspace():
+                head = line.split(" : ")[0]
+                names = tuple(n.strip().lstrip("*") for n in head.split(","))
+                found.append(Entry(names, (line,)))
+            elif found:
+                found[-1] = Entry(found[-1].names, found[-1].lines + (line,))
+        return [Entry(e.names, _strip_blank_end(e.lines)) for e in found]
+
+
+def _strip_blank_end(lines: Sequence[str]) -> Tuple[str, ...]:
+    end = len(lines)
+    while end and not lines[end - 1].strip():
+        end -= 1
+    return tuple(lines[:end])
+
+
+def parse(doc: Optional[str]) -> Docstring:
+    """`doc` (a raw docstring) as its head and its sections, by title."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    head: List[str] = []
+    sections: Dict[str, List[str]] = {}
+    current: Optional[List[str]] = None
+    for i, line in enumerate(lines):
+        if _UNDERLINE.match(line):
+            continue
+        if i + 1 < len(lines) and _UNDERLINE.match(lines[i + 1]) and line.strip():
+            current = sections.setdefault(line.strip(), [])
+        elif current is None:
+            head.append(line)
+        else:
+            current.append(line)
+    return Docstring(_strip_blank_end(head), sections)
+
+
+def render(doc: Docstring) -> str:
+    """The docstring text of `doc`, sections in the NumPy order."""
+    titles = [t for t in SECTION_ORDER if t in doc.sections]
+    titles += [t for t in doc.sections if t not in titles]
+    parts = ["\n".join(doc.head)]
+    for title in titles:
+        body = _strip_blank_end(doc.sections[title])
+        parts.append("\n".join((title, "-" * len(title)) + body))
+    return "\n\n".join(parts) + "\n"
+
+
+def constructor_parameters(cls: type) -> Tuple[str, ...]:
+    """The parameters a caller passes to `cls(...)`, in order (not self)."""
+    code = getattr(cls.__init__, "__code__", None)
+    if code is None:
+        return ()
+    count = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[:count])
+    if code.co_flags & inspect.CO_VARARGS:
+        names.append(code.co_varnames[count])
+        count += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        names.append(code.co_varnames[count])
+    return tuple(names[1:])
+
+
+# The docstring each class was written with, before composing (what subclasses inherit from).
+_WRITTEN: MutableMapping[type, Docstring] = weakref.WeakKeyDictionary()
+_SHARED: Dict[str, Docstring] = {}
+
+
+def _written(cls: type) -> Docstring:
+    if cls not in _WRITTEN:
+        _WRITTEN[cls] = parse(cls.__dict__.get("__doc__"))
+    return _WRITTEN[cls]
+
+
+def _sources(cls: type, root: type) -> List[Docstring]:
+    """The texts `cls`'s entries are looked up in, first one first: for each class from
+    `cls` up to `root`, its docstring as written, then the fragment it names."""
+    sources = []
+    for base in cls.__mro__:
+        if issubclass(base, root):
+            sources.append(_written(base))
+            shared = base.__dict__.get("_doc_shared")
+            if shared:
+                if shared not in _SHARED:
+                    _SHARED[shared] = parse(shared)
+                sources.append(_SHARED[shared])
+    return sources
+
+
+def _fields(cls: type) -> Dict[str, str]:
+    fields = {"op": cls.__name__}
+    accepts = getattr(cls, "accepts", None)
+    if accepts is not None:
+        from .ops._checks import KINDS  # the ops package imports this module's user, Node
+
+        fields["accepts"] = KINDS[accepts][1]
+    return fields
+
+
+def compose(cls: type, root: type) -> None:
+    """Give `cls` (a subclass of `root`) its complete docstring, as the module says."""
+    own = cls.__dict__.get("__doc__")
+    if not own:
+        return
+    sources = _sources(cls, root)
+    parameters: List[str] = []
+    listed: set = set()
+    signature = constructor_parameters(cls)
+    for name in signature:
+        if name in listed:
+            continue
+        entry = next((e for source in sources for e in source.entries("Parameters")
+                      if name in e.names and set(e.names) <= set(signature)), None)
+        if entry is None:
+            return  # not every parameter is described anywhere: keep the text as written
+        parameters += entry.lines
+        listed.update(entry.names)
+    raises: List[str] = []
+    raised: set = set()
+    for source in sources:
+        for entry in source.entries("Raises"):
+            if entry.names[0] not in raised:
+                raises += entry.lines
+                raised.add(entry.names[0])
+    sections = dict(sources[0].sections)
+    if parameters:
+        sections["Parameters"] = parameters
+    returns = next((s.sections["Returns"] for s in sources if "Returns" in s.sections), None)
+    if returns:
+        sections["Returns"] = returns
+    if raises:
+        sections["Raises"] = raises
+    fields = _fields(cls)
+
+    def fill(line: str) -> str:
+        return _FIELD.sub(lambda m: fields.get(m.group(1), m.group(0)), line)
+
+    filled = {title: [fill(line) for line in lines] if title in _COMPOSED else lines
+              for title, lines in sections.items()}
+    cls.__doc__ = render(Docstring(sources[0].head, filled))
+
+
+__all__ = ["Docstring", "Entry", "SECTION_ORDER", "compose", "constructor_parameters", "parse",
+           "render"]
