@@ -1,4 +1,4 @@
-"""The Node base class of the core IR (seed 004).
+"""The Node base class of the core IR.
 
 A node has inputs (other nodes, which must exist first, so no graph can be
 cyclic), attributes fixed at construction, exactly one output with an element
