@@ -1,4 +1,4 @@
-"""Symbolic dimension expressions (Axon, seed 002): `N`, `2*N + 1`, `(N - 1)//2`.
+"""Symbolic dimension expressions: `N`, `2*N + 1`, `(N - 1)//2`.
 
 A dim is either a plain non-negative `int` or a `Dim`: a polynomial with int
 coefficients over *atoms*, where an atom is a named size variable or a
@@ -97,9 +97,29 @@ def _floordiv(a: Terms, k: int) -> DimLike:
 class Dim:
     """A symbolic dim: `Dim("N")` is the size variable N; build the rest with + - * // %.
 
-    Immutable and hashable; equality is structural on the canonical form, so
-    `2*N + N == 3*N` holds and `2*N != N`. `bool(dim)` is an error: whether a
-    symbolic dim is zero is not known until it is bound.
+    Expressions are polynomials with int coefficients over size variables and
+    floor divisions by positive ints, kept in one canonical form: equality is
+    structural, so `2*N + N == 3*N` holds and `2*N != N`, and an expression with
+    no variable left is a plain int (`N - N` is 0). `bool(dim)` is an error:
+    whether a symbolic dim is zero is not known until it is bound. Immutable and
+    hashable.
+
+    Parameters
+    ----------
+    name : str
+        The size variable's name, a Python identifier.
+
+    Raises
+    ------
+    ValueError
+        `name` is not a string that is an identifier.
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> N = core.Dim("N")
+    >>> 2 * N + 1, (2 * N + 1) // 2, (2 * N + 1).evaluate({"N": 3})
+    (Dim('2*N + 1'), Dim('N'), 7)
     """
 
     __slots__ = ("_terms", "_hash")
@@ -200,11 +220,43 @@ class Dim:
         return self._terms[0][0][0][1]
 
     def subs(self, bindings: Mapping[str, DimLike]) -> DimLike:
-        """This expression with the bound variables replaced (by ints or other dims)."""
+        """This expression with the bound variables replaced (by ints or other dims).
+
+        Parameters
+        ----------
+        bindings : mapping of str to int or Dim
+            Values (or other expressions) for some size variables, by name.
+
+        Returns
+        -------
+        int or Dim
+            An int when no variable is left, else a Dim.
+
+        Raises
+        ------
+        TypeError
+            A binding is neither an int nor a Dim.
+        """
         return _subs_terms(self._terms, bindings)
 
     def evaluate(self, bindings: Mapping[str, DimLike]) -> int:
-        """The int value under `bindings`; ShapeError names any variable left unbound."""
+        """The int value under `bindings`.
+
+        Parameters
+        ----------
+        bindings : mapping of str to int or Dim
+            A value for every size variable of the expression, by name.
+
+        Returns
+        -------
+        int
+            The value.
+
+        Raises
+        ------
+        ShapeError
+            A size variable is left unbound; the message names it.
+        """
         value = self.subs(bindings)
         if isinstance(value, Dim):
             missing = ", ".join(sorted(value.free_symbols))
@@ -334,7 +386,23 @@ def definitely_equal(a: DimLike, b: DimLike) -> bool:
 
 
 def symbols(names: str) -> Tuple[Dim, ...]:
-    """Several size variables at once: `N, M = symbols("N M")`."""
+    """Several size variables at once: `N, M = symbols("N M")`.
+
+    Parameters
+    ----------
+    names : str
+        Identifiers separated by spaces or commas.
+
+    Returns
+    -------
+    tuple of Dim
+        One size variable per name, in order.
+
+    Raises
+    ------
+    ValueError
+        A name is not an identifier.
+    """
     return tuple(Dim(name) for name in names.replace(",", " ").split())
 
 
@@ -344,7 +412,23 @@ _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
 
 
 def parse(text: str) -> DimLike:
-    """A dim from its printed form: `parse("2*N + 1")`; the inverse of `str(dim)`."""
+    """A dim from its printed form: `parse("2*N + 1")`, the inverse of `str(dim)`.
+
+    Parameters
+    ----------
+    text : str
+        An expression of ints and names with + - * // % and parentheses.
+
+    Returns
+    -------
+    int or Dim
+        The expression's value: an int when it has no variable.
+
+    Raises
+    ------
+    ValueError
+        `text` is not such an expression.
+    """
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:

@@ -1,4 +1,4 @@
-"""The strict core API (seed 004): element types, shapes, core ops, Function, compile.
+"""The strict core API: element types, shapes, core ops, Function, compile.
 
     from axgraph import core
     shape = core.Shape(32, 32)

@@ -33,17 +33,38 @@ from .function import Function, parameter_signature
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a backend's executables do with the optional arguments of a call."""
+    """What a backend's executables do with the optional arguments of a call.
 
-    #: Writes results over donated argument arrays where its program allows it.
+    Declared by each backend (its `capabilities`), never probed, so that a caller
+    such as the lowering transformer knows whether passing `out=` or `donate=` is
+    worth anything.
+
+    Parameters
+    ----------
+    donation : bool, optional
+        Whether results are written over donated argument arrays where the
+        program allows it (default False: `donate=` is accepted and ignored).
+    caller_outputs : bool, optional
+        Whether results are computed straight into the caller's `out=` arrays
+        (None entries get fresh arrays) instead of being copied there afterwards
+        (default False): worth passing `out` along.
+    """
+
     donation: bool = False
-    #: Computes results straight into the caller's `out=` arrays (None entries get fresh
-    #: arrays) instead of copying them there afterwards: worth passing `out` along.
     caller_outputs: bool = False
 
 
 class Executable(Protocol):
-    """A compiled Function: call it on one array per parameter, get one array per result."""
+    """A compiled Function: call it on one array per parameter, get one array per result.
+
+    `executable(*arrays, out=None, donate=None)` checks the arrays against the
+    parameters (element types exactly, shapes binding the size variables) and
+    returns a tuple of result arrays. `out` is None or one entry per result: the
+    caller's array to write that result into, or None for a fresh array. `donate`
+    ({result position: argument position}) lets a result overwrite an argument array
+    the caller no longer needs: a permission, never a request. A bad argument
+    raises FeedError, a failure while running ExecutionError.
+    """
 
     def __call__(self, *arrays: np.ndarray, out: Any = None,
                  donate: Optional[Mapping[int, int]] = None) -> Tuple[np.ndarray, ...]:
@@ -52,7 +73,14 @@ class Executable(Protocol):
 
 @runtime_checkable
 class Backend(Protocol):
-    """Compiles core Functions. Subclass it to inherit the defaults."""
+    """Compiles core Functions into Executables. Subclass it to inherit the defaults.
+
+    A backend declares its `capabilities` and provides `compile(function,
+    **options)`, whose keyword arguments are its own options (`fuse=`,
+    `engine=`, ...); `passes()` lists the rewrites it wants after the default
+    pipeline. Register one with `register_backend` to use it from `compile` and
+    as a transformer.
+    """
 
     #: Declared, never probed: see Capabilities.
     capabilities: Capabilities = Capabilities()
@@ -76,9 +104,25 @@ _BACKENDS: Dict[str, Union[str, Backend]] = {
 
 
 def register_backend(name: str, backend: Union[str, Backend, type]) -> None:
-    """Make `core.compile(f, backend=name)` and `ng.make_transformer(name)` use `backend`:
-    a Backend (or a class of one, made with no arguments), or a "module:attribute" string
-    naming one, imported on first use so that registering costs nothing until then."""
+    """Make `core.compile(f, backend=name)` and `ng.make_transformer(name)` use `backend`.
+
+    A "module:attribute" string is imported on first use, so that registering
+    costs nothing until then. Registering an existing name replaces its backend.
+
+    Parameters
+    ----------
+    name : str
+        The name callers pass as `backend=` (and to `make_transformer`).
+    backend : Backend, Backend class or str
+        A Backend, a class of one (made with no arguments), or a
+        "module:attribute" string naming either.
+
+    Raises
+    ------
+    AxgraphTypeError
+        `name` is not a non-empty string, or `backend` (not a path string) is not
+        a Backend: an object with `compile` and `capabilities`, or its class.
+    """
     if not isinstance(name, str) or not name:
         raise AxgraphTypeError(f"a backend name must be a non-empty string, not {name!r}",
                                user_location())
@@ -87,12 +131,36 @@ def register_backend(name: str, backend: Union[str, Backend, type]) -> None:
 
 
 def backends() -> List[str]:
-    """Names `compile` (and `make_transformer`) accept as backends."""
+    """The names `compile` (and `make_transformer`) accept as backends.
+
+    Returns
+    -------
+    list of str
+        Every registered backend name, sorted.
+    """
     return sorted(_BACKENDS)
 
 
 def get_backend(name: str) -> Backend:
-    """The backend registered under `name`."""
+    """The backend registered under `name`, imported and made on first use.
+
+    Parameters
+    ----------
+    name : str
+        A registered name (see `backends()`).
+
+    Returns
+    -------
+    Backend
+        The backend; the same object on every call.
+
+    Raises
+    ------
+    AxgraphValueError
+        No backend is registered under `name`.
+    AxgraphTypeError
+        What a "module:attribute" registration names is not a Backend or its class.
+    """
     try:
         entry = _BACKENDS[name]
     except (KeyError, TypeError):
@@ -117,7 +185,42 @@ def _instance(name: str, backend) -> Backend:
 
 
 def compile(function: Function, backend: str = "interpreter", **options: Any) -> Executable:
-    """`function` ready to call on row-major arrays: `fn(*arrays, out=None)` -> results."""
+    """`function` ready to call on row-major NumPy arrays: `fn(*arrays, out=None)`.
+
+    Parameters
+    ----------
+    function : Function
+        The function to compile.
+    backend : str, optional
+        The name of a registered backend (default "interpreter", the reference).
+    **options
+        The backend's own keyword arguments (the cpu backend's `fuse=`, ...).
+
+    Returns
+    -------
+    Executable
+        A callable taking one array per parameter (of exactly its element type)
+        and returning a tuple of one array per result.
+
+    Raises
+    ------
+    AxgraphTypeError
+        `function` is not a core Function.
+    AxgraphValueError
+        No backend is registered under `backend`.
+    TypeError
+        The backend's compile does not take one of `options` (raised by the backend).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from axgraph import core
+    >>> x = core.Parameter(core.f32, ("N",))
+    >>> f = core.Function([core.Multiply(x, x)], [x])
+    >>> (squares,) = core.compile(f)(np.array([1, 2, 3], np.float32))
+    >>> squares.tolist()
+    [1.0, 4.0, 9.0]
+    """
     if not isinstance(function, Function):
         raise AxgraphTypeError(f"compile() takes a core Function, not "
                                f"{type(function).__name__}", user_location())
@@ -128,9 +231,35 @@ def compile(function: Function, backend: str = "interpreter", **options: Any) ->
 
 def bind_arguments(function: Function, arrays: Sequence
                    ) -> Tuple[Tuple[np.ndarray, ...], Dict[str, int]]:
-    """The arguments checked against the parameters (count, NumPy arrays, element types
-    exactly: nothing is converted), and the size variables their shapes bind
-    (`Function.bind`). FeedError names the parameter and the user's line."""
+    """The arguments of a call checked against `function`'s parameters, and the sizes they bind.
+
+    What every backend does first with a call's arguments: their count, that each
+    is a NumPy array, and its element type exactly (nothing is converted); then
+    the size variables of the parameters' shapes are bound from the arrays'
+    shapes (`Function.bind`).
+
+    Parameters
+    ----------
+    function : Function
+        The function being called.
+    arrays : sequence of numpy.ndarray
+        One array (or NumPy scalar) per parameter, in order.
+
+    Returns
+    -------
+    arrays : tuple of numpy.ndarray
+        The arguments, as arrays.
+    bindings : dict of str to int
+        The value of each size variable.
+
+    Raises
+    ------
+    FeedError
+        The number of arrays is not the number of parameters; an argument is not
+        a NumPy array or does not have its parameter's element type; or the
+        shapes do not fit the parameters' (a rank, a dim, or two values for one
+        size variable). It names the parameter and the user's line.
+    """
     parameters = function.parameters
     if len(arrays) != len(parameters):
         raise FeedError(f"{function.name} takes {len(parameters)} argument(s) "
@@ -159,7 +288,7 @@ def checked_outs(function: Function, out, arguments: Sequence[np.ndarray],
                  shapes: Sequence[Tuple[int, ...]]) -> Tuple[Optional[np.ndarray], ...]:
     """The caller's `out=`, one entry per result (None: a fresh array), checked before
     anything runs: each a writeable array of its result's type and shape, none sharing
-    memory with an argument or another result array (seed 004)."""
+    memory with an argument or another result array."""
     results = function.results
     out = (out,) if isinstance(out, np.ndarray) else tuple(out)
     if len(out) != len(results):

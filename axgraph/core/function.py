@@ -1,6 +1,6 @@
 """Function: parameters in, results out, and every node between in topological order.
 
-Seed 004's rules: no parameter twice; every parameter the results use must be
+The core's rules: no parameter twice; every parameter the results use must be
 listed; results are computed into distinct arrays. A Function is immutable;
 `replace` gives a new Function with a node swapped for another of the same
 type (consumers are rebuilt through `Node.with_inputs`), which is how passes
@@ -55,10 +55,49 @@ def attribute_symbols(node: Node) -> FrozenSet[str]:
 
 
 class Function:
-    """A computation over `parameters` that produces `results` (seed 004).
+    """A computation over `parameters` that produces `results`: what backends compile.
 
-    `bound_outside` names size variables an enclosing function binds (the body of
-    a `Fused` node may use sizes none of its own parameters carry).
+    Building one checks the rules of the core: no parameter is listed twice, every
+    parameter the results use is listed, and every size variable a node uses can be
+    bound from the parameters' shapes. A Function is immutable: passes rewrite one
+    with `replace`, which gives a new Function. `print(function)` shows one line
+    per node.
+
+    Parameters
+    ----------
+    results : Node or sequence of Node
+        What the function computes, at least one node. Every node they depend on
+        belongs to the function.
+    parameters : sequence of Parameter
+        The function's arguments, in call order: each Parameter the results use,
+        once (others may be listed too).
+    name : str, optional
+        The name printing and error messages use (default "function").
+    bound_outside : iterable of str, optional
+        Size variables an enclosing function binds: the body of a `Fused` node may
+        use sizes none of its own parameters carry.
+
+    Raises
+    ------
+    GraphError
+        `results` or `parameters` is not a sequence of core nodes, or `results`
+        is empty; a parameter is not a Parameter or is listed twice; or the
+        results use a Parameter that is not listed.
+    ShapeError
+        A node uses a size variable that no parameter's shape (nor
+        `bound_outside`) binds.
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> x = core.Parameter(core.f32, ("N", 3), name="x")
+    >>> y = core.Multiply(x, x, name="y")
+    >>> f = core.Function([y], [x], name="square")
+    >>> print(f)
+    square(x):
+      x = Parameter() : f32[N, 3]
+      y = Multiply(x, x) : f32[N, 3]
+      return y
     """
 
     def __init__(self, results: Union[Node, Sequence[Node]], parameters: Sequence[Node],
@@ -129,9 +168,27 @@ class Function:
     def bind(self, shapes: Sequence[Sequence[int]]) -> Dict[str, int]:
         """The value of each size variable, given each parameter's actual shape.
 
-        The one way sizes are bound from data (every backend calls it): dims
-        are unified with the shapes (`2*N + 1` against 7 gives N = 3). ShapeError
-        names the parameter, the dim and both values when they conflict.
+        The one way sizes are bound from data (every backend calls it): dims are
+        unified with the shapes, solving equations where needed (`2*N + 1` against 7
+        gives N = 3).
+
+        Parameters
+        ----------
+        shapes : sequence of sequence of int
+            One concrete shape per parameter, in order.
+
+        Returns
+        -------
+        dict of str to int
+            The value of every size variable of the parameters' shapes.
+
+        Raises
+        ------
+        ShapeError
+            The number of shapes is not the number of parameters; a shape does not
+            fit its parameter's (a rank, a dim, two values for one variable); or a
+            size variable cannot be determined from the shapes. It names the
+            parameter, the dim and both values.
         """
         if len(shapes) != len(self._parameters):
             raise ShapeError(f"{self._name}.bind: {len(self._parameters)} parameter(s) "
@@ -165,16 +222,59 @@ class Function:
     def replace(self, node: Node, new_node: Node) -> "Function":
         """A new Function in which `new_node` stands wherever `node` was used.
 
-        `new_node` must have the same element type and shape. Every consumer
-        downstream is rebuilt with `with_inputs` (and so re-checked); nodes not
-        downstream are shared with this Function. `new_node` may use `node`
-        itself: uses inside `new_node`'s own graph are left alone. A Parameter
-        may only be replaced by a Parameter, which takes its place in the list.
+        Every consumer downstream is rebuilt with `with_inputs` (and so re-checked);
+        nodes not downstream are shared with this Function. `new_node` may use
+        `node` itself: uses inside `new_node`'s own graph are left alone. A
+        Parameter may only be replaced by a Parameter, which takes its place in the
+        list.
+
+        Parameters
+        ----------
+        node : Node
+            A node of this function.
+        new_node : Node
+            Its replacement, of the same element type and shape.
+
+        Returns
+        -------
+        Function
+            The rewritten function (this one is unchanged).
+
+        Raises
+        ------
+        GraphError
+            `node` is not a node of this function, `new_node` is not a core node, or
+            a Parameter would be replaced by another op.
+        DTypeError
+            `new_node`'s element type is not `node`'s.
+        ShapeError
+            `new_node`'s shape is not `node`'s.
         """
         return self.replace_all({node: new_node})
 
     def replace_all(self, mapping: Mapping[Node, Node]) -> "Function":
-        """Several replacements at once (see `replace`)."""
+        """Several replacements at once, each as `replace` makes it.
+
+        Parameters
+        ----------
+        mapping : mapping of Node to Node
+            Each node of this function to replace, and its replacement.
+
+        Returns
+        -------
+        Function
+            The rewritten function, or this one when nothing changed.
+
+        Raises
+        ------
+        GraphError
+            A key is not a node of this function, a value is not a core node, or a
+            Parameter would be replaced by another op.
+        DTypeError
+            A replacement's element type is not its node's.
+        ShapeError
+            A replacement's shape is not its node's.
+        """
         location = user_location()
         members = set(self._nodes)
         for old, new in mapping.items():

@@ -1,6 +1,6 @@
 """Host calls: core nodes run for an effect on the host (a print), outside CORE_OPS.
 
-Seed 004 lets a bridge define ops of its own; these are the ones that cannot
+The core lets a bridge define ops of its own; these are the ones that cannot
 become core ops, because what they do is not a value. The core interpreter
 runs each through its kernel, the cpu backend calls that kernel from the
 generated code (no fusion, no planned buffer), and the passes leave them
@@ -36,7 +36,29 @@ class HostCall(Node):
 
 
 class Print(HostCall):
-    """`x` unchanged, printed as ``prefix: x`` (or just x) each time the node runs."""
+    """`x` unchanged, printed as ``prefix: x`` (or just x) each time the node runs.
+
+    Parameters
+    ----------
+    x : Node
+        The value printed and passed through: any element type and shape.
+    prefix : str, optional
+        Printed before the value, with a colon (default: none).
+    after : Node, optional
+        The previous host call, read only so that every backend runs the calls
+        in program order.
+
+    Returns
+    -------
+    Print
+        A node of x's element type and shape, holding x's values.
+
+    Raises
+    ------
+    GraphError
+        `prefix` is neither a string nor None, an input is not a core node, or
+        `name` is not a non-empty string.
+    """
 
     _attributes = ("prefix",)
 

@@ -5,8 +5,8 @@ rank, dims), binds the size variables of the parameters' shapes from the
 arguments' shapes (solving `2*N + 1 == 7` where needed), runs the nodes in
 order and checks each value against its node's type, so a kernel bug or a
 symbolic bound gone negative fails at the node that caused it. Results go into
-fresh arrays, or into the caller's `out=` arrays (seed 004: distinct, and
-never one of the argument arrays).
+fresh arrays, or into the caller's `out=` arrays (distinct, and never one
+of the argument arrays).
 """
 from __future__ import annotations
 

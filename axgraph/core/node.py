@@ -1,4 +1,4 @@
-"""The Node base class of the core IR (seed 004).
+"""The Node base class of the core IR.
 
 A node has inputs (other nodes, which must exist first, so no graph can be
 cyclic), attributes fixed at construction, exactly one output with an element
@@ -18,6 +18,7 @@ from typing import Any, ClassVar, FrozenSet, Mapping, Optional, Sequence, Tuple,
 from ..debug_info import user_location
 from ..errors import AxgraphError, GraphError
 from ..names import next_serial
+from .op_docs import compose as compose_docstring
 from .traits import Traits
 from .types import ElementType, Shape
 
@@ -32,7 +33,23 @@ class at_location:  # noqa: N801 - used like a function: `with at_location(...)`
     Lowering uses this so core nodes point at the user line that created the
     axes op they come from, not at the line that asked for compilation; every
     rewrite of a Function runs in one per node (a class, not a generator, as
-    that is several times cheaper to enter).
+    that is several times cheaper to enter). Blocks nest: leaving one restores
+    the location of the block around it.
+
+    Parameters
+    ----------
+    location : tuple of (str, int), or None
+        The file name and line number that nodes built inside the ``with``
+        block record (and that their errors name); None records the caller's
+        own line again, as outside any block.
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> with core.at_location(("model.py", 12)):
+    ...     x = core.Parameter(core.f32, (3,))
+    >>> x.location
+    ('model.py', 12)
     """
 
     __slots__ = ("_location", "_previous")
@@ -55,18 +72,42 @@ def _current_location() -> Location:
 
 
 class Node(Traits, abc.ABC):
-    """One op of the core IR with one output (element_type, shape).
+    """One op of the core IR: inputs, attributes and one output (element_type, shape).
 
+    A node checks its inputs and computes its output type when it is built, and
+    raises at once, naming the op and the user's line; nodes are immutable.
     Subclasses list their attribute names in `_attributes`, normalize raw
     attribute values in `_normalize`, and check inputs and compute the output
     type in `_infer`. Those two run again on `with_inputs`, so a rebuilt node
     is checked exactly like a new one. What backends and passes need to
-    know of an op is declared once, as class traits (axgraph/core/traits.py).
+    know of an op is declared once, as class traits (axgraph/core/traits.py);
+    the docstring entries an op class leaves out are its family's
+    (axgraph/core/op_docs.py).
+
+    Parameters
+    ----------
+    inputs : sequence of Node
+        The nodes this one computes from. They exist before it, so no graph
+        can be cyclic.
+    attributes : mapping of str to object
+        The op's attribute values by name (those `_attributes` lists), as the
+        caller gave them; `_normalize` puts them in canonical form.
+    name : str, optional
+        A name for the node, shown when a Function is printed and in error
+        messages (default: the op's name and a serial number, ``Add_12``).
+
+    Raises
+    ------
+    GraphError
+        An input is not a core node (nothing is converted implicitly: wrap an
+        array in `Constant`), or `name` is not a non-empty string.
     """
 
     _attributes: ClassVar[Tuple[str, ...]] = ()
     # attributes the printed type already shows (e.g. a Reshape's shape)
     _hidden: ClassVar[FrozenSet[str]] = frozenset()
+    # docstring entries shared with ops of no common base (axgraph/core/op_docs.py)
+    _doc_shared: ClassVar[Optional[str]] = None
 
     inputs: Tuple["Node", ...]
     element_type: ElementType
@@ -75,6 +116,10 @@ class Node(Traits, abc.ABC):
     location: Location
     attributes: Mapping[str, Any]
     _user_name: Optional[str]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        compose_docstring(cls, Node)
 
     def __init__(self, inputs: Sequence["Node"], attributes: Mapping[str, Any],
                  name: Optional[str] = None):
@@ -125,6 +170,7 @@ class Node(Traits, abc.ABC):
 
     @property
     def rank(self) -> int:
+        """The number of dims of the output."""
         return len(self.shape)
 
     def _fail(self, error_class: Type[AxgraphError], message: str) -> AxgraphError:
@@ -135,8 +181,25 @@ class Node(Traits, abc.ABC):
     def with_inputs(self, new_inputs: Sequence["Node"]) -> "Node":
         """This op, same attributes, name and location, over `new_inputs` (re-checked).
 
-        Returns self when the inputs are the same nodes; passes rebuild graphs
-        through this alone, so every rebuilt node is checked like a new one.
+        Passes rebuild graphs through this alone, so every rebuilt node is
+        checked like a new one.
+
+        Parameters
+        ----------
+        new_inputs : sequence of Node
+            One node per input of this one, in order.
+
+        Returns
+        -------
+        Node
+            `self` when `new_inputs` are this node's own inputs, else a new
+            node of this op's class.
+
+        Raises
+        ------
+        AxgraphError
+            The subclass the op's own checks raise for the new inputs (for
+            `Add`: DTypeError or ShapeError when they no longer agree).
         """
         new_inputs = tuple(new_inputs)
         if len(new_inputs) == len(self.inputs) and all(a is b for a, b in zip(new_inputs, self.inputs)):

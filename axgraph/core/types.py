@@ -1,4 +1,4 @@
-"""Element types and shapes of the core IR (seed 004).
+"""Element types and shapes of the core IR.
 
 An `ElementType` wraps one NumPy dtype under nGraph's short name (`f32`,
 `i64`, `boolean`). `bf16` exists only when `ml_dtypes` is importable, and is
@@ -18,10 +18,21 @@ from ..errors import DTypeError
 
 
 class ElementType:
-    """One scalar type: a short name, a NumPy dtype and a kind.
+    """One scalar type of the core: a short name, a NumPy dtype and a kind.
 
-    `kind` is "float", "int", "uint" or "bool"; it is stated, not derived from
-    the dtype, because extension dtypes such as bfloat16 report kind "V".
+    The library makes one of each (`core.f32`, `core.i64`, `core.boolean`, ...;
+    `element_type` finds them by name or dtype), and they compare by name.
+    `kind` is stated, not derived from the dtype, because extension dtypes such
+    as bfloat16 report kind "V".
+
+    Parameters
+    ----------
+    name : str
+        The short name, as printed: "f32", "i64", "boolean".
+    dtype : numpy.dtype or type
+        The NumPy dtype of arrays of this type.
+    kind : str
+        "float", "int" (signed), "uint" or "bool": what ops accept it.
     """
 
     __slots__ = ("name", "dtype", "kind")
@@ -39,10 +50,12 @@ class ElementType:
 
     @property
     def bitwidth(self) -> int:
+        """Bits per element: 32 for f32."""
         return self.dtype.itemsize * 8
 
     @property
     def is_float(self) -> bool:
+        """Floating-point (bf16 included)."""
         return self.kind == "float"
 
     @property
@@ -52,10 +65,12 @@ class ElementType:
 
     @property
     def is_signed(self) -> bool:
+        """Signed integers and floats."""
         return self.kind in ("int", "float")
 
     @property
     def is_boolean(self) -> bool:
+        """The boolean type."""
         return self.kind == "bool"
 
     @property
@@ -112,7 +127,13 @@ def _bf16() -> ElementType:
 
 
 def has_bf16() -> bool:
-    """Whether bf16 is available (ml_dtypes importable)."""
+    """Whether the bf16 element type is available (the optional ml_dtypes is importable).
+
+    Returns
+    -------
+    bool
+        True when `core.bf16` can be used.
+    """
     try:
         _bf16()
     except DTypeError:
@@ -130,7 +151,31 @@ def __getattr__(name: str):
 
 
 def element_type(value) -> ElementType:
-    """The ElementType for an ElementType, its name ("f32") or a NumPy dtype."""
+    """The ElementType for an ElementType, its name or a NumPy dtype.
+
+    Parameters
+    ----------
+    value : ElementType, str or numpy.dtype
+        `core.f32`, "f32", `numpy.float32` or `numpy.dtype("float32")`.
+
+    Returns
+    -------
+    ElementType
+        The library's element type.
+
+    Raises
+    ------
+    DTypeError
+        `value` names no core element type (a complex or string dtype, say), or
+        is bf16 without ml_dtypes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from axgraph import core
+    >>> core.element_type("f32") is core.f32, core.element_type(np.int64)
+    (True, core.i64)
+    """
     if isinstance(value, ElementType):
         return value
     if isinstance(value, str):
@@ -151,7 +196,14 @@ def element_type(value) -> ElementType:
 
 
 def element_types() -> Tuple[ElementType, ...]:
-    """Every element type available here (bf16 only with ml_dtypes)."""
+    """Every element type available here (bf16 only with ml_dtypes).
+
+    Returns
+    -------
+    tuple of ElementType
+        The floats, signed and unsigned integers and boolean, bf16 last when
+        present.
+    """
     has_bf16()
     return tuple(_BY_NAME.values())
 
@@ -175,9 +227,30 @@ def as_dim(value, what: str = "dim") -> DimLike:
 class Shape(tuple):
     """The dims of a tensor, outermost first (row-major): ints and Dim expressions.
 
-    `Shape(32, 32)`, `Shape((32, 32))` and `Shape([N, 2*N + 1])` all work;
-    strings are parsed as dim expressions (`Shape("N", 3)`). Equality is
-    tuple equality, so dims compare symbolically: `N == N`, `2*N != N`.
+    Equality is tuple equality, so dims compare symbolically: `N == N` and
+    `2*N != N`. A Shape is immutable; slicing one gives a Shape.
+
+    Parameters
+    ----------
+    *dims : int, Dim or str, or one sequence of them
+        The dims: ints >= 0 (NumPy integers too), `Dim` expressions, or their
+        text ("2*N + 1"). `Shape(32, 32)`, `Shape((32, 32))` and
+        `Shape(["N", 3])` are alike.
+
+    Raises
+    ------
+    TypeError
+        A dim is not an int, a Dim or a string.
+    ValueError
+        A dim is negative, or a string is not a dim expression.
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> N = core.Dim("N")
+    >>> shape = core.Shape(N, "2*N + 1")
+    >>> shape, shape.size, shape.evaluate({"N": 3})
+    (Shape([N, 2*N + 1]), Dim('N + 2*N*N'), (3, 7))
     """
 
     def __new__(cls, *dims):
@@ -187,6 +260,7 @@ class Shape(tuple):
 
     @property
     def rank(self) -> int:
+        """The number of dims."""
         return len(self)
 
     @property
@@ -208,10 +282,38 @@ class Shape(tuple):
         return frozenset().union(*(d.free_symbols for d in self if isinstance(d, Dim)))
 
     def subs(self, bindings: Mapping[str, DimLike]) -> "Shape":
+        """This shape with the bound size variables replaced.
+
+        Parameters
+        ----------
+        bindings : mapping of str to int or Dim
+            Values (or other expressions) for some size variables, by name.
+
+        Returns
+        -------
+        Shape
+            The dims with those variables replaced; others stay symbolic.
+        """
         return Shape(d.subs(bindings) if isinstance(d, Dim) else d for d in self)
 
     def evaluate(self, bindings: Mapping[str, DimLike]) -> Tuple[int, ...]:
-        """Concrete ints under `bindings` (ShapeError names an unbound variable)."""
+        """The concrete dims under `bindings`.
+
+        Parameters
+        ----------
+        bindings : mapping of str to int
+            A value for every size variable of the shape, by name.
+
+        Returns
+        -------
+        tuple of int
+            The dims.
+
+        Raises
+        ------
+        ShapeError
+            A size variable is not bound; the message names it.
+        """
         return tuple(d.evaluate(bindings) if isinstance(d, Dim) else d for d in self)
 
     def __add__(self, other) -> "Shape":

@@ -56,7 +56,28 @@ def _convert_c(c) -> str:
 
 
 class UnaryElementwise(Node):
-    """f(x) at every coordinate; same element type and shape as x."""
+    """f(x) at every element of x: the family of one-operand elementwise ops.
+
+    Each op of the family says in its own class which element types it accepts
+    (`accepts`) and states its traits: the reference NumPy function and the C
+    expression every backend derives its kernels from. The result has x's element
+    type and shape, so a kernel may write it over x.
+
+    Parameters
+    ----------
+    x : Node
+        The operand: {accepts} element type, any shape (dims may be symbolic).
+
+    Returns
+    -------
+    {op}
+        A node of x's element type and shape.
+
+    Raises
+    ------
+    DTypeError
+        x does not have {accepts} element type.
+    """
 
     accepts: ClassVar[str] = "numeric"
     family = "unary"
@@ -72,46 +93,71 @@ class UnaryElementwise(Node):
 
 
 class Negative(UnaryElementwise):
-    """-x."""
+    """-x at every element.
+
+    Integers wrap around as NumPy's do: the negative of
+    an unsigned 1 is the type's maximum, and the most negative signed value is
+    its own negative.
+    """
     numpy = np.negative
     c = "(-{0})"
 
 
 class Abs(UnaryElementwise):
-    """|x|."""
+    """|x| at every element.
+
+    |-0.0| is 0.0, and the most negative signed integer is
+    its own absolute value (it wraps around, as in NumPy).
+    """
     numpy = np.abs
     c = "{fabs}({0})"
 
 
 class Sign(UnaryElementwise):
-    """-1, 0 or 1 by the sign of x."""
+    """-1, 0 or 1 by the sign of x, at every element, in x's element type.
+
+    A float NaN stays NaN; zeros of either sign give 0.
+    """
     numpy = np.sign
     c = "({0} > 0 ? {one} : ({0} < 0 ? (-{one}) : ({0} == {0} ? {zero} : {0})))"
 
 
 class Sqrt(UnaryElementwise):
-    """Square root."""
+    """The square root of x at every element.
+
+    A negative x gives NaN (IEEE 754), not an error.
+    """
     accepts = "float"
     numpy = np.sqrt
     c = "{sqrt}({0})"
 
 
 class Exp(UnaryElementwise):
-    """e ** x."""
+    """e ** x at every element.
+
+    A result too large for the element type is inf, not an error.
+    """
     accepts = "float"
     numpy = np.exp
     c = "{exp}({0})"
 
 
 class Log(UnaryElementwise):
-    """Natural logarithm."""
+    """The natural logarithm of x at every element.
+
+    log(0) is -inf and a negative x gives NaN, not an error.
+    """
     accepts = "float"
     numpy = np.log
     c = "{log}({0})"
 
 
 class Tanh(UnaryElementwise):
-    """Hyperbolic tangent."""
+    """The hyperbolic tangent of x at every element.
+
+    Fused C kernels compute it as one quotient, which a following
+    `Multiply` by another quotient (a sigmoid) shares a division with.
+    """
     accepts = "float"
     numpy = np.tanh
     c = "{tanh}({0})"
@@ -119,7 +165,11 @@ class Tanh(UnaryElementwise):
 
 
 class Sigmoid(UnaryElementwise):
-    """1 / (1 + exp(-x)), computed without overflow."""
+    """1 / (1 + exp(-x)) at every element: the logistic function.
+
+    Computed in the stable form e = exp(-|x|), then 1 / (1 + e) where
+    x >= 0 and e / (1 + e) where x < 0, so that no large |x| overflows.
+    """
     accepts = "float"
     numpy = reference.sigmoid
     c = _sigmoid_c
@@ -127,49 +177,65 @@ class Sigmoid(UnaryElementwise):
 
 
 class Sin(UnaryElementwise):
-    """Sine."""
+    """The sine of x at every element, x in radians."""
     accepts = "float"
     numpy = np.sin
     c = "{sin}({0})"
 
 
 class Cos(UnaryElementwise):
-    """Cosine."""
+    """The cosine of x at every element, x in radians."""
     accepts = "float"
     numpy = np.cos
     c = "{cos}({0})"
 
 
 class Floor(UnaryElementwise):
-    """The largest whole number <= x."""
+    """The largest whole number <= x at every element, in x's float type.
+
+    Integers are whole already, so only floats are accepted; `Convert` turns the
+    result into an integer type.
+    """
     accepts = "float"
     numpy = np.floor
     c = "{floor}({0})"
 
 
 class Erf(UnaryElementwise):
-    """The error function, 2 / sqrt(pi) * integral of exp(-t**2) from 0 to x."""
+    """The error function at every element: 2 / sqrt(pi) * integral of exp(-t**2) from 0 to x.
+
+    The reference computes `math.erf` in float64 and rounds once to x's type.
+    """
     accepts = "float"
     numpy = reference.erf
     c = "{erf}({0})"
 
 
 class Tan(UnaryElementwise):
-    """Tangent."""
+    """The tangent of x at every element, x in radians.
+
+    Near odd multiples of pi / 2 the result is large, never an error.
+    """
     accepts = "float"
     numpy = np.tan
     c = "{tan}({0})"
 
 
 class Rsqrt(UnaryElementwise):
-    """1 / sqrt(x)."""
+    """1 / sqrt(x) at every element.
+
+    Rounded as its two steps (a square root, then a division) on every backend. rsqrt(+0) is inf, rsqrt(-0) is -inf and a negative x gives NaN.
+    """
     accepts = "float"
     numpy = reference.rsqrt
     c = "({one} / {sqrt}({0}))"
 
 
 class Not(UnaryElementwise):
-    """Logical not."""
+    """The logical not of x at every element.
+
+    Integers are compared with zero explicitly (`Equal`, `NotEqual`).
+    """
     accepts = "bool"
     family = "logical"
     numpy = np.logical_not
@@ -177,7 +243,32 @@ class Not(UnaryElementwise):
 
 
 class BinaryElementwise(Node):
-    """f(a, b) at every coordinate: same element type and same shape required."""
+    """f(a, b) at every element: the family of two-operand elementwise ops.
+
+    The operands must have one element type and one shape: nothing is broadcast
+    or converted implicitly (`Broadcast` and `Convert` say so in the graph). Each
+    op of the family says which element types it accepts (`accepts`), whether it
+    is commutative (common-subexpression elimination then merges `b + a` with
+    `a + b`), and its reference NumPy function and C expression.
+
+    Parameters
+    ----------
+    a, b : Node
+        The operands, of one shape (dims may be symbolic) and one element type,
+        which must be {accepts} one.
+
+    Returns
+    -------
+    {op}
+        A node of a's element type and shape.
+
+    Raises
+    ------
+    DTypeError
+        a and b differ in element type, or theirs is not {accepts} one.
+    ShapeError
+        a and b differ in shape.
+    """
 
     accepts: ClassVar[str] = "numeric"
     returns_boolean: ClassVar[bool] = False
@@ -196,53 +287,102 @@ class BinaryElementwise(Node):
 
 
 class Add(BinaryElementwise):
-    """a + b."""
+    """a + b at every element (commutative)."""
     commutative = True
     numpy = np.add
     c = "({0} + {1})"
 
 
 class Subtract(BinaryElementwise):
-    """a - b."""
+    """a - b at every element."""
     numpy = np.subtract
     c = "({0} - {1})"
 
 
 class Multiply(BinaryElementwise):
-    """a * b."""
+    """a * b at every element.
+
+    Commutative. In fused C kernels a product of two bounded
+    quotients (tanh(c) * sigmoid(o) in LSTM cells) divides once.
+    """
     commutative = True
     numpy = np.multiply
     c = _multiply_c
 
 
 class Divide(BinaryElementwise):
-    """a / b; integers divide truncating toward zero (as C, nGraph and ONNX do)."""
+    """a / b at every element; integers divide truncating toward zero.
+
+    Floats divide as IEEE 754 does (x / 0 is inf or NaN, not an error); integers
+    truncate as C, nGraph and ONNX do, so -7 / 2 is -3 (NumPy's floor division
+    gives -4).
+
+    Raises
+    ------
+    ExecutionError
+        When the compiled function runs: an integer b has a zero element.
+    """
     numpy = reference.divide
     c = "({0} / {1})"
 
 
 class Power(BinaryElementwise):
-    """a ** b."""
+    """a ** b at every element.
+
+    A float a < 0 to a fractional b gives NaN, not an error.
+
+    Raises
+    ------
+    ExecutionError
+        When the compiled function runs: an integer a is raised to a negative
+        integer b.
+    """
     numpy = np.power
     c = "{pow}({0}, {1})"
 
 
 class Maximum(BinaryElementwise):
-    """The larger of a and b."""
+    """The larger of a and b at every element.
+
+    Commutative. A NaN in either operand gives NaN, as `numpy.maximum` does.
+    """
     commutative = True
     numpy = np.maximum
     c = "(({0} > {1} || {0} != {0}) ? {0} : {1})"
 
 
 class Minimum(BinaryElementwise):
-    """The smaller of a and b."""
+    """The smaller of a and b at every element.
+
+    Commutative. A NaN in either operand gives NaN, as `numpy.minimum` does.
+    """
     commutative = True
     numpy = np.minimum
     c = "(({0} < {1} || {0} != {0}) ? {0} : {1})"
 
 
 class Comparison(BinaryElementwise):
-    """A boolean result of comparing a and b."""
+    """A comparison of a and b at every element, giving booleans.
+
+    Any element type may be compared, booleans included, but both operands must
+    have the same one (and the same shape). A NaN compares unequal to everything,
+    itself included.
+
+    Parameters
+    ----------
+    a, b : Node
+        The operands: one element type (any) and one shape (dims may be symbolic).
+
+    Returns
+    -------
+    {op}
+        A boolean node of a's shape.
+
+    Raises
+    ------
+    DTypeError
+        a and b differ in element type.
+    """
 
     accepts = "any"
     returns_boolean = True
@@ -250,45 +390,63 @@ class Comparison(BinaryElementwise):
 
 
 class Equal(Comparison):
-    """a == b."""
+    """a == b at every element.
+
+    Commutative; NaN is equal to nothing.
+    """
     commutative = True
     numpy = np.equal
     c = "({0} == {1})"
 
 
 class NotEqual(Comparison):
-    """a != b."""
+    """a != b at every element.
+
+    Commutative; NaN is unequal to everything, itself included.
+    """
     commutative = True
     numpy = np.not_equal
     c = "({0} != {1})"
 
 
 class Less(Comparison):
-    """a < b."""
+    """a < b at every element.
+
+    False wherever either operand is NaN.
+    """
     numpy = np.less
     c = "({0} < {1})"
 
 
 class LessEq(Comparison):
-    """a <= b."""
+    """a <= b at every element.
+
+    False wherever either operand is NaN.
+    """
     numpy = np.less_equal
     c = "({0} <= {1})"
 
 
 class Greater(Comparison):
-    """a > b."""
+    """a > b at every element.
+
+    False wherever either operand is NaN.
+    """
     numpy = np.greater
     c = "({0} > {1})"
 
 
 class GreaterEq(Comparison):
-    """a >= b."""
+    """a >= b at every element.
+
+    False wherever either operand is NaN.
+    """
     numpy = np.greater_equal
     c = "({0} >= {1})"
 
 
 class And(BinaryElementwise):
-    """Logical and of booleans."""
+    """The logical and of a and b at every element (commutative)."""
     accepts = "bool"
     family = "logical"
     commutative = True
@@ -297,7 +455,7 @@ class And(BinaryElementwise):
 
 
 class Or(BinaryElementwise):
-    """Logical or of booleans."""
+    """The logical or of a and b at every element (commutative)."""
     accepts = "bool"
     family = "logical"
     commutative = True
@@ -306,7 +464,30 @@ class Or(BinaryElementwise):
 
 
 class Select(Node):
-    """where(condition, then, otherwise): condition boolean, all three of one shape."""
+    """condition ? then : otherwise at every element (`numpy.where`).
+
+    The one elementwise op of three operands: nothing is broadcast, so all three
+    have one shape.
+
+    Parameters
+    ----------
+    condition : Node
+        Booleans choosing, element by element, `then` (True) or `otherwise`.
+    then, otherwise : Node
+        The values chosen from: one element type (any) and one shape.
+
+    Returns
+    -------
+    Select
+        A node of then's element type and shape.
+
+    Raises
+    ------
+    DTypeError
+        condition is not boolean, or then and otherwise differ in element type.
+    ShapeError
+        condition, then and otherwise do not all have one shape.
+    """
 
     family = "select"
     numpy = reference.select
@@ -323,7 +504,28 @@ class Select(Node):
 
 
 class Convert(Node):
-    """x converted to another element type (floats to ints truncate toward zero)."""
+    """x converted to `element_type` at every element.
+
+    The one conversion of the core: no other op converts implicitly. Floats become
+    integers by truncation toward zero, and any non-zero value becomes True.
+
+    Parameters
+    ----------
+    x : Node
+        The values to convert: any element type and shape.
+    element_type : ElementType, str or numpy.dtype
+        The result's element type: `core.i32`, its name "i32" or `numpy.int32`.
+
+    Returns
+    -------
+    Convert
+        A node of `element_type` and x's shape.
+
+    Raises
+    ------
+    DTypeError
+        `element_type` names no core element type (or is bf16 without ml_dtypes).
+    """
 
     family = "convert"
     c = _convert_c

@@ -21,7 +21,38 @@ if TYPE_CHECKING:  # function.py imports the ops package: Function is imported w
 
 
 class Fused(Node):
-    """The body `function` applied to `inputs` (one argument per body parameter)."""
+    """The body `function` applied to `inputs`: a group of core nodes run as one kernel.
+
+    A fusion pass builds these, so fusion is visible in the IR (`print` shows the
+    body indented under the node). Any backend can run one by running its body,
+    which is how fused functions are checked against the reference interpreter.
+
+    Parameters
+    ----------
+    inputs : sequence of Node
+        The group's external inputs, one per parameter of the body, each of its
+        parameter's element type and shape.
+    function : Function
+        The body: one Parameter per input, standing for it, and one result, the
+        group's output. It may use size variables the enclosing function binds
+        (`Function(..., bound_outside=...)`).
+
+    Returns
+    -------
+    Fused
+        A node of the body's result's element type and shape.
+
+    Raises
+    ------
+    GraphError
+        `function` is not a core Function or does not have one result; the number
+        of inputs is not the number of the body's parameters; an input is not a
+        core node; or `name` is not a non-empty string.
+    DTypeError
+        An input's element type is not its parameter's.
+    ShapeError
+        An input's shape is not its parameter's.
+    """
 
     _attributes = ("function",)
     _hidden = frozenset(_attributes)  # printed as the indented body instead

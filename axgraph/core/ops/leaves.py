@@ -12,14 +12,51 @@ from ..node import Node
 from ..types import ElementType, Shape, as_dim, i64
 from ._checks import element_type_attr, scalar_attr, shape_attr
 
+#: Docstring entries the leaves share (axgraph/core/op_docs.py): they have no inputs.
+_LEAF_DOC = """
+Parameters
+----------
+element_type : ElementType, str or numpy.dtype
+    The element type: `core.f32`, its name "f32" or `numpy.float32`.
+shape : Shape or sequence of int, Dim or str
+    The dims, outermost first: ints >= 0, `Dim` expressions, or their text
+    ("2*N + 1").
+
+Raises
+------
+GraphError
+    `name` is not a non-empty string.
+"""
+
 
 class Parameter(Node):
-    """A tensor supplied by the caller: the nth argument of a Function call.
+    """A tensor the caller supplies: one argument of a Function call.
 
-    Its shape may hold size variables (`(N, 3)`); they are bound from the
-    argument arrays at call time.
+    Its shape may hold size variables (`(N, 3)`): each call binds them from the
+    shape of the array passed for it, so one compiled function serves every N.
+    Arrays passed must have exactly its element type; nothing is converted.
+
+    Returns
+    -------
+    {op}
+        A node of `element_type` and `shape`.
+
+    Raises
+    ------
+    DTypeError
+        `element_type` names no core element type.
+    ShapeError
+        A dim of `shape` is negative, or not an int, a Dim or a dim expression.
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> x = core.Parameter(core.f32, ("N", 3), name="x")
+    >>> x
+    <Parameter x: f32[N, 3]>
     """
 
+    _doc_shared = _LEAF_DOC
     _attributes = ("element_type", "shape")
     _hidden = frozenset(_attributes)
 
@@ -55,13 +92,35 @@ def _exact_values(op: Node, et: ElementType, value: np.ndarray) -> np.ndarray:
 
 
 class Constant(Node):
-    """A tensor fixed at construction; a scalar value fills the whole shape.
+    """A tensor fixed when the graph is built; a scalar value fills the whole shape.
 
-    Values must fit the element type exactly (1.5 is refused for i32); floats
-    round to the nearest representable value. A scalar fill may have a
-    symbolic shape; an array value must match a static shape.
+    Values must fit the element type exactly (1.5 is refused for i32, 300 for
+    u8); floats round to the nearest value of a float type. A scalar may fill a
+    symbolic shape; an array must have the constant's own (static) shape.
+
+    Parameters
+    ----------
+    value : scalar or array_like
+        Numbers (booleans for the boolean type; booleans are 0 and 1 in a
+        numeric one): a scalar, which fills `shape`, or an array of shape `shape`.
+        Kept, converted and read-only, as `node.value`.
+
+    Returns
+    -------
+    Constant
+        A node of `element_type` and `shape`.
+
+    Raises
+    ------
+    DTypeError
+        `element_type` names no core element type; `value` is not numeric or
+        boolean; a boolean constant is given numbers; or a value does not fit an
+        integer type exactly (out of its range, with a fraction, or not finite).
+    ShapeError
+        A dim of `shape` is invalid, or an array `value` does not have shape `shape`.
     """
 
+    _doc_shared = _LEAF_DOC
     _attributes = ("element_type", "shape", "value")
     _hidden = frozenset({"element_type", "shape"})
 
@@ -84,11 +143,33 @@ class Constant(Node):
 
 
 class DimValue(Node):
-    """A scalar holding the value of a dim expression, known at call time (`N`, `2*N`).
+    """A scalar holding the value of a dim expression, known when the function runs.
 
-    Lets a graph compute with a size variable (a mean over a batch of N).
+    It lets a graph compute with a size variable (the mean over a batch of N
+    divides by N): each call evaluates `dim` under the sizes its arguments bind.
+
+    Parameters
+    ----------
+    dim : int, Dim or str
+        The dim expression (`N`, `2*N + 1`, or its text); its size variables must
+        be bound by the shapes of the Function's parameters.
+    element_type : ElementType, str or numpy.dtype, optional
+        The scalar's element type, a numeric one (default `core.i64`).
+
+    Returns
+    -------
+    DimValue
+        A node of `element_type` and shape [] (a scalar).
+
+    Raises
+    ------
+    ShapeError
+        `dim` is a negative int, or neither an int nor a dim expression.
+    DTypeError
+        `element_type` names no core element type, or is boolean.
     """
 
+    _doc_shared = _LEAF_DOC
     _attributes = ("dim", "element_type")
     _hidden = frozenset({"element_type"})
 
@@ -111,8 +192,30 @@ class DimValue(Node):
 
 
 class _Random(Node):
-    """A fresh draw of a distribution on every call; `seed` makes the sequence repeat."""
+    """A fresh draw of a distribution on every call; `seed` makes the sequence repeat.
 
+    Parameters
+    ----------
+    element_type : ElementType, str or numpy.dtype
+        The element type of the draws, a floating-point one.
+    seed : int, optional
+        A non-negative int: every function compiled from the graph then draws the
+        same sequence (its first call the same values, its second call the same
+        next ones, ...). None (default): an unrepeatable stream.
+
+    Returns
+    -------
+    {op}
+        A node of `element_type` and `shape`.
+
+    Raises
+    ------
+    DTypeError
+        `element_type` is not a floating-point type, or a parameter of the
+        distribution is not a number.
+    """
+
+    _doc_shared = _LEAF_DOC
     _parameter_names: Tuple[str, str] = ("a", "b")
     seed: Optional[int]
 
@@ -146,7 +249,19 @@ class _Random(Node):
 
 
 class RandomUniform(_Random):
-    """Uniform draws in [low, high)."""
+    """Draws uniformly distributed in [low, high), new ones on every call.
+
+    Parameters
+    ----------
+    low, high : float
+        The bounds of the interval (defaults 0 and 1), finite, with low <= high.
+
+    Raises
+    ------
+    ShapeError
+        A dim of `shape` is invalid, low or high is not finite, low is above
+        high, or `seed` is not a non-negative int or None.
+    """
 
     _attributes = ("element_type", "shape", "low", "high", "seed")
     _hidden = frozenset({"element_type", "shape"})
@@ -162,7 +277,21 @@ class RandomUniform(_Random):
 
 
 class RandomNormal(_Random):
-    """Normal draws with the given mean and standard deviation."""
+    """Draws normally distributed with mean `mean` and standard deviation `stddev`, new ones on every call.
+
+    Parameters
+    ----------
+    mean : float
+        The mean of the distribution (default 0), finite.
+    stddev : float
+        Its standard deviation (default 1), finite and >= 0.
+
+    Raises
+    ------
+    ShapeError
+        A dim of `shape` is invalid, mean or stddev is not finite, stddev is
+        negative, or `seed` is not a non-negative int or None.
+    """
 
     _attributes = ("element_type", "shape", "mean", "stddev", "seed")
     _hidden = frozenset({"element_type", "shape"})

@@ -20,6 +20,24 @@ from ._checks import (arity, int_tuple, positions, require_kind, require_nonnega
 
 _GEOMETRY = ("strides", "dilation", "padding_below", "padding_above")
 
+#: Docstring entries of the window geometry (axgraph/core/op_docs.py): each has one
+#: entry per spatial dim.
+_WINDOW_DOC = """
+Parameters
+----------
+window : sequence of int
+    The window's length along each spatial dim, each >= 1.
+strides : sequence of int, optional
+    The step between neighbouring windows along each spatial dim, each >= 1
+    (default: all 1).
+dilation : sequence of int, optional
+    The step between neighbouring taps of a window along each spatial dim,
+    each >= 1 (default: all 1, a dense window).
+padding_below, padding_above : sequence of int, optional
+    The zeros added before and after each spatial dim, each >= 0 (default:
+    none).
+"""
+
 
 def _geometry(op: Node, attributes: dict, spatial: int, with_dilation: bool = True) -> dict:
     """Normalized strides / dilation / padding for `spatial` dims (defaults 1, 1, 0, 0)."""
@@ -62,11 +80,39 @@ def _same(op: Node, expected: Shape, actual: Shape, what: str) -> None:
 
 
 class Convolution(Node):
-    """data (N, C, S...) convolved with filters (K, C, R...) -> (N, K, P...).
+    """data (N, C, S...) convolved with filters (K, C, R...), giving (N, K, P...).
 
-    Cross-correlation, as in every DL framework: no filter flip.
+    Cross-correlation, as in every deep-learning framework: the filters are not
+    flipped. Each output channel k sums, over the C channels and the window, data
+    times filters[k]; the output has P = (S + below + above - span) // stride + 1
+    positions along each spatial dim, where span = dilation * (R - 1) + 1.
+
+    Parameters
+    ----------
+    data : Node
+        The feature maps (N, C, S...): batch, channels, then one or more spatial
+        dims; a numeric (not boolean) element type.
+    filters : Node
+        (K, C, R...): output channels, data's channels, then the window's length
+        along each spatial dim; data's element type.
+
+    Returns
+    -------
+    Convolution
+        A node of data's element type and shape (N, K, P...).
+
+    Raises
+    ------
+    DTypeError
+        data and filters differ in element type, or theirs is boolean.
+    ShapeError
+        data has fewer than 3 dims; filters do not have data's rank or channels;
+        `strides`, `dilation` or the padding does not have one entry per
+        spatial dim, or has one below its minimum; or a window spans more than
+        its padded input.
     """
 
+    _doc_shared = _WINDOW_DOC
     _attributes = _GEOMETRY
 
     def __init__(self, data: Node, filters: Node, strides=None, dilation=None,
@@ -99,8 +145,40 @@ def conv_output_shape(op: Node, data_shape: Shape, filters_shape: Shape) -> Shap
 
 
 class ConvolutionBackpropData(Node):
-    """The adjoint of Convolution for its data: delta (N, K, P...) -> data_shape."""
+    """The adjoint of Convolution for its data: delta (N, K, P...) back to (N, C, S...).
 
+    Each delta element is spread over the window it was computed from, weighted
+    by the filters, and the contributions are summed: the gradient of a
+    convolution with respect to its data, given the gradient of its output.
+
+    Parameters
+    ----------
+    data_shape : Shape or sequence of int, Dim or str
+        The shape (N, C, S...) of the convolution's data: the result's shape.
+    filters : Node
+        The convolution's filters (K, C, R...); a numeric (not boolean) element
+        type.
+    delta : Node
+        The gradient of the convolution's output, (N, K, P...); filters' element
+        type.
+
+    Returns
+    -------
+    ConvolutionBackpropData
+        A node of filters' element type and shape `data_shape`.
+
+    Raises
+    ------
+    DTypeError
+        filters and delta differ in element type, or theirs is boolean.
+    ShapeError
+        `data_shape` is invalid or has fewer than 3 dims; `strides`, `dilation`
+        or the padding does not have one entry per spatial dim, or has one below
+        its minimum; filters do not fit `data_shape`; or delta does not have the
+        convolution's output shape.
+    """
+
+    _doc_shared = _WINDOW_DOC
     _attributes = ("data_shape",) + _GEOMETRY
     _hidden = frozenset({"data_shape"})
 
@@ -127,8 +205,39 @@ class ConvolutionBackpropData(Node):
 
 
 class ConvolutionBackpropFilters(Node):
-    """The adjoint of Convolution for its filters: delta (N, K, P...) -> filters_shape."""
+    """The adjoint of Convolution for its filters: delta (N, K, P...) to (K, C, R...).
 
+    Each filter element gets the sum, over the batch and the output positions, of
+    delta times the data it met: the gradient of a convolution with respect to its
+    filters, given the gradient of its output.
+
+    Parameters
+    ----------
+    data : Node
+        The convolution's data (N, C, S...); a numeric (not boolean) element type.
+    filters_shape : Shape or sequence of int, Dim or str
+        The shape (K, C, R...) of the convolution's filters: the result's shape.
+    delta : Node
+        The gradient of the convolution's output, (N, K, P...); data's element
+        type.
+
+    Returns
+    -------
+    ConvolutionBackpropFilters
+        A node of data's element type and shape `filters_shape`.
+
+    Raises
+    ------
+    DTypeError
+        data and delta differ in element type, or theirs is boolean.
+    ShapeError
+        data has fewer than 3 dims; `strides`, `dilation` or the padding does
+        not have one entry per spatial dim, or has one below its minimum;
+        `filters_shape` is invalid or does not fit data; or delta does not have
+        the convolution's output shape.
+    """
+
+    _doc_shared = _WINDOW_DOC
     _attributes = ("filters_shape",) + _GEOMETRY
     _hidden = frozenset({"filters_shape"})
 
@@ -159,13 +268,36 @@ _POOL = ("window", "strides", "padding_below", "padding_above")
 
 
 class Im2Col(Node):
-    """x (N, C, S...) -> columns (N, P..., C, R...): every window's inputs, side by side.
+    """x (N, C, S...) to columns (N, P..., C, R...): every window's inputs, side by side.
 
-    With it a convolution is one matrix product: columns viewed as (N*P, C*R)
-    times filters viewed as (K, C*R) transposed. The filter gradient reads the
-    same columns, so a graph that computes both can share them.
+    With it a convolution is one matrix product: the columns viewed as
+    (N*P, C*R) times the filters viewed as (K, C*R), transposed. The filters'
+    gradient reads the same columns, so a graph that computes both can share
+    them. Inputs on padding are 0.
+
+    Parameters
+    ----------
+    x : Node
+        The feature maps (N, C, S...), with one or more spatial dims; a numeric
+        (not boolean) element type.
+
+    Returns
+    -------
+    Im2Col
+        A node of x's element type and shape (N, P..., C, R...), where R... is
+        `window` and P... the number of window positions along each spatial dim.
+
+    Raises
+    ------
+    DTypeError
+        x is boolean.
+    ShapeError
+        x has fewer than 3 dims; `window`, `strides`, `dilation` or the padding
+        does not have one entry per spatial dim, or has one below its minimum;
+        or a window spans more than its padded input.
     """
 
+    _doc_shared = _WINDOW_DOC
     _attributes = ("window",) + _GEOMETRY
 
     def __init__(self, x: Node, window, strides=None, dilation=None, padding_below=None,
@@ -190,14 +322,38 @@ class Im2Col(Node):
 
 
 class Col2Im(Node):
-    """columns (N, P..., C, R...) -> x (N, C, S...): Im2Col's adjoint, overlaps summed.
+    """columns (N, P..., C, R...) back to x (N, C, S...): Im2Col's adjoint, overlaps summed.
 
     Each column entry is added at the input position its window offset read;
     entries that fell on padding are dropped. With it the data gradient of a
-    convolution is one matrix product, delta (N*P, K) x filters (K, C*R), into
-    the columns, then this scatter-add.
+    convolution is one matrix product, delta (N*P, K) times filters (K, C*R),
+    into the columns, then this scatter-add.
+
+    Parameters
+    ----------
+    columns : Node
+        (N, P..., C, R...), as Im2Col of an x of shape `x_shape` gives; a numeric
+        (not boolean) element type.
+    x_shape : Shape or sequence of int, Dim or str
+        The shape (N, C, S...) of that x: the result's shape.
+
+    Returns
+    -------
+    Col2Im
+        A node of columns' element type and shape `x_shape`.
+
+    Raises
+    ------
+    DTypeError
+        columns is boolean.
+    ShapeError
+        `x_shape` is invalid or has fewer than 3 dims; `window`, `strides`,
+        `dilation` or the padding does not have one entry per spatial dim, or has
+        one below its minimum; or columns does not have the shape Im2Col gives
+        for `x_shape`.
     """
 
+    _doc_shared = _WINDOW_DOC
     _attributes = ("x_shape", "window") + _GEOMETRY
     _hidden = frozenset({"x_shape"})
 
@@ -243,8 +399,37 @@ def pool_output_shape(op: Node, x_shape: Shape) -> Shape:
 
 
 class _Pool(Node):
-    """x (N, C, S...) -> (N, C, P...): one value per window position."""
+    """x (N, C, S...) to (N, C, P...): one value per window position (MaxPool, AvgPool).
 
+    Each channel is pooled on its own; there is no dilation. The output has
+    P = (S + below + above - R) // stride + 1 positions along each spatial dim,
+    for a window of length R.
+
+    Parameters
+    ----------
+    x : Node
+        The feature maps (N, C, S...), with one or more spatial dims; {accepts}
+        element type.
+    padding_below, padding_above : sequence of int, optional
+        The positions added before and after each spatial dim, each >= 0 and
+        smaller than the window (default: none). They never count as values.
+
+    Returns
+    -------
+    {op}
+        A node of x's element type and shape (N, C, P...).
+
+    Raises
+    ------
+    DTypeError
+        x does not have {accepts} element type.
+    ShapeError
+        x has fewer than 3 dims; `window`, `strides` or the padding does not have
+        one entry per spatial dim, or has one below its minimum; padding is not
+        smaller than the window; or a window spans more than its padded input.
+    """
+
+    _doc_shared = _WINDOW_DOC
     _attributes = _POOL
     accepts = "numeric"
 
@@ -264,18 +449,54 @@ class _Pool(Node):
 
 
 class MaxPool(_Pool):
-    """Maximum of each window; padding never wins."""
+    """The maximum of each window of x.
+
+    Padding never wins: a window's maximum is over the real inputs it covers.
+    """
 
 
 class AvgPool(_Pool):
-    """Mean of each window over the real (unpadded) inputs it covers."""
+    """The mean of each window of x.
+
+    The mean is over the real (unpadded) inputs each window covers, so windows at
+    the borders are not diluted by padding.
+    """
 
     accepts = "float"
 
 
 class MaxPoolBackprop(Node):
-    """Adjoint of MaxPool: each delta goes to the first maximum of its window in x."""
+    """The adjoint of MaxPool: each delta goes to the first maximum of its window in x.
 
+    The gradient of a max pool with respect to its input, given the gradient of
+    its output; overlapping windows add up.
+
+    Parameters
+    ----------
+    x : Node
+        The pool's input (N, C, S...); a numeric (not boolean) element type.
+    delta : Node
+        The gradient of the pool's output, (N, C, P...); x's element type.
+    padding_below, padding_above : sequence of int, optional
+        The pool's padding before and after each spatial dim, each >= 0 and
+        smaller than the window (default: none).
+
+    Returns
+    -------
+    MaxPoolBackprop
+        A node of x's element type and shape.
+
+    Raises
+    ------
+    DTypeError
+        x and delta differ in element type, or theirs is boolean.
+    ShapeError
+        x has fewer than 3 dims; `window`, `strides` or the padding does not have
+        one entry per spatial dim, or has one below its minimum; padding is not
+        smaller than the window; or delta does not have the pool's output shape.
+    """
+
+    _doc_shared = _WINDOW_DOC
     _attributes = _POOL
 
     def __init__(self, x: Node, delta: Node, window, strides=None, padding_below=None,
@@ -297,8 +518,39 @@ class MaxPoolBackprop(Node):
 
 
 class AvgPoolBackprop(Node):
-    """Adjoint of AvgPool: each delta shared equally by the real inputs of its window."""
+    """The adjoint of AvgPool: each delta shared equally by the real inputs of its window.
 
+    The gradient of an average pool with respect to its input, given the gradient
+    of its output; overlapping windows add up, padding takes no share.
+
+    Parameters
+    ----------
+    x_shape : Shape or sequence of int, Dim or str
+        The shape (N, C, S...) of the pool's input: the result's shape.
+    delta : Node
+        The gradient of the pool's output, (N, C, P...); a floating-point element
+        type.
+    padding_below, padding_above : sequence of int, optional
+        The pool's padding before and after each spatial dim, each >= 0 and
+        smaller than the window (default: none).
+
+    Returns
+    -------
+    AvgPoolBackprop
+        A node of delta's element type and shape `x_shape`.
+
+    Raises
+    ------
+    DTypeError
+        delta is not of a floating-point type.
+    ShapeError
+        `x_shape` is invalid or has fewer than 3 dims; `window`, `strides` or the
+        padding does not have one entry per spatial dim, or has one below its
+        minimum; padding is not smaller than the window; or delta does not have
+        the pool's output shape.
+    """
+
+    _doc_shared = _WINDOW_DOC
     _attributes = ("x_shape",) + _POOL
     _hidden = frozenset({"x_shape"})
 
@@ -330,10 +582,44 @@ def _indexed_shape(shape: Shape, axis: int, indices: Shape) -> Shape:
 
 
 class Gather(Node):
-    """Slices of `params` along `axis` picked by integer `indices` (a lookup table).
+    """Slices of `params` along `axis`, picked by integer `indices`: a table lookup.
 
-    Result: params.shape[:axis] + indices.shape + params.shape[axis+1:].
-    Indices out of [0, params.shape[axis]) are an error at run time.
+    The result is params.shape[:axis] + indices.shape + params.shape[axis+1:]:
+    each index selects one slice of params, so an embedding lookup is
+    Gather(table, ids).
+
+    Parameters
+    ----------
+    params : Node
+        The table: any element type and shape.
+    indices : Node
+        Integers in [0, params.shape[axis]), any shape.
+    axis : int, optional
+        The dim of params that indices pick along (default 0).
+
+    Returns
+    -------
+    Gather
+        A node of params' element type and shape
+        params.shape[:axis] + indices.shape + params.shape[axis+1:].
+
+    Raises
+    ------
+    DTypeError
+        indices are not of an integer type.
+    ShapeError
+        `axis` is not a position of params' dims.
+    ExecutionError
+        When the compiled function runs: an index lies outside
+        [0, params.shape[axis]) (nothing wraps around).
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> table = core.Parameter(core.f32, (100, 16))
+    >>> ids = core.Parameter(core.i32, (8, 5))
+    >>> core.Gather(table, ids).shape
+    Shape([8, 5, 16])
     """
 
     _attributes = ("axis",)
@@ -354,9 +640,39 @@ class Gather(Node):
 
 
 class ScatterAdd(Node):
-    """`inputs` plus `updates` added at `indices` along `axis` (repeats accumulate).
+    """`inputs` with `updates` added at `indices` along `axis`; repeated indices accumulate.
 
-    The adjoint of Gather: updates have Gather's result shape.
+    The adjoint of Gather: updates have the shape Gather of `inputs` with these
+    indices would give, and each is added to the slice its index picks.
+
+    Parameters
+    ----------
+    inputs : Node
+        The values added to: a numeric (not boolean) element type, any shape.
+    indices : Node
+        Integers in [0, inputs.shape[axis]), any shape.
+    updates : Node
+        inputs' element type, of shape
+        inputs.shape[:axis] + indices.shape + inputs.shape[axis+1:].
+    axis : int, optional
+        The dim of inputs that indices pick along (default 0).
+
+    Returns
+    -------
+    ScatterAdd
+        A node of inputs' element type and shape.
+
+    Raises
+    ------
+    DTypeError
+        indices are not of an integer type; inputs and updates differ in element
+        type; or theirs is boolean.
+    ShapeError
+        `axis` is not a position of inputs' dims, or updates do not have the
+        shape above.
+    ExecutionError
+        When the compiled function runs: an index lies outside
+        [0, inputs.shape[axis]).
     """
 
     _attributes = ("axis",)
@@ -381,11 +697,37 @@ class ScatterAdd(Node):
 
 
 class OneHot(Node):
-    """1 where the position along `one_hot_axis` equals x's value, else 0 (x's type).
+    """1 where the position along `one_hot_axis` equals x's value, else 0, in x's type.
 
-    `shape` is the result shape; without `one_hot_axis` it must equal x's.
-    x may be integral or floating; values that are not whole numbers in
-    [0, shape[one_hot_axis]) are an error at run time.
+    Turns class labels into the one-hot vectors a loss compares with scores: x's
+    shape is `shape` without dim `one_hot_axis`, and along that dim each result
+    row holds a single 1, at the position x gives.
+
+    Parameters
+    ----------
+    x : Node
+        The labels: a numeric (not boolean) element type, whole numbers in
+        [0, shape[one_hot_axis]).
+    shape : Shape or sequence of int, Dim or str
+        The result's shape: x's shape with the one-hot dim inserted.
+    one_hot_axis : int
+        The position of the one-hot dim in `shape`.
+
+    Returns
+    -------
+    OneHot
+        A node of x's element type and shape `shape`.
+
+    Raises
+    ------
+    DTypeError
+        x is boolean.
+    ShapeError
+        A dim of `shape` is invalid, `one_hot_axis` is not a position of it, or
+        x's shape is not `shape` without that dim.
+    ExecutionError
+        When the compiled function runs: a value of x is not a whole number, or
+        lies outside [0, shape[one_hot_axis]).
     """
 
     _attributes = ("shape", "one_hot_axis")

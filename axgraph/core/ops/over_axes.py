@@ -8,7 +8,26 @@ from ._checks import arity, positions
 
 
 class OverAxes(Node):
-    """f(x) over the dims at `axes`: positions in x, checked and put in canonical form."""
+    """f(x) over the dims at `axes`: the shape of reductions, Softmax and Reverse.
+
+    Parameters
+    ----------
+    x : Node
+        The operand: any element type and shape.
+    axes : int or sequence of int
+        Positions of x's dims, each in [0, rank), each once; their order does not
+        matter (they are kept sorted).
+
+    Returns
+    -------
+    {op}
+        A node of x's element type and shape.
+
+    Raises
+    ------
+    ShapeError
+        `axes` are not distinct positions of x's dims.
+    """
 
     _attributes = ("axes",)
 

@@ -11,12 +11,41 @@ from ._checks import arity, element_type_attr, positions, require_kind, same_ele
 
 
 class Dot(Node):
-    """General contraction: dim contract_a[k] of a pairs with dim contract_b[k] of b.
+    """The general contraction: dim contract_a[k] of a pairs with dim contract_b[k] of b.
 
-    Paired dims must be equal; they are summed over. The result has a's
-    uncontracted dims in order, then b's (as numpy.tensordot). Without
-    explicit pairs, a's last dim contracts with b's first (a matrix product);
-    with a scalar operand nothing contracts.
+    Paired dims must be equal, and are summed over. The result has a's other dims
+    in order, then b's (as `numpy.tensordot`). Without explicit pairs a's last dim
+    contracts with b's first, a matrix product; with a scalar operand nothing
+    contracts (a scaled copy of the other).
+
+    Parameters
+    ----------
+    a, b : Node
+        The operands: one numeric (not boolean) element type, any shapes.
+    contract_a, contract_b : sequence of int, optional
+        Equally many distinct positions of a's and of b's dims, paired in order.
+        Give both or neither (default: a's last dim with b's first).
+
+    Returns
+    -------
+    Dot
+        A node of a's element type; its shape is a's uncontracted dims, then b's.
+
+    Raises
+    ------
+    DTypeError
+        a and b differ in element type, or theirs is boolean.
+    ShapeError
+        Only one of contract_a and contract_b is given; they are not distinct
+        positions of the operand's dims, or differ in length; or paired dims differ.
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> a = core.Parameter(core.f32, (2, 3, 4))
+    >>> b = core.Parameter(core.f32, (4, 3, 5))
+    >>> core.Dot(a, b, contract_a=(1, 2), contract_b=(1, 0)).shape
+    Shape([2, 5])
     """
 
     _attributes = ("contract_a", "contract_b")
@@ -55,7 +84,27 @@ class Dot(Node):
 
 
 class Reduction(OverAxes):
-    """x combined over the dims at `axes`, which disappear from the result."""
+    """x combined over the dims at `axes`, which disappear from the result.
+
+    The family of Sum, Prod, Max and Min. The result keeps x's element type:
+    integers are summed in their own type, not promoted.
+
+    Parameters
+    ----------
+    x : Node
+        The values: a numeric (not boolean) element type, any shape.
+
+    Returns
+    -------
+    {op}
+        A node of x's element type; its shape is x's without the dims at `axes`
+        (with no axes, x's values unchanged).
+
+    Raises
+    ------
+    DTypeError
+        x is boolean.
+    """
 
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = self.inputs
@@ -65,26 +114,72 @@ class Reduction(OverAxes):
 
 
 class Sum(Reduction):
-    """Sum over `axes` (0 over an empty dim)."""
+    """The sum of x over `axes`.
+
+    Over an empty dim the sum is 0.
+    """
 
 
 class Prod(Reduction):
-    """Product over `axes` (1 over an empty dim)."""
+    """The product of x over `axes`.
+
+    Over an empty dim the product is 1.
+    """
 
 
 class Max(Reduction):
-    """Maximum over `axes` (an error over an empty dim)."""
+    """The maximum of x over `axes`.
+
+    A NaN among the values gives NaN. An empty dim has no maximum.
+
+    Raises
+    ------
+    ExecutionError
+        When the compiled function runs: a dim at `axes` is empty (0).
+    """
 
 
 class Min(Reduction):
-    """Minimum over `axes` (an error over an empty dim)."""
+    """The minimum of x over `axes`.
+
+    A NaN among the values gives NaN. An empty dim has no minimum.
+
+    Raises
+    ------
+    ExecutionError
+        When the compiled function runs: a dim at `axes` is empty (0).
+    """
 
 
 class IndexReduction(Node):
-    """The position of the extreme element over `axes` (at least one).
+    """The position of the extreme element of x over `axes` (ArgMax, ArgMin).
 
-    With several axes the index counts row-major over those dims, in the
-    order given, as if they were flattened into one. Ties go to the first.
+    With several axes the index counts row-major over those dims, in the order
+    given, as if they were flattened into one. Ties go to the first.
+
+    Parameters
+    ----------
+    x : Node
+        The values: a numeric (not boolean) element type, any shape.
+    axes : int or sequence of int
+        At least one position of x's dims, each once, in the order they are
+        flattened in.
+    index_element_type : ElementType, str or numpy.dtype, optional
+        The integer type of the result (default `core.i64`).
+
+    Returns
+    -------
+    {op}
+        A node of `index_element_type`; its shape is x's without the dims at `axes`.
+
+    Raises
+    ------
+    DTypeError
+        x is boolean, or `index_element_type` is not an integer type.
+    ShapeError
+        `axes` is empty or not distinct positions of x's dims.
+    ExecutionError
+        When the compiled function runs: a dim at `axes` is empty (0).
     """
 
     _attributes = ("axes", "index_element_type")
@@ -112,15 +207,40 @@ class IndexReduction(Node):
 
 
 class ArgMax(IndexReduction):
-    """Index of the maximum over `axes`."""
+    """The index of the maximum of x over `axes`.
+
+    The first of equal maxima wins.
+    """
 
 
 class ArgMin(IndexReduction):
-    """Index of the minimum over `axes`."""
+    """The index of the minimum of x over `axes`.
+
+    The first of equal minima wins.
+    """
 
 
 class Softmax(OverAxes):
-    """exp(x) normalized to sum 1 over `axes` (computed stably)."""
+    """exp(x) normalized to sum 1 over `axes`.
+
+    Computed stably: the maximum over `axes` is subtracted before exp, so large
+    values never overflow.
+
+    Parameters
+    ----------
+    x : Node
+        The values: a floating-point element type, any shape.
+    axes : int or sequence of int
+        At least one position of x's dims, each once: the values normalized
+        together.
+
+    Raises
+    ------
+    DTypeError
+        x is not of a floating-point type.
+    ShapeError
+        `axes` is empty or not distinct positions of x's dims.
+    """
 
     def _normalize(self, attributes: dict) -> dict:
         normalized = super()._normalize(attributes)

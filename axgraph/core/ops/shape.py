@@ -18,10 +18,38 @@ from ._checks import (arity, dim_tuple, int_tuple, positions, require_nonnegativ
 
 
 class Broadcast(Node):
-    """x copied along new dims: `axes` are the result positions x does not have.
+    """x repeated along new dims: `axes` are the positions of the result that x lacks.
 
-    The other result dims, in order, must equal x's dims (nGraph's rule), so
-    Broadcast(x[3], (2, 3), axes=(0,)) repeats x as rows.
+    The other dims of `shape`, in order, must equal x's dims (nGraph's rule): no
+    dim of x is stretched, and nothing is broadcast implicitly anywhere else.
+
+    Parameters
+    ----------
+    x : Node
+        The values to repeat: any element type and shape.
+    shape : Shape or sequence of int, Dim or str
+        The result's shape.
+    axes : int or sequence of int
+        The positions in `shape` of the new dims, each in [0, len(shape)), each
+        once (their order does not matter).
+
+    Returns
+    -------
+    Broadcast
+        A node of x's element type and shape `shape`.
+
+    Raises
+    ------
+    ShapeError
+        A dim of `shape` is invalid; `axes` are not distinct positions of
+        `shape`; or the dims of `shape` outside `axes` are not x's dims.
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> x = core.Parameter(core.f32, (3,))
+    >>> core.Broadcast(x, (2, 3), axes=(0,)).shape  # x repeated as two rows
+    Shape([2, 3])
     """
 
     _attributes = ("shape", "axes")
@@ -45,7 +73,29 @@ class Broadcast(Node):
 
 
 class Reshape(Node):
-    """x's elements in row-major order, laid out in `shape` (same element count)."""
+    """x's elements in row-major order, laid out in `shape`.
+
+    The elements keep their row-major order; only the dims change (use
+    Transpose to reorder them).
+
+    Parameters
+    ----------
+    x : Node
+        The values: any element type and shape.
+    shape : Shape or sequence of int, Dim or str
+        The result's shape, of x's element count: the products of the dims must be
+        equal as expressions (`(N, 6)` fits `(2*N, 3)`).
+
+    Returns
+    -------
+    Reshape
+        A node of x's element type and shape `shape`.
+
+    Raises
+    ------
+    ShapeError
+        A dim of `shape` is invalid, or its element count is not x's.
+    """
 
     _attributes = ("shape",)
     _hidden = frozenset(_attributes)
@@ -66,7 +116,26 @@ class Reshape(Node):
 
 
 class Transpose(Node):
-    """Result dim i is x's dim permutation[i]."""
+    """x with its dims reordered: dim i of the result is dim permutation[i] of x.
+
+    Parameters
+    ----------
+    x : Node
+        The values: any element type and shape, of rank r.
+    permutation : sequence of int
+        Each of 0 .. r - 1 once: the position in x of each result dim.
+
+    Returns
+    -------
+    Transpose
+        A node of x's element type; its shape is x's dims in the order
+        `permutation` gives.
+
+    Raises
+    ------
+    ShapeError
+        `permutation` does not name each dim of x exactly once.
+    """
 
     _attributes = ("permutation",)
 
@@ -88,7 +157,45 @@ class Transpose(Node):
 
 
 class Slice(Node):
-    """x[lower:upper:strides] per dim; bounds may be symbolic, strides positive ints."""
+    """x[lower:upper:strides], dim by dim: a strided box of x.
+
+    Bounds may be symbolic (`N - 1`). Whether they fit is decided when x is
+    built where it can be, else when the sizes are bound, at each call.
+
+    Parameters
+    ----------
+    x : Node
+        The values: any element type and shape, of rank r.
+    lower, upper : sequence of int, Dim or str
+        r bounds each: dim i keeps positions lower[i] <= p < upper[i] of x's dim
+        i, with 0 <= lower[i] <= upper[i] <= x.shape[i].
+    strides : sequence of int, optional
+        r steps, each >= 1 (default: all 1): dim i keeps every strides[i]-th
+        position from lower[i].
+
+    Returns
+    -------
+    Slice
+        A node of x's element type; its dim i is
+        ceil((upper[i] - lower[i]) / strides[i]).
+
+    Raises
+    ------
+    ShapeError
+        `lower`, `upper` or `strides` does not have r entries; a stride is below 1;
+        or an upper bound is known to lie below its lower bound or past the end of
+        its dim.
+    ExecutionError
+        When the compiled function runs: symbolic bounds do not fit under the
+        sizes the arguments bind.
+
+    Examples
+    --------
+    >>> from axgraph import core
+    >>> x = core.Parameter(core.f32, ("N", 10))
+    >>> core.Slice(x, lower=(1, 0), upper=("N", 10), strides=(1, 3)).shape
+    Shape([N - 1, 4])
+    """
 
     _attributes = ("lower", "upper", "strides")
 
@@ -115,7 +222,11 @@ class Slice(Node):
 
 
 class Reverse(OverAxes):
-    """x with the order of elements along `axes` reversed."""
+    """x with the order of its elements along `axes` reversed.
+
+    With no axes the result is x's values unchanged; reversing twice along
+    the same axes gives x back.
+    """
 
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = self.inputs
@@ -123,7 +234,35 @@ class Reverse(OverAxes):
 
 
 class Concat(Node):
-    """Inputs joined along dim `axis`; every other dim must agree."""
+    """The inputs joined end to end along dim `axis`.
+
+    Every other dim must agree, as expressions, and all inputs must have one
+    element type: nothing is broadcast or converted.
+
+    Parameters
+    ----------
+    inputs : sequence of Node
+        At least one node: one element type and rank, equal dims but at `axis`.
+    axis : int
+        The position of the joined dim, in [0, rank).
+
+    Returns
+    -------
+    Concat
+        A node of the inputs' element type and shape, but for dim `axis`: the sum
+        of theirs.
+
+    Raises
+    ------
+    GraphError
+        `inputs` is not a sequence of core nodes, or is empty; or `name` is not a
+        non-empty string.
+    DTypeError
+        The inputs differ in element type.
+    ShapeError
+        `axis` is not a position of the first input's dims, or an input differs
+        from the first in rank or in a dim other than `axis`.
+    """
 
     _attributes = ("axis",)
 
@@ -155,10 +294,39 @@ class Concat(Node):
 
 
 class Pad(Node):
-    """x surrounded by `value`: `below`/`above` per dim, `interior` between elements.
+    """x surrounded by `value`: `below` and `above` per dim, `interior` between elements.
 
-    Interior padding inserts that many values between neighbours, which is
-    what the adjoint of a strided Slice needs.
+    Interior padding puts that many values between neighbours, which is what the
+    adjoint of a strided Slice needs.
+
+    Parameters
+    ----------
+    x : Node
+        The values: any element type and shape, of rank r.
+    below, above : sequence of int
+        r ints >= 0: how many values to put before and after x's elements along
+        each dim.
+    interior : sequence of int, optional
+        r ints >= 0: how many values to put between neighbours along each dim
+        (default: none).
+    value : scalar, optional
+        The fill (default 0): a number x's element type holds exactly (a float
+        rounds), or a bool for boolean x.
+
+    Returns
+    -------
+    Pad
+        A node of x's element type; its dim i is
+        below[i] + d + above[i] + interior[i] * (d - 1) for x's dim d (for
+        d = 0: below[i] + above[i]; a symbolic d is taken to be at least 1).
+
+    Raises
+    ------
+    ShapeError
+        `below`, `above` or `interior` does not have r entries, or has one below 0.
+    DTypeError
+        `value` is not a number (a bool for boolean x), or does not fit x's
+        element type exactly.
     """
 
     _attributes = ("below", "above", "interior", "value")
