@@ -17,7 +17,8 @@ import ast
 from typing import (Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple,
                     TypeVar, Union, cast)
 
-from .errors import ShapeError
+from .debug_info import user_location
+from .errors import AxgraphTypeError, AxgraphValueError, ShapeError
 
 # Canonical form, as plain tuples so that ==, hash and ordering come for free:
 #   atom     = ("v", name) | ("f", terms, k)       variable | floor(terms / k)
@@ -54,7 +55,7 @@ def _as_dim_like(value, what: str = "dim") -> DimLike:
     """An int or a Dim from anything usable as one (np.integer included); else TypeError."""
     result = _operand(value)
     if result is None:
-        raise TypeError(f"a {what} must be an int or a Dim expression, not {value!r}")
+        raise AxgraphTypeError(f"a {what} must be an int or a Dim expression, not {value!r}", user_location())
     return result
 
 
@@ -111,7 +112,7 @@ class Dim:
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         `name` is not a string that is an identifier.
 
     Examples
@@ -128,7 +129,7 @@ class Dim:
 
     def __init__(self, name: str):
         if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"a size variable needs an identifier name, not {name!r}")
+            raise AxgraphValueError(f"a size variable needs an identifier name, not {name!r}", user_location())
         object.__setattr__(self, "_terms", (((("v", name),), 1),))
         object.__setattr__(self, "_hash", hash(self._terms))
 
@@ -171,10 +172,10 @@ class Dim:
 
     def __floordiv__(self, other) -> DimLike:
         if isinstance(other, Dim) or isinstance(other, bool) or not hasattr(other, "__index__"):
-            raise TypeError(f"a Dim can only be floor-divided by a positive int, not {other!r}")
+            raise AxgraphTypeError(f"a Dim can only be floor-divided by a positive int, not {other!r}", user_location())
         k = int(other.__index__())
         if k <= 0:
-            raise ValueError(f"a Dim can only be floor-divided by a positive int, not {k}")
+            raise AxgraphValueError(f"a Dim can only be floor-divided by a positive int, not {k}", user_location())
         return _floordiv(self._terms, k)
 
     def __mod__(self, other) -> DimLike:
@@ -198,7 +199,7 @@ class Dim:
         return self._hash
 
     def __bool__(self) -> bool:
-        raise TypeError(f"the truth of symbolic dim {self} is unknown until it is bound")
+        raise AxgraphTypeError(f"the truth of symbolic dim {self} is unknown until it is bound", user_location())
 
     # -- inspection -------------------------------------------------------------------
     @property
@@ -234,7 +235,7 @@ class Dim:
 
         Raises
         ------
-        TypeError
+        AxgraphTypeError
             A binding is neither an int nor a Dim.
         """
         return _subs_terms(self._terms, bindings)
@@ -400,7 +401,7 @@ def symbols(names: str) -> Tuple[Dim, ...]:
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         A name is not an identifier.
     """
     return tuple(Dim(name) for name in names.replace(",", " ").split())
@@ -426,13 +427,13 @@ def parse(text: str) -> DimLike:
 
     Raises
     ------
-    ValueError
+    AxgraphValueError
         `text` is not such an expression.
     """
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
-        raise ValueError(f"cannot parse dim expression {text!r}") from None
+        raise AxgraphValueError(f"cannot parse dim expression {text!r}", user_location()) from None
 
     def walk(node) -> DimLike:
         if isinstance(node, ast.Constant) and type(node.value) is int:
@@ -444,7 +445,7 @@ def parse(text: str) -> DimLike:
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             return _BINARY[type(node.op)](walk(node.left), walk(node.right))
-        raise ValueError(f"cannot parse dim expression {text!r}: unsupported {ast.dump(node)}")
+        raise AxgraphValueError(f"cannot parse dim expression {text!r}: unsupported {ast.dump(node)}", user_location())
 
     return walk(tree)
 

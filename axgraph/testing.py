@@ -19,7 +19,9 @@ import numpy as np
 from .autodiff import deriv
 from .axes import Axes, AxesLike
 from .axis_dims import AxisDims
+from .debug_info import user_location
 from .dims import bind_shapes
+from .errors import AxisLengthError
 from .op_graph.op import Op
 from .op_graph.tensors import placeholder
 from .transformers import Transformer, make_transformer
@@ -204,7 +206,8 @@ def _lengths(axes: Axes, fed_ops, fed_values):
     lengths = tuple(bindings.get(axis) for axis in axes)
     for axis, length in zip(axes, lengths):
         if length is None:
-            raise ValueError(f"the length of {axis.name} is unknown; set it before differentiating")
+            raise AxisLengthError(f"the length of {axis.name} is unknown; set it before "
+                                  f"differentiating", user_location())
     return lengths
 
 

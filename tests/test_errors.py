@@ -555,3 +555,22 @@ def test_cpu_out_errors_name_the_line():
         with pytest.raises(ng.FeedError) as info:
             f(np.ones(3, np.float32), out=np.empty(4, np.float32))
     assert "test_errors.py" in str(info.value)
+
+
+def test_compile_options_a_backend_does_not_take_are_named_with_those_it_takes():
+    from axgraph import core
+
+    x = core.Parameter(core.f32, ("N",))
+    f = core.Function([core.Multiply(x, x)], [x])
+    with pytest.raises(ng.AxgraphTypeError, match=r"(?s)compile\(backend='cpu'\).*'foo'.*fuse.*"
+                                                  r"test_errors"):
+        core.compile(f, "cpu", foo=1)
+
+
+@pytest.mark.parametrize("make", [lambda core: core.Shape(-1), lambda core: core.Shape(1.5),
+                                  lambda core: core.Dim("1x"), lambda core: core.Dim("N") // 0])
+def test_bad_dims_are_axgraph_errors_at_the_users_line(make):
+    from axgraph import core
+
+    with pytest.raises(ng.AxgraphError, match="test_errors"):
+        make(core)

@@ -149,3 +149,16 @@ def test_a_placeholder_on_a_joined_axis_binds_the_parts_lengths_together(backend
         np.testing.assert_allclose(total, reference * b[None, :, None])
     with pytest.raises(ng.FeedError):
         _run(backend, results, [x, y], [rng.standard_normal((3, 4)), rng.standard_normal(7)])
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_a_symbolic_slice_that_does_not_fit_the_sizes_is_an_error_not_an_empty_result(backend):
+    from axgraph import core
+
+    N = core.Dim("N")
+    x = core.Parameter(core.f32, core.Shape(N))
+    executable = core.compile(core.Function([core.Slice(x, [2], [N])], [x]), backend=backend)
+    with pytest.raises(ng.ExecutionError, match=r"(?s)Slice.*N - 2.*\[-1\].*N = 1.*test_symbolic"):
+        executable(np.ones(1, np.float32))
+    (values,) = executable(np.arange(5, dtype=np.float32))     # a later call that fits runs
+    np.testing.assert_array_equal(values, np.arange(5, dtype=np.float32)[2:])

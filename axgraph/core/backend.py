@@ -20,6 +20,7 @@ from the core API and, lowered from axes graphs, as a transformer.
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
                     runtime_checkable)
@@ -208,8 +209,9 @@ def compile(function: Function, backend: str = "interpreter", **options: Any) ->
         `function` is not a core Function.
     AxgraphValueError
         No backend is registered under `backend`.
-    TypeError
-        The backend's compile does not take one of `options` (raised by the backend).
+    AxgraphTypeError
+        The backend's compile does not take one of `options`; the message lists those
+        it takes.
 
     Examples
     --------
@@ -224,7 +226,34 @@ def compile(function: Function, backend: str = "interpreter", **options: Any) ->
     if not isinstance(function, Function):
         raise AxgraphTypeError(f"compile() takes a core Function, not "
                                f"{type(function).__name__}", user_location())
-    return get_backend(backend).compile(function, **options)
+    chosen = get_backend(backend)
+    check_options(chosen, options, f"compile(backend={backend!r})")
+    return chosen.compile(function, **options)
+
+
+def check_options(backend: "Backend", options: Mapping[str, Any], caller: str) -> None:
+    """Refuse options that `backend.compile` does not take, before anything is built.
+
+    Parameters
+    ----------
+    backend : Backend
+        The backend whose compile will be called.
+    options : mapping of str to object
+        The keyword arguments meant for it.
+    caller : str
+        How the user called it, for the message (``make_transformer('cpu')``).
+
+    Raises
+    ------
+    AxgraphTypeError
+        An option the backend's compile does not take, naming the options it does take.
+    """
+    signature = inspect.signature(backend.compile)
+    try:
+        signature.bind(None, **options)
+    except TypeError as error:
+        raise AxgraphTypeError(f"{caller}: {error}; the backend's compile takes {signature}",
+                               user_location()) from None
 
 
 # -- what every backend does with a call's arguments ----------------------------------------------

@@ -40,6 +40,17 @@ class Context:
     def shape(self, shape: Shape) -> Tuple[int, ...]:
         return Shape(shape).evaluate(self.bindings)
 
+    def node_shape(self, node: Node) -> Tuple[int, ...]:
+        """`node`'s concrete shape at these sizes; a negative dim (a symbolic slice or pad
+        that does not fit the sizes bound) is an ExecutionError naming the node, on every
+        backend, never an empty result."""
+        shape = self.shape(node.shape)
+        if any(d < 0 for d in shape):
+            raise ExecutionError(f"{node.op} {node.name}: shape {node.shape} is {list(shape)} "
+                                 f"with {bindings_text(self.bindings)}; dims cannot be negative",
+                                 node.location)
+        return shape
+
     def dim(self, value) -> int:
         return dims.evaluate(value, self.bindings)
 
@@ -431,7 +442,7 @@ class InterpretedFunction:
         ctx = Context(bindings, self._generators)
         if out is not None:  # checked before anything runs (each node checks its own shape)
             out = checked_outs(self.function, out, arrays,
-                               [self._shape_of(node, ctx) for node in self.function.results])
+                               [ctx.node_shape(node) for node in self.function.results])
         values: Dict[Node, np.ndarray] = dict(zip(self.function.parameters, arrays))
         with np.errstate(all="ignore"):
             for node, run in self._kernels:
@@ -447,16 +458,8 @@ class InterpretedFunction:
                 results.append(array)
         return tuple(results)
 
-    def _shape_of(self, node: Node, ctx: Context) -> Tuple[int, ...]:
-        shape = ctx.shape(node.shape)
-        if any(d < 0 for d in shape):
-            raise ExecutionError(f"{node.op} {node.name}: shape {node.shape} is {list(shape)} "
-                                 f"with {bindings_text(ctx.bindings)}; dims cannot be negative",
-                                 node.location)
-        return shape
-
     def _run(self, node: Node, run: Kernel, ctx: Context, inputs: List[np.ndarray]) -> np.ndarray:
-        expected = self._shape_of(node, ctx)
+        expected = ctx.node_shape(node)
         try:
             value = np.asarray(run(node, ctx, *inputs))
         except AxgraphError as error:

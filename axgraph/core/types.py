@@ -14,7 +14,8 @@ from typing import Dict, FrozenSet, Iterable, Mapping, Tuple, Union
 import numpy as np
 
 from ..dims import Dim, DimLike, parse
-from ..errors import DTypeError
+from ..debug_info import user_location
+from ..errors import AxgraphTypeError, AxgraphValueError, DTypeError
 
 
 class ElementType:
@@ -217,10 +218,10 @@ def as_dim(value, what: str = "dim") -> DimLike:
     if isinstance(value, Dim):
         return value
     if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"{what} must be an int or a Dim expression, not {value!r}")
+        raise AxgraphTypeError(f"{what} must be an int or a Dim expression, not {value!r}", user_location())
     value = int(value.__index__())
     if value < 0:
-        raise ValueError(f"{what} must be non-negative, not {value}")
+        raise AxgraphValueError(f"{what} must be non-negative, not {value}", user_location())
     return value
 
 
@@ -239,9 +240,9 @@ class Shape(tuple):
 
     Raises
     ------
-    TypeError
+    AxgraphTypeError
         A dim is not an int, a Dim or a string.
-    ValueError
+    AxgraphValueError
         A dim is negative, or a string is not a dim expression.
 
     Examples

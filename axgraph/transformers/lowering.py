@@ -10,14 +10,12 @@ graph checks the lowering; "cpu" has a subclass adding inspection).
 """
 from __future__ import annotations
 
-import inspect
 from typing import Dict, List, Optional
 
 import numpy as np
 
 from .. import core
-from ..debug_info import user_location
-from ..errors import AxgraphTypeError
+from ..core.backend import check_options
 from ..lowering import LoweredComputation, lower
 from ..passes import PassManager, default_passes
 from ..op_graph.schedule import schedule
@@ -35,13 +33,8 @@ class LoweringTransformer(Transformer):
     def __init__(self, backend: str = "interpreter", optimize: bool = True, **backend_options):
         super().__init__()
         self.backend = core.get_backend(backend)
-        try:
-            inspect.signature(self.backend.compile).bind(None, **backend_options)
-        except TypeError as error:
-            raise AxgraphTypeError(
-                f"make_transformer({backend!r}): {error}; it takes optimize= and the options of "
-                f"the {backend} backend's compile{inspect.signature(self.backend.compile)}",
-                user_location()) from None
+        check_options(self.backend, backend_options,
+                      f"make_transformer({backend!r}) (optimize= or the backend's options)")
         self.transformer_name = backend
         self.optimize = optimize
         #: Keyword arguments of every `backend.compile` call.

@@ -112,7 +112,7 @@ class _Scheduler:
     def __init__(self, function: core.Function, bindings: Mapping[str, int]):
         self.function, self.bindings = function, dict(bindings)
         ctx = interpreter.Context(self.bindings, {})
-        self.shapes: Shapes = {node: ctx.shape(node.shape) for node in function.nodes}
+        self.shapes: Shapes = {node: ctx.node_shape(node) for node in function.nodes}
         self._results = set(function.results)
         self._reduction_inputs = {x for node in function.nodes if fused_reduction(node)
                                   for x in node.inputs}
