@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..axes import Axes, AxesLike, Axis
 from ..debug_info import user_location
-from ..errors import IncompatibleAxesError
+from ..errors import AxgraphTypeError, IncompatibleAxesError
 from . import elementwise as ew
 from . import reductions as red
 from .op import Op
@@ -41,8 +41,39 @@ class SigmoidSchema:
     x: Op
 
 
-def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) -> Op:
-    """exp(x) / sum(exp(x)) over `normalization_axes` (default: all but batch/time)."""
+def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None, *,
+            softmax_axes: AxesLike = None) -> Op:
+    """exp(x) / sum(exp(x)) over the normalization axes.
+
+    Parameters
+    ----------
+    x
+        The logits.
+    normalization_axes
+        The axes the probabilities sum to 1 over (default: all of x's axes but the
+        batch and recurrent ones).
+    name
+        The result's name.
+    softmax_axes
+        The same as `normalization_axes`, under the name Nervana Graph's early versions
+        gave it; give one or the other.
+
+    Returns
+    -------
+    Op
+        The probabilities, with x's axes; cross entropies built on it take the log in
+        the log domain.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If both `normalization_axes` and `softmax_axes` are given.
+    """
+    if softmax_axes is not None:
+        if normalization_axes is not None:
+            raise AxgraphTypeError("softmax: give normalization_axes or softmax_axes (the same "
+                                   "parameter under its older name), not both", user_location())
+        normalization_axes = softmax_axes
     x = as_op(x)
     if normalization_axes is None:
         normalization_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
