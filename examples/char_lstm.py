@@ -25,12 +25,7 @@ from axgraph.frontends.neon import (LSTM, Adam, Affine, ArrayIterator, GlorotUni
                                     LookupTable, ProgressBar, Sequential, Softmax, Uniform, fit,
                                     inference_mode_on)
 
-
-def load_corpus() -> str:
-    """The help topics of CPython's pydoc, in a fixed order."""
-    from pydoc_data.topics import topics
-
-    return "".join(topics[name] for name in sorted(topics))
+from .text_data import load_help_text
 
 
 def unigram_entropy(text: str) -> float:
@@ -66,7 +61,7 @@ def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
           hidden: int = 128, embed: int = 32, learning_rate: float = 3e-3, seed: int = 0,
           backend: str = "cpu", sample_length: int = 300, verbose: bool = True) -> Dict:
     """Train for epochs x steps minibatches; returns losses, entropy, a sample and seconds."""
-    text = load_corpus()
+    text = load_help_text()
     alphabet = "".join(sorted(set(text)))
     lookup = {ch: i for i, ch in enumerate(alphabet)}
     codes = np.fromiter((lookup[ch] for ch in text), dtype=np.int32, count=len(text))

@@ -1,5 +1,6 @@
 """Nervana Graph v0.4's op helpers, assign sugar and transformer API, as its users wrote them."""
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -83,27 +84,74 @@ def test_setitem_on_a_stored_tensor_is_an_assign(transformer):
     np.testing.assert_array_equal(transformer.computation(w)(), [0.0, 10.0, 10.0, 3.0])
 
 
-def test_inplace_add_on_a_stored_tensor_assigns_and_keeps_the_tensor(transformer):
+@pytest.mark.parametrize("in_place, numpy_operator", [
+    (operator.iadd, np.add), (operator.isub, np.subtract), (operator.imul, np.multiply),
+    (operator.itruediv, np.true_divide)])
+def test_inplace_operator_on_a_stored_tensor_is_an_assign(transformer, in_place,
+                                                          numpy_operator):
+    """v0.4: ``w += v`` is ``SetItem(w, :, w + v)``, and w then names that assign op
+    (`operator.iadd(w, v)` is what ``w += v`` calls)."""
+    F = _axis(3, "F")
+    start, step = np.array([2.0, -4.0, 8.0]), np.array([0.5, 2.0, -1.0])
+    tensor = ng.variable([F], initial_value=start)
+    update = in_place(tensor, ng.constant(step, axes=[F]))
+    assert isinstance(update, ng.AssignOp) and not update.is_tensor_op
+    assert update.tensor is tensor and update in tensor.user_deps
+    run = transformer.computation(update)
+    read = transformer.computation(tensor)
+    assert run() is None
+    expected = numpy_operator(start, step)
+    np.testing.assert_allclose(read(), numpy_operator(expected, step), rtol=1e-6)  # reads run it
+    np.testing.assert_allclose(read(), numpy_operator(numpy_operator(expected, step), step),
+                               rtol=1e-6)
+
+
+def test_inplace_update_runs_after_the_reads_built_before_it(transformer):
+    """Assign ordering: a read built before ``w += 1`` sees the old value, one built after
+    it the new one, and both in the same call."""
     F = _axis(2, "F")
-    w = ng.variable([F], initial_value=1.0)
-    original = w
-    w += 2.0
-    assert w is original
-    read = transformer.computation(w)
-    np.testing.assert_array_equal(read(), [3.0, 3.0])
-    np.testing.assert_array_equal(read(), [5.0, 5.0])  # the update runs with every read
+    w = ng.variable([F], initial_value=np.array([1.0, 2.0]))
+    tensor = w
+    before = tensor * 10.0
+    w += 1.0
+    after = tensor * 10.0
+    step = transformer.computation([before, w, after])
+    old, none, new = step()
+    assert none is None
+    np.testing.assert_array_equal(old, [10.0, 20.0])
+    np.testing.assert_array_equal(new, [20.0, 30.0])
+    old, _, new = step()
+    np.testing.assert_array_equal(old, [20.0, 30.0])
+    np.testing.assert_array_equal(new, [30.0, 40.0])
 
 
-def test_inplace_ops_on_a_plain_op_build_a_new_op(transformer):
+def test_inplace_update_kept_aside_runs_only_when_named(transformer):
+    F = _axis(2, "F")
+    w = ng.variable([F], initial_value=0.0)
+    tensor = w
+    with ng.Op.saved_user_deps():
+        w += 1.0
+    peek, train = transformer.computation(tensor), transformer.computation([tensor, w])
+    np.testing.assert_array_equal(peek(), [0.0, 0.0])
+    np.testing.assert_array_equal(train()[0], [1.0, 1.0])
+    np.testing.assert_array_equal(peek(), [1.0, 1.0])
+
+
+def test_inplace_operators_refuse_what_cannot_be_assigned():
     F = _axis(2, "F")
     x = ng.placeholder([F])
     y = x * 1.0
-    before = y
-    y *= 3.0
-    y -= 1.0
-    assert y is not before
-    np.testing.assert_array_equal(transformer.computation(y, x)(np.array([1.0, 2.0])),
-                                  [2.0, 5.0])
+    with pytest.raises(ng.GraphError, match=r"Multiply\S* \*= .*not a stored tensor.*"
+                                            r"`x = x \* \.\.\.`") as caught:
+        y *= 3.0
+    assert caught.value.location[0] == __file__
+    c = ng.constant(np.ones(2), axes=[F])
+    with pytest.raises(ng.GraphError, match="is a constant"):
+        c -= 1.0
+    w = ng.variable([F], initial_value=0.0)
+    w += 1.0
+    with pytest.raises(ng.GraphError, match="the assign to variable"):
+        w += 1.0
 
 
 # -- numerics helpers ---------------------------------------------------------------------

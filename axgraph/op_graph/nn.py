@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..axes import Axes, AxesLike, Axis
 from ..debug_info import user_location
-from ..errors import IncompatibleAxesError
+from ..errors import AxgraphTypeError, IncompatibleAxesError
 from . import elementwise as ew
 from . import reductions as red
 from .op import Op
@@ -41,7 +41,8 @@ class SigmoidSchema:
     x: Op
 
 
-def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) -> Op:
+def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None, *,
+            softmax_axes: AxesLike = None) -> Op:
     """exp(x) / sum(exp(x)) over `normalization_axes`: probabilities from logits.
 
     Computed as exp(x - max(x)), so large logits do not overflow. The result
@@ -57,6 +58,9 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) 
         batch and recurrent ones.
     name : str, optional
         A name for the result (automatic if None).
+    softmax_axes : Axes, Axis or iterable of Axis, optional
+        The same as `normalization_axes`, under the name Nervana Graph v0.4 gave it;
+        give one or the other.
 
     Returns
     -------
@@ -68,7 +72,8 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) 
     UnmatchedAxesError
         If `normalization_axes` holds an axis that x lacks.
     AxgraphTypeError
-        If `x` is not an op or a number, or the axes are not Axis objects.
+        If `x` is not an op or a number, the axes are not Axis objects, or both
+        `normalization_axes` and `softmax_axes` are given.
 
     Examples
     --------
@@ -81,6 +86,11 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) 
     >>> probs.sum(axis=0).round(5).tolist()
     [1.0, 1.0]
     """
+    if softmax_axes is not None:
+        if normalization_axes is not None:
+            raise AxgraphTypeError("softmax: give normalization_axes or softmax_axes (the same "
+                                   "parameter under its older name), not both", user_location())
+        normalization_axes = softmax_axes
     x = as_op(x)
     if normalization_axes is None:
         normalization_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)

@@ -1,4 +1,5 @@
-"""Python's operators on ops: ``x + y``, ``-x``, ``x < y``, ``x[1:3]``, ``w[i] = v``, ``w += d``.
+"""Python's operators on ops: ``x + y``, ``-x``, ``x < y``, ``x[1:3]``, ``w[i] = v``, ``w += d``
+(an assign, which w then names).
 
 Each builds an op of a family (elementwise, shape_ops, control, reductions),
 and every family module imports op.py. So op.py only declares the operators
@@ -14,17 +15,27 @@ from __future__ import annotations
 from typing import Callable, Dict
 
 from ..axes import AxesLike
+from ..debug_info import user_location
+from ..errors import GraphError
 from . import control, elementwise as ew, reductions, shape_ops
 from .op import Op
 
 
-def _update_in_place(op: Op, value, combine: Callable) -> Op:
-    """``w += v`` on a stored tensor assigns ``w + v`` to it and keeps the name w bound
-    to the tensor; on any other op it is the plain ``w = w + v``."""
+def _update_in_place(op: Op, value, combine: Callable, symbol: str) -> Op:
+    """``w += v`` is ``ng.assign(w, w + v)``, and w is then that assign op (Nervana Graph
+    v0.4). On an op that is not a variable, placeholder or persistent tensor there is
+    nothing to write: an error, rather than silently rebinding w to a new value."""
     if not op.is_assignable or getattr(op, "constant", False):
-        return combine(op, value)
-    control.AssignOp(op, combine(op, value))
-    return op
+        if isinstance(op, control.AssignOp):
+            what = (f"the assign to {op.tensor.name} that an earlier in-place operator (or "
+                    f"ng.assign) gave; keep the tensor under a name of its own to update it "
+                    f"again")
+        else:
+            what = "a constant" if op.is_assignable else "not a stored tensor"
+        raise GraphError(f"{op.name} {symbol}= ...: in-place operators assign to a variable, "
+                         f"placeholder or persistent tensor, and {op.name} is {what}; write "
+                         f"`x = x {symbol} ...` for a new value", user_location())
+    return control.assign(op, combine(op, value))
 
 
 def _getitem(op: Op, item) -> Op:
@@ -55,6 +66,9 @@ _ARITHMETIC: Dict[str, Callable] = {
     "add": ew.add, "sub": ew.subtract, "mul": ew.multiply, "truediv": ew.divide,
     "pow": ew.power,
 }
+#: In-place operators, as Nervana Graph v0.4 had them (its ``__idiv__`` is Python 3's
+#: ``__itruediv__``), and their symbols for errors.
+_IN_PLACE: Dict[str, str] = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 #: Comparisons: Python reflects them itself (``1 < x`` calls ``x > 1``).
 _COMPARISONS: Dict[str, Callable] = {
     "lt": ew.less, "le": ew.less_equal, "gt": ew.greater, "ge": ew.greater_equal,
@@ -68,8 +82,8 @@ def _bind() -> None:
     def reflected(function: Callable) -> Callable:
         return lambda self, other: function(other, self)
 
-    def in_place(function: Callable) -> Callable:
-        return lambda self, other: _update_in_place(self, other, function)
+    def in_place(function: Callable, symbol: str) -> Callable:
+        return lambda self, other: _update_in_place(self, other, function, symbol)
 
     methods: Dict[str, Callable] = {"__neg__": ew.negative, "__abs__": ew.absolute,
                                     "__getitem__": _getitem, "__setitem__": _setitem,
@@ -77,8 +91,8 @@ def _bind() -> None:
     for name, function in _ARITHMETIC.items():
         methods[f"__{name}__"] = forward(function)
         methods[f"__r{name}__"] = reflected(function)
-    for name in ("add", "sub", "mul", "truediv"):
-        methods[f"__i{name}__"] = in_place(_ARITHMETIC[name])
+    for name, symbol in _IN_PLACE.items():
+        methods[f"__i{name}__"] = in_place(_ARITHMETIC[name], symbol)
     for name, function in _COMPARISONS.items():
         methods[f"__{name}__"] = forward(function)
     for name, method in methods.items():

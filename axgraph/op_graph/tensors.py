@@ -28,6 +28,7 @@ import numpy as np
 
 from ..axes import Axes, AxesLike, make_axis
 from ..debug_info import user_location
+from ..dims import known
 from ..dtypes import cast
 from ..errors import (AxgraphTypeError, AxisLengthError, DTypeError, FeedError, GraphError,
                       IncompatibleAxesError)
@@ -159,15 +160,8 @@ class AssignableTensorOp(Op):
             value = value() if _takes_no_arguments(value) else value(self.axes)
             if isinstance(value, Op):
                 raise self.error(GraphError, "an initial_value callable must return an array, not an op")
-        array = np.asarray(value, dtype=self.dtype)
-        if array.ndim == 0:
-            return np.full(lengths, array, dtype=self.dtype)
-        if array.shape != tuple(lengths):
-            raise self.error(
-                AxisLengthError,
-                f"initial value has shape {array.shape} but axes {self.axes} have lengths {tuple(lengths)}",
-            )
-        return array.copy()
+        array = _fitted_to_axes(self, np.asarray(value, dtype=self.dtype), tuple(lengths))
+        return np.array(np.broadcast_to(array, tuple(lengths)), dtype=self.dtype)
 
     def array_from_initial_op(self, value: np.ndarray, lengths) -> np.ndarray:
         """The tensor's initial array from its initial-value op's computed `value`
@@ -292,23 +286,39 @@ def _checked_initial_value(tensor: AssignableTensorOp, value: InitialValue):
         if not exact:
             raise tensor.error(DTypeError, f"initial_value holds non-integer floats for a "
                                            f"{tensor.dtype} tensor; they would be truncated")
-    if array.ndim == 0:
-        return cast(array, tensor.dtype)
-    axes = tensor.axes
-    if array.ndim != len(axes):
-        raise tensor.error(
-            AxisLengthError,
-            f"initial value has {array.ndim} dimensions {array.shape} but axes {axes} have {len(axes)}",
-        )
-    for axis, length in zip(axes, array.shape):
+    array = _fitted_to_axes(tensor, array, tensor.axes.lengths)
+    # An axis without a length takes it from the value's dimension set against it.
+    for axis, length in zip(tensor.axes[len(tensor.axes) - array.ndim:], array.shape):
         if axis.length is None:
             axis.length = length
-        elif axis.length != length:
-            raise tensor.error(
-                AxisLengthError,
-                f"initial value has shape {array.shape} but axes {axes} have lengths {axes.lengths}",
-            )
     return cast(array, tensor.dtype)
+
+
+def _fitted_to_axes(tensor: AssignableTensorOp, array: np.ndarray, lengths) -> np.ndarray:
+    """`array` as an initial value of `tensor`, whose axes have `lengths` (None or a
+    symbolic length where not yet known): whatever NumPy would assign into an array of
+    that shape (``a[...] = array``) is accepted, as in Nervana Graph v0.4, where
+    ``np.array([[104., 119., 127.]])`` initialized a tensor of one axis of length 3.
+
+    Leading dimensions of length 1 beyond the tensor's rank are dropped; the rest are
+    set against the last axes and must have the axis's length or 1 (repeated over it).
+    Returns the array, so trimmed; raises AxisLengthError naming the tensor, its axes
+    and the value's shape otherwise.
+    """
+    rank = len(lengths)
+    extra = array.ndim - rank
+    fits = extra <= 0 or all(n == 1 for n in array.shape[:extra])
+    trimmed = array.reshape(array.shape[extra:]) if fits and extra > 0 else array
+    if fits:
+        for n, length in zip(trimmed.shape, lengths[rank - trimmed.ndim:]):
+            length = known(length, None)
+            fits = fits and (length is None or n in (1, length))
+    if not fits:
+        raise tensor.error(
+            AxisLengthError,
+            f"initial value of shape {array.shape} does not fit axes {tensor.axes} (lengths "
+            f"{tuple(lengths)}): NumPy could not assign it into an array of that shape")
+    return trimmed
 
 
 def _axes_for_value(value, axes: AxesLike) -> Axes:

@@ -3,6 +3,9 @@
 
     python -m examples.ngraph_v04.char_rnn --data_dir ~/nervana/data -t 2000
 
+Without ptb.train.txt and ptb.valid.txt in the data directory it trains on stand-in data (see
+examples/ngraph_v04/data.py), a short run unless -t is given.
+
 One-hot characters, a simple tanh recurrent layer and a softmax over the
 alphabet at every time step, predicting the next character; RMSProp with
 v0.4's positional arguments (decay rate, learning rate).
@@ -17,7 +20,7 @@ from axgraph.frontends.neon import (Affine, NgraphArgparser, Preprocess, Recurre
                                     Sequential, SequentialArrayIterator, Softmax, Tanh,
                                     UniformInit, ax, loop_train, make_bound_computation,
                                     make_default_callbacks)
-from examples.ngraph_v04.data import PTB
+from examples.ngraph_v04.data import PTB, short_run_on_stand_ins
 
 # parse the command line arguments
 parser = NgraphArgparser(description=__doc__)
@@ -31,9 +34,10 @@ time_steps = 5
 hidden_size = 256
 gradient_clip_value = 15
 
-# the penn treebank, as characters
+# the penn treebank, as characters (stand-in text, and a short default run, when it is absent)
 tree_bank_data = PTB(path=args.data_dir)
 ptb_data = tree_bank_data.load_data()
+short_run_on_stand_ins(tree_bank_data, parser, args, iterations=200)
 train_set = SequentialArrayIterator(ptb_data['train'], batch_size=args.batch_size,
                                     time_steps=time_steps, total_iterations=args.num_iterations)
 valid_set = SequentialArrayIterator(ptb_data['valid'], batch_size=args.batch_size,

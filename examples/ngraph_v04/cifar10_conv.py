@@ -3,6 +3,9 @@
 
     python -m examples.ngraph_v04.cifar10_conv --data_dir ~/nervana/data -t 2000
 
+Without cifar-10-batches-py/ in the data directory it trains on stand-in data (see
+examples/ngraph_v04/data.py), a short run unless -t is given.
+
 Two 5x5 convolutions (16 and 32 filters), each followed by 2x2 max pooling,
 a 500-unit layer and a softmax, trained with SGD and momentum on cross
 entropy. (v0.4's program added a depth axis of length 1 with
@@ -18,15 +21,17 @@ from axgraph.frontends.neon import (Affine, ArrayIterator, Convolution, Gradient
                                     NgraphArgparser, Pool2D, Preprocess, Rectlin, Sequential,
                                     Softmax, UniformInit, ax, loop_train, make_bound_computation,
                                     make_default_callbacks)
-from examples.ngraph_v04.data import CIFAR10
+from examples.ngraph_v04.data import CIFAR10, short_run_on_stand_ins
 
 parser = NgraphArgparser(description='Train simple CNN on cifar10 dataset')
 args = parser.parse_args()
 
 np.random.seed(args.rng_seed)
 
-# Create the dataloader
-train_data, valid_data = CIFAR10(args.data_dir).load_data()
+# Create the dataloader (stand-in data, and a short default run, when the data set is absent)
+cifar10 = CIFAR10(args.data_dir)
+train_data, valid_data = cifar10.load_data()
+short_run_on_stand_ins(cifar10, parser, args, iterations=60)
 train_set = ArrayIterator(train_data, args.batch_size, total_iterations=args.num_iterations)
 valid_set = ArrayIterator(valid_data, args.batch_size)
 

@@ -3,6 +3,9 @@
 
     python -m examples.ngraph_v04.cifar10_mlp --data_dir ~/nervana/data -t 2000
 
+Without cifar-10-batches-py/ in the data directory it trains on stand-in data (see
+examples/ngraph_v04/data.py), a short run unless -t is given.
+
 Subtracts the mean colour, then a 200-unit rectified-linear layer and a
 softmax over the ten classes, trained with SGD and momentum on cross entropy.
 """
@@ -16,15 +19,17 @@ from axgraph.frontends.neon import (Affine, ArrayIterator, GradientDescentMoment
                                     NgraphArgparser, Preprocess, Rectlin, Sequential, Softmax,
                                     UniformInit, ax, loop_train, make_bound_computation,
                                     make_default_callbacks)
-from examples.ngraph_v04.data import CIFAR10
+from examples.ngraph_v04.data import CIFAR10, short_run_on_stand_ins
 
 parser = NgraphArgparser(description='Train simple mlp on cifar10 dataset')
 args = parser.parse_args()
 
 np.random.seed(args.rng_seed)
 
-# Create the dataloader
-train_data, valid_data = CIFAR10(args.data_dir).load_data()
+# Create the dataloader (stand-in data, and a short default run, when the data set is absent)
+cifar10 = CIFAR10(args.data_dir)
+train_data, valid_data = cifar10.load_data()
+short_run_on_stand_ins(cifar10, parser, args, iterations=150)
 train_set = ArrayIterator(train_data, args.batch_size, total_iterations=args.num_iterations)
 valid_set = ArrayIterator(valid_data, args.batch_size)
 
@@ -33,7 +38,7 @@ valid_set = ArrayIterator(valid_data, args.batch_size)
 
 
 def cifar_mean_subtract(x):
-    bgr_mean = ng.persistent_tensor(axes=x.axes[0], initial_value=np.array([104., 119., 127.]))
+    bgr_mean = ng.persistent_tensor(axes=x.axes[0], initial_value=np.array([[104., 119., 127.]]))
     return (x - bgr_mean) / 255.
 
 

@@ -3,6 +3,9 @@
 
     python -m examples.ngraph_v04.mnist_mlp --data_dir ~/nervana/data -t 2000 -o out.hdf5
 
+Without mnist.pkl.gz in the data directory it trains on stand-in data (see
+examples/ngraph_v04/data.py), a short run unless -t is given.
+
 A 100-unit rectified-linear layer and a logistic output layer over the ten
 classes, trained with SGD and momentum on binary cross entropy.
 """
@@ -16,15 +19,17 @@ from axgraph.frontends.neon import (Affine, ArrayIterator, GaussianInit,
                                     GradientDescentMomentum, Logistic, NgraphArgparser,
                                     Preprocess, Rectlin, Sequential, ax, loop_train,
                                     make_bound_computation, make_default_callbacks)
-from examples.ngraph_v04.data import MNIST
+from examples.ngraph_v04.data import MNIST, short_run_on_stand_ins
 
 parser = NgraphArgparser(description='Train simple mlp on mnist dataset')
 args = parser.parse_args()
 
 np.random.seed(args.rng_seed)
 
-# Create the dataloader
-train_data, valid_data = MNIST(args.data_dir).load_data()
+# Create the dataloader (stand-in data, and a short default run, when the data set is absent)
+mnist = MNIST(args.data_dir)
+train_data, valid_data = mnist.load_data()
+short_run_on_stand_ins(mnist, parser, args, iterations=200)
 train_set = ArrayIterator(train_data, args.batch_size, total_iterations=args.num_iterations)
 valid_set = ArrayIterator(valid_data, args.batch_size)
 

@@ -2,7 +2,12 @@
 MNIST_Direct notebook): placeholders, variables, ng.deriv and a hand-made
 momentum optimizer; neon supplies only the data (MNIST, ArrayIterator).
 
-    python -m examples.ngraph_v04.walk_through.mnist_direct
+    python -m examples.ngraph_v04.walk_through.mnist_direct [-w ~/nervana/data] [-t 2000]
+
+The notebook fixed its settings in code (~/nervana/data, 128 per batch, 2000
+iterations); here they are the standard options of v0.4's example programs,
+with those defaults. Without mnist.pkl.gz in the data directory it trains on
+stand-in digits (see examples/ngraph_v04/data.py), a short run unless -t is given.
 """
 from __future__ import division, print_function
 
@@ -10,15 +15,20 @@ import numpy as np
 
 import axgraph as ng
 import axgraph.transformers as ngt
-from axgraph.frontends.neon import ArrayIterator
-from examples.ngraph_v04.data import MNIST
+from axgraph.frontends.neon import ArrayIterator, NgraphArgparser
+from examples.ngraph_v04.data import MNIST, short_run_on_stand_ins
+
+parser = NgraphArgparser(description=__doc__)
+args = parser.parse_args()
 
 np.random.seed(0)
-batch_size = 128
-num_iterations = 2000
 
-# Create the dataloader
-train_data, valid_data = MNIST('~/nervana/data/').load_data()
+# Create the dataloader (stand-in data, and a short default run, when mnist.pkl.gz is absent)
+mnist = MNIST(args.data_dir)
+train_data, valid_data = mnist.load_data()
+short_run_on_stand_ins(mnist, parser, args, iterations=200)
+batch_size = args.batch_size
+num_iterations = args.num_iterations
 
 train_set = ArrayIterator(train_data, batch_size, total_iterations=num_iterations)
 valid_set = ArrayIterator(valid_data, batch_size)
