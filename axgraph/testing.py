@@ -21,7 +21,7 @@ from .axes import Axes, AxesLike
 from .axis_dims import AxisDims
 from .debug_info import user_location
 from .dims import bind_shapes
-from .errors import AxisLengthError
+from .errors import AxisLengthError, DTypeError
 from .op_graph.op import Op
 from .op_graph.tensors import placeholder
 from .transformers import Transformer, make_transformer
@@ -344,7 +344,8 @@ def check_derivative(f: Op, px: Op, delta: float, x_value, parameters: Sequence[
                      atol: Optional[float] = None) -> None:
     """Assert that deriv's Jacobian of f at x_value matches finite differences.
 
-    Build the graph in float64 (dtype=np.float64) for a tight comparison.
+    Central differences need float64: in float32 a step small enough to be accurate is
+    lost to rounding, so `f` and `px` must be float64 (a DTypeError says so otherwise).
 
     Parameters
     ----------
@@ -365,11 +366,15 @@ def check_derivative(f: Op, px: Op, delta: float, x_value, parameters: Sequence[
 
     Raises
     ------
+    DTypeError
+        If `f` or `px` is not float64; build the graph with ``dtype=np.float64`` on its
+        placeholders and variables.
     AssertionError
         The Jacobians differ beyond the tolerances; the message names f and px.
     NotDifferentiableError
         f depends on px through an op that has no derivative.
     """
+    _require_float64(f, px)
     factory = _factory()
     symbolic = factory.derivative(f, px, *parameters)(x_value, *parameter_values)
     numeric = factory.numeric_derivative(f, px, delta, *parameters)(x_value, *parameter_values)
@@ -377,6 +382,18 @@ def check_derivative(f: Op, px: Op, delta: float, x_value, parameters: Sequence[
     atol = 1e-6 if atol is None else atol
     np.testing.assert_allclose(symbolic, numeric, rtol=rtol, atol=atol,
                                err_msg=f"deriv of {f.name} with respect to {px.name}")
+
+
+def _require_float64(f: Op, px: Op) -> None:
+    """A DTypeError, at the user's line, unless f and px are float64."""
+    loose = [f"{role} {op.name} is {np.dtype(op.dtype).name}" for role, op in (("f", f), ("px", px))
+             if np.dtype(op.dtype) != np.float64]
+    if loose:
+        raise DTypeError(f"check_derivative of {f.name} with respect to {px.name} needs a "
+                         f"float64 graph, but {' and '.join(loose)}: finite differences in lower "
+                         f"precision are mostly rounding. Build the graph in float64: "
+                         f"dtype=np.float64 on its placeholders and variables",
+                         user_location())
 
 
 def _factory() -> ExecutorFactory:

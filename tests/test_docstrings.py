@@ -91,10 +91,11 @@ def problems_of(value) -> Iterator[str]:
     if inspect.isclass(value) and (issubclass(value, (BaseException, enum.Enum))
                                    or getattr(value, "_is_protocol", False)):
         return                              # built by the library, not called with arguments
-    init_doc = ""
-    if inspect.isclass(value) and "__init__" in value.__dict__:
-        init_doc = value.__init__.__doc__ or ""
-    listed = documented_parameters(doc) | documented_parameters(init_doc)
+    listed = documented_parameters(doc)
+    if inspect.isclass(value):          # or its own constructor's docstring (a tuple's __new__)
+        for constructor in ("__init__", "__new__"):
+            if constructor in value.__dict__:
+                listed |= documented_parameters(getattr(value, constructor).__doc__ or "")
     missing = [p for p in signature_parameters(value) if p not in listed]
     if missing:
         yield f"parameters not in its Parameters section: {', '.join(missing)}"

@@ -1,8 +1,8 @@
 """axgraph.testing: the helpers users write their own tests with.
 
 Every Jacobian below is compared with one written out by hand in NumPy, and
-every failure path is provoked for real (a wrong adjoint rule, a delta too
-small for float32), so that check_derivative is shown to be able to fail.
+every failure path is provoked for real (a wrong adjoint rule, a float32 graph),
+so that check_derivative is shown to be able to fail.
 """
 import numpy as np
 import pytest
@@ -266,17 +266,37 @@ def test_check_derivative_tolerances_decide_a_slightly_wrong_rule(backend, rng, 
         check_derivative(f, x, 1e-6, xv, rtol=1e-2)
 
 
-def test_check_derivative_fails_for_a_tiny_delta_on_float32(backend, axes):
-    """With delta below float32 resolution the central difference is mostly rounding."""
+@pytest.mark.parametrize("x_dtype,f_dtype,named", [
+    (np.float32, np.float32, "f sin_x is float32 and px x is float32"),
+    (F64, np.float32, "f sin_x is float32"),
+    (np.float32, F64, "px x is float32"),
+])
+def test_check_derivative_refuses_a_graph_that_is_not_float64(backend, axes, x_dtype, f_dtype,
+                                                               named):
+    """Central differences in float32 are mostly rounding: a DTypeError at the caller's line
+    says to build the graph in float64, instead of a numeric assertion."""
     A, _, _ = axes
-    x = ng.placeholder([A], dtype=np.float32)
-    xv = np.array([0.3, 1.1, 2.0], dtype=np.float32)
+    x = ng.placeholder([A], dtype=x_dtype, name="x")
+    f = ng.sum(ng.sin(x) * 1000.0, out_axes=(), dtype=f_dtype, name="sin_x")
+    xv = np.array([0.3, 1.1, 2.0], dtype=x_dtype)
+    with ExecutorFactory(backend):
+        with pytest.raises(ng.DTypeError) as info:
+            check_derivative(f, x, 1e-2, xv, rtol=1e-3, atol=1e-3)
+    message = str(info.value)
+    assert "check_derivative of sin_x with respect to x needs a float64 graph" in message
+    assert named in message
+    assert "dtype=np.float64 on its placeholders and variables" in message
+    assert info.value.location == (__file__, info.tb.tb_lineno)
+    assert not isinstance(info.value, AssertionError)
+
+
+def test_check_derivative_compares_a_float64_graph_that_float32_could_not(backend, axes):
+    """The graph refused in float32 passes in float64 with a step float32 cannot resolve."""
+    A, _, _ = axes
+    x = ng.placeholder([A], dtype=F64)
     f = ng.sin(x) * 1000.0
     with ExecutorFactory(backend):
-        with pytest.raises(AssertionError):
-            check_derivative(f, x, 1e-7, xv, atol=0)
-        # The same graph passes with a delta that float32 resolves.
-        check_derivative(f, x, 1e-2, xv, rtol=1e-3, atol=1e-3)
+        check_derivative(f, x, 1e-7, np.array([0.3, 1.1, 2.0]), rtol=1e-6, atol=0)
 
 
 # -- assert_allclose ------------------------------------------------------------------------

@@ -229,21 +229,8 @@ class Shape(tuple):
     """The dims of a tensor, outermost first (row-major): ints and Dim expressions.
 
     Equality is tuple equality, so dims compare symbolically: `N == N` and
-    `2*N != N`. A Shape is immutable; slicing one gives a Shape.
-
-    Parameters
-    ----------
-    *dims : int, Dim or str, or one sequence of them
-        The dims: ints >= 0 (NumPy integers too), `Dim` expressions, or their
-        text ("2*N + 1"). `Shape(32, 32)`, `Shape((32, 32))` and
-        `Shape(["N", 3])` are alike.
-
-    Raises
-    ------
-    AxgraphTypeError
-        A dim is not an int, a Dim or a string.
-    AxgraphValueError
-        A dim is negative, or a string is not a dim expression.
+    `2*N != N`. A Shape is immutable; slicing one gives a Shape. It is built by
+    `__new__` (a tuple), whose docstring lists the parameters.
 
     Examples
     --------
@@ -255,6 +242,22 @@ class Shape(tuple):
     """
 
     def __new__(cls, *dims):
+        """A Shape of `dims`.
+
+        Parameters
+        ----------
+        *dims : int, Dim or str, or one sequence of them
+            The dims: ints >= 0 (NumPy integers too), `Dim` expressions, or their
+            text ("2*N + 1"). `Shape(32, 32)`, `Shape((32, 32))` and
+            `Shape(["N", 3])` are alike.
+
+        Raises
+        ------
+        AxgraphTypeError
+            A dim is not an int, a Dim or a string.
+        AxgraphValueError
+            A dim is negative, or a string is not a dim expression.
+        """
         if len(dims) == 1 and not isinstance(dims[0], (str, Dim)) and hasattr(dims[0], "__iter__"):
             dims = tuple(dims[0])
         return super().__new__(cls, (as_dim(d, f"dim {i}") for i, d in enumerate(dims)))

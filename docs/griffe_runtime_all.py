@@ -1,0 +1,24 @@
+"""A griffe extension for the API reference: a module's `__all__` as Python computes it.
+
+griffe reads source without running it, so an `__all__` built by code (`axgraph.core`
+lists its ops from `CORE_OPS`) would leave the reference empty. As griffe reads a
+module that defines `__all__`, the module is imported and its exports are set to the
+names its `__all__` holds at run time. Only the docs build uses this file.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import griffe
+
+
+class RuntimeAll(griffe.Extension):
+    """Set each module's exports from its imported `__all__`, before wildcard imports
+    and exports are expanded."""
+
+    def on_module_members(self, *, mod: griffe.Module, **kwargs: Any) -> None:
+        if "__all__" in mod.members:
+            names = getattr(importlib.import_module(mod.path), "__all__", None)
+            if names is not None:
+                mod.exports = [str(name) for name in names]
