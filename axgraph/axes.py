@@ -211,8 +211,20 @@ class Axis:
         """Offset from the base axis: 0 for a plain axis, -1 for `A - 1`."""
         return 0
 
-    def get_dual(self, offset: int) -> "Axis":
-        """The axis at `offset` from the base; the same object every time."""
+    def get_dual(self, offset: int = -1) -> "Axis":
+        """The axis at `offset` from the base; the same object every time.
+
+        Parameters
+        ----------
+        offset : int
+            How far from this axis: -1 (the default, as in Nervana Graph v0.4) gives the
+            axis a weight contracts with in `ng.dot`, +1 the other way.
+
+        Returns
+        -------
+        Axis
+            This axis itself for 0, else the dual axis at that level.
+        """
         base = self.base
         level = self.dual_level + offset
         if level == 0:
@@ -222,6 +234,17 @@ class Axis:
             dual = DualAxis(base, level)
             base._duals[level] = dual
         return dual
+
+    @property
+    def axes(self) -> "Axes":
+        """This axis alone, as an Axes (Nervana Graph v0.4's `Axis.axes`).
+
+        Returns
+        -------
+        Axes
+            A new Axes holding just this axis (a FlattenedAxis gives its parts instead).
+        """
+        return Axes(self)
 
     @property
     def primary_axis(self) -> "Axis":
@@ -517,8 +540,8 @@ class FlattenedAxis(Axis):
         """(Everything is set once, by __new__, for the first object of these parts.)"""
 
     def _init_parts(self, axes: "Axes") -> None:
-        self._axes = axes
-        super().__init__(name="(" + "*".join(a.name for a in axes) + ")")
+        self._axes = Axes(axes).hold(f"the parts of the flattened axis {_part_names(axes)}")
+        super().__init__(name=_part_names(axes))
 
     @classmethod
     def of(cls, axes: Iterable[Axis]) -> "FlattenedAxis":
@@ -558,6 +581,10 @@ class FlattenedAxis(Axis):
 AxesLike = Union["Axes", Axis, Iterable[Axis], None]
 
 
+def _part_names(axes: Iterable[Axis]) -> str:
+    return "(" + "*".join(a.name for a in axes) + ")"
+
+
 def _listing(items) -> str:
     """[H: 2, 3]: axes by name and length, anything else as Python shows it."""
     return "[" + ", ".join(f"{a.name}: {a.length}" if isinstance(a, Axis) else repr(a)
@@ -565,17 +592,27 @@ def _listing(items) -> str:
 
 
 class Axes(Sequence[Axis]):
-    """An ordered, duplicate-free tuple of axes.
+    """An ordered, duplicate-free list of axes.
 
     The order is the order values come back in, never a promise about memory
-    layout. Set operations keep the order of the left operand.
+    layout. Set operations keep the order of the left operand and give a new
+    Axes. `append` and `insert` change an Axes in place, as in Nervana Graph
+    v0.4, except one that something relies on: the axes of an op (and its
+    axes-valued attributes), the parts of a flattened axis, the axes of a
+    tensor description, or an Axes that has been hashed (a dict key, a set
+    member). Those are held, and changing one raises an AxesError saying to
+    copy it first (``axes = ng.make_axes(x.axes)``), so no op's axes change
+    under it and no dict loses a key.
     """
 
-    __slots__ = ("_axes", "_ids")
+    __slots__ = ("_axes", "_ids", "_holder")
     _axes: Tuple[Axis, ...]
     _ids: FrozenSet[int]
+    #: What relies on these axes staying as they are (None: nothing; they may change).
+    _holder: Optional[str]
 
     def __init__(self, axes: AxesLike = ()):
+        self._holder = None
         if axes is None:
             axes = ()
         elif isinstance(axes, Axes):
@@ -641,7 +678,32 @@ class Axes(Sequence[Axis]):
         return NotImplemented
 
     def __hash__(self) -> int:
+        # A hashed Axes may be a dict key or a set member: from now on it must not change.
+        self.hold("hashed (a dict key or a set member)")
         return hash(self._axes)
+
+    def hold(self, holder: str) -> "Axes":
+        """Keep these axes from changing in place from now on.
+
+        Parameters
+        ----------
+        holder : str
+            What relies on them ("the axes of op x"), for the error that `append` or
+            `insert` raises. The first holder is the one named.
+
+        Returns
+        -------
+        Axes
+            self, for chaining.
+        """
+        if self._holder is None:
+            self._holder = holder
+        return self
+
+    @property
+    def is_held(self) -> bool:
+        """Whether something relies on these axes, so `append` and `insert` refuse them."""
+        return self._holder is not None
 
     def __repr__(self) -> str:
         return "Axes(" + ", ".join(f"{a.name}: {a.length}" for a in self._axes) + ")"
@@ -751,9 +813,47 @@ class Axes(Sequence[Axis]):
                 return axis
         return None
 
-    def flatten(self) -> FlattenedAxis:
-        """One axis standing for all of these, in order."""
+    def flatten(self, force: bool = False) -> Axis:
+        """One axis standing for all of these, in order.
+
+        Parameters
+        ----------
+        force : bool
+            Make a FlattenedAxis even of a single axis (Nervana Graph v0.4's flag).
+
+        Returns
+        -------
+        Axis
+            The only axis itself when there is one (unless `force`), else the
+            FlattenedAxis of these axes (the same object every time).
+        """
+        if len(self._axes) == 1 and not force:
+            return self._axes[0]
         return FlattenedAxis.of(self)
+
+    def shape_dict(self) -> Dict[str, Any]:
+        """{short name: length} of these axes (Nervana Graph v0.4).
+
+        Returns
+        -------
+        dict
+            Each axis's name without a name scope's prefix (`short_name`), to its length
+            (None where not yet known), in order.
+
+        Raises
+        ------
+        AxesError
+            Two of the axes have the same short name: one key would hide the other.
+        """
+        found: Dict[str, Axis] = {}
+        for axis in self._axes:
+            other = found.setdefault(axis.short_name, axis)
+            if other is not axis:
+                raise AxesError(f"shape_dict of {self!r}: two different axes are named "
+                                f"{axis.short_name} ({_made_at(other)} and {_made_at(axis)}), so "
+                                f"one key would hide the other; use names or lengths instead",
+                                user_location())
+        return {name: axis.length for name, axis in found.items()}
 
     # -- Nervana Graph's helpers ----------------------------------------------
     def role_axes(self, role: AxisRole) -> "Axes":
@@ -790,19 +890,96 @@ class Axes(Sequence[Axis]):
         """Same axes, in any order (is_equal_set)."""
         return self.is_equal_set(other)
 
-    def find(self, axes: AxesLike) -> "Axes":
-        """The axes of self among `axes` (an axis or several), in self's order."""
-        return self & axes
+    def find(self, sub_axes: AxesLike) -> int:
+        """Where `sub_axes` occur in these axes, next to each other and in order (v0.4).
 
-    def append(self, axis: Axis) -> "Axes":
-        """These axes with `axis` added last (a new Axes: an Axes never changes)."""
-        return self + Axes(axis)
+        Parameters
+        ----------
+        sub_axes : Axis or sequence of Axis
+            The axes to look for, as a run.
 
-    def insert(self, index: int, axis: Axis) -> "Axes":
-        """These axes with `axis` added at `index` (a new Axes)."""
+        Returns
+        -------
+        int
+            The position of the first of them.
+
+        Raises
+        ------
+        IncompatibleAxesError
+            They do not occur here as a run in that order.
+        """
+        wanted = Axes(sub_axes)._axes
+        for start in range(len(self._axes) - len(wanted) + 1):
+            if self._axes[start:start + len(wanted)] == wanted:
+                return start
+        raise IncompatibleAxesError(f"{Axes(wanted)!r} do not occur in {self!r} next to each "
+                                    f"other in that order", user_location())
+
+    def find_axis(self, axis: Axis) -> int:
+        """The position of `axis` (by identity): Nervana Graph v0.4's name for `index`.
+
+        Parameters
+        ----------
+        axis : Axis
+            The axis to look for.
+
+        Returns
+        -------
+        int
+            Its position.
+
+        Raises
+        ------
+        IncompatibleAxesError
+            `axis` is not one of these axes.
+        """
+        return self.index(axis)
+
+    def append(self, axis: Axis) -> None:
+        """Add `axis` last, in place (Nervana Graph v0.4).
+
+        Parameters
+        ----------
+        axis : Axis
+            The axis to add (a list or tuple of axes adds their FlattenedAxis).
+
+        Raises
+        ------
+        DuplicateAxisError
+            `axis` is already here.
+        AxesError
+            These axes are held (an op's axes, a hashed Axes...): copy them first.
+        """
+        self._change("append", self._axes + (axis,))
+
+    def insert(self, index: int, axis: Axis) -> None:
+        """Put `axis` at position `index`, in place (Nervana Graph v0.4).
+
+        Parameters
+        ----------
+        index : int
+            Where, as `list.insert` takes it (negative counts from the end).
+        axis : Axis
+            The axis to add.
+
+        Raises
+        ------
+        DuplicateAxisError
+            `axis` is already here.
+        AxesError
+            These axes are held (an op's axes, a hashed Axes...): copy them first.
+        """
         axes = list(self._axes)
         axes.insert(index, axis)
-        return Axes(axes)
+        self._change("insert", tuple(axes))
+
+    def _change(self, what: str, axes: Tuple[Any, ...]) -> None:
+        if self._holder is not None:
+            raise AxesError(f"{what}: {self!r} are {self._holder} and cannot change in place; "
+                            f"copy them and change the copy: axes = ng.make_axes(...); "
+                            f"axes.{what}(...)", user_location())
+        changed = Axes(axes)
+        self._axes, self._ids = changed._axes, changed._ids
 
     def with_lengths_checked(self) -> "Axes":
         """Self, after checking that every length is known."""
@@ -825,22 +1002,57 @@ def _derived_from(axis: Axis, ancestor: Axis) -> bool:
 def make_axis(
     length=None,
     name: Optional[str] = None,
-    roles: Iterable[AxisRole] = (),
     batch: Optional[bool] = None,
     recurrent: Optional[bool] = None,
-    docstring: Optional[str] = None,
     match_on_length: bool = False,
+    roles: Optional[Iterable[AxisRole]] = None,
+    docstring: Optional[str] = None,
 ) -> Axis:
-    """A new axis; `batch` defaults to True for 'N', `recurrent` for 'REC'. With
-    `match_on_length`, elementwise ops pair it with an axis of the same length."""
-    return Axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
+    """A new axis, with Nervana Graph v0.4's parameters in v0.4's order.
+
+    Parameters
+    ----------
+    length : int, optional
+        The number of positions; None until set (``A.length = 3``) or bound from data.
+    name : str, optional
+        A label for printing and finding axes (identity is what pairs axes).
+    batch : bool, optional
+        Whether this is the minibatch axis; by default, whether it is named 'N'.
+    recurrent : bool, optional
+        Whether this is the time axis recurrent layers unroll; by default, whether it is
+        named 'REC'.
+    match_on_length : bool
+        Elementwise ops pair it with the other operand's one axis of the same length.
+    roles : iterable of AxisRole, optional
+        Roles (Height, Channel, ...) that convolutions and layers search for.
+    docstring : str, optional
+        What the axis stands for.
+
+    Returns
+    -------
+    Axis
+        The new axis, different from every other.
+    """
+    return Axis(length=length, name=name, roles=roles or (), batch=batch, recurrent=recurrent,
                 docstring=docstring, match_on_length=match_on_length)
 
 
-def axis(length=None, name=None, roles=(), batch=None, recurrent=None, docstring=None) -> Axis:
-    """Alias of make_axis, spelled as in seed 000's role example."""
-    return make_axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
-                     docstring=docstring)
+def axis(length=None, name: Optional[str] = None, batch: Optional[bool] = None,
+         recurrent: Optional[bool] = None, match_on_length: bool = False,
+         roles: Optional[Iterable[AxisRole]] = None, docstring: Optional[str] = None) -> Axis:
+    """`make_axis`, spelled as Nervana Graph's axes documentation does.
+
+    Parameters
+    ----------
+    length, name, batch, recurrent, match_on_length, roles, docstring
+        As for `make_axis`.
+
+    Returns
+    -------
+    Axis
+        The new axis.
+    """
+    return make_axis(length, name, batch, recurrent, match_on_length, roles, docstring)
 
 
 def make_axes(axes: AxesLike = ()) -> Axes:

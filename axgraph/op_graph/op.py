@@ -120,7 +120,12 @@ class Op(NameableValue, DebugInfo):
         self.args: Tuple[Op, ...] = _checked_args(type(self).__name__, args)
         #: The axes and dtype the caller asked for (None: inferred); kept by with_args.
         self._asked_axes, self._asked_dtype = axes, dtype
-        self._axes = Axes(self.infer_axes())
+        # What an op is built with never changes under it (Axes.append refuses these).
+        made = f"the {type(self).__name__} op made at {location[0]}:{location[1]}"
+        self._axes = Axes(self.infer_axes()).hold(f"the axes of {made}")
+        for key, value in self.attribute_values.items():
+            if isinstance(value, Axes):
+                setattr(self, key, Axes(value).hold(f"the {key} of {made}"))
         self.dtype = as_dtype(self.infer_dtype())
         self.metadata = dict(metadata or {})
         self.initializers: OrderedSet[Op] = OrderedSet()
