@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..axes import Axes, AxesLike, Axis
 from ..debug_info import user_location
-from ..errors import IncompatibleAxesError
+from ..errors import AxgraphTypeError, IncompatibleAxesError
 from . import elementwise as ew
 from . import reductions as red
 from .op import Op
@@ -72,15 +72,51 @@ def _find_schema(op: Op, kind):
     return None
 
 
+def _checked_flag(what: str, keyword: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise AxgraphTypeError(f"{what}: {keyword} must be True or False, not {value!r}",
+                               user_location())
+    return bool(value)
+
+
 def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
-                        enable_softmax_opt: bool = True, name: Optional[str] = None) -> Op:
+                        enable_softmax_opt: bool = True, enable_diff_opt: bool = True,
+                        name: Optional[str] = None) -> Op:
     """-sum(t * log(y)) over the non-batch axes (one value per example).
 
-    When y is a softmax, log(y) is taken in the log domain (stable).
-    `usebits` reports the result in bits instead of nats.
+    Parameters
+    ----------
+    y : Op
+        The prediction, each example a distribution (typically a softmax).
+    t : Op
+        The target, with y's axes.
+    usebits : bool
+        Report the result in bits instead of nats.
+    out_axes : Axes, optional
+        The axes to keep (default: the batch and recurrent axes).
+    enable_softmax_opt : bool
+        When y is a softmax, take log(y) in the log domain (stable) instead of the log
+        of a rounded probability.
+    enable_diff_opt : bool
+        Nervana Graph v0.4's switch for the short derivative of a softmax's cross
+        entropy, ``(y - t) * delta`` for the logits. The log-domain form's derivative
+        is that one already, so both settings give the same values and gradients.
+    name : str, optional
+        The result's name.
+
+    Returns
+    -------
+    Op
+        The cross entropy, with `out_axes`.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        y and t have different axes.
     """
     y, t = as_op(y), as_op(t)
     _check_same_axes("cross_entropy_multi", y, t)
+    _checked_flag("cross_entropy_multi", "enable_diff_opt", enable_diff_opt)
     schema = _find_schema(y, Softmax) if enable_softmax_opt else None
     log_y = schema.log_softmax() if schema is not None else ew.safelog(y)
     result = -red.sum(t * log_y, out_axes=out_axes)
@@ -91,9 +127,30 @@ def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
     return result
 
 
-def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
-    """Elementwise -(t log y + (1 - t) log(1 - y)), stable when y is a sigmoid."""
+def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True,
+                               enable_diff_opt: bool = True) -> Op:
+    """Elementwise -(t log y + (1 - t) log(1 - y)), stable when y is a sigmoid.
+
+    Parameters
+    ----------
+    y : Op
+        The prediction, each element a probability (typically a sigmoid).
+    t : Op
+        The target.
+    enable_sig_opt : bool
+        When y is a sigmoid, use the stable softplus form of its logits.
+    enable_diff_opt : bool
+        Nervana Graph v0.4's switch for the short derivative ``(y - t) * delta`` of a
+        sigmoid's cross entropy; the softplus form's derivative is that one already, so
+        both settings give the same values and gradients.
+
+    Returns
+    -------
+    Op
+        The elementwise cross entropy.
+    """
     y, t = as_op(y), as_op(t)
+    _checked_flag("cross_entropy_binary_inner", "enable_diff_opt", enable_diff_opt)
     schema = _find_schema(y, SigmoidSchema) if enable_sig_opt else None
     if schema is not None:
         x = schema.x
@@ -106,14 +163,37 @@ def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
 
 
 def cross_entropy_binary(y, t, usebits: bool = False, out_axes: AxesLike = None,
-                         enable_sig_opt: bool = True, name: Optional[str] = None) -> Op:
+                         enable_sig_opt: bool = True, enable_diff_opt: bool = True,
+                         name: Optional[str] = None) -> Op:
     """Binary cross entropy summed over the non-batch axes (one value per example).
 
-    `usebits` reports the result in bits instead of nats.
+    Parameters
+    ----------
+    y, t : Op
+        Prediction and target, with the same axes.
+    usebits : bool
+        Report the result in bits instead of nats.
+    out_axes : Axes, optional
+        The axes to keep (default: the batch and recurrent axes).
+    enable_sig_opt, enable_diff_opt : bool
+        As for `cross_entropy_binary_inner`.
+    name : str, optional
+        The result's name.
+
+    Returns
+    -------
+    Op
+        The cross entropy, with `out_axes`.
+
+    Raises
+    ------
+    IncompatibleAxesError
+        y and t have different axes.
     """
     y, t = as_op(y), as_op(t)
     _check_same_axes("cross_entropy_binary", y, t)
-    result = red.sum(cross_entropy_binary_inner(y, t, enable_sig_opt), out_axes=out_axes)
+    result = red.sum(cross_entropy_binary_inner(y, t, enable_sig_opt, enable_diff_opt),
+                     out_axes=out_axes)
     if usebits:
         result = result * (1.0 / math.log(2.0))
     if name is not None:
