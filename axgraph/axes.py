@@ -23,6 +23,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Ite
 import numpy as np
 
 from .debug_info import user_location
+from .names import NameableValue
 from .errors import (AxesError, AxgraphTypeError, AxisLengthError, DuplicateAxisError,
                      IncompatibleAxesError)
 
@@ -1068,8 +1069,12 @@ def make_axis_role(name: Optional[str] = None, docstring: Optional[str] = None) 
 class NameScope:
     """A namespace whose attributes name what is stored in them.
 
-    `ax.N = ng.make_axis()` names the axis 'N' (and so makes it the batch
-    axis by neon's convention), as the standard neon axes of seed 000 expect.
+    An op stored on a scope is named ``scope.attr``, as in Nervana Graph v0.4
+    (``layer.W = ng.variable(...)`` in a scope named "layer" is "layer.W"), and
+    so is a scope made inside another ("outer.inner"). An axis or role keeps
+    the attribute's name alone: `ax.N = ng.make_axis()` names the axis 'N' (and
+    so makes it the batch axis by neon's convention), as the standard neon axes
+    expect; only axes and roles without a name of their own are renamed.
     A scope is also a context manager (`with ng.name_scope("layer") as s:`):
     inside, `get_current_name_scope()` is it, and scopes made there become
     its attributes.
@@ -1089,7 +1094,9 @@ class NameScope:
         def __getattr__(self, key: str) -> Any: ...
 
     def __setattr__(self, key: str, value) -> None:
-        if getattr(value, "_auto_named", False):
+        if isinstance(value, (NameableValue, NameScope)):
+            value.name = key if self.name is None else f"{self.name}.{key}"
+        elif getattr(value, "_auto_named", False):
             value.name = key
             value._auto_named = False
         object.__setattr__(self, key, value)
@@ -1180,6 +1187,52 @@ def _made_at(axis: Axis) -> str:
     return f"{axis.name}: {axis.length} made at {path}:{line}"
 
 
+class NameClash(NamedTuple):
+    """Different axes a reader would take for one, each from a side of an operation: they
+    share a root name (two axes named H) but not their identity."""
+
+    ours: Axis
+    theirs: Axis
+
+    @staticmethod
+    def between(ours: Iterable[Axis], theirs: Iterable[Axis]) -> List["NameClash"]:
+        """The pairs (an axis of `ours`, a different one of `theirs`) sharing a root name.
+
+        Parameters
+        ----------
+        ours, theirs : iterable of Axis
+            The axes of each side (an operand and the axes asked for, two operands...).
+
+        Returns
+        -------
+        list of NameClash
+            One per axis of `theirs` that is not in `ours` but is named like one of them.
+        """
+        ours = Axes(ours)
+        by_name = {a.root_name: a for a in ours if a.root_name is not None}
+        return [NameClash(by_name[b.root_name], b) for b in Axes(theirs)
+                if b not in ours and b.root_name in by_name]
+
+    @staticmethod
+    def describe(clashes: Sequence["NameClash"]) -> str:
+        """"different axes named H (H: 3 made at a.py:4 and H: 3 made at b.py:9)": the
+        words every such message uses, naming where each axis was made.
+
+        Parameters
+        ----------
+        clashes : sequence of NameClash
+            The pairs found by `between`.
+
+        Returns
+        -------
+        str
+            The phrase.
+        """
+        names = ", ".join(str(c.ours.root_name) for c in clashes)
+        pairs = "; ".join(f"{_made_at(c.ours)} and {_made_at(c.theirs)}" for c in clashes)
+        return f"different axes named {names} ({pairs})"
+
+
 def elementwise_axes(kind: str, x, y, *more) -> Axes:
     """The axes of an elementwise op on operands `x`, `y`, ... (anything with .name and
     .axes), joined left to right: with three operands, (x and y) then z.
@@ -1196,15 +1249,11 @@ def elementwise_axes(kind: str, x, y, *more) -> Axes:
     extra = y.axes - x.axes
     if not extra:
         return x.axes
-    by_name = {a.root_name: a for a in x.axes - y.axes if a.root_name is not None}
-    clashes: List[Tuple[Axis, Axis]] = [(by_name[b.root_name], b) for b in extra
-                                        if b.root_name in by_name]
+    clashes = NameClash.between(x.axes - y.axes, extra)
     if clashes:
-        pairs = "; ".join(f"{_made_at(a)} and {_made_at(b)}" for a, b in clashes)
-        names = ", ".join(str(a.root_name) for a, _ in clashes)
         raise IncompatibleAxesError(
-            f"{kind} of {x.name} {x.axes} and {y.name} {y.axes}: the operands carry different "
-            f"axes named {names} ({pairs}), so the result would hold both, an outer product "
+            f"{kind} of {x.name} {x.axes} and {y.name} {y.axes}: the operands carry "
+            f"{NameClash.describe(clashes)}, so the result would hold both, an outer product "
             f"{x.axes + extra}. If they are the same dimension, relabel {y.name} with "
             f"{x.name}'s axis: ng.cast_axes({y.name}, axes); to combine them on purpose, "
             f"ng.broadcast an operand to both axes first", user_location())
