@@ -107,8 +107,16 @@ class Axis:
             if not isinstance(role, AxisRole):
                 raise AxgraphTypeError(f"roles of axis {self._name} must be AxisRole objects "
                                        f"(ng.make_axis_role()), not {role!r}", user_location())
-        self._batch = batch
-        self._recurrent = recurrent
+        for flag, value in (("batch", batch), ("recurrent", recurrent),
+                            ("match_on_length", match_on_length)):
+            if value is not None and not isinstance(value, (bool, np.bool_)):
+                raise AxgraphTypeError(
+                    f"axis {self._name}: {flag} must be True, False or None, not {value!r} "
+                    f"(ng.make_axis takes length, name, batch, recurrent, match_on_length, roles, "
+                    f"docstring in that order, as Nervana Graph v0.4 did: pass roles=[...] by "
+                    f"keyword)", user_location())
+        self._batch = None if batch is None else bool(batch)
+        self._recurrent = None if recurrent is None else bool(recurrent)
         self.docstring = docstring
         #: Nervana Graph v0.4's flag: an elementwise op pairs this axis with the other
         #: operand's one axis of the same length (axes of `ng.constant(array)` without axes).
@@ -604,6 +612,19 @@ class Axes(Sequence[Axis]):
     member). Those are held, and changing one raises an AxesError saying to
     copy it first (``axes = ng.make_axes(x.axes)``), so no op's axes change
     under it and no dict loses a key.
+
+    Parameters
+    ----------
+    axes : Axis, Axes or iterable of Axis, optional
+        The axes, in order; a list or tuple among them stands for its FlattenedAxis
+        (Nervana Graph v0.4's nesting). None or nothing: no axes.
+
+    Raises
+    ------
+    AxgraphTypeError
+        Something other than an axis is among them.
+    DuplicateAxisError
+        An axis occurs twice.
     """
 
     __slots__ = ("_axes", "_ids", "_holder")
@@ -1078,6 +1099,14 @@ class NameScope:
     A scope is also a context manager (`with ng.name_scope("layer") as s:`):
     inside, `get_current_name_scope()` is it, and scopes made there become
     its attributes.
+
+    Parameters
+    ----------
+    name : str, optional
+        The scope's name: the prefix of its members' names.
+    parent : NameScope, optional
+        The scope this one is stored on, as the attribute `name` (default: the scope
+        entered with `with`, if any).
     """
 
     name: Optional[str]

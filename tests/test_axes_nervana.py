@@ -136,6 +136,9 @@ def test_make_axis_takes_v04_positional_order_and_keywords():
     keyword = ng.make_axis(length=2, name="K", roles=[role], recurrent=True)
     assert keyword.is_recurrent and keyword.has_role(role) and not keyword.is_batch
     assert ng.axis(4, "B2", True).is_batch
+    with pytest.raises(ng.AxgraphTypeError, match="roles=") as info:
+        ng.make_axis(3, "H", [role])  # roles where v0.4 put batch: refused, not a batch axis
+    assert "test_axes_nervana.py" in str(info.value)
 
 
 def test_append_and_insert_change_an_axes_in_place(transformer):

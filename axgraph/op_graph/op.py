@@ -30,6 +30,9 @@ from ..ordered_set import OrderedSet
 from ..tensor_description import TensorDescription
 from ..traversal import post_order
 
+if TYPE_CHECKING:  # transformers build on op graphs: imported for annotations only
+    from ..transformers.base import StoredValue
+
 _E = TypeVar("_E", bound=AxgraphError)
 
 
@@ -310,7 +313,7 @@ class Op(NameableValue, DebugInfo):
         return self._axes.shape_dict()
 
     @property
-    def value(self):
+    def value(self) -> "StoredValue":
         """The value this op holds in the transformer that stores it (Nervana Graph v0.4's
         handle to the device tensor).
 

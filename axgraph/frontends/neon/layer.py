@@ -161,6 +161,12 @@ class Layer(abc.ABC):
     Subclasses implement `_build(x)` (make variables from x's axes, once),
     `_check_input(x)` (later calls: x must fit those variables) and
     `_forward(x)` (the op graph of this call).
+
+    Parameters
+    ----------
+    name : str, optional
+        Names the layer's variables (``<name>_W``) and new axes; without one, the layer
+        is numbered in creation order (``Affine_0``), and `automatic_name` is True.
     """
 
     _counters: ClassVar[Dict[str, Iterator[int]]] = {}
@@ -419,6 +425,19 @@ class BatchNorm(Layer):
     replacing those of the previous training call. Inference uses gmean and
     gvar, persistent tensors that both start at 1, where Nervana Graph v0.4's
     BatchNorm started them.
+
+    Parameters
+    ----------
+    rho : float
+        The weight of the old running average in each update, in [0, 1].
+    eps : float
+        Added to the variance before its square root.
+    init_gamma, init_beta : initial value
+        Of the scale and the shift (numbers, arrays or initializers).
+    spatial : bool, optional
+        False: statistics per (C, H, W) even on a feature map.
+    name : str, optional
+        The layer's name.
     """
 
     def __init__(self, rho: float = 0.9, eps: float = 1e-3, init_gamma: InitialValue = 1.0,
@@ -611,6 +630,23 @@ class Convolution(_FeatureMapLayer):
     filter shape, (R, S, K) or (R=S, K), has depth T = 1, and an int stride,
     padding or dilation applies to height and width only (depth 1, 0 and 1),
     as v0.4's Conv2D read them.
+
+    Parameters
+    ----------
+    filter_shape : tuple or dict
+        The filter's spatial sizes and output channels, as above.
+    filter_init : initial value
+        Of the filter (a number, an array in its axes' order, or an initializer).
+    strides, padding, dilation : int, sequence or dict
+        Per spatial dim (an int for all, or for height and width as above).
+    bias_init : initial value, optional
+        Of a per-channel bias; None: no bias (also with batch_norm).
+    activation : activation, optional
+        Applied last.
+    batch_norm : bool
+        Normalize per channel before the activation.
+    name : str, optional
+        The layer's name.
     """
 
     def __init__(self, filter_shape, filter_init: InitialValue, strides=1, padding=0,
@@ -716,6 +752,17 @@ class Pooling(_FeatureMapLayer):
     `pool_shape` is an int, one value per spatial dim, or a dict keyed by
     T/R/S; `strides` defaults to the window (windows do not overlap). A dict
     sizing a dim the input does not have (other than 1) is refused.
+
+    Parameters
+    ----------
+    pool_shape : int, sequence or dict
+        The window.
+    strides, padding : int, sequence or dict, optional
+        Per spatial dim.
+    pool_type : str
+        "max" or "avg".
+    name : str, optional
+        The layer's name.
     """
 
     def __init__(self, pool_shape, strides=None, padding=0, pool_type: str = "max",
@@ -763,6 +810,17 @@ class Pool2D(Pooling):
     each depth slice of v0.4's 5-d images (C, D, H, W, N) on its own.
     Unlike Pooling, strides default to 1 (overlapping windows), as in v0.4.
     Pooling across channels (J, str_c, pad_c) is refused, as ``ng.pooling`` does.
+
+    Parameters
+    ----------
+    fshape : int, tuple or dict
+        The window, as above.
+    strides, padding : int or dict
+        As above.
+    op : str
+        "max" or "avg".
+    name : str, optional
+        The layer's name.
     """
 
     def __init__(self, fshape, strides=1, padding=0, op: str = "max",
