@@ -350,6 +350,10 @@ def test_convolution_with_a_2d_filter_shape_on_5d_images(transformer, rng, fshap
     got = transformer.computation(y, x)(xv)
     expected = conv2d_reference(xv[:, 0], filters[:, :, 0], stride=2, pad=1)
     np.testing.assert_allclose(got[:, 0], expected, rtol=1e-10, atol=1e-12)
+    # ngraph's dicts without a depth entry: depth stride 1, no depth padding.
+    by_dict = Convolution(fshape, filter_init=filters, strides={"str_h": 2, "str_w": 2},
+                          padding={"pad_h": 1, "pad_w": 1})
+    np.testing.assert_allclose(transformer.computation(by_dict(x), x)(xv), got, rtol=1e-12)
 
 
 @pytest.mark.parametrize("op, reduce", [("max", np.max), ("avg", np.mean)])

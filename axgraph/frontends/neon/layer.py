@@ -588,7 +588,8 @@ def _per_dim(value, what: str, layer: Layer, roles: Sequence[str], planar: bool 
     (d/T, h/R, w/S) or by ngraph's names (str_h, pad_w, dil_d, ...).
 
     With `planar` (a 2-d window on an input with depth, as v0.4's Conv2D and Pool2D
-    took it), an int is for height and width only; depth gets `depth_default`.
+    took it), an int, or a dict without a depth entry, is for height and width only;
+    depth gets `depth_default`.
     """
     if planar and isinstance(value, int) and roles and roles[0] == "depth":
         return (depth_default,) + (value,) * (len(roles) - 1)
@@ -598,6 +599,8 @@ def _per_dim(value, what: str, layer: Layer, roles: Sequence[str], planar: bool 
         for role in roles:
             found = [v for k, v in value.items()
                      if k in letters[role] or k.endswith("_" + letters[role][0])]
+            if not found and planar and role == "depth":
+                found = [depth_default]
             if not found:
                 raise layer._fail(LayerError, f"{what} {value} gives nothing for the {role} axis")
             picked.append(found[0])
