@@ -456,9 +456,7 @@ def deriv_many(cost, wrts: Sequence[Op], error=None) -> List[Op]:
         for arg, contribution in zip(op.args, _find_rule(op)(op, delta)):
             if contribution is None or not _is_float(arg):
                 continue
-            contribution = _fit_to(as_op(contribution), arg)
-            previous = adjoints.get(arg)
-            adjoints[arg] = contribution if previous is None else previous + contribution
+            arg.generate_add_delta(adjoints, _fit_to(as_op(contribution), arg))
     results = []
     for wrt in wrts:
         found = adjoints.get(wrt)

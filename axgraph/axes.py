@@ -23,6 +23,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Ite
 import numpy as np
 
 from .debug_info import user_location
+from .names import NameableValue
 from .errors import (AxesError, AxgraphTypeError, AxisLengthError, DuplicateAxisError,
                      IncompatibleAxesError)
 
@@ -162,8 +163,16 @@ class Axis:
             if not isinstance(role, AxisRole):
                 raise AxgraphTypeError(f"roles of axis {self._name} must be AxisRole objects "
                                        f"(ng.make_axis_role()), not {role!r}", user_location())
-        self._batch = batch
-        self._recurrent = recurrent
+        for flag, value in (("batch", batch), ("recurrent", recurrent),
+                            ("match_on_length", match_on_length)):
+            if value is not None and not isinstance(value, (bool, np.bool_)):
+                raise AxgraphTypeError(
+                    f"axis {self._name}: {flag} must be True, False or None, not {value!r} "
+                    f"(ng.make_axis takes length, name, batch, recurrent, match_on_length, roles, "
+                    f"docstring in that order, as Nervana Graph v0.4 did: pass roles=[...] by "
+                    f"keyword)", user_location())
+        self._batch = None if batch is None else bool(batch)
+        self._recurrent = None if recurrent is None else bool(recurrent)
         self.docstring = docstring
         #: Nervana Graph v0.4's flag: an elementwise op pairs this axis with the other
         #: operand's one axis of the same length (axes of `ng.constant(array)` without axes).
@@ -267,8 +276,20 @@ class Axis:
         """Offset from the base axis: 0 for a plain axis, -1 for `A - 1`."""
         return 0
 
-    def get_dual(self, offset: int) -> "Axis":
-        """The axis at `offset` from the base; the same object every time."""
+    def get_dual(self, offset: int = -1) -> "Axis":
+        """The axis at `offset` from the base; the same object every time.
+
+        Parameters
+        ----------
+        offset : int
+            How far from this axis: -1 (the default, as in Nervana Graph v0.4) gives the
+            axis a weight contracts with in `ng.dot`, +1 the other way.
+
+        Returns
+        -------
+        Axis
+            This axis itself for 0, else the dual axis at that level.
+        """
         base = self.base
         level = self.dual_level + offset
         if level == 0:
@@ -278,6 +299,17 @@ class Axis:
             dual = DualAxis(base, level)
             base._duals[level] = dual
         return dual
+
+    @property
+    def axes(self) -> "Axes":
+        """This axis alone, as an Axes (Nervana Graph v0.4's `Axis.axes`).
+
+        Returns
+        -------
+        Axes
+            A new Axes holding just this axis (a FlattenedAxis gives its parts instead).
+        """
+        return Axes(self)
 
     @property
     def primary_axis(self) -> "Axis":
@@ -643,8 +675,8 @@ class FlattenedAxis(Axis):
         """(Everything is set once, by __new__, for the first object of these parts.)"""
 
     def _init_parts(self, axes: "Axes") -> None:
-        self._axes = axes
-        super().__init__(name="(" + "*".join(a.name for a in axes) + ")")
+        self._axes = Axes(axes).hold(f"the parts of the flattened axis {_part_names(axes)}")
+        super().__init__(name=_part_names(axes))
 
     @classmethod
     def of(cls, axes: Iterable[Axis]) -> "FlattenedAxis":
@@ -684,6 +716,10 @@ class FlattenedAxis(Axis):
 AxesLike = Union["Axes", Axis, Iterable[Axis], None]
 
 
+def _part_names(axes: Iterable[Axis]) -> str:
+    return "(" + "*".join(a.name for a in axes) + ")"
+
+
 def _listing(items) -> str:
     """[H: 2, 3]: axes by name and length, anything else as Python shows it."""
     return "[" + ", ".join(f"{a.name}: {a.length}" if isinstance(a, Axis) else repr(a)
@@ -691,25 +727,30 @@ def _listing(items) -> str:
 
 
 class Axes(Sequence[Axis]):
-    """An ordered, duplicate-free tuple of axes: the type of a tensor's dimensions.
+    """An ordered, duplicate-free list of axes.
 
     The order is the order values come back in, never a promise about memory
-    layout. Set operations (``+``, ``-``, ``&``, ``|``) keep the order of the
-    left operand, and membership is by identity. An Axes never changes:
-    `append` and `insert` return new ones.
+    layout. Set operations keep the order of the left operand and give a new
+    Axes. `append` and `insert` change an Axes in place, as in Nervana Graph
+    v0.4, except one that something relies on: the axes of an op (and its
+    axes-valued attributes), the parts of a flattened axis, the axes of a
+    tensor description, or an Axes that has been hashed (a dict key, a set
+    member). Those are held, and changing one raises an AxesError saying to
+    copy it first (``axes = ng.make_axes(x.axes)``), so no op's axes change
+    under it and no dict loses a key.
 
     Parameters
     ----------
-    axes : Axes, Axis or iterable of Axis, optional
-        The axes, in order; None or nothing gives no axes. A list or tuple
-        nested inside stands for a FlattenedAxis of its axes.
+    axes : Axis, Axes or iterable of Axis, optional
+        The axes, in order; a list or tuple among them stands for its FlattenedAxis
+        (Nervana Graph v0.4's nesting). None or nothing: no axes.
 
     Raises
     ------
     AxgraphTypeError
-        If `axes` is not an Axis or an iterable of Axis objects.
+        Something other than an axis is among them.
     DuplicateAxisError
-        If an axis occurs twice.
+        An axis occurs twice.
 
     Examples
     --------
@@ -720,11 +761,14 @@ class Axes(Sequence[Axis]):
     (Axes(C: 3, N: 4), (3, 4), Axes(N: 4))
     """
 
-    __slots__ = ("_axes", "_ids")
+    __slots__ = ("_axes", "_ids", "_holder")
     _axes: Tuple[Axis, ...]
     _ids: FrozenSet[int]
+    #: What relies on these axes staying as they are (None: nothing; they may change).
+    _holder: Optional[str]
 
     def __init__(self, axes: AxesLike = ()):
+        self._holder = None
         if axes is None:
             axes = ()
         elif isinstance(axes, Axes):
@@ -790,7 +834,32 @@ class Axes(Sequence[Axis]):
         return NotImplemented
 
     def __hash__(self) -> int:
+        # A hashed Axes may be a dict key or a set member: from now on it must not change.
+        self.hold("hashed (a dict key or a set member)")
         return hash(self._axes)
+
+    def hold(self, holder: str) -> "Axes":
+        """Keep these axes from changing in place from now on.
+
+        Parameters
+        ----------
+        holder : str
+            What relies on them ("the axes of op x"), for the error that `append` or
+            `insert` raises. The first holder is the one named.
+
+        Returns
+        -------
+        Axes
+            self, for chaining.
+        """
+        if self._holder is None:
+            self._holder = holder
+        return self
+
+    @property
+    def is_held(self) -> bool:
+        """Whether something relies on these axes, so `append` and `insert` refuse them."""
+        return self._holder is not None
 
     def __repr__(self) -> str:
         return "Axes(" + ", ".join(f"{a.name}: {a.length}" for a in self._axes) + ")"
@@ -900,9 +969,47 @@ class Axes(Sequence[Axis]):
                 return axis
         return None
 
-    def flatten(self) -> FlattenedAxis:
-        """One axis standing for all of these, in order."""
+    def flatten(self, force: bool = False) -> Axis:
+        """One axis standing for all of these, in order.
+
+        Parameters
+        ----------
+        force : bool
+            Make a FlattenedAxis even of a single axis (Nervana Graph v0.4's flag).
+
+        Returns
+        -------
+        Axis
+            The only axis itself when there is one (unless `force`), else the
+            FlattenedAxis of these axes (the same object every time).
+        """
+        if len(self._axes) == 1 and not force:
+            return self._axes[0]
         return FlattenedAxis.of(self)
+
+    def shape_dict(self) -> Dict[str, Any]:
+        """{short name: length} of these axes (Nervana Graph v0.4).
+
+        Returns
+        -------
+        dict
+            Each axis's name without a name scope's prefix (`short_name`), to its length
+            (None where not yet known), in order.
+
+        Raises
+        ------
+        AxesError
+            Two of the axes have the same short name: one key would hide the other.
+        """
+        found: Dict[str, Axis] = {}
+        for axis in self._axes:
+            other = found.setdefault(axis.short_name, axis)
+            if other is not axis:
+                raise AxesError(f"shape_dict of {self!r}: two different axes are named "
+                                f"{axis.short_name} ({_made_at(other)} and {_made_at(axis)}), so "
+                                f"one key would hide the other; use names or lengths instead",
+                                user_location())
+        return {name: axis.length for name, axis in found.items()}
 
     # -- Nervana Graph's helpers ----------------------------------------------
     def role_axes(self, role: AxisRole) -> "Axes":
@@ -939,19 +1046,96 @@ class Axes(Sequence[Axis]):
         """Same axes, in any order (is_equal_set)."""
         return self.is_equal_set(other)
 
-    def find(self, axes: AxesLike) -> "Axes":
-        """The axes of self among `axes` (an axis or several), in self's order."""
-        return self & axes
+    def find(self, sub_axes: AxesLike) -> int:
+        """Where `sub_axes` occur in these axes, next to each other and in order (v0.4).
 
-    def append(self, axis: Axis) -> "Axes":
-        """These axes with `axis` added last (a new Axes: an Axes never changes)."""
-        return self + Axes(axis)
+        Parameters
+        ----------
+        sub_axes : Axis or sequence of Axis
+            The axes to look for, as a run.
 
-    def insert(self, index: int, axis: Axis) -> "Axes":
-        """These axes with `axis` added at `index` (a new Axes)."""
+        Returns
+        -------
+        int
+            The position of the first of them.
+
+        Raises
+        ------
+        IncompatibleAxesError
+            They do not occur here as a run in that order.
+        """
+        wanted = Axes(sub_axes)._axes
+        for start in range(len(self._axes) - len(wanted) + 1):
+            if self._axes[start:start + len(wanted)] == wanted:
+                return start
+        raise IncompatibleAxesError(f"{Axes(wanted)!r} do not occur in {self!r} next to each "
+                                    f"other in that order", user_location())
+
+    def find_axis(self, axis: Axis) -> int:
+        """The position of `axis` (by identity): Nervana Graph v0.4's name for `index`.
+
+        Parameters
+        ----------
+        axis : Axis
+            The axis to look for.
+
+        Returns
+        -------
+        int
+            Its position.
+
+        Raises
+        ------
+        IncompatibleAxesError
+            `axis` is not one of these axes.
+        """
+        return self.index(axis)
+
+    def append(self, axis: Axis) -> None:
+        """Add `axis` last, in place (Nervana Graph v0.4).
+
+        Parameters
+        ----------
+        axis : Axis
+            The axis to add (a list or tuple of axes adds their FlattenedAxis).
+
+        Raises
+        ------
+        DuplicateAxisError
+            `axis` is already here.
+        AxesError
+            These axes are held (an op's axes, a hashed Axes...): copy them first.
+        """
+        self._change("append", self._axes + (axis,))
+
+    def insert(self, index: int, axis: Axis) -> None:
+        """Put `axis` at position `index`, in place (Nervana Graph v0.4).
+
+        Parameters
+        ----------
+        index : int
+            Where, as `list.insert` takes it (negative counts from the end).
+        axis : Axis
+            The axis to add.
+
+        Raises
+        ------
+        DuplicateAxisError
+            `axis` is already here.
+        AxesError
+            These axes are held (an op's axes, a hashed Axes...): copy them first.
+        """
         axes = list(self._axes)
         axes.insert(index, axis)
-        return Axes(axes)
+        self._change("insert", tuple(axes))
+
+    def _change(self, what: str, axes: Tuple[Any, ...]) -> None:
+        if self._holder is not None:
+            raise AxesError(f"{what}: {self!r} are {self._holder} and cannot change in place; "
+                            f"copy them and change the copy: axes = ng.make_axes(...); "
+                            f"axes.{what}(...)", user_location())
+        changed = Axes(axes)
+        self._axes, self._ids = changed._axes, changed._ids
 
     def with_lengths_checked(self) -> "Axes":
         """Self, after checking that every length is known."""
@@ -974,13 +1158,13 @@ def _derived_from(axis: Axis, ancestor: Axis) -> bool:
 def make_axis(
     length=None,
     name: Optional[str] = None,
-    roles: Iterable[AxisRole] = (),
     batch: Optional[bool] = None,
     recurrent: Optional[bool] = None,
-    docstring: Optional[str] = None,
     match_on_length: bool = False,
+    roles: Optional[Iterable[AxisRole]] = None,
+    docstring: Optional[str] = None,
 ) -> Axis:
-    """Make a new axis: a dimension that tensors share by holding this object.
+    """Make a new axis, with Nervana Graph v0.4's parameters in v0.4's order.
 
     Axes are identities, not sizes: every call makes a different axis, even
     with the same name and length, and two tensors' dimensions pair (in
@@ -989,33 +1173,32 @@ def make_axis(
     Parameters
     ----------
     length : int, optional
-        The number of positions (>= 0); None leaves it to be set once later
-        (``axis.length = n``) or bound from data fed to a computation.
+        The number of positions; None until set (``A.length = 3``) or bound from data.
     name : str, optional
-        A label for printing and finding axes by name; None gives an automatic
-        ``Axis_<n>``, which a name scope replaces when the axis is stored in it.
-    roles : iterable of AxisRole, optional
-        Semantic tags (Channel, Height, ...) that convolution and pooling search for.
+        A label for printing and finding axes (identity is what pairs axes).
     batch : bool, optional
-        Whether this is the minibatch axis; None: exactly when it is named ``N``.
+        Whether this is the minibatch axis; by default, whether it is named 'N'.
     recurrent : bool, optional
-        Whether this is the time axis; None: exactly when it is named ``REC``.
+        Whether this is the time axis recurrent layers unroll; by default, whether it is
+        named 'REC'.
+    match_on_length : bool
+        Elementwise ops pair it with the other operand's one axis of the same length.
+    roles : iterable of AxisRole, optional
+        Roles (Height, Channel, ...) that convolutions and layers search for.
     docstring : str, optional
-        A description of the axis, kept for the reader.
-    match_on_length : bool, optional
-        If True, elementwise ops pair it with the other operand's one axis of
-        the same length instead of adding it as a new axis.
+        What the axis stands for.
 
     Returns
     -------
     Axis
-        The new axis.
+        The new axis, different from every other.
 
     Raises
     ------
     AxgraphTypeError
-        If `length` is not an int (or None), `name` is not a non-empty string or
-        a role is not an AxisRole.
+        If `length` is not an int (or None), `name` is not a non-empty string,
+        `batch`, `recurrent` or `match_on_length` is not a bool, or a role is not
+        an AxisRole.
     AxisLengthError
         If `length` is negative.
 
@@ -1026,27 +1209,19 @@ def make_axis(
     >>> H, H.is_batch, ng.make_axis(name="N").is_batch
     (Axis(H: 5), False, True)
     """
-    return Axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
+    return Axis(length=length, name=name, roles=roles or (), batch=batch, recurrent=recurrent,
                 docstring=docstring, match_on_length=match_on_length)
 
 
-def axis(length=None, name=None, roles=(), batch=None, recurrent=None, docstring=None) -> Axis:
-    """Make a new axis: `make_axis` under Nervana Graph's short name.
+def axis(length=None, name: Optional[str] = None, batch: Optional[bool] = None,
+         recurrent: Optional[bool] = None, match_on_length: bool = False,
+         roles: Optional[Iterable[AxisRole]] = None, docstring: Optional[str] = None) -> Axis:
+    """`make_axis`, spelled as Nervana Graph's axes documentation does.
 
     Parameters
     ----------
-    length : int, optional
-        The number of positions (>= 0); None leaves it to be set or bound later.
-    name : str, optional
-        A label for printing and finding axes by name (automatic if None).
-    roles : iterable of AxisRole, optional
-        Semantic tags that convolution and pooling search for.
-    batch : bool, optional
-        Whether this is the minibatch axis; None: exactly when it is named ``N``.
-    recurrent : bool, optional
-        Whether this is the time axis; None: exactly when it is named ``REC``.
-    docstring : str, optional
-        A description of the axis, kept for the reader.
+    length, name, batch, recurrent, match_on_length, roles, docstring
+        As for `make_axis`.
 
     Returns
     -------
@@ -1056,13 +1231,11 @@ def axis(length=None, name=None, roles=(), batch=None, recurrent=None, docstring
     Raises
     ------
     AxgraphTypeError
-        If `length` is not an int (or None), `name` is not a non-empty string or
-        a role is not an AxisRole.
+        As for `make_axis`.
     AxisLengthError
         If `length` is negative.
     """
-    return make_axis(length=length, name=name, roles=roles, batch=batch, recurrent=recurrent,
-                     docstring=docstring)
+    return make_axis(length, name, batch, recurrent, match_on_length, roles, docstring)
 
 
 def make_axes(axes: AxesLike = ()) -> Axes:
@@ -1122,19 +1295,23 @@ def make_axis_role(name: Optional[str] = None, docstring: Optional[str] = None) 
 class NameScope:
     """A namespace whose attributes name what is stored in them.
 
-    `ax.N = ng.make_axis()` names the axis 'N' (and so makes it the batch
-    axis by neon's convention), so axes, roles and ops need not repeat their
-    names. A scope is also a context manager (`with ng.name_scope("layer")
-    as s:`): inside, `get_current_name_scope()` is it, and scopes made there
-    become its attributes.
+    An op stored on a scope is named ``scope.attr``, as in Nervana Graph v0.4
+    (``layer.W = ng.variable(...)`` in a scope named "layer" is "layer.W"), and
+    so is a scope made inside another ("outer.inner"). An axis or role keeps
+    the attribute's name alone: `ax.N = ng.make_axis()` names the axis 'N' (and
+    so makes it the batch axis by neon's convention), as the standard neon axes
+    expect; only axes and roles without a name of their own are renamed.
+    A scope is also a context manager (`with ng.name_scope("layer") as s:`):
+    inside, `get_current_name_scope()` is it, and scopes made there become
+    its attributes.
 
     Parameters
     ----------
     name : str, optional
-        The scope's name.
+        The scope's name: the prefix of its members' names.
     parent : NameScope, optional
-        The scope that holds this one as its attribute `name`; None: the
-        scope entered with ``with`` in this thread, if any.
+        The scope this one is stored on, as the attribute `name` (default: the scope
+        entered with `with`, if any).
     """
 
     name: Optional[str]
@@ -1151,7 +1328,9 @@ class NameScope:
         def __getattr__(self, key: str) -> Any: ...
 
     def __setattr__(self, key: str, value) -> None:
-        if getattr(value, "_auto_named", False):
+        if isinstance(value, (NameableValue, NameScope)):
+            value.name = key if self.name is None else f"{self.name}.{key}"
+        elif getattr(value, "_auto_named", False):
             value.name = key
             value._auto_named = False
         object.__setattr__(self, key, value)
@@ -1297,6 +1476,52 @@ def _made_at(axis: Axis) -> str:
     return f"{axis.name}: {axis.length} made at {path}:{line}"
 
 
+class NameClash(NamedTuple):
+    """Different axes a reader would take for one, each from a side of an operation: they
+    share a root name (two axes named H) but not their identity."""
+
+    ours: Axis
+    theirs: Axis
+
+    @staticmethod
+    def between(ours: Iterable[Axis], theirs: Iterable[Axis]) -> List["NameClash"]:
+        """The pairs (an axis of `ours`, a different one of `theirs`) sharing a root name.
+
+        Parameters
+        ----------
+        ours, theirs : iterable of Axis
+            The axes of each side (an operand and the axes asked for, two operands...).
+
+        Returns
+        -------
+        list of NameClash
+            One per axis of `theirs` that is not in `ours` but is named like one of them.
+        """
+        ours = Axes(ours)
+        by_name = {a.root_name: a for a in ours if a.root_name is not None}
+        return [NameClash(by_name[b.root_name], b) for b in Axes(theirs)
+                if b not in ours and b.root_name in by_name]
+
+    @staticmethod
+    def describe(clashes: Sequence["NameClash"]) -> str:
+        """"different axes named H (H: 3 made at a.py:4 and H: 3 made at b.py:9)": the
+        words every such message uses, naming where each axis was made.
+
+        Parameters
+        ----------
+        clashes : sequence of NameClash
+            The pairs found by `between`.
+
+        Returns
+        -------
+        str
+            The phrase.
+        """
+        names = ", ".join(str(c.ours.root_name) for c in clashes)
+        pairs = "; ".join(f"{_made_at(c.ours)} and {_made_at(c.theirs)}" for c in clashes)
+        return f"different axes named {names} ({pairs})"
+
+
 def elementwise_axes(kind: str, x, y, *more) -> Axes:
     """The axes of an elementwise op on operands `x`, `y`, ... (anything with .name and
     .axes), joined left to right: with three operands, (x and y) then z.
@@ -1313,15 +1538,11 @@ def elementwise_axes(kind: str, x, y, *more) -> Axes:
     extra = y.axes - x.axes
     if not extra:
         return x.axes
-    by_name = {a.root_name: a for a in x.axes - y.axes if a.root_name is not None}
-    clashes: List[Tuple[Axis, Axis]] = [(by_name[b.root_name], b) for b in extra
-                                        if b.root_name in by_name]
+    clashes = NameClash.between(x.axes - y.axes, extra)
     if clashes:
-        pairs = "; ".join(f"{_made_at(a)} and {_made_at(b)}" for a, b in clashes)
-        names = ", ".join(str(a.root_name) for a, _ in clashes)
         raise IncompatibleAxesError(
-            f"{kind} of {x.name} {x.axes} and {y.name} {y.axes}: the operands carry different "
-            f"axes named {names} ({pairs}), so the result would hold both, an outer product "
+            f"{kind} of {x.name} {x.axes} and {y.name} {y.axes}: the operands carry "
+            f"{NameClash.describe(clashes)}, so the result would hold both, an outer product "
             f"{x.axes + extra}. If they are the same dimension, relabel {y.name} with "
             f"{x.name}'s axis: ng.cast_axes({y.name}, axes); to combine them on purpose, "
             f"ng.broadcast an operand to both axes first", user_location())

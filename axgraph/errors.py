@@ -10,7 +10,7 @@ AxgraphValueError.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Type, TypeVar
 
 
 class AxgraphError(Exception):
@@ -106,3 +106,37 @@ class AxgraphIndexError(AxgraphError, IndexError, TypeError):
     NumPy raises IndexError for a bad index and TypeError for a bad slice
     bound; this is both, so either `except` clause catches it.
     """
+
+
+_E = TypeVar("_E", bound=AxgraphError)
+
+#: Where the docs list everything an op needs to run on every transformer.
+ADDING_AN_OP = 'docs/architecture.md, section "Adding an op"'
+
+
+def no_kernel_error(error_class: Type[_E], op: str, location: Optional[Tuple[str, int]],
+                    missing: str, how: str) -> _E:
+    """The error of a transformer or backend that cannot run an op: which op, the user's
+    line that built it, and how to add what is missing.
+
+    Parameters
+    ----------
+    error_class : type
+        The AxgraphError subclass to make.
+    op : str
+        The op, as the user knows it (its class, and its name where it has one).
+    location : (str, int) or None
+        The user's file and line that built it.
+    missing : str
+        What is missing ("numpy transformer kernel for it").
+    how : str
+        What to register, and where, to add it.
+
+    Returns
+    -------
+    AxgraphError
+        The error, of `error_class`, to raise.
+    """
+    return error_class(f"cannot run {op} (built at the line shown below): there is no "
+                       f"{missing}. To add one, {how}; {ADDING_AN_OP}, lists each step",
+                       location)

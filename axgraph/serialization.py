@@ -245,17 +245,48 @@ def _some(names: Sequence[str], most: int = 20) -> str:
     return ", ".join(names[:most]) + more
 
 
+def _renamed_hint(missing: Sequence[str], extra: Sequence[str]) -> str:
+    """How to restore variables whose names are not in the file: name them, or map names.
+
+    A layer or variable made without name= is numbered in creation order, so a model
+    built again (in the same process, or in another order) gets other numbers; where
+    each missing name matches one name of the file but for its numbers, the mapping is
+    spelled out.
+    """
+    def numberless(name: str) -> str:
+        return re.sub(r"\d+", "#", name)
+
+    by_shape: Dict[str, List[str]] = {}
+    for name in extra:
+        by_shape.setdefault(numberless(name), []).append(name)
+    pairs = [(by_shape[numberless(m)][0], m) for m in missing
+             if len(by_shape.get(numberless(m), ())) == 1]
+    mapping = ""
+    if pairs and len(pairs) == len(missing):
+        shown = ", ".join(f"{old!r}: <{new}>" for old, new in pairs[:4])
+        more = ", ..." if len(pairs) > 4 else ""
+        mapping = f"; here the numbers changed: restore_variables(path, {{{shown}{more}}})"
+    return (f"the variables' names differ from the file's. A layer or variable without "
+            f"name= is numbered in creation order (Affine_0, then Affine_1), so a model built "
+            f"again names them differently: give the layers and variables names "
+            f"(Affine(..., name='hidden'), ng.variable(..., name='w')), or pass a dict "
+            f"{{name in the file: variable}} to pair them{mapping}. strict=False does not help: "
+            f"it only ignores variables the file has beyond these")
+
+
 def _matched(entries: Mapping[str, dict], named: Mapping[str, Op],
              strict: bool) -> Tuple[Dict[str, Optional[List[int]]], List[str]]:
     """({name: axis order} for the variables that fit their entries, [what does not fit])."""
     problems: List[str] = []
     missing = [name for name in named if name not in entries]
+    extra = sorted(set(entries) - set(named))
     if missing:
         problems.append(f"not in the file: {_some(missing)} (it has {_some(list(entries))})")
-    extra = sorted(set(entries) - set(named))
     if strict and extra:
-        problems.append(f"in the file but not among the variables: {_some(extra)} "
-                        f"(pass strict=False to ignore them)")
+        ignore = "" if missing else " (pass strict=False to ignore them)"
+        problems.append(f"in the file but not among the variables: {_some(extra)}{ignore}")
+    if missing:
+        problems.append(_renamed_hint(missing, extra))
     orders: Dict[str, Optional[List[int]]] = {}
     for name, op in named.items():
         entry = entries.get(name)

@@ -449,6 +449,8 @@ class TensorDescription:
         set_(self, "read_only", read_only)
         set_(self, "name", name)
         set_(self, "_base", base)
+        if axes is not None:  # they name its dims: they must not change under it
+            axes = Axes(axes).hold(f"the axes of tensor description {name!r}")
         set_(self, "_axes", axes)
         set_(self, "_nested", nested)
         if element_offset < 0:
@@ -544,7 +546,8 @@ class TensorDescription:
         """The axes naming the dimensions; anonymous ones, made on first use, for a
         description made from a shape."""
         if self._axes is None:
-            object.__setattr__(self, "_axes", Axes([Axis(length=n) for n in self.shape]))
+            object.__setattr__(self, "_axes", Axes([Axis(length=n) for n in self.shape]).hold(
+                f"the axes of tensor description {self.name!r}"))
         assert self._axes is not None
         return self._axes
 

@@ -8,6 +8,7 @@ had a separate base class for tensor-valued ops, axgraph's `Op` is that base
 from __future__ import annotations
 
 from .axes import Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope
+from .names import NameableValue
 from .op_graph.control import AssignOp, DoAllOp, SequentialOp, SetItem, ValueOfOp
 from .op_graph.convolution import ConvolutionOp
 from .op_graph.dot import DotOp
@@ -30,6 +31,6 @@ TensorSlice = TensorSliceOp
 __all__ = ["AssignOp", "AssignableTensorOp", "Axes", "AxesCastOp", "Axis", "AxisRole",
            "BinaryElementWiseOp", "BroadcastOp", "Computation", "ConcatOp", "ConvolutionOp",
            "Dimshuffle", "DoAllOp", "DotOp", "DualAxis", "ElementWiseOp", "Flatten",
-           "FlattenedAxis", "NameScope", "Op", "PadOp", "PoolingOp", "ReductionOp",
+           "FlattenedAxis", "NameScope", "NameableValue", "Op", "PadOp", "PoolingOp", "ReductionOp",
            "ReorderAxes", "SequentialOp", "SetItem", "TensorOp", "TensorSlice", "TensorSliceOp",
            "Transformer", "UnaryElementWiseOp", "Unflatten", "ValueOfOp"]

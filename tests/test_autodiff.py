@@ -245,8 +245,8 @@ def test_binary_jacobian_with_broadcasting(backend, rng, axes3, op_name, layout,
     # The forward value, by broadcasting in NumPy.
     letters = {by_name[n]: n.lower() for n in "ABC"}
     out = "".join(letters[a] for a in expected_axes)
-    x_full = _broadcast_np(xv, x_names.lower(), out, f.shape)
-    y_full = _broadcast_np(yv, y_names.lower(), out, f.shape)
+    x_full = _broadcast_np(xv, x_names.lower(), out, f.axes.lengths)
+    y_full = _broadcast_np(yv, y_names.lower(), out, f.axes.lengths)
     np.testing.assert_allclose(run(backend, f, (x, xv), (y, yv)), np_function(x_full, y_full),
                                rtol=1e-12)
     wrt = x if operand == "x" else y
@@ -436,7 +436,7 @@ def _dot_case(backend, rng, x_axes, y_axes, subscripts):
     # And the gradients of sum(g * dot(x, y)) by hand: einsum with g.
     inputs, out = subscripts.split("->")
     sx, sy = inputs.split(",")
-    gv = rng.standard_normal(f.shape)
+    gv = rng.standard_normal(f.axes.lengths)
     g = ng.constant(gv, f.axes, dtype=F64)
     cost = ng.sum(g * f, reduction_axes=f.axes)
     dx, dy = run(backend, autodiff.deriv_many(cost, [x, y]), (x, xv), (y, yv))
@@ -654,7 +654,7 @@ def test_pad_gradient(backend, rng, axes3, paddings):
     f = ng.pad(x, paddings)
     np_pad = [(p, p) if isinstance(p, int) else p for p in paddings]
     np.testing.assert_allclose(run(backend, f, (x, xv)), np.pad(xv, np_pad), rtol=1e-12)
-    g = ng.sin(f) * ng.constant(rng.standard_normal(f.shape), f.axes, dtype=F64)
+    g = ng.sin(f) * ng.constant(rng.standard_normal(f.axes.lengths), f.axes, dtype=F64)
     grad_check(backend, g, x, {x: xv})
 
 

@@ -30,6 +30,7 @@ OP_GRAPH = Path(ng.__file__).parent / "op_graph"
 C, D, N = ng.make_axis(3, name="C"), ng.make_axis(2, name="D"), ng.make_axis(4, name="N")
 C2 = ng.make_axis(2, name="C")  # another axis named C: concat joins along both
 V, E = ng.make_axis(5, name="V"), ng.make_axis(2, name="E")
+B = ng.make_axis(name="B")  # no length: a size of it is known only when data is fed
 IMG_C = ng.make_axis(2, name="C", roles=[ar.Channel])
 IMG_H = ng.make_axis(5, name="H", roles=[ar.Height])
 IMG_W = ng.make_axis(5, name="W", roles=[ar.Width])
@@ -137,7 +138,7 @@ CATALOGUE = _generic_entries() + [
           lambda args, op: so.StackOp(args, op.axis, op.pos)),
     Entry(so.PadOp, lambda: ng.pad(fresh([C, N]), [1, (0, 2)]),
           lambda args, op: so.PadOp(*args, op.paddings, None)),
-    Entry(red.TensorSize, lambda: ng.tensor_size(fresh([C, N])),
+    Entry(red.TensorSize, lambda: ng.tensor_size(fresh([C, B])),
           lambda args, op: red.TensorSize(op.size_axes)),
     Entry(dot.DotOp, lambda: ng.dot(fresh([C, D]), fresh([D, N])),
           lambda args, op: dot.DotOp(*args, pairs=op.pairs)),
@@ -289,7 +290,7 @@ def test_with_args_changes_name_and_attributes_on_request():
 
 
 def test_with_args_keeps_the_ordering_and_a_sibling_takes_none():
-    x = fresh([C, N])
+    x = fresh([C, B])
     size = ng.tensor_size(x)
     assert list(size.with_args().other_deps) == [x]
     y = ng.exp(x)

@@ -4,6 +4,7 @@ Every bad call below ends with a `# @marker` comment; `line_of(marker)` finds
 that line in this file, and the error's `.location` must be (this file, that line).
 """
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -574,3 +575,127 @@ def test_bad_dims_are_axgraph_errors_at_the_users_line(make):
 
     with pytest.raises(ng.AxgraphError, match="test_errors"):
         make(core)
+
+
+# -- two axes with one name, a renamed model, an op no transformer runs -------------------------
+
+def test_reducing_over_another_axis_named_like_one_of_x_says_so_and_how_to_fix(transformer):
+    H, W = ng.make_axis(3, name="H"), ng.make_axis(4, name="W")  # @x-height
+    x = ng.placeholder([H, W], name="image")
+    other_h = ng.make_axis(3, name="H")  # @other-height
+    with pytest.raises(ng.UnmatchedAxesError) as info:
+        ng.sum(x, reduction_axes=[other_h])  # @sum-other-height
+    error = info.value
+    assert_error(error, ng.UnmatchedAxesError, ValueError, "@sum-other-height",
+                 "different axes named H", "pair by identity",
+                 "reduction_axes=image.axes.find_by_name('H')", "ng.cast_axes")
+    for marker in ("@x-height", "@other-height"):  # where each H was made
+        assert f"H: 3 made at {__file__}:{line_of(marker)}" in error.message
+    # The fix the message names works, and gives the sum over x's own H.
+    fixed = ng.sum(x, reduction_axes=x.axes.find_by_name("H"))
+    data = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_allclose(transformer.computation(fixed, x)(data), data.sum(axis=0))
+    with pytest.raises(ng.UnmatchedAxesError, match="out_axes .*different axes named H"):
+        ng.sum(x, out_axes=[other_h, W])
+    with pytest.raises(ng.UnmatchedAxesError) as info:
+        ng.sum(x, reduction_axes=[ng.make_axis(2, name="Z")])
+    assert "different axes named" not in info.value.message  # a plain miss says no more
+
+
+def test_elementwise_and_reduction_name_clashes_share_their_words():
+    H = ng.make_axis(3, name="H")
+    other_h = ng.make_axis(3, name="H")
+    x, y = ng.placeholder([H]), ng.placeholder([other_h])
+    with pytest.raises(ng.IncompatibleAxesError) as elementwise:
+        x + y
+    with pytest.raises(ng.UnmatchedAxesError) as reduction:
+        ng.sum(x, reduction_axes=[other_h])
+    from axgraph.axes import NameClash
+
+    shared = NameClash.describe(NameClash.between(x.axes, y.axes))
+    assert shared.startswith("different axes named H (H: 3 made at ")
+    assert shared in elementwise.value.message and shared in reduction.value.message
+
+
+def test_restoring_a_rebuilt_model_of_unnamed_layers_names_the_real_fix(tmp_path):
+    from axgraph.frontends.neon import Affine, UniformInit
+    from axgraph.serialization import restore_variables, save_variables
+
+    F, N = ng.make_axis(3, name="F"), ng.make_axis(2, name="N")
+
+    def build(name=None):
+        x = ng.placeholder([F, N])
+        layer = Affine(nout=2, weight_init=UniformInit(-1, 1), bias_init=0.5, name=name)
+        return layer, layer(x)
+
+    path = tmp_path / "model.npz"
+    first, y = build()
+    with ng.make_transformer() as transformer:
+        save_variables(path, y.variables(), transformer)
+        saved_w = transformer.computation(first.W)()
+    again, y_again = build()  # the same model, built a second time: numbered anew
+    with pytest.raises(ng.SerializationError) as info:
+        restore_variables(path, y_again.variables())
+    message = str(info.value)
+    assert "strict=False does not help" in message
+    assert "pass strict=False to ignore" not in message
+    assert "name=" in message and "{name in the file: variable}" in message
+    assert f"'{first.name}_W': <{again.name}_W>" in message  # the mapping, spelled out
+    # ... and both fixes work: the mapping the message gives,
+    restored = restore_variables(path, {f"{first.name}_W": again.W, f"{first.name}_b": again.b})
+    np.testing.assert_array_equal(restored[again.W], saved_w)
+    # and naming the layers, so every build names its variables alike.
+    named, z = build("hidden")
+    with ng.make_transformer() as transformer:
+        save_variables(path, z.variables(), transformer)
+        value = transformer.computation(named.W)()
+    rebuilt, z_again = build("hidden")
+    np.testing.assert_array_equal(restore_variables(path, z_again.variables())[rebuilt.W], value)
+    # Extra entries alone still suggest strict=False, which does help there.
+    with pytest.raises(ng.SerializationError, match="pass strict=False to ignore them"):
+        restore_variables(path, [rebuilt.W])
+
+
+class NoKernelOp(ng.Op):
+    """An op a user defined without registering anything for it."""
+
+    dtype_of_arg = 0
+
+    def __init__(self, x):
+        super().__init__(x)
+
+    def infer_axes(self):
+        return self.args[0].axes
+
+
+def test_an_op_without_a_kernel_names_itself_the_line_and_how_to_add_one(transformer):
+    A = ng.make_axis(3, name="A")
+    x = ng.placeholder([A])
+    y = NoKernelOp(x)  # @no-kernel-op
+    computation = transformer.computation(y * 2.0, x)
+    with pytest.raises(ng.AxgraphError) as info:
+        computation(np.ones(3, np.float32))
+    error = info.value
+    assert "cannot run NoKernelOp (" + y.name + ")" in error.message
+    assert 'docs/architecture.md, section "Adding an op"' in error.message
+    assert "register" in error.message and "NoKernelOp" in error.message.split("To add one")[1]
+    assert_location(error, "@no-kernel-op")
+    section = (pathlib.Path(__file__).parent.parent / "docs" / "architecture.md").read_text()
+    assert "\n## Adding an op\n" in section
+
+
+def test_a_core_op_without_a_kernel_names_itself_and_how_to_add_one():
+    class NoKernelNode(ng.core.UnaryElementwise):
+        numpy = None
+        c = None
+
+    x = ng.core.Parameter(ng.core.f32, (3,))
+    node = NoKernelNode(x)  # @no-kernel-node
+    function = ng.core.Function([node], [x])
+    for backend, register in (("interpreter", "axgraph.core.interpreter.kernel"),
+                              ("cpu", "axgraph.transformers.cpu.codegen.CODE.register")):
+        with pytest.raises(ng.ExecutionError) as info:
+            ng.core.compile(function, backend=backend)
+        assert "cannot run the core op NoKernelNode" in info.value.message
+        assert f"@{register}(NoKernelNode)" in info.value.message
+        assert_location(info.value, "@no-kernel-node")

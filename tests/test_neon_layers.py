@@ -209,7 +209,7 @@ def test_batchnorm_training_and_inference(transformer, rng):
     infer = transformer.computation(y_inf, x)
     read_stats = transformer.computation([bn.gmean, bn.gvar])
 
-    gmean, gvar = np.zeros(3), np.ones(3)
+    gmean, gvar = np.ones(3), np.ones(3)  # where v0.4 started both
     for _ in range(3):
         xv = rng.normal(2.0, 3.0, (8, 3)).astype(np.float32)
         yv = train(xv)[0]
@@ -524,7 +524,7 @@ def test_sequential_composes_layers_and_callables(transformer, rng):
     assert model.updates == []
     xv = rng.normal(size=(4, 5)).astype(np.float32)
     yv, w1, w2 = evaluate(transformer, [y, first.W, second.W], {x: xv})
-    h = 2.0 * np.maximum(w1 @ xv + 0.5, 0) / np.sqrt(1 + 1e-3)  # BN at its initial stats
+    h = (2.0 * np.maximum(w1 @ xv + 0.5, 0) - 1.0) / np.sqrt(1 + 1e-3)  # BN stats start at 1
     logits = w2 @ h
     expected = np.exp(logits) / np.exp(logits).sum(axis=0)
     np.testing.assert_allclose(yv, expected, rtol=1e-4, atol=1e-6)

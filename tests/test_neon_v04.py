@@ -9,8 +9,9 @@ import pytest
 
 import axgraph as ng
 from axgraph.frontends.neon import (Affine, ArrayIterator, BatchNorm, Bias, Conv2D, ConstantInit,
-                                    Dropout, GaussianInit, Linear, Normalizer, NgraphArgparser,
-                                    Pool2D, Preprocess, Rectlin, Sequential, UniformInit, ar,
+                                    Convolution, Dropout, GaussianInit, Linear, Normalizer,
+                                    NgraphArgparser, Pool2D, Preprocess, Rectlin, Sequential,
+                                    Softmax, UniformInit, ar,
                                     loop_eval, loop_train, make_bound_computation,
                                     make_default_callbacks)
 from axgraph.frontends.neon.callback_data import CallbackDataError, MemoryGroup
@@ -295,3 +296,136 @@ def test_recurrent_and_lookup_take_v04_arguments():
     frozen = LookupTable(5, 2, ConstantInit(0.5), False)                  # update=False
     frozen(ng.placeholder([T, N], dtype=np.int32))
     assert frozen.variables() == [] and not frozen.W.trainable
+
+
+# -- v0.4's 5-d images (C, D, H, W, N) with 2-d filter and pool shapes -------------------------
+
+def image_axes_5d(c=2, h=6, w=5, n=3):
+    return (ng.make_axis(c, name="C", roles=[ar.Channel]),
+            ng.make_axis(1, name="D", roles=[ar.Depth]),
+            ng.make_axis(h, name="H", roles=[ar.Height]),
+            ng.make_axis(w, name="W", roles=[ar.Width]),
+            ng.make_axis(n, name="N"))
+
+
+def conv2d_reference(image, filters, stride, pad):
+    """Cross-correlation of image (C, H, W, N) with filters (K, C, R, S), by loops."""
+    padded = np.pad(image, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    k_count, _, r, s = filters.shape
+    rows = (padded.shape[1] - r) // stride + 1
+    cols = (padded.shape[2] - s) // stride + 1
+    out = np.zeros((k_count, rows, cols, image.shape[3]))
+    for k in range(k_count):
+        for p in range(rows):
+            for q in range(cols):
+                window = padded[:, p * stride:p * stride + r, q * stride:q * stride + s, :]
+                out[k, p, q] = np.einsum("crsn,crs->n", window, filters[k])
+    return out
+
+
+def pool2d_reference(image, size, stride, reduce):
+    """reduce over size x size windows of image (C, H, W, N) at `stride`."""
+    rows = (image.shape[1] - size) // stride + 1
+    cols = (image.shape[2] - size) // stride + 1
+    out = np.zeros((image.shape[0], rows, cols, image.shape[3]))
+    for p in range(rows):
+        for q in range(cols):
+            window = image[:, p * stride:p * stride + size, q * stride:q * stride + size]
+            out[:, p, q] = reduce(window, axis=(1, 2))
+    return out
+
+
+@pytest.mark.parametrize("fshape", [(3, 2, 4), (3, 4)], ids=["RSK", "R=S,K"])
+def test_convolution_with_a_2d_filter_shape_on_5d_images(transformer, rng, fshape):
+    C, D, H, W, N = image_axes_5d()
+    x = ng.placeholder([C, D, H, W, N], dtype=F64)
+    r, s = fshape[0], fshape[-2] if len(fshape) == 3 else fshape[0]
+    filters = rng.normal(size=(4, 2, 1, r, s))   # (K, C, T, R, S): T = 1
+    conv = Convolution(fshape, filter_init=filters, strides=2, padding=1)
+    y = conv(x)
+    assert conv.W.axes.lengths == (4, 2, 1, r, s)
+    # An int padding is for height and width: depth stays 1 (not 1 + 2).
+    assert y.axes.lengths == (4, 1, (6 + 2 - r) // 2 + 1, (5 + 2 - s) // 2 + 1, 3)  # K M P Q N
+    xv = rng.normal(size=(2, 1, 6, 5, 3))
+    got = transformer.computation(y, x)(xv)
+    expected = conv2d_reference(xv[:, 0], filters[:, :, 0], stride=2, pad=1)
+    np.testing.assert_allclose(got[:, 0], expected, rtol=1e-10, atol=1e-12)
+    # ngraph's dicts without a depth entry: depth stride 1, no depth padding.
+    by_dict = Convolution(fshape, filter_init=filters, strides={"str_h": 2, "str_w": 2},
+                          padding={"pad_h": 1, "pad_w": 1})
+    np.testing.assert_allclose(transformer.computation(by_dict(x), x)(xv), got, rtol=1e-12)
+
+
+@pytest.mark.parametrize("op, reduce", [("max", np.max), ("avg", np.mean)])
+def test_pool2d_with_an_int_window_on_5d_images(transformer, rng, op, reduce):
+    C, D, H, W, N = image_axes_5d(h=6, w=7)
+    x = ng.placeholder([C, D, H, W, N], dtype=F64)
+    y = Pool2D(2, strides=2, op=op)(x)
+    assert y.axes.lengths == (2, 1, 3, 3, 3)
+    xv = rng.normal(size=(2, 1, 6, 7, 3))
+    got = transformer.computation(y, x)(xv)
+    np.testing.assert_allclose(got[:, 0], pool2d_reference(xv[:, 0], 2, 2, reduce), rtol=1e-12)
+    padded = Pool2D((3, 3), strides=1, padding=1)(x)  # int padding: height and width only
+    assert padded.axes.lengths == (2, 1, 6, 7, 3)
+
+
+def test_the_cifar10_conv_model_of_v04_on_5d_images(transformer, rng):
+    """v0.4's examples/cifar10/cifar10_conv.py model, on small images: it builds, runs and
+    gives a distribution per example."""
+    C, H, W = (ng.make_axis(n, name=name, roles=[role]) for n, name, role in
+               ((3, "C", ar.Channel), (12, "H", ar.Height), (12, "W", ar.Width)))
+    D, N, Y = (ng.make_axis(1, name="D", roles=[ar.Depth]), ng.make_axis(2, name="N"),
+               ng.make_axis(10, name="Y"))
+
+    def mean_subtract(x):
+        bgr_mean = ng.persistent_tensor(axes=x.axes[0], initial_value=np.array([104., 119., 127.]))
+        return ng.expand_dims((x - bgr_mean) / 255., D, 1)
+
+    init = UniformInit(-0.1, 0.1)
+    model = Sequential([Preprocess(functor=mean_subtract),
+                        Convolution((3, 3, 4), filter_init=init, activation=Rectlin()),
+                        Pool2D(2, strides=2),
+                        Affine(nout=5, weight_init=init, activation=Rectlin()),
+                        Affine(axes=Y, weight_init=init, activation=Softmax())])
+    image = ng.placeholder([C, H, W, N])
+    probabilities = model.train_outputs(image)
+    assert probabilities.axes.lengths == (10, 2)
+    got = transformer.computation(probabilities, image)(rng.uniform(0, 255, (3, 12, 12, 2)))
+    np.testing.assert_allclose(got.sum(axis=0), 1.0, rtol=1e-5)
+    assert (got > 0).all()
+
+
+# -- BatchNorm's running statistics start where v0.4's did ----------------------------------------
+
+def test_batchnorm_inference_before_training_uses_running_mean_and_variance_of_one(transformer,
+                                                                                   rng):
+    F, N = ng.make_axis(3, name="F"), ng.make_axis(4, name="N")
+    x = ng.placeholder([F, N], dtype=F64)
+    bn = BatchNorm(rho=0.9, eps=1e-3)
+    bn(x)
+    with bn.inference_mode_on():
+        y = bn(x)
+    xv = rng.normal(size=(3, 4))
+    got = transformer.computation(y, x)(xv)
+    np.testing.assert_allclose(got, (xv - 1.0) / np.sqrt(1.0 + 1e-3), rtol=1e-12)
+    np.testing.assert_array_equal(transformer.computation(bn.gmean)(), np.ones(3))
+
+
+# -- name scopes name what is stored on them as scope.attr -----------------------------------------
+
+def test_variables_stored_on_a_name_scope_are_named_scope_dot_attr(transformer):
+    A = ng.make_axis(3, name="A")
+    with ng.name_scope("layer") as layer:
+        layer.W = ng.variable([A], initial_value=np.arange(3.0))
+        layer.b = ng.variable([A], initial_value=1.0, name="given")  # v0.4 renamed these too
+        inner = ng.name_scope("inner")
+        inner.c = ng.constant(2.0)
+        layer.N = ng.make_axis(4)  # an axis keeps the attribute's name alone
+    assert (layer.W.name, layer.b.name) == ("layer.W", "layer.b")
+    assert (inner.name, inner.c.name) == ("layer.inner", "layer.inner.c")
+    assert layer.N.name == "N" and layer.N.is_batch
+    unnamed = ng.make_name_scope()
+    unnamed.w = ng.variable([A], initial_value=0.0)
+    assert unnamed.w.name == "w"
+    total = transformer.computation(layer.W + layer.b * inner.c)()
+    np.testing.assert_array_equal(total, np.arange(3.0) + 2.0)

@@ -508,3 +508,208 @@ def test_passes_keep_host_prints(capsys):
         assert sorted(out.splitlines()) == sorted(
             printed(("p", np.array([3.0, 4.0])), ("p", np.array([3.0, 4.0])),
                     ("c", np.array([1.0, 2.0]))).splitlines())
+
+
+# -- tensor ops: shape, has_axes, shape_dict, value, generate_add_delta --------------------------
+
+def test_shape_is_the_axes_and_has_axes_is_a_property(A, B):
+    x = ng.placeholder([A, B])
+    assert x.shape is x.axes and isinstance(x.shape, ng.Axes) and x.shape.lengths == (3, 2)
+    assert x.has_axes and ng.sum(x, out_axes=()).has_axes  # a scalar's axes are empty, but set
+    w = ng.variable([A], initial_value=0)
+    assert not ng.assign(w, 1.0).has_axes
+    scoped = ng.placeholder([ng.make_axis(4, name="ax.C"), B])
+    assert scoped.shape_dict() == {"C": 4, "B": 2} and x.shape_dict() == {"A": 3, "B": 2}
+
+
+def test_value_reads_and_writes_a_stored_tensor(transformer, A, B):
+    start = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    w = ng.variable([A, B], initial_value=start)
+    double = transformer.computation(w * 2.0)
+    np.testing.assert_array_equal(w.value.get(None), start)  # initialized on first use
+    w.value[()] = np.ones((3, 2))
+    np.testing.assert_array_equal(double(), 2 * np.ones((3, 2)))
+    w.value[1] = np.array([5, 7], dtype=np.int64)  # ints into a float tensor: same_kind
+    expected = np.ones((3, 2), np.float32)
+    expected[1] = [5, 7]
+    np.testing.assert_array_equal(np.asarray(w.value), expected)
+    assert w.value[1, 1] == 7.0 and w.value.dtype == np.float32
+    into = np.zeros((3, 2), np.float32)
+    assert w.value.get(into) is into and np.array_equal(into, expected)
+    np.testing.assert_array_equal(double(), 2 * expected)
+    update = ng.assign(w, w + 1.0)
+    transformer.computation(update)()
+    np.testing.assert_array_equal(w.value.get(None), expected + 1)
+
+
+def test_value_refuses_what_does_not_fit(transformer, A, B):
+    counts = ng.variable([A], dtype=np.int32, initial_value=0)
+    transformer.computation(counts + 1)
+    with pytest.raises(ng.FeedError, match="int32"):
+        counts.value[()] = np.array([0.5, 1.5, 2.5])
+    with pytest.raises(ng.FeedError, match="does not fit"):
+        counts.value[()] = np.array([2 ** 40, 0, 0])
+    with pytest.raises(ng.FeedError, match="counts|variable") as info:
+        counts.value[()] = np.ones((2, 2), np.int32)
+    assert "test_nervana_api.py" in str(info.value)
+    with pytest.raises(ng.FeedError):
+        counts.value.get(np.zeros(3, np.float32))
+    np.testing.assert_array_equal(counts.value.get(None), [0, 0, 0])
+
+
+def test_value_of_what_no_single_transformer_stores_is_refused(backend, A):
+    x = ng.placeholder([A])
+    w = ng.variable([A], initial_value=1.0)
+    total = w + x
+    with pytest.raises(ng.GraphError, match="only a stored tensor") as info:
+        total.value  # noqa: B018 - the property raises
+    assert info.value.location == total.location
+    with pytest.raises(ng.GraphError, match="no open transformer"):
+        w.value  # noqa: B018
+    with ng.make_transformer(backend) as first, ng.make_transformer(backend) as second:
+        first.computation(total, x)
+        np.testing.assert_array_equal(w.value.get(None), np.ones(3))
+        second.computation(w * 3.0)
+        with pytest.raises(ng.GraphError, match="2 open transformers"):
+            w.value  # noqa: B018
+        second.close()
+        np.testing.assert_array_equal(w.value.get(None), np.ones(3))
+    with pytest.raises(ng.GraphError, match="only a stored tensor"):
+        x.value  # noqa: B018 - a fed value lasts one call
+
+
+def test_generate_add_delta_stores_then_sums_contributions(transformer, A, B):
+    x = ng.placeholder([A, B])
+    adjoints = {}
+    first = ng.constant(np.arange(6.0).reshape(3, 2), [A, B])
+    second = ng.constant(np.full((2, 3), 10.0), [B, A])  # any order of the same axes
+    assert x.generate_add_delta(adjoints, first) is None and adjoints[x] is first
+    x.generate_add_delta(adjoints, second)
+    got = transformer.computation(ng.axes_with_order(adjoints[x], [A, B]))()
+    np.testing.assert_allclose(got, np.arange(6.0).reshape(3, 2) + 10.0)
+    with pytest.raises(ng.IncompatibleAxesError, match="generate_add_delta") as info:
+        x.generate_add_delta(adjoints, ng.constant(np.ones(3), [A]))  # @bad-delta
+    assert_location(info.value, "@bad-delta")
+
+
+# -- computations and transformers --------------------------------------------------------------
+
+class Unrunnable(ng.Op):
+    """An op no transformer has a kernel for."""
+
+    dtype_of_arg = 0
+
+    def __init__(self, x):
+        super().__init__(x)
+
+    def infer_axes(self):
+        return self.args[0].axes
+
+
+def test_computation_returns_what_it_was_given(transformer, A):
+    x = ng.placeholder([A])
+    y, z = x + 1.0, x * 2.0
+    assert transformer.computation(y, x).returns is y
+    assert transformer.computation([y, z], x).returns == (y, z)
+    assert transformer.computation((z, y), x).returns == (z, y)
+    assert transformer.computation({y, z}, x).returns == {y, z}
+
+
+def test_transform_prepares_a_computation_and_reports_a_missing_kernel_before_a_call(
+        transformer, A):
+    x = ng.placeholder([A])
+    computation = transformer.computation(ng.exp(x) * 2.0, x)
+    assert computation.transform() is None
+    computation.transform()  # again: nothing more to do
+    data = np.array([0.0, 1.0, -1.0], np.float32)
+    np.testing.assert_allclose(computation(data), np.exp(data) * 2.0, rtol=1e-6)
+    broken = transformer.computation(Unrunnable(x) + 1.0, x)  # @unrunnable
+    with pytest.raises(ng.AxgraphError, match="cannot run Unrunnable") as info:
+        broken.transform()
+    assert_location(info.value, "@unrunnable")
+    assert 'docs/architecture.md, section "Adding an op"' in str(info.value)
+    transformer.close()
+    with pytest.raises(ng.TransformerClosedError):
+        computation.transform()
+
+
+def test_computations_and_all_results(transformer, A):
+    x = ng.placeholder([A])
+    w = ng.variable([A], initial_value=0.0)
+    y = x + w
+    first = transformer.computation(y, x)
+    update = ng.assign(w, w + 1.0)
+    second = transformer.computation(w)
+    assert transformer.computations == [first, second]
+    assert list(transformer.all_results) == [y, x, w, update]
+    assert transformer.all_results is not transformer.all_results  # a fresh set each time
+    np.testing.assert_array_equal(second(), np.ones(3))  # w's pending update ran
+
+
+def test_nameable_value_is_the_base_of_ops(A):
+    from axgraph.types import NameableValue
+
+    x = ng.placeholder([A])
+    assert isinstance(x, NameableValue) and isinstance(ng.exp(x), NameableValue)
+    assert ng.types.NameableValue is NameableValue
+    assert ng.exp(x).name.startswith("Exp_") and ng.exp(x).name != ng.exp(x).name
+
+
+# -- sizes known while the graph is built ----------------------------------------------------------
+
+def test_batch_size_and_tensor_size_of_known_lengths_are_constants(transformer, A):
+    N = ng.make_axis(4, name="N")
+    x = ng.placeholder([A, N])
+    batch, size, both = ng.batch_size(x), ng.tensor_size(x), ng.tensor_size(x, out_axes=())
+    assert all(ng.is_constant(op) for op in (batch, size, both))
+    assert [float(v) for v in transformer.computation([batch, size, both])()] == [4, 3, 12]
+    assert ng.batch_size(x, dtype=np.int32).dtype == np.int32
+    M = ng.make_axis(name="N")  # its length comes from the data fed
+    y = ng.placeholder([A, M])
+    unknown = ng.batch_size(y)
+    assert not ng.is_constant(unknown)
+    got = transformer.computation(unknown, y)(np.zeros((3, 7), np.float32))
+    assert float(got) == 7.0
+
+
+# -- cross entropies: v0.4's enable_diff_opt ------------------------------------------------------
+
+def _softmax(values):
+    shifted = np.exp(values - values.max(axis=0))
+    return shifted / shifted.sum(axis=0)
+
+
+@pytest.mark.parametrize("diff_opt", [True, False])
+def test_cross_entropy_multi_with_either_enable_diff_opt(transformer, rng, diff_opt):
+    C, N = ng.make_axis(4, name="C"), ng.make_axis(3, name="N")
+    x, t = ng.placeholder([C, N], dtype=np.float64), ng.placeholder([C, N], dtype=np.float64)
+    loss = ng.cross_entropy_multi(ng.softmax(x), t, enable_diff_opt=diff_opt)
+    cost = ng.sum(loss, out_axes=())
+    xv = rng.normal(size=(4, 3))
+    tv = np.eye(4)[:, [2, 0, 3]]
+    got_loss, got_grad = transformer.computation([loss, ng.deriv(cost, x)], x, t)(xv, tv)
+    probabilities = _softmax(xv)
+    np.testing.assert_allclose(got_loss, -(tv * np.log(probabilities)).sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(got_grad, probabilities - tv, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("diff_opt", [True, False])
+def test_cross_entropy_binary_with_either_enable_diff_opt(transformer, rng, diff_opt):
+    F, N = ng.make_axis(2, name="F"), ng.make_axis(5, name="N")
+    x, t = ng.placeholder([F, N], dtype=np.float64), ng.placeholder([F, N], dtype=np.float64)
+    loss = ng.cross_entropy_binary(ng.sigmoid(x), t, out_axes=[N], enable_diff_opt=diff_opt)
+    cost = ng.sum(loss, out_axes=())
+    xv, tv = rng.normal(size=(2, 5)), rng.uniform(size=(2, 5))
+    got_loss, got_grad = transformer.computation([loss, ng.deriv(cost, x)], x, t)(xv, tv)
+    y = 1.0 / (1.0 + np.exp(-xv))
+    expected = -(tv * np.log(y) + (1 - tv) * np.log(1 - y)).sum(axis=0)
+    np.testing.assert_allclose(got_loss, expected, rtol=1e-12)
+    np.testing.assert_allclose(got_grad, y - tv, rtol=1e-10, atol=1e-14)
+
+
+def test_enable_diff_opt_must_be_a_bool(A):
+    y = ng.softmax(ng.placeholder([A]))
+    with pytest.raises(ng.AxgraphTypeError, match="enable_diff_opt"):
+        ng.cross_entropy_multi(y, y, enable_diff_opt="yes")
+    with pytest.raises(ng.AxgraphTypeError, match="enable_diff_opt"):
+        ng.cross_entropy_binary(y, y, enable_diff_opt=None)

@@ -10,12 +10,12 @@ of the argument arrays).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Mapping, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from .. import dims
-from ..errors import AxgraphError, ExecutionError
+from ..errors import AxgraphError, ExecutionError, no_kernel_error
 from ..op_table import OpTable
 from . import ops
 from .backend import Backend, bind_arguments, checked_outs
@@ -415,11 +415,33 @@ def _fused(node, ctx, *inputs):
 
 # -- running ------------------------------------------------------------------------------------
 
-def find_kernel(op_class: type) -> Kernel:
-    """The kernel of `op_class` or of its nearest registered base class."""
+def find_kernel(op_class: type, node: Optional[Node] = None) -> Kernel:
+    """The kernel of `op_class` or of its nearest registered base class.
+
+    Parameters
+    ----------
+    op_class : type
+        The core op's class.
+    node : Node, optional
+        The node to run, named (with the user's line) if no kernel serves it.
+
+    Returns
+    -------
+    callable
+        ``kernel(node, ctx, *input_arrays)``.
+
+    Raises
+    ------
+    ExecutionError
+        No kernel serves `op_class`; the message says what to register.
+    """
     found = KERNELS.lookup(op_class)
     if found is None:
-        raise ExecutionError(f"the interpreter has no kernel for {op_class.__name__}")
+        raise no_kernel_error(ExecutionError, f"the core op {op_class.__name__}",
+                              None if node is None else node.location,
+                              "core interpreter kernel for it",
+                              f"register a kernel with @axgraph.core.interpreter.kernel("
+                              f"{op_class.__name__})")
     return found
 
 
@@ -430,7 +452,7 @@ class InterpretedFunction:
 
     def __init__(self, function: Function):
         self.function = function
-        self._kernels = [(node, find_kernel(type(node))) for node in function.nodes
+        self._kernels = [(node, find_kernel(type(node), node)) for node in function.nodes
                          if not isinstance(node, ops.Parameter)]
         self._generators: Dict[Node, np.random.Generator] = {
             node: np.random.default_rng(node.seed) for node in function.nodes

@@ -15,7 +15,7 @@ import numpy as np
 from .. import core
 from ..axes import Axes
 from ..dims import definitely_equal, known
-from ..errors import AxisLengthError, GraphError
+from ..errors import AxisLengthError, GraphError, no_kernel_error
 from ..op_graph import control, dot, elementwise as ew, random, reductions as red
 from ..op_graph import shape_ops as so
 from ..op_graph.op import Op
@@ -32,8 +32,13 @@ def find_rule(op: Op) -> Rule:
     """The rule for op's class or its nearest registered base."""
     found = RULES.lookup(type(op))
     if found is None:
-        raise op.error(GraphError, f"{type(op).__name__} has no lowering to core ops (register "
-                                   f"one with axgraph.lowering.rules.rule)")
+        kind = type(op).__name__
+        raise no_kernel_error(GraphError, f"{kind} ({op.name})", op.location,
+                              "lowering of it to core ops (the interpreter and cpu transformers "
+                              "run core ops)",
+                              f"register a lowering rule with @axgraph.lowering.rules.rule("
+                              f"{kind}), or for an elementwise op "
+                              f"axgraph.lowering.rules.register_elementwise({kind}, CoreOp)")
     return found
 
 

@@ -88,7 +88,7 @@ class AssignOp(Op):
         return self.args[0]
 
     @property
-    def value(self) -> Op:
+    def value(self) -> Op:  # type: ignore[override]  # an assign has no value of its own
         """The op whose value is written."""
         return self.args[1]
 

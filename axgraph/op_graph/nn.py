@@ -146,8 +146,16 @@ def _find_schema(op: Op, kind):
     return None
 
 
+def _checked_flag(what: str, keyword: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise AxgraphTypeError(f"{what}: {keyword} must be True or False, not {value!r}",
+                               user_location())
+    return bool(value)
+
+
 def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
-                        enable_softmax_opt: bool = True, name: Optional[str] = None) -> Op:
+                        enable_softmax_opt: bool = True, enable_diff_opt: bool = True,
+                        name: Optional[str] = None) -> Op:
     """The cross entropy -sum(t * log(y)) of predicted probabilities y and targets t.
 
     Summed over the non-batch axes by default: one value per example. When y
@@ -167,6 +175,10 @@ def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
         The axes kept (None: the batch and recurrent axes).
     enable_softmax_opt : bool, optional
         If False, take log(y) as computed even when y is a softmax.
+    enable_diff_opt : bool, optional
+        Nervana Graph v0.4's switch for the short derivative ``(y - t) * delta`` of the
+        logits; the log-domain form's derivative is that one already, so both settings
+        give the same values and gradients.
     name : str, optional
         A name for the result (automatic if None).
 
@@ -184,6 +196,7 @@ def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
     """
     y, t = as_op(y), as_op(t)
     _check_same_axes("cross_entropy_multi", y, t)
+    _checked_flag("cross_entropy_multi", "enable_diff_opt", enable_diff_opt)
     schema = _find_schema(y, Softmax) if enable_softmax_opt else None
     log_y = schema.log_softmax() if schema is not None else ew.safelog(y)
     result = -red.sum(t * log_y, out_axes=out_axes)
@@ -194,7 +207,8 @@ def cross_entropy_multi(y, t, usebits: bool = False, out_axes: AxesLike = None,
     return result
 
 
-def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
+def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True,
+                               enable_diff_opt: bool = True) -> Op:
     """The binary cross entropy -(t log y + (1 - t) log(1 - y)) at every element.
 
     When y is a `sigmoid`, it is computed from the logits x in the softplus
@@ -209,6 +223,10 @@ def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
         The targets, in [0, 1].
     enable_sig_opt : bool, optional
         If False, use y as computed even when it is a sigmoid.
+    enable_diff_opt : bool, optional
+        Nervana Graph v0.4's switch for the short derivative ``(y - t) * delta`` of the
+        logits; the log-domain form's derivative is that one already, so both settings
+        give the same values and gradients.
 
     Returns
     -------
@@ -223,6 +241,7 @@ def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
         If y and t hold different axes with the same name.
     """
     y, t = as_op(y), as_op(t)
+    _checked_flag("cross_entropy_binary_inner", "enable_diff_opt", enable_diff_opt)
     schema = _find_schema(y, SigmoidSchema) if enable_sig_opt else None
     if schema is not None:
         x = schema.x
@@ -235,7 +254,8 @@ def cross_entropy_binary_inner(y, t, enable_sig_opt: bool = True) -> Op:
 
 
 def cross_entropy_binary(y, t, usebits: bool = False, out_axes: AxesLike = None,
-                         enable_sig_opt: bool = True, name: Optional[str] = None) -> Op:
+                         enable_sig_opt: bool = True, enable_diff_opt: bool = True,
+                         name: Optional[str] = None) -> Op:
     """The binary cross entropy of probabilities y and targets t, summed per example.
 
     `cross_entropy_binary_inner` summed over the non-batch axes by default;
@@ -253,6 +273,10 @@ def cross_entropy_binary(y, t, usebits: bool = False, out_axes: AxesLike = None,
         The axes kept (None: the batch and recurrent axes).
     enable_sig_opt : bool, optional
         If False, use y as computed even when it is a sigmoid.
+    enable_diff_opt : bool, optional
+        Nervana Graph v0.4's switch for the short derivative ``(y - t) * delta`` of the
+        logits; the log-domain form's derivative is that one already, so both settings
+        give the same values and gradients.
     name : str, optional
         A name for the result (automatic if None).
 
@@ -270,7 +294,8 @@ def cross_entropy_binary(y, t, usebits: bool = False, out_axes: AxesLike = None,
     """
     y, t = as_op(y), as_op(t)
     _check_same_axes("cross_entropy_binary", y, t)
-    result = red.sum(cross_entropy_binary_inner(y, t, enable_sig_opt), out_axes=out_axes)
+    result = red.sum(cross_entropy_binary_inner(y, t, enable_sig_opt, enable_diff_opt),
+                     out_axes=out_axes)
     if usebits:
         result = result * (1.0 / math.log(2.0))
     if name is not None:

@@ -24,11 +24,14 @@ from typing import (TYPE_CHECKING, Any, ClassVar, ContextManager, Dict, Iterable
 from ..axes import Axes, AxesLike
 from ..debug_info import DebugInfo, user_location
 from ..dtypes import as_dtype
-from ..errors import AxgraphError, AxgraphTypeError, GraphError
+from ..errors import AxgraphError, AxgraphTypeError, GraphError, IncompatibleAxesError
 from ..names import NameableValue
 from ..ordered_set import OrderedSet
 from ..tensor_description import TensorDescription
 from ..traversal import post_order
+
+if TYPE_CHECKING:  # transformers build on op graphs: imported for annotations only
+    from ..transformers.base import StoredValue
 
 _E = TypeVar("_E", bound=AxgraphError)
 
@@ -154,7 +157,12 @@ class Op(NameableValue, DebugInfo):
         self.args: Tuple[Op, ...] = _checked_args(type(self).__name__, args)
         #: The axes and dtype the caller asked for (None: inferred); kept by with_args.
         self._asked_axes, self._asked_dtype = axes, dtype
-        self._axes = Axes(self.infer_axes())
+        # What an op is built with never changes under it (Axes.append refuses these).
+        made = f"the {type(self).__name__} op made at {location[0]}:{location[1]}"
+        self._axes = Axes(self.infer_axes()).hold(f"the axes of {made}")
+        for key, value in self.attribute_values.items():
+            if isinstance(value, Axes):
+                setattr(self, key, Axes(value).hold(f"the {key} of {made}"))
         self.dtype = as_dtype(self.infer_dtype())
         self.metadata = dict(metadata or {})
         self.initializers: OrderedSet[Op] = OrderedSet()
@@ -305,23 +313,88 @@ class Op(NameableValue, DebugInfo):
         return self._axes
 
     @property
-    def shape(self) -> Tuple:
-        """Lengths of `axes`, in order."""
-        return self._axes.lengths
+    def shape(self) -> Axes:
+        """The axes of this op's value: Nervana Graph v0.4's `shape` (its initializers
+        and legacy neon code read a tensor's shape as its axes). `axes.lengths` gives
+        the lengths."""
+        return self._axes
 
     @property
     def is_scalar(self) -> bool:
         """True for a value without axes."""
         return not self._axes
 
-    def has_axes(self, axes: AxesLike) -> bool:
-        """Whether this op's axes are exactly `axes`, in any order."""
-        return self._axes.is_equal_set(Axes(axes))
+    @property
+    def has_axes(self) -> bool:
+        """Whether this op has axes (Nervana Graph v0.4's property): every op with a value
+        does, from the moment it is built (a scalar's are empty); an op without a value
+        (an assign) does not."""
+        return self.is_tensor_op
+
+    def shape_dict(self) -> dict:
+        """{short axis name: length} of this op's axes (Nervana Graph v0.4).
+
+        Returns
+        -------
+        dict
+            As `Axes.shape_dict`: each axis's name without a scope prefix, to its length.
+
+        Raises
+        ------
+        AxesError
+            Two of the axes share a short name.
+        """
+        return self._axes.shape_dict()
 
     @property
-    def shape_dict(self) -> dict:
-        """{axis name: length} of this op's axes."""
-        return {axis.name: axis.length for axis in self._axes}
+    def value(self) -> "StoredValue":
+        """The value this op holds in the transformer that stores it (Nervana Graph v0.4's
+        handle to the device tensor).
+
+        A stored tensor (a variable, persistent tensor or constant) that one open
+        transformer's computations use has a value there; the handle reads it
+        (``x.value.get(None)``, ``np.asarray(x.value)``, ``x.value[0]``) and writes it
+        (``x.value[()] = array``, checked like `serialization.set_values`). The tensor is
+        initialized first if it was not yet.
+
+        Returns
+        -------
+        StoredValue
+            The handle (`axgraph.transformers.base.StoredValue`).
+
+        Raises
+        ------
+        GraphError
+            The op is not a stored tensor (values of other ops are not kept after a call:
+            their storage is reused), or no open transformer, or several, hold it.
+        """
+        from ..transformers.base import stored_value  # transformers build on op graphs
+
+        return stored_value(self)
+
+    def generate_add_delta(self, adjoints: Dict["Op", "Op"], delta: "Op") -> None:
+        """Add `delta` to this op's adjoint in `adjoints` (Nervana Graph v0.4's hook for
+        adjoint rules): the first contribution is stored, later ones are summed.
+
+        Parameters
+        ----------
+        adjoints : dict
+            d(cost)/d(op) for the ops seen so far, by op.
+        delta : Op
+            A contribution to d(cost)/d(self); it must have this op's axes (any order).
+
+        Raises
+        ------
+        IncompatibleAxesError
+            `delta` has other axes than this op.
+        """
+        if not delta.axes.is_equal_set(self._axes):
+            raise IncompatibleAxesError(
+                f"generate_add_delta: the adjoint of {self.name} must have its axes "
+                f"{self._axes}, but the contribution {delta.name} has {delta.axes}",
+                user_location())
+        previous = adjoints.get(self)
+        adjoints[self] = delta if previous is None else previous + delta
 
     @property
     def short_name(self) -> str:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from ..axes import Axes, AxesLike
+from ..axes import Axes, AxesLike, NameClash
 from ..debug_info import user_location
-from ..dtypes import INDEX_DTYPE, accumulator_dtype
+from ..dtypes import INDEX_DTYPE, accumulator_dtype, as_dtype
 from ..errors import IncompatibleAxesError, UnmatchedAxesError
 from .op import Op
-from .tensors import as_op
+from .tensors import as_op, constant
 
 
 def resolve_reduction_axes(x: Op, reduction_axes: AxesLike, out_axes: AxesLike,
@@ -45,10 +45,18 @@ def resolve_reduction_axes(x: Op, reduction_axes: AxesLike, out_axes: AxesLike,
 
 def _check_subset(x: Op, axes: Axes, what: str, argument: str) -> None:
     missing = axes - x.axes
-    if missing:
-        raise UnmatchedAxesError(
-            f"{what}: {argument} {missing} are not axes of {x.name} {x.axes}", user_location()
-        )
+    if not missing:
+        return
+    message = f"{what}: {argument} {missing} are not axes of {x.name} {x.axes}"
+    clashes = NameClash.between(x.axes, missing)
+    if clashes:
+        own = " + ".join(f"{x.name}.axes.find_by_name({c.ours.name!r})" for c in clashes)
+        message += (f": {x.name}'s axis and the one asked for are {NameClash.describe(clashes)}, "
+                    f"and axes pair by identity, not by name. Pass {x.name}'s own axis "
+                    f"({argument}={own}, or the axis object {x.name} was made with); if the two "
+                    f"are the same dimension made twice, make it once and share it, or relabel "
+                    f"with ng.cast_axes")
+    raise UnmatchedAxesError(message, user_location())
 
 
 class ReductionOp(Op):
@@ -369,12 +377,12 @@ def argmin(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=N
 
 def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None,
                 dtype=None) -> Op:
-    """The number of elements of x along `reduction_axes`, as a scalar op.
+    """The number of elements of x along `reduction_axes`, as a scalar.
 
     With neither `reduction_axes` nor `out_axes`, the size of one example: the
     product of x's non-batch axes, as Nervana Graph v0.4 counted it (its
-    walk-throughs divide a batch-summed gradient by it). It is an op, not a
-    number, because lengths may be known only once data is fed.
+    walk-throughs divide a batch-summed gradient by it). A constant when the
+    lengths are known; an op when a length comes from fed data.
 
     Parameters
     ----------
@@ -392,7 +400,9 @@ def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, n
     Returns
     -------
     Op
-        A scalar: the product of the counted axes' lengths.
+        A scalar: a constant when every counted axis has a length now (computing it
+        needs nothing fed, as in v0.4), else an op evaluated after x, whose call binds
+        the lengths.
 
     Raises
     ------
@@ -408,14 +418,14 @@ def tensor_size(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, n
         size_axes = x.axes.sample_axes()
     else:
         size_axes, _ = resolve_reduction_axes(x, reduction_axes, out_axes, "tensor_size")
-    return TensorSize(size_axes, name=name, dtype=dtype, of=x)
+    return _size(size_axes, x, name, dtype)
 
 
 def batch_size(x, name=None, dtype=None) -> Op:
     """The number of examples in x: the product of its batch axes' lengths.
 
-    An op rather than a number, so a mean over a minibatch stays right when
-    the batch length comes from fed data.
+    A constant when the batch axes have lengths; an op when the batch length
+    comes from fed data, so a mean over a minibatch stays right.
 
     Parameters
     ----------
@@ -429,7 +439,8 @@ def batch_size(x, name=None, dtype=None) -> Op:
     Returns
     -------
     Op
-        A scalar: the batch size (1 if x has no batch axis).
+        A scalar: the batch size (1 if x has no batch axis): a constant when the
+        batch axes have lengths now, else an op evaluated after x.
 
     Raises
     ------
@@ -437,7 +448,15 @@ def batch_size(x, name=None, dtype=None) -> Op:
         If `x` is not an op or a number.
     """
     x = as_op(x)
-    return TensorSize(x.axes.batch_axes(), name=name, dtype=dtype, of=x)
+    return _size(x.axes.batch_axes(), x, name, dtype)
+
+
+def _size(size_axes: Axes, x: Op, name, dtype) -> Op:
+    """A constant for a size known now: an axis length, once set, never changes."""
+    size = size_axes.size
+    if isinstance(size, int):
+        return constant(size, dtype=as_dtype(dtype), name=name)
+    return TensorSize(size_axes, name=name, dtype=dtype, of=x)
 
 
 def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import threading
+import weakref
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeGuard, cast
 
 import numpy as np
@@ -19,10 +20,12 @@ from ..axis_dims import AxisDims, length_symbols
 from ..debug_info import user_location
 from ..dims import bind_shapes
 from ..dtypes import can_feed
-from ..errors import AxgraphTypeError, FeedError, ShapeError, TransformerClosedError
+from ..errors import AxgraphTypeError, FeedError, GraphError, ShapeError, TransformerClosedError
 from ..op_graph.op import Op
+from ..ordered_set import OrderedSet
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
+from ..serialization import get_values, set_values
 
 
 class LengthBindings:
@@ -154,6 +157,44 @@ class Computation:
     def executor(self) -> "Computation":
         """The callable that runs this computation: itself (Nervana Graph's name)."""
         return self
+
+    @property
+    def returns(self):
+        """What the computation returns, as it was given (Nervana Graph v0.4).
+
+        Returns
+        -------
+        Op, tuple of Op or set of Op
+            The single result op; the results in order (a list or tuple was given); or
+            the set of them (a set was given: a call returns a dict).
+        """
+        if self.result_kind == "single":
+            return self.results[0]
+        if self.result_kind == "dict":
+            return set(self.results)
+        return self.results
+
+    def transform(self) -> None:
+        """Prepare this computation to run now rather than at its first call (v0.4).
+
+        The compiling transformers lower, optimize and compile it here, so an op
+        that a backend cannot run is reported before any data is fed. It does not
+        initialize stored tensors (`transformer.initialize()` does). Calling it
+        again does nothing.
+
+        Raises
+        ------
+        TransformerClosedError
+            The transformer is closed.
+        GraphError, ExecutionError
+            An op of the computation cannot be lowered or has no kernel.
+        """
+        with self.transformer._lock:
+            if self.transformer.closed:
+                raise TransformerClosedError(
+                    f"this computation's {self.transformer.transformer_name} transformer is "
+                    f"closed; make a new transformer and computation", user_location())
+            self.transformer._prepare(self)
 
     def _checked_feeds(self, values, feed_dict
                        ) -> Tuple[Dict[AssignableTensorOp, np.ndarray], LengthBindings]:
@@ -435,6 +476,30 @@ class Transformer(abc.ABC):
         #: The computations made by this transformer, in order.
         self.computations: List[Computation] = []
         self._lock = threading.RLock()
+        _open_transformers.add(self)
+
+    @property
+    def all_results(self) -> OrderedSet[Op]:
+        """The ops this transformer's computations compute (Nervana Graph v0.4's root set):
+        each computation's results, the assigns it runs and the placeholders it takes, in
+        the order the computations were made.
+
+        Returns
+        -------
+        OrderedSet of Op
+            A new set; changing it changes nothing.
+        """
+        found: OrderedSet[Op] = OrderedSet()
+        for computation in self.computations:
+            found.update(computation.results)
+            found.update(computation.user_deps)
+            found.update(computation.parameters)
+        return found
+
+    @abc.abstractmethod
+    def _prepare(self, computation: Computation) -> None:
+        """Make `computation` ready to run (`Computation.transform`): compile it, or check
+        that every op can run, so that an error comes before any data is fed."""
 
     def computation(self, results, *parameters) -> Computation:
         """A callable computing `results`; `parameters` are fed positionally."""
@@ -500,9 +565,151 @@ class Transformer(abc.ABC):
             self.state.clear()
             self.initialized.clear()
             self.computations.clear()
+            _open_transformers.discard(self)
 
     def __enter__(self) -> "Transformer":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+#: Transformers not closed yet, for `Op.value` (weak: a dropped transformer leaves).
+_open_transformers: "weakref.WeakSet[Transformer]" = weakref.WeakSet()
+
+
+def _holds(transformer: Transformer, tensor: AssignableTensorOp) -> bool:
+    return tensor in transformer.state or any(
+        tensor in computation.persistent_tensors for computation in transformer.computations)
+
+
+def stored_value(op: Op) -> "StoredValue":
+    """The handle `op.value` gives: op's value in the one open transformer holding it.
+
+    Parameters
+    ----------
+    op : Op
+        A stored tensor (variable, persistent tensor, constant, or a placeholder's
+        initial value).
+
+    Returns
+    -------
+    StoredValue
+        The handle.
+
+    Raises
+    ------
+    GraphError
+        `op` is not a stored tensor, or no open transformer (or more than one) holds it.
+    """
+    if not (isinstance(op, AssignableTensorOp) and op.persistent) or _needs_feed(op):
+        raise op.error(GraphError, "only a stored tensor (a variable, persistent tensor or "
+                                   "constant) keeps a value between calls; the storage of other "
+                                   "values is reused within a call, so compute this one as a "
+                                   "result of a computation instead")
+    holders = [t for t in list(_open_transformers) if not t.closed and _holds(t, op)]
+    if not holders:
+        raise op.error(GraphError, "no open transformer holds this tensor: make a computation "
+                                   "that uses it (transformer.computation(...)) first")
+    if len(holders) > 1:
+        raise op.error(GraphError, f"{len(holders)} open transformers hold this tensor, so "
+                                   f"its value is ambiguous; read the one you mean with "
+                                   f"axgraph.serialization.get_values(transformer, [tensor])")
+    return StoredValue(holders[0], op)
+
+
+class StoredValue:
+    """A stored tensor's value in one transformer: Nervana Graph v0.4's device tensor.
+
+    Reads give copies; writes are checked as `serialization.set_values` checks them
+    and mark the tensor initialized. The tensor is initialized on first use.
+
+    Parameters
+    ----------
+    transformer : Transformer
+        The transformer holding the value.
+    tensor : AssignableTensorOp
+        The stored tensor.
+    """
+
+    def __init__(self, transformer: Transformer, tensor: AssignableTensorOp):
+        self.transformer = transformer
+        self.tensor = tensor
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The tensor's element type."""
+        return self.tensor.dtype
+
+    @property
+    def axes(self):
+        """The tensor's axes, in the order of the array's dimensions."""
+        return self.tensor.axes
+
+    def get(self, tensor: Optional[np.ndarray] = None) -> np.ndarray:
+        """The current value (v0.4's `get`).
+
+        Parameters
+        ----------
+        tensor : numpy.ndarray, optional
+            An array of the value's shape and dtype to copy it into.
+
+        Returns
+        -------
+        numpy.ndarray
+            A copy of the value, or `tensor` holding it.
+
+        Raises
+        ------
+        FeedError
+            `tensor` has another shape or dtype.
+        """
+        with self.transformer._lock:
+            value = get_values(self.transformer, [self.tensor])[self.tensor]
+        if tensor is None:
+            return value
+        if not isinstance(tensor, np.ndarray) or tensor.shape != value.shape \
+                or tensor.dtype != value.dtype:
+            raise FeedError(f"get: {self.tensor.name} is {value.dtype}{list(value.shape)}; "
+                            f"{_described(tensor)} cannot hold it", user_location())
+        np.copyto(tensor, value)
+        return tensor
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        value = self.get()
+        return value if dtype is None else value.astype(dtype)
+
+    def __getitem__(self, key):
+        return self.get()[key]
+
+    def __setitem__(self, key, value) -> None:
+        name = self.tensor.name
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf" or not can_feed(array.dtype, self.dtype):
+            raise FeedError(f"{name} holds {self.dtype}; {array.dtype} values do not fit it "
+                            f"({FEEDING_RULE})", user_location())
+        with self.transformer._lock:
+            current = self.get()
+            with np.errstate(all="ignore"):
+                converted = array.astype(self.dtype)
+            problem = unfit_values(array, converted)
+            if problem is not None:
+                raise FeedError(f"{name} holds {self.dtype}; the value holds {problem}, which "
+                                f"does not fit", user_location())
+            try:
+                current[key] = converted
+            except (IndexError, ValueError, TypeError) as error:
+                raise FeedError(f"{name}[{key!r}] = a value of shape {array.shape}: {error} "
+                                f"({name} has axes {self.tensor.axes})",
+                                user_location()) from None
+            set_values(self.transformer, {self.tensor: current})
+
+    def __repr__(self) -> str:
+        return f"<value of {self.tensor.name} {self.tensor.axes} in a " \
+               f"{self.transformer.transformer_name} transformer>"
+
+
+def _described(array) -> str:
+    if isinstance(array, np.ndarray):
+        return f"an array {array.dtype}{list(array.shape)}"
+    return f"{type(array).__name__} {array!r:.40}"

@@ -60,6 +60,9 @@ class LoweringTransformer(Transformer):
             found = self._compiled[computation] = (lowered, executable)
         return found
 
+    def _prepare(self, computation: Computation) -> None:
+        self._compile(computation)
+
     def passes(self) -> list:
         """The pipeline run on every lowered computation (a fresh list per call): the
         default passes, then the backend's own."""

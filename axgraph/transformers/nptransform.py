@@ -18,7 +18,7 @@ from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp, initialization_order
 from .base import Computation, LengthBindings, Transformer, check_readable, no_value_error
 from . import numpy_nn_kernels  # noqa: F401  (registers the nn kernels)
-from .numpy_kernels import run_kernel
+from .numpy_kernels import find_kernel, run_kernel
 
 
 class RunContext:
@@ -120,6 +120,12 @@ class NumPyTransformer(Transformer):
         finally:
             for tensor in temporaries:
                 self.state.pop(tensor, None)
+
+    def _prepare(self, computation: Computation) -> None:
+        """Check that every op of `computation` has a kernel (each op runs directly)."""
+        for op in computation.ops:
+            if not op.is_assignable:
+                find_kernel(op)
 
     def _initialize(self, tensors: List[AssignableTensorOp], ctx: RunContext) -> None:
         # An initial-value op reads stored tensors when it runs: those not initialized

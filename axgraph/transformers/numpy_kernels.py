@@ -13,7 +13,7 @@ import numpy as np
 
 from ..axes import Axes
 from ..core.traits import numpy_function
-from ..errors import ExecutionError
+from ..errors import ExecutionError, no_kernel_error
 from ..lowering.rules import AS_CORE_OP
 from ..op_graph import control, debug, dot, elementwise as ew, nn, random, reductions as red
 from ..op_graph import shape_ops as so
@@ -272,14 +272,36 @@ def _print(op, ctx, x):
     return x
 
 
-def find_kernel(op_class: type) -> Kernel:
-    """The kernel of `op_class` or of its nearest registered base class."""
-    found = KERNELS.lookup(op_class)
+def find_kernel(op) -> Kernel:
+    """The kernel of `op`'s class or of its nearest registered base class.
+
+    Parameters
+    ----------
+    op : Op
+        The op to run.
+
+    Returns
+    -------
+    callable
+        ``kernel(op, ctx, *arg_values)``.
+
+    Raises
+    ------
+    ExecutionError
+        No kernel serves the op's class: the message names the op, the user's line
+        that built it, and what to register.
+    """
+    found = KERNELS.lookup(type(op))
     if found is not None:
         return found
-    raise ExecutionError(f"the numpy transformer has no kernel for {op_class.__name__}")
+    kind = type(op).__name__
+    raise no_kernel_error(ExecutionError, f"{kind} ({op.name})", op.location,
+                          "numpy transformer kernel for it", f"register a reference kernel with "
+                          f"@axgraph.transformers.numpy_kernels.kernel({kind}) (and a lowering "
+                          f"rule, @axgraph.lowering.rules.rule({kind}), for the other "
+                          f"transformers)")
 
 
 def run_kernel(op, ctx, values: Sequence[np.ndarray | None]):
     """Apply op's kernel to its args' values."""
-    return find_kernel(type(op))(op, ctx, *values)
+    return find_kernel(op)(op, ctx, *values)

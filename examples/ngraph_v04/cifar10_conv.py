@@ -8,8 +8,8 @@ examples/ngraph_v04/data.py), a short run unless -t is given.
 
 Two 5x5 convolutions (16 and 32 filters), each followed by 2x2 max pooling,
 a 500-unit layer and a softmax, trained with SGD and momentum on cross
-entropy. (v0.4's program added a depth axis of length 1 with
-ng.expand_dims; this one convolves the 2-d images directly.)
+entropy. As in v0.4, the images get a depth axis of length 1 (ng.expand_dims),
+and the 2-d filter and pool shapes apply to each depth slice.
 """
 from __future__ import division, print_function
 
@@ -40,8 +40,9 @@ valid_set = ArrayIterator(valid_data, args.batch_size)
 
 
 def cifar_mean_subtract(x):
-    bgr_mean = ng.persistent_tensor(axes=x.axes[0], initial_value=np.array([104., 119., 127.]))
-    return (x - bgr_mean) / 255.
+    bgr_mean = ng.persistent_tensor(axes=x.axes[0], initial_value=np.array([[104., 119., 127.]]))
+    y = ng.expand_dims((x - bgr_mean) / 255., ax.D, 1)
+    return y
 
 
 init_uni = UniformInit(-0.1, 0.1)
@@ -57,8 +58,10 @@ seq1 = Sequential([Preprocess(functor=cifar_mean_subtract),
 ######################
 # Input specification
 ax.C.length, ax.H.length, ax.W.length = train_set.shapes['image']
+ax.D.length = 1
 ax.N.length = args.batch_size
 ax.Y.length = 10
+
 
 # placeholders with descriptive names
 inputs = dict(image=ng.placeholder([ax.C, ax.H, ax.W, ax.N]),
@@ -70,6 +73,7 @@ errors = ng.not_equal(ng.argmax(output_prob, out_axes=[ax.N]), inputs['label'])
 loss = ng.cross_entropy_multi(output_prob, ng.one_hot(inputs['label'], axis=ax.Y))
 mean_cost = ng.mean(loss, out_axes=())
 updates = optimizer(loss)
+
 
 train_outputs = dict(batch_cost=mean_cost, updates=updates)
 loss_outputs = dict(cross_ent_loss=loss, misclass_pct=errors)

@@ -45,7 +45,7 @@ import abc
 import contextlib
 import itertools
 import threading
-from typing import (Callable, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple,
+from typing import (Callable, ClassVar, Dict, Iterator, List, Optional, Sequence, Set, Tuple,
                     Union)
 
 import numpy as np
@@ -182,7 +182,7 @@ def _new_axes(layer: "Layer", nout: Optional[int], axes: AxesLike, axis_name: st
         return axes
     if nout is None or isinstance(nout, bool) or int(nout) != nout or nout <= 0:
         raise layer._fail(LayerError, f"needs nout (a positive int) or axes, got nout={nout!r}")
-    return Axes(make_axis(length=int(nout), name=axis_name))
+    return Axes(layer._new_axis(int(nout), axis_name))
 
 
 # -- base class ------------------------------------------------------------------------
@@ -203,21 +203,37 @@ class Layer(abc.ABC):
 
     Parameters
     ----------
-    name : str or None, default None
-        The layer's name, which prefixes its variables and new axes; None
-        gives ``<Class>_<n>``.
+    name : str, optional
+        Names the layer's variables (``<name>_W``) and new axes; without one, the layer
+        is numbered in creation order (``Affine_0``), and `automatic_name` is True.
     """
 
     _counters: ClassVar[Dict[str, Iterator[int]]] = {}
+    #: The names made up for layers without one (`Affine_0`, ...).
+    _automatic_names: ClassVar[Set[str]] = set()
     inference_mode_on = staticmethod(inference_mode_on)
 
     def __init__(self, name: Optional[str] = None):
         kind = type(self).__name__
-        counter = Layer._counters.setdefault(kind, itertools.count())
-        self.name = name if name is not None else f"{kind}_{next(counter)}"
+        if name is None:
+            name = f"{kind}_{next(Layer._counters.setdefault(kind, itertools.count()))}"
+            Layer._automatic_names.add(name)
+        self.name = name
+        #: Whether the name was made up, here or for the layer this one is a part of
+        #: (`Affine_0_bn`): a model built again numbers it anew.
+        self.automatic_name = name in Layer._automatic_names or any(
+            name.startswith(made + "_") for made in Layer._automatic_names)
         self._variables: Dict[str, Op] = {}
         self._updates: List[Op] = []
         self._built = False
+
+    def _new_axis(self, length: int, name: str, roles=()) -> Axis:
+        """An axis this layer makes, named after it. Named after a made-up layer name, the
+        axis's name counts as made up too (`serialization` then pairs it by position and
+        length, not by a name the next build numbers differently)."""
+        axis = make_axis(length=length, name=name, roles=roles)
+        axis._auto_named = self.automatic_name
+        return axis
 
     def __call__(self, in_obj) -> Op:
         """This layer's graph on `in_obj`, training or inference by the current mode.
@@ -647,7 +663,8 @@ class BatchNorm(Layer):
     recurrent axis if present. Training builds the assigns that update the
     running averages gmean and gvar (by ``rho``) as `updates`, replacing
     those of the previous training call; a training step must run them.
-    Inference uses gmean and gvar (persistent, initially 0 and 1). The
+    Inference uses gmean and gvar, persistent tensors that both start at 1, where
+    Nervana Graph v0.4's BatchNorm started them. The
     output has the input's axes; gamma and beta have the normalized axes
     (the channel axis of a feature map).
 
@@ -710,7 +727,7 @@ class BatchNorm(Layer):
         dtype = _float_dtype(x)
         self.gamma = self._variable("gamma", self.in_axes, self.init_gamma, dtype)
         self.beta = self._variable("beta", self.in_axes, self.init_beta, dtype)
-        self.gmean = persistent_tensor(self.in_axes, dtype=dtype, initial_value=0.0,
+        self.gmean = persistent_tensor(self.in_axes, dtype=dtype, initial_value=1.0,
                                        name=f"{self.name}_gmean")
         self.gvar = persistent_tensor(self.in_axes, dtype=dtype, initial_value=1.0,
                                       name=f"{self.name}_gvar")
@@ -808,8 +825,8 @@ class LookupTable(Layer):
                 raise self._fail(LayerError, f"{what} must be a positive int, not {value!r}")
         if pad_idx is not None and not 0 <= pad_idx < vocab_size:
             raise self._fail(LayerError, f"pad_idx {pad_idx} is outside [0, {vocab_size})")
-        self.vocab_axis = make_axis(length=int(vocab_size), name=f"{self.name}_vocab")
-        self.embed_axis = make_axis(length=int(embed_dim), name=f"{self.name}_embed")
+        self.vocab_axis = self._new_axis(int(vocab_size), f"{self.name}_vocab")
+        self.embed_axis = self._new_axis(int(embed_dim), f"{self.name}_embed")
         self.axes = Axes(self.embed_axis)
         self.init, self.pad_idx, self.update = init, pad_idx, bool(update)
         self.dtype = np.dtype(dtype or DEFAULT_DTYPE)
@@ -869,15 +886,32 @@ class _FeatureMapLayer(Layer):
         return y
 
 
-def _per_dim(value, what: str, layer: Layer, roles: Sequence[str]) -> Union[int, Tuple[int, ...]]:
+def _is_planar(filter_shape: Tuple[int, ...], roles: Sequence[str]) -> bool:
+    """Whether `filter_shape` is v0.4's 2-d (R, S, K) or (R=S, K) meant for an input with
+    a depth axis: one value short of (T, R, S, K), or (R, K)."""
+    return (len(roles) == 3 and roles[0] == "depth"
+            and len(filter_shape) in (2, 3))
+
+
+def _per_dim(value, what: str, layer: Layer, roles: Sequence[str], planar: bool = False,
+             depth_default: int = 0) -> Union[int, Tuple[int, ...]]:
     """An int, or one value per spatial dim: a sequence, or a dict keyed by role letter
-    (d/T, h/R, w/S) or by ngraph's names (str_h, pad_w, dil_d, ...)."""
+    (d/T, h/R, w/S) or by ngraph's names (str_h, pad_w, dil_d, ...).
+
+    With `planar` (a 2-d window on an input with depth, as v0.4's Conv2D and Pool2D
+    took it), an int, or a dict without a depth entry, is for height and width only;
+    depth gets `depth_default`.
+    """
+    if planar and isinstance(value, int) and roles and roles[0] == "depth":
+        return (depth_default,) + (value,) * (len(roles) - 1)
     if isinstance(value, dict):
         letters = {"depth": ("d", "T"), "height": ("h", "R"), "width": ("w", "S")}
         picked = []
         for role in roles:
             found = [v for k, v in value.items()
                      if k in letters[role] or k.endswith("_" + letters[role][0])]
+            if not found and planar and role == "depth":
+                found = [depth_default]
             if not found:
                 raise layer._fail(LayerError, f"{what} {value} gives nothing for the {role} axis")
             picked.append(found[0])
@@ -908,7 +942,10 @@ class Convolution(_FeatureMapLayer):
 
     The arguments come in Nervana Graph v0.4's order: ``Convolution(fshape,
     filter_init, strides, padding, bias_init, activation, batch_norm)``;
-    `dilation` follows.
+    `dilation` follows. On an input with a depth axis (v0.4's 5-d images
+    (C, D, H, W, N)), an int stride, padding or dilation, or a dict without a
+    depth entry, applies to height and width only (depth 1, 0 and 1), as
+    v0.4's Conv2D read them.
 
     Parameters
     ----------
@@ -1001,8 +1038,11 @@ class Convolution(_FeatureMapLayer):
                                              f"{tuple(roles)} does not have")
             return tuple(int(shape[k]) for k in letters), int(shape["K"])
         shape = tuple(int(n) for n in shape)
-        if len(shape) == 2 and len(letters) == 2:  # v0.4's (R = S, K)
+        planar = _is_planar(shape, roles)  # v0.4's 2-d filter on (C, D, H, W, N)
+        if len(shape) == 2 and (planar or len(letters) == 2):  # v0.4's (R = S, K)
             shape = (shape[0],) + shape
+        if planar:
+            shape = (1,) + shape  # depth T = 1
         if len(shape) != len(letters) + 1:
             raise self._fail(LayerError, f"filter_shape {shape} needs {len(letters) + 1} values "
                                          f"({', '.join(letters)}, K) for an input with spatial "
@@ -1015,11 +1055,9 @@ class Convolution(_FeatureMapLayer):
         spatial, nout = self._shape(roles)
         self.in_channel = layout.channel
         self.in_roles = roles
-        self.out_channel = make_axis(length=nout, name=f"{self.name}_K",
-                                     roles=[conv_roles.Channelout])
+        self.out_channel = self._new_axis(nout, f"{self.name}_K", [conv_roles.Channelout])
         self.axes = Axes(self.out_channel)
-        filter_spatial = [make_axis(length=n, name=f"{self.name}_{FILTER_AXIS_NAMES[role]}",
-                                    roles=axis.roles)
+        filter_spatial = [self._new_axis(n, f"{self.name}_{FILTER_AXIS_NAMES[role]}", axis.roles)
                           for n, role, axis in zip(spatial, roles, layout.spatial)]
         dtype = _float_dtype(x)
         # (K, C - 1, R - 1, S - 1): out axes, then the dual "in" axes, as for Affine's
@@ -1039,10 +1077,13 @@ class Convolution(_FeatureMapLayer):
     def _forward(self, x: Op) -> Op:
         layout = self._layout(x)
         roles = layout.spatial_roles
+        planar = not isinstance(self.filter_shape, dict) and _is_planar(
+            tuple(self.filter_shape), roles)
         y = conv.convolution(None, x, self.W, axes=self._known_axes(layout, self.out_channel),
-                             strides=_per_dim(self.strides, "strides", self, roles),
-                             padding=_per_dim(self.padding, "padding", self, roles),
-                             dilation=_per_dim(self.dilation, "dilation", self, roles))
+                             strides=_per_dim(self.strides, "strides", self, roles, planar, 1),
+                             padding=_per_dim(self.padding, "padding", self, roles, planar, 0),
+                             dilation=_per_dim(self.dilation, "dilation", self, roles, planar,
+                                               1))
         y = self._remember(layout, y)
         if "b" in self._variables:
             y = y + self.b
@@ -1120,6 +1161,7 @@ class Pooling(_FeatureMapLayer):
     axes found by their roles. Each channel is pooled on its own; the output
     has axes (the input's channel axis, new spatial axes with the input's
     roles, the batch axis), the same ones on every call with the same input axes.
+    A dict sizing a dim the input does not have (other than 1) is refused.
 
     Parameters
     ----------
@@ -1171,13 +1213,23 @@ class Pooling(_FeatureMapLayer):
         self.pool_shape, self.strides, self.padding = pool_shape, strides, padding
         self.pool_type = pool_type
 
+    def _window(self, roles: Sequence[str]) -> Union[int, Tuple[int, ...]]:
+        shape = self.pool_shape
+        if isinstance(shape, dict):
+            letters = [FILTER_AXIS_NAMES[role] for role in roles]
+            absent = {k: v for k, v in shape.items() if k not in letters and v != 1}
+            if absent:
+                raise self._fail(LayerError, f"pool shape {shape} sizes dims {absent} that an "
+                                             f"input with spatial roles {tuple(roles)} does "
+                                             f"not have")
+        return _per_dim(shape, "pool_shape", self, roles)
+
     def _forward(self, x: Op) -> Op:
         layout = self._layout(x)
         roles = layout.spatial_roles
         strides = None if self.strides is None else _per_dim(self.strides, "strides", self, roles)
         y = pooling_ops.pooling(None, x, axes=self._known_axes(layout, layout.channel),
-                                window=_per_dim(self.pool_shape, "pool_shape", self, roles),
-                                strides=strides,
+                                window=self._window(roles), strides=strides,
                                 padding=_per_dim(self.padding, "padding", self, roles),
                                 pool_type=self.pool_type)
         return self._remember(layout, y)
@@ -1192,7 +1244,8 @@ class Pool2D(Pooling):
 
     A Pooling layer with v0.4's arguments: the axes it expects and makes are
     Pooling's. Unlike Pooling, strides default to 1 (overlapping windows), as
-    in v0.4. Pooling across channels (J, str_c, pad_c) is refused, as
+    in v0.4. As in v0.4, an int stride or padding is for height and width
+    (depth 1 and 0). Pooling across channels (J, str_c, pad_c) is refused, as
     ``ng.pooling`` does.
 
     Parameters
@@ -1246,7 +1299,11 @@ class Pool2D(Pooling):
             if len(fshape) not in (2, len(POOL2D_DIMS)):
                 raise LayerError(f"Pool2D: fshape {fshape} must be an int, (R, S), (J, T, R, S) "
                                  f"or a dict", user_location())
-            fshape = dict(zip(POOL2D_DIMS[-len(fshape):], fshape))
+            fshape = dict(zip(POOL2D_DIMS, (1, 1)[:len(POOL2D_DIMS) - len(fshape)] + fshape))
+        if isinstance(strides, int):
+            strides = {"str_d": 1, "str_h": strides, "str_w": strides}
+        if isinstance(padding, int):
+            padding = {"pad_d": 0, "pad_h": padding, "pad_w": padding}
         crossmap = {"J": fshape.get("J", 1)}
         for key, given in (("str_c", strides), ("pad_c", padding)):
             if isinstance(given, dict) and key in given:

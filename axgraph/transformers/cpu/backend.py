@@ -14,7 +14,7 @@ import numpy as np
 from ... import core
 from ...core.backend import Backend, Capabilities, bind_arguments
 from ...debug_info import user_location
-from ...errors import AxgraphError, ExecutionError, FeedError
+from ...errors import AxgraphError, ExecutionError, FeedError, no_kernel_error
 from .codegen import CODE, Program
 from .fusion import FusionPass, compile_fused
 from .memory_plan import plan_memory
@@ -35,8 +35,10 @@ class CpuFunction:
         self.function = function
         for node in function.nodes:  # refused now, not at the first call
             if CODE.lookup(type(node)) is None:
-                raise ExecutionError(f"the cpu backend has no kernel for {node.op}",
-                                     node.location)
+                raise no_kernel_error(ExecutionError, f"the core op {node.op}", node.location,
+                                      "cpu backend code for it",
+                                      f"register its code with @axgraph.transformers.cpu."
+                                      f"codegen.CODE.register({node.op})")
         self.fuse, self.engine = fuse, engine
         self.fuse_min_elements = fuse_min_elements
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
