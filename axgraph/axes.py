@@ -1,4 +1,4 @@
-"""Named axes (seed 000): Axis, Axes, roles, dual offsets and name scopes.
+"""Named axes: Axis, Axes, roles, dual offsets and name scopes.
 
 Axes are compared by identity. Two axes with equal names and lengths are still
 different axes, exactly as two variables with equal values are different
@@ -1526,7 +1526,7 @@ def elementwise_axes(kind: str, x, y, *more) -> Axes:
     """The axes of an elementwise op on operands `x`, `y`, ... (anything with .name and
     .axes), joined left to right: with three operands, (x and y) then z.
 
-    x's axes, then y's new ones (seed 000). Two *different* axes that share a
+    x's axes, then y's new ones. Two *different* axes that share a
     root name, one from each operand, would come out side by side (`(H, H)`):
     a silent outer product where a reader sees one H. That raises, naming both
     axes and where each was made; an explicit ng.broadcast stays the way to

@@ -1,4 +1,4 @@
-"""Where the user created an op (seed 001 DebugInfo).
+"""Where the user created an op (Nervana Graph's DebugInfo).
 
 Frames inside the axgraph package are skipped, so the location is the user's
 own file and line even when an op is built by a library helper or a layer.

@@ -1,4 +1,4 @@
-"""Names of ops (seed 001 NameableValue).
+"""Names of ops (Nervana Graph's NameableValue).
 
 Automatic names (`Add_12`, `variable_3`) are unique: they carry a serial
 number in creation order. A name the user gives is kept exactly as given, so

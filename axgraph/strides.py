@@ -1,4 +1,4 @@
-"""Stride arithmetic (seed 003): where the elements of a strided tensor sit in linear memory.
+"""Stride arithmetic: where the elements of a strided tensor sit in linear memory.
 
 Pure functions on tuples of ints. They work in whatever unit the caller counts
 in: tensor descriptions pass element strides, NumPy arrays byte strides; only

@@ -1,4 +1,4 @@
-"""Tensor descriptions (seed 003): what is known about a tensor's storage before it exists.
+"""Tensor descriptions: what is known about a tensor's storage before it exists.
 
 One class serves two users. Nervana Graph v0.4 code builds descriptions from
 axes (`ng.TensorDescription(axes, dtype=...)`, `op.tensor_description()`) and
@@ -1146,7 +1146,7 @@ class TensorDescription:
 
 @dataclass(frozen=True, eq=False)
 class PaddedView:
-    """A complex view: `source` surrounded by a constant (seed 003's padding example).
+    """A complex view: `source` surrounded by a constant (padding, the classic complex view).
 
     Two tensors take part: x[0] is `source`, x[1] the rank-0 constant `value`.
     The selection function s picks x[0] inside the interior and x[1] outside,

@@ -2,7 +2,7 @@
 
 An assign writes a stored tensor and records itself in that tensor's
 ``user_deps``: ops built afterwards that read the tensor run after it, and a
-computation whose result is the tensor runs it (seed 001, as Nervana Graph
+computation whose result is the tensor runs it (as Nervana Graph
 v0.4 defines it). Inside ``with ng.Op.saved_user_deps():`` the record stays
 in that block, so the assign runs only when a computation names it.
 """

@@ -1,4 +1,4 @@
-"""Convolution and its transposes, with axes found by role (seed 000).
+"""Convolution and its transposes, with axes found by role.
 
 Inputs have a channel axis (role Channel), one to three spatial axes (roles
 Depth, Height, Width) and a batch axis; filters have an input-channel axis

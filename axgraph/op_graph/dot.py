@@ -1,4 +1,4 @@
-"""Tensor contraction by axes (seed 000 'dual offsets').
+"""Tensor contraction by axes (axes paired by identity and dual offsets).
 
 ``dot(x, y)`` contracts every axis the two share and every dual pair: an
 axis ``A + k`` of x with ``A + k + 1`` of y. The result has x's unmatched
@@ -20,7 +20,7 @@ from .tensors import as_op
 class DotOp(Op):
     """Contraction of x and y over `pairs` ((x axis, y axis) tuples).
 
-    `pairs` defaults to seed 000's rule. The result's dims are x's unpaired
+    `pairs` defaults to the dual-offset rule. The result's dims are x's unpaired
     axes, then y's; `axes` may relabel them by position (autodiff uses this
     where the natural labels would repeat an axis).
     """

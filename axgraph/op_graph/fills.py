@@ -1,7 +1,7 @@
 """Whole-tensor writes of Nervana Graph v0.4: `fill` with a scalar, `init_tensor` from
 a host function, and the refill behind `ng.uniform(tensor)` / `ng.normal(tensor)`.
 
-Each is an assign (control.AssignOp) and so ordered like one (seed 001): it
+Each is an assign (control.AssignOp) and so ordered like one: it
 records itself on the tensor it writes, and ops built later that read the
 tensor run after it.
 """

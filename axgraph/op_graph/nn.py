@@ -1,6 +1,6 @@
 """Neural-network building blocks composed of core axes ops.
 
-softmax and sigmoid attach a *schema* to their result (seed 001): a record
+softmax and sigmoid attach a *schema* to their result: a record
 of how it was computed, so that a cross entropy built on it can use the
 stable log-domain form instead of taking the log of a rounded probability.
 """

@@ -1,4 +1,4 @@
-"""The node of the axes graph (seed 001).
+"""The node of the axes graph.
 
 An Op has three kinds of incoming edges:
 
@@ -277,7 +277,7 @@ class Op(NameableValue, DebugInfo):
     @staticmethod
     def saved_user_deps(user_deps_map: Optional[UserDepsMap] = None,
                         ) -> ContextManager[UserDepsMap]:
-        """Keep the assigns made inside out of the main stream (seed 001).
+        """Keep the assigns made inside out of the main stream.
 
         Ops built inside read and record `user_deps` in `user_deps_map` (a new,
         empty map unless one is given; it is yielded), so the assigns they make

@@ -1,4 +1,4 @@
-"""Reductions over named axes (seed 000 'Axes Reduction').
+"""Reductions over named axes (any number of reduction axes, in any order).
 
 ``reduction_axes`` names the axes to reduce, in any order; ``out_axes`` names
 the axes to keep (and their order) instead. An empty ``reduction_axes``

@@ -2,7 +2,7 @@
 
 An op runs after its args and its other_deps. Among ops that are ready at the
 same time, the one created first runs first, so a graph executes in the order
-the program built it (seed 001: assigns take effect in creation order).
+the program built it (assigns take effect in creation order).
 `sequential([a, b, c])` adds the edges that make everything b needs (and has
 not already been needed by a) run after a, and so on.
 """

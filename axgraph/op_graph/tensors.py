@@ -1,6 +1,6 @@
 """Stored tensors: constants, placeholders, persistent tensors, variables.
 
-The four kinds differ only in the flags of seed 003's table:
+The four kinds differ only in four flags, as in Nervana Graph:
 
 =====================  ========  ==========  =========  =====
 function               constant  persistent  trainable  input

@@ -9,7 +9,7 @@ structure between passes and records node counts and the rewrite rules that
 fired per pass (`manager.report`, `manager.format_report()`), and traces each
 rewrite on request (`AXGRAPH_TRACE_PASSES=1`). Bridge ops (framework ops
 outside the core set, such as `Gelu`) are lowered to core ops by pattern
-rules registered with `register_bridge` (seed 004).
+rules registered with `register_bridge` (framework bridges).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Bridge ops: framework ops outside the core set, lowered to core ops by patterns.
 
-Seed 004: "A framework bridge may define its own bridge-specific ops, as long
+nGraph's design: "A framework bridge may define its own bridge-specific ops, as long
 as they can be converted to transformer ops ... nGraph pattern replacement
 facilities can be used to convert it into one of our core ops." Here a bridge
 op is an ordinary `Node` subclass (checked at construction by its `_infer`,

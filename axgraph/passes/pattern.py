@@ -1,4 +1,4 @@
-"""Patterns over the core IR and a rewrite driver (seed 004: "pattern replacement").
+"""Patterns over the core IR and a rewrite driver (nGraph's "pattern replacement").
 
 A pattern is a small graph whose nodes describe nodes of the IR:
 

@@ -106,7 +106,7 @@ class Computation:
         if len(set(self.parameters)) != len(self.parameters):
             raise FeedError("a placeholder is listed twice among the computation's parameters",
                             self._location)
-        #: The pending assigns of the results (seed 001: `computation(w)` runs w's update).
+        #: The pending assigns of the results (as in Nervana Graph: `computation(w)` runs w's update).
         self.user_deps: Tuple[Op, ...] = tuple(
             dep for result in self.results for dep in result.user_deps)
         self.ops: List[Op] = schedule(list(self.results) + list(self.user_deps))
