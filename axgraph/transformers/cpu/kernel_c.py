@@ -455,13 +455,40 @@ def _load(directory: kernel_cache.CacheDirectory, name: str) -> ctypes.CDLL:
     # threads (numpy matmul between two kernels) on a machine with few cores. libgomp
     # reads this once, when the first kernel loads it; a user's setting wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    global _OPENMP
     try:
-        return directory.load(name)
+        library = directory.load(name)
     except OSError as error:
         if isinstance(error, FileNotFoundError):
             raise
         raise KernelCompileError(f"loading the kernel library {directory.path / name} "
                                  f"failed: {error}") from None
+    if _OPENMP is None and hasattr(library, "omp_set_num_threads"):
+        _OPENMP = library
+    return library
+
+
+#: The first loaded kernel library linked with OpenMP (its runtime's functions resolve
+#: through it): from then on this process may have a pool of OpenMP threads.
+_OPENMP: Optional[ctypes.CDLL] = None
+
+
+def _one_thread_after_fork() -> None:
+    """In a child forked once OpenMP kernels were loaded: the thread that forked (the
+    child's only one) runs its kernels on one thread from now on.
+
+    GNU OpenMP's pool of worker threads does not survive fork(): the child's copy of the
+    forking thread's pool lists threads that do not exist there, and its next team of
+    more than one thread waits for them forever (multiprocessing's default start method
+    is fork on Linux before Python 3.14, so data-loader workers hung). A team of one uses
+    no pool. Threads the child starts itself get pools of their own and run their kernels
+    on all threads again.
+    """
+    if _OPENMP is not None:
+        _OPENMP.omp_set_num_threads(1)
+
+
+os.register_at_fork(after_in_child=_one_thread_after_fork)
 
 
 def _compile_into(directory: kernel_cache.CacheDirectory, key: str, source: str,
