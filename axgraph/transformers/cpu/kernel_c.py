@@ -133,7 +133,10 @@ BASE_FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math
 #: Names the -march the kernels are built for (default: native, this CPU).
 MARCH_VARIABLE = "AXGRAPH_MARCH"
 FAST_MATH_FLAGS = ("-ffast-math",)
-CTYPES = {"f32": "float", "f64": "double", "boolean": "uint8_t"}
+CTYPES = {"f32": "float", "f64": "double", "boolean": "uint8_t",
+          # integers are only read, and converted at once (`group.c_accepts`)
+          "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
+          "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t"}
 #: Booleans computed inside a kernel are C ints, 0 or 1: a uint8_t between two float
 #: operations keeps gcc from vectorizing the loop (measured: 4x slower ReLU gradients).
 VALUE_CTYPES = dict(CTYPES, boolean="int")
@@ -544,6 +547,11 @@ def c_literal(value, et: core.ElementType) -> str:
     """An exact C literal for a scalar of element type `et` (hex floats round-trip)."""
     if et.is_boolean:
         return "1" if bool(value) else "0"
+    if et.is_integral:
+        whole = int(value)
+        # (-2^63 has no literal: 2^63 does not fit a long long)
+        text = f"({whole + 1}LL - 1)" if whole < -(2 ** 62) else f"{whole}LL"
+        return f"(({CTYPES[et.name]}){text if whole < 2 ** 62 else f'{whole}ULL'})"
     number = float(value)
     ctype = CTYPES[et.name]
     if number != number:
@@ -627,6 +635,16 @@ def _power(node: Node, terms: CTerms) -> str:
     if is_scalar_constant(exponent) and float(exponent.attributes["value"]) == 2.0:
         (a, _) = terms.args
         return f"({a} * {a})"
+    return declared_expression(node, terms)
+
+
+@EXPRESSIONS.register(core.Convert)
+def _convert(node: Node, terms: CTerms) -> str:
+    """A 64-bit integer to a float by the kernels' own conversion, which vectorizes (a C
+    cast does not before AVX-512DQ); anything else as the op declares."""
+    source = node.inputs[0].element_type.name
+    if node.element_type.is_float and source in ("i64", "u64"):
+        return f"{terms.math('from_' + source)}({terms.args[0]})"
     return declared_expression(node, terms)
 
 
@@ -967,8 +985,8 @@ class CKernel:
     def __init__(self, group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
                  fast_math: bool = False):
         if not c_accepts(group):
-            raise KernelCompileError(f"the C engine handles f32, f64 and boolean values only: "
-                                     f"{group!r}")
+            raise KernelCompileError(f"the C engine computes f32, f64 and boolean values only "
+                                     f"(integers only converted to them): {group!r}")
         if not has_code(group):
             raise KernelCompileError(f"an op of {group!r} declares no C expression")
         chain = toolchain()
