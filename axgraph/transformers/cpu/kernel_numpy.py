@@ -34,7 +34,7 @@ from ...core.node import Node
 from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
 from ...errors import ExecutionError
 from ...op_table import OpTable
-from . import parallel
+from . import parallel, runtime
 from .group import (FusedGroup, concrete_shape, group_shapes, is_scalar_constant, op_family,
                      prepare_call, reduction_kind)
 
@@ -328,6 +328,12 @@ def _convert(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.
 @COMPOSITES.register(core.Power)
 def _power_int(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
     writer.lines.append(f"power_int({args[0]}, {args[1]}, {name})")
+
+
+@COMPOSITES.register(core.Erf)
+def _erf(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
+    # vectorized (the reference's math.erf per element is the slow, obviously right one)
+    writer.lines.append(f"{name_in(writer.functions, runtime.erf)}({args[0]}, {name})")
 
 
 @COMPOSITES.register(core.Sigmoid)
