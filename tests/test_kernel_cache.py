@@ -259,6 +259,38 @@ def test_a_cache_reached_through_a_link_others_could_swap_is_not_used(cache, tmp
     assert not marker.exists()
 
 
+def test_a_link_of_this_user_in_a_sticky_directory_is_followed(cache, tmp_path, monkeypatch,
+                                                                rng):
+    """Like ~/.cache linked to /tmp/mine: nobody else may rename or replace this user's link
+    in a sticky directory, so it is followed, to a private directory."""
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    target = tmp_path / "mine"
+    target.mkdir(mode=0o700)
+    (sticky / "kernels").symlink_to(target)
+    monkeypatch.setenv("AXGRAPH_CACHE_DIR", str(sticky / "kernels"))
+    kernel = _compile(_group(core.Exp))
+    assert kernel.path.parent == target
+    _run(kernel, rng, np.exp)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="only root can give a link to another user")
+def test_a_link_another_user_made_is_not_followed(cache, tmp_path, monkeypatch):
+    """The same link, but another user's: they could point it anywhere at any time."""
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    target = tmp_path / "mine"
+    target.mkdir(mode=0o700)
+    link = sticky / "kernels"
+    link.symlink_to(target)
+    os.lchown(link, 12345, -1)
+    with pytest.raises(kernel_cache.Refused, match="kernels is owned by uid 12345"):
+        kernel_cache.open_directory(link)
+
+
 def test_a_link_others_keep_swapping_never_loads_their_library(cache, tmp_path, rng,
                                                               monkeypatch):
     """The race a path check loses (the link swapped between the check and the load): a
