@@ -2,13 +2,13 @@
 
     python -m benchmarks.own_math_accuracy [--every N] [--march x86-64-v3,x86-64-v2]
 
-Compiles the shipped C text of `axgraph_expf`, `axgraph_exp_nonpositivef` and
-`axgraph_tanhf` with the kernels' own flags into a small checker that walks
-every N-th float (default: every float, ~5 minutes per target on one core) and
+Compiles the shipped C text of `axgraph_expf`, `axgraph_exp_nonpositivef`,
+`axgraph_tanhf` and `axgraph_erff` with the kernels' own flags into a small checker that
+walks every N-th float (default: every float, ~5 minutes per target on one core) and
 prints, per function, the largest error in ulp against libm's double result
 (the ulp of the float nearest the exact value; subnormals count in steps of
 2^-149), where it occurs, and the share within 1 ulp. It fails (exit 1) if
-exp_nonpositivef and expf ever differ on x <= 0 or |tanh| exceeds 1. Builds for
+exp_nonpositivef and expf ever differ on x <= 0 or |tanh| or |erf| exceeds 1. Builds for
 x86-64-v3 use FMA (`AXGRAPH_FMAF`), x86-64-v2 does not: both are measured.
 """
 from __future__ import annotations
@@ -55,7 +55,7 @@ static void report(const char* name, const tally* t)
 int main(int argc, char** argv)
 {
     const long every = argc > 1 ? atol(argv[1]) : 1;
-    tally e = {0}, n = {0}, t = {0};
+    tally e = {0}, n = {0}, t = {0}, r = {0};
     for (unsigned long long b = 0; b < 0x100000000ull; b += every) {
         const unsigned u = (unsigned)b;
         float x;
@@ -73,17 +73,21 @@ int main(int argc, char** argv)
         const float th = axgraph_tanhf(x);
         if (fabsf(th) > 1.0f) { printf("|tanhf(%a)| > 1\n", x); return 1; }
         count(&t, x, ulps(th, tanh((double)x)));
+        const float ef = axgraph_erff(x);
+        if (fabsf(ef) > 1.0f) { printf("|erff(%a)| > 1\n", x); return 1; }
+        count(&r, x, ulps(ef, erf((double)x)));
     }
     report("expf [-110, 95]", &e);
     report("exp_nonpositivef", &n);
     report("tanhf", &t);
+    report("erff", &r);
     return 0;
 }
 """
 
 
 def checker_source() -> str:
-    own, _ = own_math.closure({"expf", "exp_nonpositivef", "tanhf"})
+    own, _ = own_math.closure({"expf", "exp_nonpositivef", "tanhf", "erff"})
     code = "\n".join(own_math.OWN_FUNCTIONS[name].code for name in own)
     return "#include <stdint.h>\n#include <math.h>\n" + code + "\n" + CHECKER
 

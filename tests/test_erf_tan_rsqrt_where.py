@@ -10,13 +10,14 @@ test_autodiff.py.
 from __future__ import annotations
 
 import math
+import platform
 
 import numpy as np
 import pytest
 
 import axgraph as ng
 from axgraph import core
-from axgraph.transformers.cpu import fusion
+from axgraph.transformers.cpu import fusion, kernel_c
 from conftest import ENGINES
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -186,18 +187,48 @@ def test_the_reference_erf_is_math_erf_rounded_once():
     assert reference.erf(np.array([0.1, 1.0, 2.0], np.float32), out=out) is out
 
 
-def test_fused_c_erf_is_within_two_ulp_of_math_erf(tmp_path, monkeypatch):
+def _erf_kernel(et, n):
+    x = core.Parameter(et, core.Shape(n))
+    node = core.Erf(x)
+    group = fusion.FusedGroup((node,), (x,), node)
+    return fusion.compile_group(group, {node: (n,), x: (n,)}, "c")
+
+
+def _ulps(got, truth, dtype):
+    return np.abs(got - truth) / np.spacing(np.abs(truth).astype(dtype)).astype(np.float64)
+
+
+#: Targets whose kernels differ in how erf is computed: x86-64-v2 (SSE4, no FMA), v3 (AVX2,
+#: FMA) and this CPU (AVX-512 here, whose libmvec erff was 4 ulp off).
+TARGETS = ("native", "x86-64-v3", "x86-64-v2") if platform.machine() in ("x86_64", "AMD64") \
+    else ("native",)
+
+
+@pytest.mark.parametrize("march", TARGETS)
+def test_fused_c_erf_is_within_two_ulp_of_math_erf_on_every_target(tmp_path, monkeypatch, march):
+    """Every 4999th float of [-4.5, 4.5] (erf rounds to ±1 from 3.9185) for float32, whose erf
+    is the kernels' own (within 1.23 ulp over every float, measured once); a dense grid for
+    float64 (libm's / libmvec's erf). The special values are exact."""
     monkeypatch.setenv("AXGRAPH_CACHE_DIR", str(tmp_path))
     if "c" not in fusion.available_engines():
         pytest.skip("no working C compiler")
-    for et in (core.f32, core.f64):
-        n = 200001
-        xs = np.linspace(-6.5, 6.5, n).astype(et.dtype)
-        x = core.Parameter(et, core.Shape(n))
-        node = core.Erf(x)
-        group = fusion.FusedGroup((node,), (x,), node)
-        kernel = fusion.compile_group(group, {node: (n,), x: (n,)}, "c")
-        got = kernel(xs, out=np.empty(n, et.dtype))
-        truth = erf64(xs.astype(np.float64))
-        ulp = np.spacing(np.abs(truth).astype(et.dtype)).astype(np.float64)
-        assert np.all(np.abs(got - truth) <= 2 * ulp), et
+    monkeypatch.setenv(kernel_c.MARCH_VARIABLE, march)
+    try:
+        kernel_c.toolchain()
+    except kernel_c.KernelCompileError as error:
+        pytest.skip(str(error))  # this CPU cannot run the target
+    bits = np.arange(0, np.float32(4.5).view(np.int32), 4999, dtype=np.int32).view(np.float32)
+    grids = {core.f32: np.concatenate([bits, -bits]), core.f64: np.linspace(-6.5, 6.5, 200001)}
+    for et, xs in grids.items():
+        kernel = _erf_kernel(et, xs.size)
+        assert ("axgraph_erff(" in kernel.source) == (et == core.f32)
+        got = kernel(xs, out=np.empty(xs.size, et.dtype))
+        ulps = _ulps(got, erf64(xs.astype(np.float64)), et.dtype)
+        assert ulps.max() <= (1.25 if et == core.f32 else 2), (et, xs[np.argmax(ulps)])
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.9185, 3.9186, -3.65, 30.0],
+                       np.float32)
+    got = _erf_kernel(core.f32, special.size)(special, out=np.empty_like(special))
+    expected = np.array([math.erf(v) if v == v else np.nan for v in special.astype(float)],
+                        np.float64).astype(np.float32)
+    np.testing.assert_array_equal(got, expected)
+    assert np.array_equal(np.signbit(got), np.signbit(special))

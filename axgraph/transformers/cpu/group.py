@@ -106,13 +106,25 @@ C_ELEMENT_TYPES = ("f32", "f64", "boolean")
 
 
 def c_accepts(group: FusedGroup) -> bool:
-    """Whether the C engine handles the group: every value f32, f64 or boolean.
+    """Whether the C engine handles the group: every value it computes f32, f64 or
+    boolean; an integer only as an input or a literal that every member reading it
+    converts.
 
     Integer semantics (wrapping, truncating division, its division-by-zero
-    error) and f16/bf16 stay with NumPy, which already matches the reference.
+    error) and f16/bf16 stay with NumPy, which already matches the reference;
+    an integer converted to a float or a boolean is a C cast, which rounds as
+    NumPy's does.
     """
-    values = tuple(group.nodes) + tuple(group.inputs)
-    return all(node.element_type.name in C_ELEMENT_TYPES for node in values)
+    members = set(group.nodes)
+    for value in group.inputs + group.nodes:
+        if value.element_type.name in C_ELEMENT_TYPES:
+            continue
+        if not value.element_type.is_integral or (value in members
+                                                  and op_family(value) != "constant"):
+            return False
+        if not all(op_family(node) == "convert" for node in group.nodes if value in node.inputs):
+            return False
+    return True
 
 
 def concrete_shape(node: Node, shapes: Mapping[Node, Tuple[int, ...]]) -> Tuple[int, ...]:

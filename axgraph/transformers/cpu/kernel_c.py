@@ -57,17 +57,13 @@ running foreign code).
 Cache: the shared object is named by the sha256 of (source, flags, compiler
 version, CPU features), in ``$AXGRAPH_CACHE_DIR`` or
 ``~/.cache/axgraph/kernels``. Loading a library runs its code, so only a
-private cache is trusted: the directory is created 0700 and must belong to
-this user and be writable by nobody else (nor may its parents be, short of
-a sticky /tmp), and each library file too; otherwise the kernels are
-compiled into a fresh private directory for this process, with a warning.
-A library is compiled to a temporary file and moved into place with
-``os.replace``, so concurrent processes never see a partial file. Loaded
+private cache is trusted, reached and read so that what is checked is what
+is loaded, and each library carries its size and SHA-256 so that a damaged
+one is rebuilt instead of crashing the process (`kernel_cache`). Loaded
 with ctypes (which releases the GIL during the call).
 """
 from __future__ import annotations
 
-import atexit
 import ctypes
 import functools
 import hashlib
@@ -75,10 +71,8 @@ import os
 import platform
 import re
 import shutil
-import stat
 import string
 import subprocess
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +85,7 @@ from ...core.node import Node
 from ...core.traits import c_code, c_quotient
 from ...errors import ExecutionError
 from ...op_table import OpTable
-from . import own_math
+from . import kernel_cache, own_math
 from .group import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
                      op_family, prepare_call, reduction_kind)
 
@@ -139,7 +133,10 @@ BASE_FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math
 #: Names the -march the kernels are built for (default: native, this CPU).
 MARCH_VARIABLE = "AXGRAPH_MARCH"
 FAST_MATH_FLAGS = ("-ffast-math",)
-CTYPES = {"f32": "float", "f64": "double", "boolean": "uint8_t"}
+CTYPES = {"f32": "float", "f64": "double", "boolean": "uint8_t",
+          # integers are only read, and converted at once (`group.c_accepts`)
+          "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
+          "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t"}
 #: Booleans computed inside a kernel are C ints, 0 or 1: a uint8_t between two float
 #: operations keeps gcc from vectorizing the loop (measured: 4x slower ReLU gradients).
 VALUE_CTYPES = dict(CTYPES, boolean="int")
@@ -164,14 +161,6 @@ def find_compiler() -> Optional[str]:
             if path:
                 return path
     return None
-
-
-def cache_dir() -> Path:
-    """Where compiled kernels live: $AXGRAPH_CACHE_DIR, else ~/.cache/axgraph/kernels."""
-    configured = os.environ.get("AXGRAPH_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    return Path.home() / ".cache" / "axgraph" / "kernels"
 
 
 def target_march() -> str:
@@ -352,18 +341,22 @@ def _probe(compiler: str, march: str) -> Tuple[Optional[Toolchain], str]:
     if march == "native":  # a compiler without -march=native still builds plain kernels
         attempts.append(((), False, frozenset()))
     failure = "no attempt ran"
-    for extra, openmp, functions in attempts:
+    for number, (extra, openmp, functions) in enumerate(attempts, 1):
         toolchain = Toolchain(compiler, version, BASE_FLAGS + extra, openmp, functions)
         source = _PROBE % _declarations(sorted(functions & {"expf"}))
         try:
-            function = load(build(source, toolchain))
+            library = build(source, toolchain)
             x = np.linspace(0.0, 1.0, 64, dtype=np.float32)
             out = np.empty_like(x)
             pointers = (ctypes.c_void_p * 2)(x.ctypes.data, out.ctypes.data)
-            function(x.size, 1, pointers)
+            entry(library)(x.size, 1, pointers)
             if np.allclose(out, np.exp(x) + np.sqrt(x), rtol=1e-5):
                 return toolchain, ""
-            failure = f"the probe kernel built with {' '.join(extra)} computed wrong values"
+            failure = (f"the probe kernel {library.path} (built with {' '.join(extra)}) "
+                       f"computed wrong values")
+            warnings.warn(failure + (": trying other flags" if number < len(attempts) else
+                                     ": the C engine is off"),
+                          kernel_cache.CompiledKernelWarning, stacklevel=2)
         except (KernelCompileError, OSError) as error:
             failure = str(error).splitlines()[0]
     return None, failure
@@ -392,6 +385,11 @@ def c_available() -> bool:
 
 # -- building and loading -----------------------------------------------------------------------
 
+#: Part of every kernel's key: libraries written before their integrity record existed are
+#: never looked for (they would all be "damaged").
+CACHE_FORMAT = "axgraph kernel cache 2 (library + size and SHA-256 record)"
+
+
 def compile_flags(chain: Toolchain, fast_math: bool = False) -> Tuple[str, ...]:
     """Command-line flags for a kernel (fast math only when asked for)."""
     return chain.flags + (FAST_MATH_FLAGS if fast_math else ())
@@ -399,112 +397,121 @@ def compile_flags(chain: Toolchain, fast_math: bool = False) -> Tuple[str, ...]:
 
 def kernel_key(source: str, chain: Toolchain, fast_math: bool = False) -> str:
     """sha256 of everything that determines the shared object's contents."""
-    text = "\0".join([source, " ".join(compile_flags(chain, fast_math)), chain.version,
-                      cpu_identity()])
+    text = "\0".join([CACHE_FORMAT, source, " ".join(compile_flags(chain, fast_math)),
+                      chain.version, cpu_identity()])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def why_not_private(path: Path) -> Optional[str]:
-    """Why the file or directory at `path` may hold another user's code; None if it cannot:
-    it is this user's own, writable by nobody else, and a regular file or a real
-    directory (a symlinked file could change under us)."""
+@dataclass(frozen=True)
+class Library:
+    """A kernel library loaded from the cache: where it lies, and its ctypes handle."""
+
+    path: Path
+    handle: ctypes.CDLL
+
+
+#: Libraries this process loaded, by (configured cache directory, kernel key).
+_LOADED: Dict[Tuple[str, str], Library] = {}
+
+
+def build(source: str, chain: Toolchain, fast_math: bool = False) -> Library:
+    """The library of `source`, loaded: from the disk cache, or compiled into it first.
+
+    A cached library that fails its checks (see `kernel_cache`) is compiled
+    again, with a warning; one that is missing is compiled silently. Raises
+    KernelCompileError when the compiler fails or no private cache exists.
+    """
+    key = kernel_key(source, chain, fast_math)
+    remembered = (str(kernel_cache.cache_dir()), key)
+    library = _LOADED.get(remembered)
+    if library is not None:
+        return library
+    name = f"{key}.so"
     try:
-        info = os.lstat(path)
+        with kernel_cache.open_cache() as directory:
+            try:
+                handle = _load(directory, name)
+            except FileNotFoundError:
+                handle = None
+            except kernel_cache.Damaged as damage:
+                warnings.warn(f"the cached kernel library {directory.path / name} is {damage}: "
+                              f"compiling it again", kernel_cache.CompiledKernelWarning,
+                              stacklevel=2)
+                handle = None
+            if handle is None:
+                _compile_into(directory, key, source, chain, fast_math)
+                try:
+                    handle = _load(directory, name)
+                except (FileNotFoundError, kernel_cache.Damaged) as error:
+                    raise KernelCompileError(f"the kernel library just compiled into "
+                                             f"{directory.path / name} is {error}") from None
+            library = Library(directory.path / name, handle)
+    except kernel_cache.Refused as refused:
+        raise KernelCompileError(f"no private kernel cache: {refused}") from None
+    _LOADED[remembered] = library
+    return library
+
+
+def _load(directory: kernel_cache.CacheDirectory, name: str) -> ctypes.CDLL:
+    """A checked library opened, with OpenMP told to let idle threads sleep."""
+    # Idle OpenMP threads must sleep, not spin: a spinning team starves BLAS's own
+    # threads (numpy matmul between two kernels) on a machine with few cores. libgomp
+    # reads this once, when the first kernel loads it; a user's setting wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    global _OPENMP
+    try:
+        library = directory.load(name)
     except OSError as error:
-        return f"cannot read its status ({error.strerror})"
-    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
-        return "neither a regular file nor a directory"
-    if info.st_uid != os.getuid():
-        return f"owned by uid {info.st_uid}, not by this user (uid {os.getuid()})"
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"writable by others (mode {stat.S_IMODE(info.st_mode):o})"
-    return None
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise KernelCompileError(f"loading the kernel library {directory.path / name} "
+                                 f"failed: {error}") from None
+    if _OPENMP is None and hasattr(library, "omp_set_num_threads"):
+        _OPENMP = library
+    return library
 
 
-def directory_problem(directory: Path) -> Optional[str]:
-    """Why libraries in `directory` may hold another user's code, or None.
+#: The first loaded kernel library linked with OpenMP (its runtime's functions resolve
+#: through it): from then on this process may have a pool of OpenMP threads.
+_OPENMP: Optional[ctypes.CDLL] = None
 
-    Besides the directory itself, no directory above it may be writable by
-    others (who could swap it for theirs) unless it is sticky like /tmp.
+
+def _one_thread_after_fork() -> None:
+    """In a child forked once OpenMP kernels were loaded: the thread that forked (the
+    child's only one) runs its kernels on one thread from now on.
+
+    GNU OpenMP's pool of worker threads does not survive fork(): the child's copy of the
+    forking thread's pool lists threads that do not exist there, and its next team of
+    more than one thread waits for them forever (multiprocessing's default start method
+    is fork on Linux before Python 3.14, so data-loader workers hung). A team of one uses
+    no pool. Threads the child starts itself get pools of their own and run their kernels
+    on all threads again.
     """
-    real = directory.resolve()
-    problem = why_not_private(real) if real.is_dir() else "not a directory"
-    if problem:
-        return f"{real} is {problem}"
-    for parent in real.parents:
-        try:
-            mode = os.stat(parent).st_mode
-        except OSError as error:
-            return f"cannot read the status of {parent} ({error.strerror})"
-        if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
-            return f"{parent} is writable by others (mode {stat.S_IMODE(mode):o})"
-    return None
+    if _OPENMP is not None:
+        _OPENMP.omp_set_num_threads(1)
 
 
-def private_cache_dir() -> Path:
-    """cache_dir() (created 0700 if missing) when only this user can write it; otherwise a
-    fresh private directory for the rest of this process, with one warning."""
-    directory = cache_dir()
-    missing = [directory, *directory.parents]
-    missing = missing[:next(k for k, path in enumerate(missing) if path.is_dir())]
-    for path in reversed(missing):  # each 0700 whatever the umask, as it is created
-        try:
-            path.mkdir()
-            os.chmod(path, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as error:
-            raise KernelCompileError(f"cannot create the kernel cache {directory}: "
-                                     f"{error}") from None
-    problem = directory_problem(directory)
-    return directory if problem is None else _fallback_dir(str(directory), problem)
+os.register_at_fork(after_in_child=_one_thread_after_fork)
 
 
-@functools.lru_cache(maxsize=None)
-def _fallback_dir(refused: str, problem: str) -> Path:
-    fallback = Path(tempfile.mkdtemp(prefix="axgraph-kernels-"))  # 0700, this user's
-    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
-    warnings.warn(f"the kernel cache {refused} is not private ({problem}), so a library in it "
-                  f"could run another user's code: kernels of this process are compiled into "
-                  f"{fallback} instead. Make it yours alone (chmod go-w) or set "
-                  f"$AXGRAPH_CACHE_DIR to a directory only you can write.",
-                  RuntimeWarning, stacklevel=2)
-    return fallback
-
-
-def library_path(source: str, chain: Toolchain, fast_math: bool = False) -> Path:
-    """The cache path the kernel of `source` has (whether or not it is built yet)."""
-    return private_cache_dir() / f"{kernel_key(source, chain, fast_math)}.so"
-
-
-def build(source: str, chain: Toolchain, fast_math: bool = False) -> Path:
-    """The shared object for `source`: from the disk cache, or compiled into it now.
-
-    A cached file that is not private (see `why_not_private`) is compiled
-    again over it. Compiles into a temporary file in the cache directory and
-    renames it into place (atomic on POSIX), so processes racing on the same
-    kernel each produce a complete file and the last rename wins harmlessly.
-    """
-    target = library_path(source, chain, fast_math)
-    if os.path.lexists(target) and why_not_private(target) is None:
-        return target
-    directory = target.parent
-    stem = target.stem
-    c_fd, c_temp = tempfile.mkstemp(prefix=f".{stem[:16]}-", suffix=".c", dir=directory)
-    so_fd, so_temp = tempfile.mkstemp(prefix=f".{stem[:16]}-", suffix=".so", dir=directory)
-    os.close(so_fd)
+def _compile_into(directory: kernel_cache.CacheDirectory, key: str, source: str,
+                  chain: Toolchain, fast_math: bool) -> None:
+    """Compile `source` into temporaries in the cache, then seal the library as
+    `<key>.so` (with its integrity record) and keep the C text beside it as `<key>.c`.
+    Processes racing on one kernel each publish a whole file; the last rename wins."""
+    c_temp = directory.create_temporary(key, ".c", source.encode())
+    so_temp = directory.create_temporary(key, ".so")
     o_temp = so_temp[:-3] + ".o"
+    c_path, so_path, o_path = (str(directory.path / name) for name in (c_temp, so_temp, o_temp))
     try:
-        with os.fdopen(c_fd, "w") as handle:
-            handle.write(source)
         flags = compile_flags(chain, fast_math)
         if fast_math:
             # gcc < 13 links crtfastmath.o into a -ffast-math library: loading it would switch
             # the whole process to flush denormals to zero. Compiled fast, linked plain.
-            steps = [[chain.compiler, *flags, "-c", c_temp, "-o", o_temp],
-                     [chain.compiler, *compile_flags(chain), o_temp, "-o", so_temp, "-lm"]]
+            steps = [[chain.compiler, *flags, "-c", c_path, "-o", o_path],
+                     [chain.compiler, *compile_flags(chain), o_path, "-o", so_path, "-lm"]]
         else:
-            steps = [[chain.compiler, *flags, c_temp, "-o", so_temp, "-lm"]]
+            steps = [[chain.compiler, *flags, c_path, "-o", so_path, "-lm"]]
         for command in steps:
             try:
                 run = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -512,45 +519,18 @@ def build(source: str, chain: Toolchain, fast_math: bool = False) -> Path:
                 raise KernelCompileError(f"running {chain.compiler} failed: {error}") from None
             if run.returncode != 0:
                 raise KernelCompileError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
-        os.chmod(so_temp, 0o755)  # the linker's mode follows the umask, which may be lax
-        os.replace(c_temp, directory / f"{stem}.c")  # kept beside the .so for reading
-        os.replace(so_temp, target)
+        directory.seal(so_temp, f"{key}.so")
+        directory.rename(c_temp, f"{key}.c")  # kept beside the library for reading
+    except kernel_cache.Damaged as error:
+        raise KernelCompileError(str(error)) from None
     finally:
         for leftover in (c_temp, so_temp, o_temp):
-            if os.path.exists(leftover):
-                os.unlink(leftover)
-    return target
+            directory.remove(leftover)
 
 
-_LOADED: Dict[str, ctypes.CDLL] = {}
-
-
-def load_library(path: Path) -> ctypes.CDLL:
-    """A built shared object, opened once per process, if it and its directory are private.
-
-    Raises KernelCompileError otherwise: opening a library runs its code.
-    """
-    key = str(path)
-    library = _LOADED.get(key)
-    if library is None:
-        problem = directory_problem(Path(path).parent)
-        if problem is None:
-            problem = why_not_private(Path(path))
-            problem = problem and f"{path} is {problem}"
-        if problem:
-            raise KernelCompileError(f"refusing to load the kernel library {path}: {problem}")
-        # Idle OpenMP threads must sleep, not spin: a spinning team starves BLAS's own
-        # threads (numpy matmul between two kernels) on a machine with few cores. libgomp
-        # reads this once, when the first kernel loads it; a user's setting wins.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        library = ctypes.CDLL(key)
-        _LOADED[key] = library
-    return library
-
-
-def load(path: Path):
-    """The kernel entry point of a built shared object (each file loaded once per process)."""
-    function = getattr(load_library(path), ENTRY)
+def entry(library: Library):
+    """The kernel entry point of a loaded library."""
+    function = getattr(library.handle, ENTRY)
     function.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]
     function.restype = ctypes.c_int
     return function
@@ -567,6 +547,11 @@ def c_literal(value, et: core.ElementType) -> str:
     """An exact C literal for a scalar of element type `et` (hex floats round-trip)."""
     if et.is_boolean:
         return "1" if bool(value) else "0"
+    if et.is_integral:
+        whole = int(value)
+        # (-2^63 has no literal: 2^63 does not fit a long long)
+        text = f"({whole + 1}LL - 1)" if whole < -(2 ** 62) else f"{whole}LL"
+        return f"(({CTYPES[et.name]}){text if whole < 2 ** 62 else f'{whole}ULL'})"
     number = float(value)
     ctype = CTYPES[et.name]
     if number != number:
@@ -650,6 +635,16 @@ def _power(node: Node, terms: CTerms) -> str:
     if is_scalar_constant(exponent) and float(exponent.attributes["value"]) == 2.0:
         (a, _) = terms.args
         return f"({a} * {a})"
+    return declared_expression(node, terms)
+
+
+@EXPRESSIONS.register(core.Convert)
+def _convert(node: Node, terms: CTerms) -> str:
+    """A 64-bit integer to a float by the kernels' own conversion, which vectorizes (a C
+    cast does not before AVX-512DQ); anything else as the op declares."""
+    source = node.inputs[0].element_type.name
+    if node.element_type.is_float and source in ("i64", "u64"):
+        return f"{terms.math('from_' + source)}({terms.args[0]})"
     return declared_expression(node, terms)
 
 
@@ -990,8 +985,8 @@ class CKernel:
     def __init__(self, group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
                  fast_math: bool = False):
         if not c_accepts(group):
-            raise KernelCompileError(f"the C engine handles f32, f64 and boolean values only: "
-                                     f"{group!r}")
+            raise KernelCompileError(f"the C engine computes f32, f64 and boolean values only "
+                                     f"(integers only converted to them): {group!r}")
         if not has_code(group):
             raise KernelCompileError(f"an op of {group!r} declares no C expression")
         chain = toolchain()
@@ -1010,9 +1005,9 @@ class CKernel:
 
     def _build(self, scalars: FrozenSet[int], source: Optional[str] = None) -> Path:
         source = source or generate_source(self.group, scalars, self._chain.vector_math)
-        path = build(source, self._chain, self.fast_math)
-        self._variants[scalars] = load(path)
-        return path
+        library = build(source, self._chain, self.fast_math)
+        self._variants[scalars] = entry(library)
+        return library.path
 
     def vector_math_calls(self) -> List[str]:
         """Vector-math symbols (`_ZGV...`) the built kernel calls, read with objdump."""

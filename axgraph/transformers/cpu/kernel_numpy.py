@@ -6,7 +6,8 @@ each through main memory. Running the group's ufuncs over one block of
 buffers reused for every block, keeps the working set in the L2 cache and the
 extra memory at a few blocks whatever the array size. Large elementwise
 groups split their blocks over worker threads (`parallel`: ufuncs release
-the GIL), and ``x * sigmoid(y)`` divides by ``1 + exp(-y)`` instead of
+the GIL), each with buffers of its own, in blocks small enough that all of
+them together stay within a quarter of the output (`SCRATCH_SHARE`), and ``x * sigmoid(y)`` divides by ``1 + exp(-y)`` instead of
 multiplying by its reciprocal (one pass fewer). Measured on the development
 machine (2 cores): ``tanh(a*b+c)*sigmoid(d)-e`` over 4M f32 in ~3.7 ms
 against ~7.8 ms for naive NumPy (`python -m benchmarks.elementwise`), and
@@ -33,7 +34,7 @@ from ...core.node import Node
 from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
 from ...errors import ExecutionError
 from ...op_table import OpTable
-from . import parallel
+from . import parallel, runtime
 from .group import (FusedGroup, concrete_shape, group_shapes, is_scalar_constant, op_family,
                      prepare_call, reduction_kind)
 
@@ -44,6 +45,12 @@ BLOCK = 65536
 #: Elementwise groups this large split their blocks over the worker threads
 #: (ufuncs release the GIL); below it one thread is faster than waking another.
 PARALLEL_MIN = 1 << 18
+#: The share of the output's bytes that all workers' block buffers together may take: with
+#: 16 workers, blocks of BLOCK elements needed 3x the output of a 1M-element chain.
+SCRATCH_SHARE = 0.25
+#: Blocks never shrink below this many elements for SCRATCH_SHARE (the 4K row above: per-
+#: call overhead starts to show).
+MIN_BLOCK = 4096
 
 
 def power_int(a, b, out: np.ndarray) -> None:
@@ -323,6 +330,12 @@ def _power_int(writer: _Writer, node: Node, args: List[str], name: str, dtype: n
     writer.lines.append(f"power_int({args[0]}, {args[1]}, {name})")
 
 
+@COMPOSITES.register(core.Erf)
+def _erf(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
+    # vectorized (the reference's math.erf per element is the slow, obviously right one)
+    writer.lines.append(f"{name_in(writer.functions, runtime.erf)}({args[0]}, {name})")
+
+
 @COMPOSITES.register(core.Sigmoid)
 def _sigmoid(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
     # 1 / (1 + exp(-x)) in four passes: IEEE arithmetic already gives the limits
@@ -361,7 +374,8 @@ class NumpyKernel:
         writer = _Writer(group)
         self._indexed = writer.indexed
         self._scratch_types = writer.buffers + [group.elementwise_output.element_type.dtype]
-        self._scratch: Dict[int, tuple] = {}  # per worker: block-sized buffers, made once
+        # per worker: (buffers, their block size, whether the last is allocated), made once
+        self._scratch: Dict[int, Tuple[tuple, int, bool]] = {}
         self._multi_step_final = (group.reduction is None
                                   and writer._ufunc(group.output) is None)
         self.source = writer.source()
@@ -392,20 +406,39 @@ class NumpyKernel:
                 else:
                     array = array.copy()
             prepared.append(array.reshape(-1))
-        run = functools.partial(self._kernel, tuple(prepared), out, self.outer, self.inner,
-                                self._call_block, direct)
         total = self.outer if group.reduction is None else 0
-        spans = parallel.spans(total, self._call_block, PARALLEL_MIN) or [(0, self.outer)]
-        parallel.run_spans(lambda worker, lo, hi: self._quiet(run, lo, hi, worker), spans)
+        block = self._call_block
+        spans = parallel.spans(total, block, PARALLEL_MIN)
+        if len(spans) > 1:
+            block = self._worker_block(len(spans))
+            spans = parallel.spans(total, block, PARALLEL_MIN)
+        run = functools.partial(self._kernel, tuple(prepared), out, self.outer, self.inner,
+                                block, direct)
+        # the last buffer holds a block aside: read only for reductions, or when out is an
+        # input of a group whose last op takes several steps
+        aside = group.reduction is not None or not direct
+        parallel.run_spans(lambda worker, lo, hi: self._quiet(run, lo, hi, worker, block, aside),
+                           spans or [(0, self.outer)])
         return given
 
-    def _quiet(self, run, lo: int, hi: int, worker: int) -> None:
+    def _worker_block(self, workers: int) -> int:
+        """Elements per block when `workers` threads share the call: all their buffers
+        together at most SCRATCH_SHARE of the output's bytes, in blocks of MIN_BLOCK to
+        `_call_block` elements."""
+        budget = SCRATCH_SHARE * self.outer * self.inner * self.group.output.element_type.dtype\
+            .itemsize
+        per_element = sum(np.dtype(dtype).itemsize for dtype in self._scratch_types)
+        return max(MIN_BLOCK, min(self._call_block, int(budget // (workers * per_element))))
+
+    def _quiet(self, run, lo: int, hi: int, worker: int, block: int, aside: bool) -> None:
         """Blocks lo..hi with this worker's scratch; IEEE flags ignored (the state is
         per thread, so each worker sets it itself)."""
-        scratch = self._scratch.get(worker)
-        if scratch is None:
-            scratch = self._scratch[worker] = tuple(np.empty(self._call_block, dtype)
-                                                    for dtype in self._scratch_types)
+        scratch, size, has_aside = self._scratch.get(worker, ((), 0, False))
+        if size != block or (aside and not has_aside):
+            *buffers, last = self._scratch_types
+            scratch = tuple(np.empty(block, dtype) for dtype in buffers) + (
+                np.empty(block if aside else 0, last),)
+            self._scratch[worker] = (scratch, block, aside)
         with np.errstate(all="ignore"):
             run(lo, hi, scratch)
 

@@ -4,7 +4,8 @@ One process-wide pool, as many workers as the cores this process may use
 (``$AXGRAPH_NUM_THREADS`` overrides). A kernel splits its work into spans of
 whole blocks, runs the first span itself and the rest on the pool, and
 re-raises the first error. Each span is a fixed part of the output, so the
-result does not depend on the number of threads.
+result does not depend on the number of threads. A process forked from this one
+starts a pool of its own (fork copies none of the workers).
 """
 from __future__ import annotations
 
@@ -48,6 +49,16 @@ def spans(total: int, block: int, minimum: int) -> List[Tuple[int, int]]:
     per_worker = -(-blocks // min(workers, blocks))
     step = per_worker * block
     return [(lo, min(lo + step, total)) for lo in range(0, total, step)]
+
+
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the pool's threads (fork copies only the calling one):
+    work sent to them would wait forever, so the child starts a pool of its own."""
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def run_spans(work: Callable[[int, int, int], None], spans: Sequence[Tuple[int, int]]) -> None:

@@ -25,6 +25,86 @@ def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+#: erf(x) = x + x r(x^2) for |x| < 1, r of degree 12 (coefficients from z^0 up): fitted here
+#: to erf(x)/x - 1 (least squares in 50-digit arithmetic, reweighted towards minimax),
+#: 1.7e-18 relative in exact arithmetic. r is at most 0.16 in magnitude, so its rounding
+#: errors shrink before the final addition.
+_ERF_SMALL = tuple(float.fromhex(c) for c in (
+    "0x1.06eba8214db69p-3", "-0x1.812746b0379e6p-2", "0x1.ce2f21a042b00p-4",
+    "-0x1.b82ce312844eap-6", "0x1.565bcd0dae560p-8", "-0x1.c02db3da09abep-11",
+    "0x1.f9a321e50d58ep-14", "-0x1.f4d1e695a224ep-17", "0x1.b9df68bb59d9bp-20",
+    "-0x1.5f21db4817983p-23", "0x1.f7dc701a94156p-27", "-0x1.3929fddd26382p-30",
+    "0x1.07a67e826c4a7p-34"))
+#: erfc(x) e^(x^2) = P(x) / Q(x) for 1 <= x <= 6, both of degree 8, fitted likewise: 2.9e-19
+#: relative. Every coefficient is positive, so evaluating them cancels nothing.
+_ERFC_P = tuple(float.fromhex(c) for c in (
+    "0x1.ffffffe710b19p-1", "0x1.cbcb685d5cbc6p+0", "0x1.98ee83503af1ep+0",
+    "0x1.c239c44fb2b98p-1", "0x1.47d3890c420d0p-2", "0x1.3b6e14f409a0fp-4",
+    "0x1.764fe941e77e2p-7", "0x1.b0ade8511b7b6p-11", "0x1.8fd1f729bcac4p-40"))
+_ERFC_Q = tuple(float.fromhex(c) for c in (
+    "0x1.0000000000000p+0", "0x1.76546e6a981e6p+1", "0x1.f2da115a695dap+1",
+    "0x1.8d68acf2d1933p+1", "0x1.a04a594288790p+0", "0x1.27b60086c454bp-1",
+    "0x1.190a676dcc9fep-3", "0x1.4bb9b5471a514p-6", "0x1.7f73bda6f1ae1p-10"))
+#: From here on erf rounds to 1 in float64 (erfc(5.93) < 2^-54): larger |x| is clamped.
+_ERF_ONE = 6.0
+#: Elements computed at a time: the float64 temporaries stay in the L2 cache.
+_ERF_BLOCK = 8192
+
+
+def _polynomial(coefficients, z: np.ndarray) -> np.ndarray:
+    """sum(c[k] z^k) by Horner's rule, in a fresh array."""
+    value = np.full_like(z, coefficients[-1])
+    for c in coefficients[-2::-1]:
+        value *= z
+        value += c
+    return value
+
+
+def _erf64(x: np.ndarray) -> np.ndarray:
+    """erf of a 1-d float64 array, in a fresh array."""
+    result = np.empty_like(x)
+    a = np.abs(x)
+    small = a < 1.0
+    if small.any():
+        near = x[small]
+        z = np.square(near)
+        r = _polynomial(_ERF_SMALL, z)
+        r *= near
+        r += near
+        result[small] = r
+    large = ~small
+    if large.any():
+        far = np.minimum(a[large], _ERF_ONE)  # NaN stays NaN
+        complement = _polynomial(_ERFC_P, far)
+        complement /= _polynomial(_ERFC_Q, far)
+        np.square(far, out=far)
+        np.negative(far, out=far)
+        complement *= np.exp(far, out=far)
+        np.subtract(1.0, complement, out=complement)
+        result[large] = np.copysign(complement, x[large], out=complement)
+    return result
+
+
+def erf(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The error function of float x into out, vectorized: NumPy has none, and the
+    reference's math.erf per element took 140 ms per million float64 (this: about 25).
+
+    Below |x| = 1 an odd polynomial, above it 1 - e^(-x^2) P(x)/Q(x) (the method of
+    W. J. Cody, with coefficients fitted here), computed in float64 whatever x's type
+    and rounded once into out: within 1 ulp of math.erf in float64 (measured over
+    [-7, 7], tests/test_erf_numpy.py), and within 0.5 ulp of it in float32. Exact ±0,
+    ±1 from |x| = 6 on and at ±inf, NaN for NaN. `out` may be x itself.
+    """
+    flat = np.ravel(x)
+    target = out.reshape(-1) if out.flags.c_contiguous else np.empty(out.size, out.dtype)
+    for start in range(0, flat.size, _ERF_BLOCK):
+        stop = min(start + _ERF_BLOCK, flat.size)
+        target[start:stop] = _erf64(flat[start:stop].astype(np.float64))
+    if target.base is not out and target is not out:
+        np.copyto(out, target.reshape(out.shape))
+    return out
+
+
 def convert(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """x cast into out's element type."""
     np.copyto(out, x, casting="unsafe")

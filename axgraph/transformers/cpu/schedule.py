@@ -34,7 +34,8 @@ STORAGE = ("parameter", "constant", "view", "buffer", "fresh", "allocating")
 #: Elementwise ops run by a runtime function instead of the op's reference function (its
 #: `numpy` trait): a Sigmoid in four passes, a Convert into the buffer's type.
 RUNTIME: OpTable[str] = OpTable("cpu runtime function",
-                                {core.Sigmoid: "rt.sigmoid", core.Convert: "rt.convert"})
+                                {core.Sigmoid: "rt.sigmoid", core.Convert: "rt.convert",
+                                 core.Erf: "rt.erf"})
 VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
 #: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
 #: (Random draws keep the reference's exact stream: NumPy's Generator draws them anew.)

@@ -93,7 +93,7 @@ def _library() -> Optional[ctypes.CDLL]:
     if chain is None:
         return None
     try:
-        return kernel_c.load_library(kernel_c.build(source(), chain))
+        return kernel_c.build(source(), chain).handle
     except (kernel_c.KernelCompileError, OSError):
         return None
 
