@@ -18,7 +18,7 @@ from .. import dims
 from ..errors import AxgraphError, ExecutionError, no_kernel_error
 from ..op_table import OpTable
 from . import ops
-from .backend import Backend, bind_arguments, checked_outs
+from .backend import Backend, CacheInfo, bind_arguments, checked_outs, unspecialized_cache_info
 from .function import Function
 from .node import Node
 from .traits import numpy_function
@@ -457,10 +457,23 @@ class InterpretedFunction:
         self._generators: Dict[Node, np.random.Generator] = {
             node: np.random.default_rng(node.seed) for node in function.nodes
             if isinstance(node, (ops.RandomUniform, ops.RandomNormal))}
+        #: Calls whose arguments passed the checks: each ran the one program (cache_info).
+        self._calls = 0
+
+    def cache_info(self) -> CacheInfo:
+        """No program per binding: sizes are evaluated per call, so nothing is ever rebuilt.
+
+        Returns
+        -------
+        CacheInfo
+            Every call run so far as a hit, no misses, `maxsize` 0 and no keys.
+        """
+        return unspecialized_cache_info(self._calls)
 
     # -- the call --------------------------------------------------------------------------------
     def __call__(self, *arrays, out=None, donate=None) -> Tuple[np.ndarray, ...]:
         arrays, bindings = bind_arguments(self.function, arrays)
+        self._calls += 1
         ctx = Context(bindings, self._generators)
         if out is not None:  # checked before anything runs (each node checks its own shape)
             out = checked_outs(self.function, out, arrays,
