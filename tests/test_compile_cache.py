@@ -279,3 +279,34 @@ def test_a_backend_whose_executables_do_not_report_their_cache_says_so(monkeypat
         np.testing.assert_array_equal(double(np.ones(2)), [2.0, 2.0])
         with pytest.raises(ng.AxgraphTypeError, match=r"'plain' backend.*cache_info\(\)"):
             double.cache_info()
+
+
+def test_a_stream_of_new_lengths_keeps_every_memo_bounded():
+    # What a call remembers to skip work (checked feed shapes, bound shapes, argument
+    # signatures) stays bounded, and the signature shortcut never outlives its program.
+    from axgraph.core.function import KNOWN_SHAPES
+
+    x = ng.placeholder([ng.make_axis(name="N")], dtype=np.float64)
+    with ng.make_transformer("cpu", cache_size=2) as t:
+        double = t.computation(x * 2.0, x)
+        for n in range(1, KNOWN_SHAPES + 10):
+            np.testing.assert_array_equal(double(np.arange(n, dtype=np.float64)),
+                                          2.0 * np.arange(n))
+        executable = t._compile(double)[1]
+        assert len(executable._known) == double.cache_info().currsize == 2
+        assert len(executable.function._bound) <= KNOWN_SHAPES
+        assert len(double._known_feeds) <= KNOWN_SHAPES
+        np.testing.assert_array_equal(double(np.ones(3)), [2.0, 2.0, 2.0])  # evicted: rebuilt
+
+
+def test_binding_shapes_seen_before_gives_the_same_sizes_each_time():
+    n = core.Dim("N")
+    x = core.Parameter(core.f32, (2 * n + 1,), name="x")
+    f = core.Function([core.Negative(x)], [x])
+    first = f.bind([(7,)])
+    first["N"] = 100  # the caller's dict: the next answer is not changed by it
+    assert f.bind([(7,)]) == {"N": 3} and f.bind([[7]]) == {"N": 3}
+    with pytest.raises(ng.ShapeError, match="5/2"):
+        f.bind([(6,)])
+    with pytest.raises(ng.ShapeError, match="1 parameter"):
+        f.bind([(7,), (7,)])

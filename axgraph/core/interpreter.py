@@ -36,9 +36,14 @@ class Context:
     def __init__(self, bindings: Mapping[str, int], generators: Mapping[Node, np.random.Generator]):
         self.bindings = bindings
         self.generators = generators
+        #: Each symbolic dim's value under `bindings`: a graph over a batch of N asks for N
+        #: (and 4*N, ...) at many nodes, and evaluating an expression is not free.
+        self._dims: Dict[dims.Dim, int] = {}
 
     def shape(self, shape: Shape) -> Tuple[int, ...]:
-        return Shape(shape).evaluate(self.bindings)
+        if not isinstance(shape, Shape):
+            shape = Shape(shape)
+        return tuple(self.dim(d) if isinstance(d, dims.Dim) else d for d in shape)
 
     def node_shape(self, node: Node) -> Tuple[int, ...]:
         """`node`'s concrete shape at these sizes; a negative dim (a symbolic slice or pad
@@ -52,7 +57,12 @@ class Context:
         return shape
 
     def dim(self, value) -> int:
-        return dims.evaluate(value, self.bindings)
+        if not isinstance(value, dims.Dim):
+            return value
+        found = self._dims.get(value)
+        if found is None:
+            found = self._dims[value] = value.evaluate(self.bindings)
+        return found
 
 
 # -- leaves ------------------------------------------------------------------------------

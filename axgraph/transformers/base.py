@@ -18,6 +18,7 @@ from .. import dims
 from ..axes import Axis, FlattenedAxis
 from ..axis_dims import AxisDims, length_symbols
 from ..core.backend import CacheInfo, unspecialized_cache_info
+from ..core.function import KNOWN_SHAPES
 from ..debug_info import user_location
 from ..dims import bind_shapes
 from ..dtypes import can_feed
@@ -27,11 +28,6 @@ from ..ordered_set import OrderedSet
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
 from ..serialization import get_values, set_values
-
-
-#: Feed signatures (dtypes and shapes) a computation remembers as checked; past this
-#: many, a computation fed ever new lengths forgets them all rather than grow.
-KNOWN_FEED_SHAPES = 64
 
 
 class LengthBindings:
@@ -273,7 +269,7 @@ class Computation:
         if missing:
             raise _missing_feed_error(missing[0], self._needed_feeds[missing[0]])
         if not feed_dict and all(a is v for a, v in zip(checked.values(), values)):
-            if len(self._known_feeds) >= KNOWN_FEED_SHAPES:  # a stream of new lengths
+            if len(self._known_feeds) >= KNOWN_SHAPES:  # a stream of new lengths
                 self._known_feeds.clear()
             self._known_feeds[tuple((v.dtype, v.shape) for v in values)] = bindings
         return checked, bindings
