@@ -310,3 +310,18 @@ def test_binding_shapes_seen_before_gives_the_same_sizes_each_time():
         f.bind([(6,)])
     with pytest.raises(ng.ShapeError, match="1 parameter"):
         f.bind([(7,), (7,)])
+
+
+def test_a_random_draw_continues_its_stream_across_bindings_and_evictions():
+    # Each binding's program is built from the function specialised to its sizes; the
+    # draw in it is a new node, but it must go on drawing from the one stream of its op.
+    n = core.Dim("N")
+    x = core.Parameter(core.f64, (n,), name="x")
+    noisy = core.Add(x, core.RandomUniform(core.f64, (n,), 0.0, 1.0, seed=5))
+    f = core.Function([noisy], [x])
+    executable = core.compile(f, backend="cpu", cache_size=1)
+    stream = np.random.default_rng(5)
+    for length in (3, 4, 3):
+        (got,) = executable(np.zeros(length))
+        np.testing.assert_array_equal(got, stream.uniform(0.0, 1.0, length))
+    assert executable.cache_info().misses == 3
