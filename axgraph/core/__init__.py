@@ -18,8 +18,8 @@ from the arguments' shapes at call time.
 from __future__ import annotations
 
 from ..dims import Dim, symbols
-from .backend import (Backend, Capabilities, Executable, backends, bind_arguments, compile,
-                      get_backend, register_backend)
+from .backend import (Backend, CacheInfo, Capabilities, Executable, backends, bind_arguments,
+                      compile, get_backend, register_backend)
 from .function import Function
 from .node import Node, at_location
 from .ops import *  # noqa: F401,F403 - the op classes are this namespace's point
@@ -35,7 +35,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Dim", "symbols", "Backend", "Capabilities", "Executable", "backends", "bind_arguments",
+__all__ = ["Dim", "symbols", "Backend", "CacheInfo", "Capabilities", "Executable", "backends", "bind_arguments",
            "compile", "get_backend", "register_backend", "Function", "Node",
            "at_location", "ElementType", "Shape", "boolean", "element_type", "element_types",
            "f16", "f32", "f64", "has_bf16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",

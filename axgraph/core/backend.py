@@ -11,7 +11,11 @@ result overwrite an argument array the caller no longer needs; it is a
 permission, never a request. What a backend actually does with them is
 declared in its `Capabilities`, so callers (the lowering transformer) never
 probe for attributes. Every backend binds sizes the same way, through
-`Function.bind` (`bind_arguments` does it with the argument checks).
+`Function.bind` (`bind_arguments` does it with the argument checks), and
+says what that cost it in `executable.cache_info()`: how many calls found
+their program ready and which bindings of the size variables it holds a
+program for (a backend that specialises per binding, as "cpu" does, keeps a
+bounded cache of them; one that evaluates sizes per call keeps none).
 
 `core.compile(function, backend=name)` and `ng.make_transformer(name)` both
 find backends here: registering one (`register_backend`) makes it usable
@@ -22,8 +26,8 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass
-from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union,
-                    runtime_checkable)
+from typing import (Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Protocol, Sequence,
+                    Tuple, Union, runtime_checkable)
 
 import numpy as np
 
@@ -55,6 +59,68 @@ class Capabilities:
     caller_outputs: bool = False
 
 
+class CacheInfo(NamedTuple):
+    """What an executable's cache of per-binding programs holds, and how calls fared.
+
+    A backend that compiles a program per binding of the size variables (the
+    values `Function.bind` gives for one call's arguments) counts each call
+    that found its program ready as a hit and each call that had to build one
+    as a miss, and keeps at most `maxsize` programs, dropping the least
+    recently used. A backend that evaluates sizes per call (the interpreter,
+    the NumPy reference) runs every binding with the one program made at
+    compile time: it reports `maxsize` 0 and no keys, and counts every call
+    as a hit (nothing was built for it).
+
+    Parameters
+    ----------
+    hits : int
+        Calls that ran a program already built.
+    misses : int
+        Calls that built (compiled) a program for a new binding.
+    maxsize : int or None
+        The most programs kept (None: no limit; 0: the backend does not
+        specialise, one program serves every binding).
+    currsize : int
+        The programs kept now.
+    keys : tuple of dict of str to int
+        The binding of each program kept (``{"N": 32}``; ``{}`` for a function
+        without size variables), least recently used first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from axgraph import core
+    >>> x = core.Parameter(core.f32, ("N",))
+    >>> square = core.compile(core.Function([core.Multiply(x, x)], [x]), backend="cpu")
+    >>> for n in (2, 3, 2):
+    ...     _ = square(np.ones(n, np.float32))
+    >>> square.cache_info()
+    CacheInfo(hits=1, misses=2, maxsize=8, currsize=2, keys=({'N': 3}, {'N': 2}))
+    """
+
+    hits: int
+    misses: int
+    maxsize: Optional[int]
+    currsize: int
+    keys: Tuple[Dict[str, int], ...]
+
+
+def unspecialized_cache_info(calls: int) -> CacheInfo:
+    """The `CacheInfo` of an executable whose one program serves every binding.
+
+    Parameters
+    ----------
+    calls : int
+        The calls it has run (each a hit: nothing was built for it).
+
+    Returns
+    -------
+    CacheInfo
+        `calls` hits, no misses, `maxsize` 0 and no keys.
+    """
+    return CacheInfo(hits=calls, misses=0, maxsize=0, currsize=0, keys=())
+
+
 class Executable(Protocol):
     """A compiled Function: call it on one array per parameter, get one array per result.
 
@@ -65,10 +131,19 @@ class Executable(Protocol):
     ({result position: argument position}) lets a result overwrite an argument array
     the caller no longer needs: a permission, never a request. A bad argument
     raises FeedError, a failure while running ExecutionError.
+
+    `executable.cache_info()` reports the programs it built per binding of the
+    size variables (see `CacheInfo`); the lowering transformer's
+    `computation.cache_info()` asks it.
     """
 
     def __call__(self, *arrays: np.ndarray, out: Any = None,
                  donate: Optional[Mapping[int, int]] = None) -> Tuple[np.ndarray, ...]:
+        ...
+
+    def cache_info(self) -> CacheInfo:
+        """The calls that found their program built, those that built one, and the
+        bindings programs are kept for (`CacheInfo`)."""
         ...
 
 

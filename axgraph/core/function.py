@@ -22,6 +22,11 @@ from .ops.leaves import Parameter
 from .types import ElementType, Shape
 
 
+#: Argument shapes a compiled function remembers as bound (and checked); past this many,
+#: a function fed ever new shapes forgets them all rather than grow.
+KNOWN_SHAPES = 64
+
+
 def _as_nodes(values, what: str) -> Tuple[Node, ...]:
     if isinstance(values, Node):
         values = (values,)
@@ -128,6 +133,9 @@ class Function:
         self._nodes = tuple(parameters) + tuple(n for n in order if n not in seen)
         self._name = name or "function"
         self._free_symbols = frozenset().union(*(p.shape.free_symbols for p in parameters))
+        #: Shapes already bound, to their bindings: a call with shapes seen before (the
+        #: steady state of a training loop) skips the unification.
+        self._bound: Dict[Tuple[Tuple[int, ...], ...], Dict[str, int]] = {}
         # A Fused node's body may use sizes its enclosing function binds.
         bindable = self._free_symbols | frozenset(bound_outside)
         for node in self._nodes:
@@ -190,6 +198,11 @@ class Function:
             size variable cannot be determined from the shapes. It names the
             parameter, the dim and both values.
         """
+        try:
+            key = tuple(map(tuple, shapes))
+            return dict(self._bound[key])
+        except (KeyError, TypeError):
+            pass
         if len(shapes) != len(self._parameters):
             raise ShapeError(f"{self._name}.bind: {len(self._parameters)} parameter(s) "
                              f"({', '.join(parameter_signature(p) for p in self._parameters)}); "
@@ -207,6 +220,9 @@ class Function:
                              f"cannot be bound from the shapes of its parameters "
                              f"({', '.join(parameter_signature(p) for p in self._parameters)})",
                              user_location())
+        if len(self._bound) >= KNOWN_SHAPES:  # a stream of new shapes: forget, do not grow
+            self._bound.clear()
+        self._bound[tuple(map(tuple, shapes))] = dict(bindings)
         return bindings
 
     def users(self) -> Dict[Node, List[Node]]:

@@ -18,7 +18,7 @@ from .. import dims
 from ..errors import AxgraphError, ExecutionError, no_kernel_error
 from ..op_table import OpTable
 from . import ops
-from .backend import Backend, bind_arguments, checked_outs
+from .backend import Backend, CacheInfo, bind_arguments, checked_outs, unspecialized_cache_info
 from .function import Function
 from .node import Node
 from .traits import numpy_function
@@ -36,9 +36,14 @@ class Context:
     def __init__(self, bindings: Mapping[str, int], generators: Mapping[Node, np.random.Generator]):
         self.bindings = bindings
         self.generators = generators
+        #: Each symbolic dim's value under `bindings`: a graph over a batch of N asks for N
+        #: (and 4*N, ...) at many nodes, and evaluating an expression is not free.
+        self._dims: Dict[dims.Dim, int] = {}
 
     def shape(self, shape: Shape) -> Tuple[int, ...]:
-        return Shape(shape).evaluate(self.bindings)
+        if not isinstance(shape, Shape):
+            shape = Shape(shape)
+        return tuple(self.dim(d) if isinstance(d, dims.Dim) else d for d in shape)
 
     def node_shape(self, node: Node) -> Tuple[int, ...]:
         """`node`'s concrete shape at these sizes; a negative dim (a symbolic slice or pad
@@ -52,7 +57,12 @@ class Context:
         return shape
 
     def dim(self, value) -> int:
-        return dims.evaluate(value, self.bindings)
+        if not isinstance(value, dims.Dim):
+            return value
+        found = self._dims.get(value)
+        if found is None:
+            found = self._dims[value] = value.evaluate(self.bindings)
+        return found
 
 
 # -- leaves ------------------------------------------------------------------------------
@@ -457,10 +467,23 @@ class InterpretedFunction:
         self._generators: Dict[Node, np.random.Generator] = {
             node: np.random.default_rng(node.seed) for node in function.nodes
             if isinstance(node, (ops.RandomUniform, ops.RandomNormal))}
+        #: Calls whose arguments passed the checks: each ran the one program (cache_info).
+        self._calls = 0
+
+    def cache_info(self) -> CacheInfo:
+        """No program per binding: sizes are evaluated per call, so nothing is ever rebuilt.
+
+        Returns
+        -------
+        CacheInfo
+            Every call run so far as a hit, no misses, `maxsize` 0 and no keys.
+        """
+        return unspecialized_cache_info(self._calls)
 
     # -- the call --------------------------------------------------------------------------------
     def __call__(self, *arrays, out=None, donate=None) -> Tuple[np.ndarray, ...]:
         arrays, bindings = bind_arguments(self.function, arrays)
+        self._calls += 1
         ctx = Context(bindings, self._generators)
         if out is not None:  # checked before anything runs (each node checks its own shape)
             out = checked_outs(self.function, out, arrays,

@@ -145,7 +145,8 @@ def make_transformer(name: Optional[str] = None, **options) -> Transformer:
         `set_transformer_factory` (the NumPy reference unless set).
     **options
         Keyword options of that transformer (for "cpu": ``fuse``, ``engine``,
-        ``optimize``, ``fuse_min_elements``).
+        ``optimize``, ``fuse_min_elements``, ``cache_size``: the programs kept, one per
+        binding of the lengths fed, 8 by default; see ``computation.cache_info()``).
 
     Returns
     -------

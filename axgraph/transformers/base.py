@@ -17,6 +17,8 @@ import numpy as np
 from .. import dims
 from ..axes import Axis, FlattenedAxis
 from ..axis_dims import AxisDims, length_symbols
+from ..core.backend import CacheInfo, unspecialized_cache_info
+from ..core.function import KNOWN_SHAPES
 from ..debug_info import user_location
 from ..dims import bind_shapes
 from ..dtypes import can_feed
@@ -130,6 +132,9 @@ class Computation:
         #: (dtype, shape) of positional arrays that passed the checks as they are (exact
         #: type, C order), to the lengths they bound: a repeat call skips the checks.
         self._known_feeds: Dict[tuple, LengthBindings] = {}
+        #: Calls whose feeds passed the checks (what a backend that never specialises
+        #: reports as cache hits).
+        self._calls = 0
 
     def __call__(self, *values, feed_dict: Optional[Dict[Op, Any]] = None, out=None):
         """Run once. `out` may give caller-owned arrays for the results (in result order;
@@ -144,6 +149,7 @@ class Computation:
                 self._check_stored_lengths(checked, bindings)
             if out is not None:
                 out = self._checked_out(out, list(checked.values()), bindings)
+            self._calls += 1
             outputs = self.transformer._run(self, checked, bindings, out=out)
         if out is not None:
             for target, value in zip(out, outputs):
@@ -196,6 +202,53 @@ class Computation:
                     f"closed; make a new transformer and computation", user_location())
             self.transformer._prepare(self)
 
+    def cache_info(self) -> CacheInfo:
+        """The programs this computation's backend built per binding of the sizes fed.
+
+        A computation over axes without a length runs with whatever lengths the
+        fed data gives them. The "cpu" transformer builds (compiles) a program
+        per binding of those size variables and keeps the most recently used
+        ones (`cache_size=`, 8 by default); "numpy" and "interpreter" evaluate
+        the lengths per call and never build another. The lowering transformer
+        of any core backend asks its executable (`core.Executable.cache_info`);
+        it lowers and compiles the computation first if no call has.
+
+        Returns
+        -------
+        core.CacheInfo
+            `hits` (calls that ran a program already built), `misses` (calls
+            that built one), `maxsize` (None: no limit; 0: the backend never
+            specialises, one program serves every binding and each call is a
+            hit), `currsize`, and `keys`: the binding of each program kept, by
+            size variable (named after the axis), least recently used first.
+
+        Raises
+        ------
+        TransformerClosedError
+            The transformer is closed.
+        AxgraphTypeError
+            The backend's executable does not report its cache.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import axgraph as ng
+        >>> N = ng.make_axis(name="N")  # no length: the fed data decides it
+        >>> x = ng.placeholder([N])
+        >>> with ng.make_transformer("cpu") as t:
+        ...     double = t.computation(x * 2, x)
+        ...     for n in (32, 64, 32):
+        ...         _ = double(np.ones(n, np.float32))
+        ...     print(double.cache_info())
+        CacheInfo(hits=1, misses=2, maxsize=8, currsize=2, keys=({'N': 64}, {'N': 32}))
+        """
+        with self.transformer._lock:
+            if self.transformer.closed:
+                raise TransformerClosedError(
+                    f"this computation's {self.transformer.transformer_name} transformer is "
+                    f"closed, and its compiled programs with it", user_location())
+            return self.transformer._cache_info(self)
+
     def _checked_feeds(self, values, feed_dict
                        ) -> Tuple[Dict[AssignableTensorOp, np.ndarray], LengthBindings]:
         """The fed arrays by placeholder, converted and checked, and the lengths they bind."""
@@ -216,6 +269,8 @@ class Computation:
         if missing:
             raise _missing_feed_error(missing[0], self._needed_feeds[missing[0]])
         if not feed_dict and all(a is v for a, v in zip(checked.values(), values)):
+            if len(self._known_feeds) >= KNOWN_SHAPES:  # a stream of new lengths
+                self._known_feeds.clear()
             self._known_feeds[tuple((v.dtype, v.shape) for v in values)] = bindings
         return checked, bindings
 
@@ -514,6 +569,11 @@ class Transformer(abc.ABC):
 
     def _make_computation(self, results, parameters) -> Computation:
         return Computation(self, results, parameters)
+
+    def _cache_info(self, computation: Computation) -> CacheInfo:
+        """`computation.cache_info()`: by default, a transformer that evaluates lengths per
+        call, so one program serves every binding and every call is a hit."""
+        return unspecialized_cache_info(computation._calls)
 
     def initialize(self) -> None:
         """Give every stored tensor of this transformer's computations its initial value now.

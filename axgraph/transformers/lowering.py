@@ -16,6 +16,8 @@ import numpy as np
 
 from .. import core
 from ..core.backend import check_options
+from ..debug_info import user_location
+from ..errors import AxgraphTypeError
 from ..lowering import LoweredComputation, lower
 from ..passes import PassManager, default_passes
 from ..op_graph.schedule import schedule
@@ -62,6 +64,18 @@ class LoweringTransformer(Transformer):
 
     def _prepare(self, computation: Computation) -> None:
         self._compile(computation)
+
+    def _cache_info(self, computation: Computation) -> core.CacheInfo:
+        """The executable's own report: the backend knows what it built per binding."""
+        executable = self._compile(computation)[1]
+        try:
+            report = executable.cache_info
+        except AttributeError:
+            raise AxgraphTypeError(
+                f"the {self.transformer_name!r} backend's executables do not report their "
+                f"programs per binding: give them a cache_info() method returning a "
+                f"core.CacheInfo (see core.Executable)", user_location()) from None
+        return report()
 
     def passes(self) -> list:
         """The pipeline run on every lowered computation (a fresh list per call): the

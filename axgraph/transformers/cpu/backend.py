@@ -1,24 +1,31 @@
 """The "cpu" backend: generated code over a planned arena.
 
 Arguments are checked and sizes bound as on every backend
-(`core.bind_arguments`, i.e. `Function.bind`); each distinct binding gets
-its own generated program (shapes, arena, fused kernels), cached, so a batch
-size seen before costs nothing to set up.
+(`core.bind_arguments`, i.e. `Function.bind`); each distinct binding of the
+size variables gets its own program, built from the function specialised to
+those sizes (`specialize`: the program a graph built with those lengths fixed
+would get), with its shapes, arena and fused kernels. The programs are kept
+in a least-recently-used cache of `cache_size` entries (`CACHE_SIZE` unless
+given), so a batch size seen lately costs nothing to set up and a stream of
+new sizes cannot hold an arena each forever; `cache_info()` shows it.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ... import core
-from ...core.backend import Backend, Capabilities, bind_arguments
+from ...core.backend import Backend, CacheInfo, Capabilities, bind_arguments
 from ...debug_info import user_location
-from ...errors import AxgraphError, ExecutionError, FeedError, no_kernel_error
+from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, ExecutionError,
+                       FeedError, no_kernel_error)
 from .codegen import CODE, Program
 from .fusion import FusionPass, compile_fused
 from .memory_plan import plan_memory
 from .schedule import schedule_function
+from .specialize import specialize
 
 
 #: Fused kernels pay a fixed cost per call (a ctypes call, argument checks); below
@@ -26,12 +33,52 @@ from .schedule import schedule_function
 #: the 64-32-10 MLP step: 73 us unfused, 205 us with every small group fused).
 FUSE_MIN_ELEMENTS = 1 << 15
 
+#: Programs kept per compiled function, one per binding of its size variables, unless
+#: `cache_size=` says otherwise: enough for the few batch lengths of a training loop (the
+#: full batches, the last partial one, an evaluation batch) with room to spare.
+CACHE_SIZE = 8
+
+
+def checked_cache_size(cache_size: Optional[int]) -> Optional[int]:
+    """`cache_size` if it is a valid size for the cache of programs per binding.
+
+    Parameters
+    ----------
+    cache_size : int or None
+        The most programs to keep (at least 1), or None for no limit.
+
+    Returns
+    -------
+    int or None
+        `cache_size`, unchanged.
+
+    Raises
+    ------
+    AxgraphTypeError
+        `cache_size` is not an int (a bool is not one) nor None.
+    AxgraphValueError
+        `cache_size` is below 1.
+    """
+    if cache_size is None:
+        return None
+    if isinstance(cache_size, bool) or not isinstance(cache_size, (int, np.integer)):
+        raise AxgraphTypeError(f"cache_size is the number of programs the cpu backend keeps, one "
+                               f"per binding of the size variables: an int >= 1, or None for no "
+                               f"limit; not {type(cache_size).__name__} {cache_size!r:.40}",
+                               user_location())
+    if cache_size < 1:
+        raise AxgraphValueError(f"cache_size={cache_size}: the cpu backend keeps at least the "
+                                f"program it is running, so cache_size must be >= 1 (or None "
+                                f"for no limit)", user_location())
+    return int(cache_size)
+
 
 class CpuFunction:
     """A core Function compiled for the CPU: `fn(*arrays, out=None)` -> results."""
 
     def __init__(self, function: core.Function, fuse: bool = True, engine: str = "auto",
-                 fuse_min_elements: int = FUSE_MIN_ELEMENTS):
+                 fuse_min_elements: int = FUSE_MIN_ELEMENTS,
+                 cache_size: Optional[int] = CACHE_SIZE):
         self.function = function
         for node in function.nodes:  # refused now, not at the first call
             if CODE.lookup(type(node)) is None:
@@ -41,31 +88,68 @@ class CpuFunction:
                                       f"codegen.CODE.register({node.op})")
         self.fuse, self.engine = fuse, engine
         self.fuse_min_elements = fuse_min_elements
+        #: The most programs kept (None: no limit); the least recently used goes first.
+        self.cache_size = checked_cache_size(cache_size)
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
-        self._programs: Dict[Tuple, Program] = {}
-        #: Argument signatures (dtype, shape) already checked, to their program.
-        self._known: Dict[Tuple, Program] = {}
+        #: Binding (sorted items) -> its program, least recently used first.
+        self._programs: "OrderedDict[Tuple, Program]" = OrderedDict()
+        #: Argument signatures (dtype, shape) already checked, to their binding and program:
+        #: one per program kept (the shapes decide the binding), dropped with it.
+        self._known: Dict[Tuple, Tuple[Tuple, Program]] = {}
+        self._hits = self._misses = 0
         #: (program, offered arrays, outs) of the last donation checked (see _donated).
         self._donation_memo: Optional[tuple] = None
         self.last_program: Optional[Program] = None
 
     def program(self, bindings: Dict[str, int]) -> Program:
-        """The generated program for `bindings` (built on first use)."""
+        """The generated program for `bindings` (built on first use, or again after its
+        eviction), now the most recently used."""
         key = tuple(sorted(bindings.items()))
         program = self._programs.get(key)
         if program is None:
-            function = self.function
-            if self.fuse:  # at these sizes: small groups run faster unfused
-                function = FusionPass(self.fuse_min_elements, bindings).run(function)
-            kernels = {node: compile_fused(node, bindings, engine=self.engine)
-                       for node in function.nodes if isinstance(node, core.Fused)}
-            schedule = schedule_function(function, bindings)
-            program = Program(function, schedule, plan_memory(schedule), bindings,
-                              self._generators, kernels)
-            self._programs[key] = program
+            self._misses += 1
+            program = self._programs[key] = self._build(bindings)
+            if self.cache_size is not None and len(self._programs) > self.cache_size:
+                self._evict()
+        else:
+            self._hits += 1
+            self._programs.move_to_end(key)
         self.last_program = program
         return program
+
+    def _build(self, bindings: Dict[str, int]) -> Program:
+        function, rebuilt = specialize(self.function, bindings)
+        generators = {rebuilt[node]: generator for node, generator in self._generators.items()}
+        if self.fuse:  # at these sizes: small groups run faster unfused
+            function = FusionPass(self.fuse_min_elements, bindings).run(function)
+        kernels = {node: compile_fused(node, bindings, engine=self.engine)
+                   for node in function.nodes if isinstance(node, core.Fused)}
+        schedule = schedule_function(function, bindings)
+        return Program(function, schedule, plan_memory(schedule), bindings, generators, kernels)
+
+    def _evict(self) -> None:
+        """Drop the least recently used program, everything that refers to it, and its arena."""
+        key, program = self._programs.popitem(last=False)
+        for signature in [s for s, (k, _) in self._known.items() if k == key]:
+            del self._known[signature]
+        if self._donation_memo is not None and self._donation_memo[0] is program:
+            self._donation_memo = None
+        program.release()
+
+    def cache_info(self) -> CacheInfo:
+        """The programs kept per binding of the size variables, and how calls fared.
+
+        Returns
+        -------
+        CacheInfo
+            Calls that found their binding's program built (hits), calls that built
+            one (misses), `cache_size`, and the bindings kept, least recently used
+            first.
+        """
+        return CacheInfo(hits=self._hits, misses=self._misses, maxsize=self.cache_size,
+                         currsize=len(self._programs),
+                         keys=tuple(dict(key) for key in self._programs))
 
     def __call__(self, *arrays, out=None, donate: Optional[Mapping[int, int]] = None):
         """Run on `arrays`. `out`: arrays for the results (None entries: fresh ones).
@@ -73,12 +157,17 @@ class CpuFunction:
         the argument's values, so the result may be written into that array in place
         (done where the program allows it and the array is a plain writeable one)."""
         try:  # the steady state: argument types and shapes seen before
-            program = self._known[tuple((a.dtype, a.shape) for a in arrays)]
-            self.last_program = program
+            key, program = self._known[tuple((a.dtype, a.shape) for a in arrays)]
         except (AttributeError, KeyError):
             arrays, bindings = bind_arguments(self.function, arrays)
             program = self.program(bindings)
-            self._known[tuple((a.dtype, a.shape) for a in arrays)] = program
+            self._known[tuple((a.dtype, a.shape) for a in arrays)] = (
+                tuple(sorted(bindings.items())), program)
+        else:
+            self._hits += 1
+            if program is not self.last_program:  # else already the most recently used
+                self._programs.move_to_end(key)
+                self.last_program = program
         try:
             # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
             # as the interpreter gives them
@@ -178,9 +267,40 @@ class CpuBackend(Backend):
     capabilities = Capabilities(donation=True, caller_outputs=True)
 
     def compile(self, function: core.Function, fuse: bool = True, engine: str = "auto",
-                fuse_min_elements: int = FUSE_MIN_ELEMENTS) -> CpuFunction:
+                fuse_min_elements: int = FUSE_MIN_ELEMENTS,
+                cache_size: Optional[int] = CACHE_SIZE) -> CpuFunction:
+        """`function` ready to call; a program is built per binding of its size variables.
+
+        Parameters
+        ----------
+        function : core.Function
+            The function to compile.
+        fuse : bool, optional
+            Whether groups of elementwise ops run as one fused kernel (default True).
+        engine : str, optional
+            The fused kernels' engine: "auto" (C where a compiler is found, else
+            blocked NumPy), "c" or "numpy".
+        fuse_min_elements : int, optional
+            Groups smaller than this many elements run unfused (`FUSE_MIN_ELEMENTS`).
+        cache_size : int or None, optional
+            The most programs kept, one per binding of the size variables, the least
+            recently used evicted first with its arena (default `CACHE_SIZE`, 8; None:
+            no limit).
+
+        Returns
+        -------
+        CpuFunction
+            The executable; `cache_info()` reports its programs.
+
+        Raises
+        ------
+        ExecutionError
+            A node's op has no cpu code.
+        AxgraphTypeError, AxgraphValueError
+            `cache_size` is not an int >= 1 or None.
+        """
         return CpuFunction(function, fuse=fuse, engine=engine,
-                           fuse_min_elements=fuse_min_elements)
+                           fuse_min_elements=fuse_min_elements, cache_size=cache_size)
 
     def passes(self) -> list:
         """Convolutions as shared im2col columns times BLAS, then the cleanup that lets a

@@ -75,6 +75,16 @@ class Program:
         exec(compile(self.source, self.filename, "exec"), self.namespace)
         self.run: Callable = self.namespace["run"]
 
+    def release(self) -> None:
+        """Free the arena, buffers and kernels now; the program cannot run afterwards.
+
+        Evicting a program must give its memory back at once: the generated code's
+        globals are this namespace, which holds the code, a cycle that would
+        otherwise keep the arena until the garbage collector next runs.
+        """
+        self.namespace.clear()
+        self.kernels = {}
+
     def attributed(self, error: Exception, traceback) -> Optional[ExecutionError]:
         """`error`, raised while running, as the interpreter words it: naming the op
         whose line failed, at the user's line that made it (None if no line did)."""

@@ -6,6 +6,7 @@
         print(step.source)          # the generated Python
         print(step.fused_function)  # the core IR it runs, with its Fused nodes
         print(step.memory_plan())   # arena size, buffers, lifetimes, naive size
+        print(step.cache_info())    # its programs, one per binding of the batch length
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ...debug_info import user_location
 from ...errors import TransformerClosedError
 from ..base import Computation
 from ..lowering import LoweringTransformer
+from .backend import CACHE_SIZE, checked_cache_size
 
 
 class CpuComputation(Computation):
@@ -50,11 +52,18 @@ class CpuComputation(Computation):
 
 class CpuTransformer(LoweringTransformer):
     """The lowering transformer on the "cpu" backend, with computations that show their
-    generated source and memory plan."""
+    generated source and memory plan.
+
+    Each computation builds a program per binding of the size variables its fed
+    data binds (the lengths of axes without one), and keeps the `cache_size` most
+    recently used (`computation.cache_info()` lists them).
+    """
 
     def __init__(self, fuse: bool = True, engine: str = "auto", optimize: bool = True,
-                 fuse_min_elements: Optional[int] = None):
-        options: dict = {"fuse": fuse, "engine": engine}
+                 fuse_min_elements: Optional[int] = None,
+                 cache_size: Optional[int] = CACHE_SIZE):
+        options: dict = {"fuse": fuse, "engine": engine,
+                         "cache_size": checked_cache_size(cache_size)}  # refused now, if bad
         if fuse_min_elements is not None:  # else the backend's measured default
             options["fuse_min_elements"] = fuse_min_elements
         super().__init__("cpu", optimize=optimize, **options)
