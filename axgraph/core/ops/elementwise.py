@@ -183,6 +183,22 @@ class Log(UnaryElementwise):
         x may round to 0.""", domain="positive")
 
 
+class Log1p(UnaryElementwise):
+    """log(1 + x) at every element.
+
+    Accurate for x near 0, where rounding 1 + x first would lose x. log1p(-1) is -inf
+    and an x below -1 gives NaN, not an error.
+    """
+    accepts = "float"
+    numpy = np.log1p
+    c = "{log1p}({0})"
+    ng = NgFunction("log1p", FLOAT, """The natural logarithm of 1 + x at every element of x.
+
+        Accurate where x is near 0 (``log(1 + x)`` would round 1 + x first, losing x):
+        -1 gives -inf and below it NaN; bools and integers give float32.""",
+                    domain="positive")
+
+
 class Tanh(UnaryElementwise):
     """The hyperbolic tangent of x at every element.
 
