@@ -8,7 +8,7 @@ reordering of seed 000 become explicit Broadcast and Transpose nodes here.
 from __future__ import annotations
 
 import math
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
@@ -83,7 +83,7 @@ def _composite_unary(ctx, op, x):
 @rule(ew.UnaryElementWiseOp, when=_is_one_core_op)
 def _unary(ctx, op, x):
     x = ctx.convert(x, op.operand_dtype)
-    if op.operand_dtype.kind in op.ng.identity_for:
+    if op.ng is not None and op.operand_dtype.kind in op.ng.identity_for:
         return x
     return op.core_op(x)
 
@@ -93,8 +93,16 @@ def _binary(ctx, op, x, y):
     x_op, y_op = op.args
     x = ctx.align(ctx.convert(x, op.operand_dtype), x_op.axes, op.axes)
     y = ctx.align(ctx.convert(y, op.operand_dtype), y_op.axes, op.axes)
-    logical = op.ng.logical if op.operand_dtype.kind == "b" else None
+    logical = op.ng.logical if op.ng is not None and op.operand_dtype.kind == "b" else None
     return (logical or op.core_op)(x, y)
+
+
+def register_elementwise(axes_class: Type[ew.ElementWiseOp], core_class: type) -> None:
+    """Lower a unary or binary axes op written by hand to `core_class`, as the ops made from
+    a core op's declaration (`ew.axes_op`) are: over its args converted to the operand type
+    and aligned to its axes. The reference transformer needs its own expression too
+    (`numpy_kernels.ELEMENTWISE`)."""
+    axes_class.core_op = core_class
 
 
 @rule(ew.Where)
