@@ -28,6 +28,7 @@ from ..axes import Axes, elementwise_axes
 from ..core.ops import elementwise as core_ops
 from ..core.traits import NgFunction
 from ..debug_info import user_location
+# (the element rules are re-exported: an axes op declares `ng.rule` as ew.FLOAT, ...)
 from ..dtypes import (BOOLEANS_AS_INT8, COMPARISON, FLOAT, NO_BOOLEANS, SAME,  # noqa: F401
                       ElementRule, promote)
 from ..errors import AxgraphTypeError, DTypeError, IncompatibleAxesError

@@ -73,8 +73,7 @@ def _relu(x):
 #: NumPy's expression of each elementwise axes op, for the reference alone.
 ELEMENTWISE: OpTable[Callable] = OpTable("reference elementwise function", {
     ew.Negative: np.negative, ew.Absolute: np.absolute, ew.Sign: np.sign,
-    ew.Square: np.square, ew.Sqrt: np.sqrt, ew.Exp: np.exp, ew.Log: np.log,
-    ew.Log1p: np.log1p,
+    ew.Square: np.square, ew.Sqrt: np.sqrt, ew.Exp: np.exp, ew.Log: np.log, ew.Log1p: np.log1p,
     ew.Safelog: _safelog, ew.Reciprocal: lambda x: 1 / x, ew.Tanh: np.tanh,
     ew.Sigmoid: _sigmoid, ew.Sin: np.sin, ew.Cos: np.cos, ew.Tan: np.tan,
     ew.Erf: lambda x: _math_erf(x).astype(x.dtype), ew.Rsqrt: lambda x: 1 / np.sqrt(x),
