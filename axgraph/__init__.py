@@ -17,11 +17,9 @@ from .op_graph.debug import PrintOp
 from .op_graph.dot import dot
 from .op_graph.fills import fill, init_tensor
 from .op_graph.lookup import lookuptable
-from .op_graph.elementwise import (absolute, add, cos, divide, equal, erf, exp, floor, greater,
-                                   greater_equal, less, less_equal, log, maximum, minimum,
-                                   multiply, negative, not_equal, power, reciprocal, relu,
-                                   rsqrt, safelog, sign, sin, sqrt, square, stop_gradient,
-                                   subtract, tan, tanh, where)
+from .op_graph import elementwise as _elementwise
+from .op_graph.elementwise import *  # noqa: F401,F403 - ng.exp, ng.add, ...: elementwise.__all__
+# (after elementwise's: nn's sigmoid also records its logits, for cross_entropy_binary)
 from .op_graph.nn import (cross_entropy_binary, cross_entropy_binary_inner, cross_entropy_multi,
                           dropout, moments, one_hot, sigmoid, softmax, squared_L2)
 from .op_graph.op import Op
@@ -47,24 +45,22 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "make_axis_role", "make_name_scope", "name_scope", "with_name_scope", "AxesError",
            "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError",
            "DTypeError", "DuplicateAxisError", "ExecutionError", "FeedError", "GraphError",
-           "IncompatibleAxesError", "LayoutError", "NotDifferentiableError",
-           "SerializationError", "ShapeError", "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem", "assign",
-           "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",
-           "spatial_axis", "PrintOp", "dot", "fill", "init_tensor", "lookuptable", "absolute",
-           "add", "cos", "divide", "equal", "erf", "exp", "floor", "greater", "greater_equal",
-           "less", "less_equal", "log", "maximum", "minimum", "multiply", "negative",
-           "not_equal", "power", "reciprocal", "relu", "rsqrt", "safelog", "sign", "sin", "sqrt",
-           "square", "stop_gradient", "subtract", "tan", "tanh", "where", "cross_entropy_binary",
-           "cross_entropy_binary_inner", "cross_entropy_multi", "dropout", "moments", "one_hot",
-           "sigmoid", "softmax", "squared_L2", "Op", "as_op", "as_ops", "pooling", "normal",
-           "set_random_seed", "uniform", "argmax", "argmin", "batch_size", "max", "mean", "min",
-           "prod", "sum", "tensor_size", "variance", "axes_with_order", "broadcast", "cast_axes",
-           "concat_along_axis", "dimshuffle", "expand_dims", "flatten", "flatten_at", "pad",
-           "slice_along_axis", "stack", "tensor_slice", "unflatten", "AssignableTensorOp",
-           "constant", "constant_storage", "constant_value", "is_constant", "is_constant_scalar",
-           "persistent_tensor", "placeholder", "temporary", "variable", "TensorDescription",
-           "reduce_strides", "make_transformer",
-           "transformer_choices", "NumPyTransformer", "format_graph"]
+           "IncompatibleAxesError", "LayoutError", "NotDifferentiableError", "SerializationError",
+           "ShapeError", "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem",
+           "assign", "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",
+           "spatial_axis", "PrintOp", "dot", "fill", "init_tensor", "lookuptable",
+           "cross_entropy_binary", "cross_entropy_binary_inner", "cross_entropy_multi", "dropout",
+           "moments", "one_hot", "sigmoid", "softmax", "squared_L2", "Op", "as_op", "as_ops",
+           "pooling", "normal", "set_random_seed", "uniform", "argmax", "argmin", "batch_size",
+           "max", "mean", "min", "prod", "sum", "tensor_size", "variance", "axes_with_order",
+           "broadcast", "cast_axes", "concat_along_axis", "dimshuffle", "expand_dims", "flatten",
+           "flatten_at", "pad", "slice_along_axis", "stack", "tensor_slice", "unflatten",
+           "AssignableTensorOp", "constant", "constant_storage", "constant_value", "is_constant",
+           "is_constant_scalar", "persistent_tensor", "placeholder", "temporary", "variable",
+           "TensorDescription", "reduce_strides", "make_transformer", "transformer_choices",
+           "NumPyTransformer", "format_graph"]
+# the function of every elementwise op, from its declaration (sigmoid is nn's, listed above)
+__all__ += [name for name in _elementwise.__all__ if name not in __all__]
 
 
 def __getattr__(name: str):

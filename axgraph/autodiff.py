@@ -87,6 +87,11 @@ def _log(op, d):
     return [d / op.args[0]]
 
 
+@adjoint(ew.Log1p)
+def _log1p(op, d):
+    return [d / (1.0 + op.args[0])]
+
+
 @adjoint(ew.Safelog)
 def _safelog(op, d):
     # Flat below the floor: no gradient there, and no 0 * inf at x = 0.

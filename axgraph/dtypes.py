@@ -127,6 +127,19 @@ class ElementRule:
         return operand, result
 
 
+#: The element rules of the elementwise ops: NumPy's meaning of each op for each type.
+#: The common type, booleans kept (add is or, multiply is and).
+SAME = ElementRule()
+#: Floats keep their type; bools and integers give float32 (exp, sqrt, true division).
+FLOAT = ElementRule(result="float")
+#: Booleans whatever the operands (comparisons).
+COMPARISON = ElementRule(result="bool")
+#: Booleans refused, as NumPy refuses `-b` and `b - b`.
+NO_BOOLEANS = ElementRule(booleans=None)
+#: Booleans computed as int8, as NumPy squares and powers them.
+BOOLEANS_AS_INT8 = ElementRule(booleans=np.dtype(np.int8))
+
+
 def cast(array: np.ndarray, dtype, copy: bool = True) -> np.ndarray:
     """`array.astype(dtype)` without NumPy's overflow warning: float64 values beyond
     float32's range round to +-inf, as IEEE arithmetic (and every backend) has them."""

@@ -41,7 +41,9 @@ import numpy as np
 import axgraph as ng
 
 from .axes import Axes, Axis, DualAxis, FlattenedAxis, elementwise_axes
+from .core.traits import NgFunction
 from .errors import AxesError, IncompatibleAxesError
+from .op_graph import elementwise as ew
 from .op_graph.elementwise import Cos, Sin
 from .op_graph.op import Op
 from .op_graph.shape_ops import parts_of
@@ -197,17 +199,45 @@ def _isolated_assigns():
     return isolate() if isolate is not None else contextlib.nullcontext()
 
 
-# Menus of ops by their ng.<name>.
-SMOOTH_UNARY = ("negative", "square", "exp", "tanh", "sigmoid", "sin", "cos", "erf")
-KINKED_UNARY = ("absolute", "relu")
+# Menus of ops by their ng.<name>. The elementwise ones follow from each op's declaration
+# (`NgFunction`: its smoothness, domain and rounding), so a new op is drawn by the menu
+# its declaration puts it in.
+
+def _declared(base: type) -> Dict[str, NgFunction]:
+    """ng name -> declaration, of the elementwise ops of `base`'s arity."""
+    return {op.ng.name: op.ng for op in ew.OPS if issubclass(op, base) and op.ng}
+
+
+UNARY_OPS, BINARY_OPS = _declared(ew.UnaryElementWiseOp), _declared(ew.BinaryElementWiseOp)
+#: The order the menus had when they were written by hand, kept so that a seed draws the
+#: graph it drew then; ops declared since follow these, in the order declared.
+FIRST_ORDER = ("negative", "square", "exp", "tanh", "sigmoid", "sin", "cos", "erf", "absolute",
+               "relu", "sign", "floor", "log", "sqrt", "reciprocal", "safelog", "rsqrt", "tan",
+               "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "greater",
+               "less", "equal", "not_equal", "greater_equal", "less_equal")
+
+
+def _menu(declared: Dict[str, NgFunction], keep: Callable[[NgFunction], bool]
+          ) -> Tuple[str, ...]:
+    names = [name for name, ng_function in declared.items() if keep(ng_function)]
+    return tuple(sorted(names, key=lambda name: FIRST_ORDER.index(name)
+                        if name in FIRST_ORDER else len(FIRST_ORDER)))
+
+
+def _smooth_on(domain: str) -> Callable[[NgFunction], bool]:
+    return lambda d: d.smoothness == "smooth" and d.domain == domain
+
+
+SMOOTH_UNARY = _menu(UNARY_OPS, _smooth_on("real"))
+KINKED_UNARY = _menu(UNARY_OPS, lambda d: d.smoothness == "kinked")
 #: Discontinuous: applied only to exactly known values, where backends cannot round apart.
-STEP_UNARY = ("sign", "floor")
-POSITIVE_UNARY = ("log", "sqrt", "reciprocal", "safelog", "rsqrt")
+STEP_UNARY = _menu(UNARY_OPS, lambda d: d.smoothness == "step")
+POSITIVE_UNARY = _menu(UNARY_OPS, _smooth_on("positive"))
 #: Smooth only away from poles: applied to tanh(x), inside (-1, 1).
-BOUNDED_UNARY = ("tan",)
-SMOOTH_BINARY = ("add", "subtract", "multiply", "divide", "power")
-KINKED_BINARY = ("maximum", "minimum")
-COMPARISONS = ("greater", "less", "equal", "not_equal", "greater_equal", "less_equal")
+BOUNDED_UNARY = _menu(UNARY_OPS, _smooth_on("unit"))
+SMOOTH_BINARY = _menu(BINARY_OPS, lambda d: d.smoothness == "smooth" and d.rule.result != "bool")
+KINKED_BINARY = _menu(BINARY_OPS, lambda d: d.smoothness == "kinked")
+COMPARISONS = _menu(BINARY_OPS, lambda d: d.rule.result == "bool")
 SMOOTH_REDUCTIONS = ("sum", "mean", "prod", "variance")
 KINKED_REDUCTIONS = ("max", "min")
 NUMBERS = (2.0, 0.5, -1.5, 1.0, 3.0)
@@ -431,7 +461,7 @@ class _Builder:
         y = self.partner(x)
         if isinstance(y, Op) and not self.combines(x, y):
             return None
-        if name == "power":  # a positive base, any exponent
+        if BINARY_OPS[name].domain == "positive":  # power: a positive base, any exponent
             return self.apply(name, self.positive(x), y)
         if name == "divide":
             # A divisor is kept from zero, where it would make inf. (At a zero divisor the
@@ -821,8 +851,8 @@ class _Builder:
 
 
 #: Ops whose result is exact when their inputs are (halves stay exact under them).
-EXACT = {"negative", "absolute", "relu", "sign", "floor", "add", "subtract", "maximum",
-         "minimum", "max", "min", "square", "multiply"}
+EXACT = {name for name, declared in {**UNARY_OPS, **BINARY_OPS}.items()
+         if declared.rounding == "exact"} | {"max", "min"}
 
 
 def _index_text(item) -> str:

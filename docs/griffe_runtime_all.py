@@ -3,7 +3,8 @@
 griffe reads source without running it, so an `__all__` built by code (`axgraph.core`
 lists its ops from `CORE_OPS`) would leave the reference empty. As griffe reads a
 module that defines `__all__`, the module is imported and its exports are set to the
-names its `__all__` holds at run time. Only the docs build uses this file.
+names its `__all__` holds at run time; members the module makes at import are read by
+inspection. Only the docs build uses this file.
 """
 from __future__ import annotations
 
@@ -19,6 +20,15 @@ class RuntimeAll(griffe.Extension):
 
     def on_module_members(self, *, mod: griffe.Module, **kwargs: Any) -> None:
         if "__all__" in mod.members:
-            names = getattr(importlib.import_module(mod.path), "__all__", None)
+            module = importlib.import_module(mod.path)
+            names = getattr(module, "__all__", None)
             if names is not None:
                 mod.exports = [str(name) for name in names]
+                # Names the module makes at import (the elementwise functions are built
+                # from their core ops' declarations) have no source to read: inspect them.
+                made = [n for n in mod.exports if n not in mod.members
+                        and getattr(getattr(module, n, None), "__module__", None) == mod.path]
+                if made:
+                    inspected = griffe.inspect(mod.path)
+                    for name in made:
+                        mod.set_member(name, inspected[name])

@@ -46,10 +46,10 @@ def sections(doc: str) -> Dict[str, List[str]]:
     return found
 
 
-def documented_parameters(doc: str) -> Set[str]:
-    """Names listed in the Parameters section (``a, b : Node`` lists two; ``**kwargs`` one)."""
+def documented_parameters(doc: str, section: str = "Parameters") -> Set[str]:
+    """Names listed in a section (``a, b : Node`` lists two; ``**kwargs`` one)."""
     names: Set[str] = set()
-    for line in sections(doc).get("Parameters", []):
+    for line in sections(doc).get(section, []):
         if not line.strip() or line[:1].isspace():
             continue                       # a description line, indented under its entry
         head = line.split(" : ")[0] if " : " in line else line
@@ -92,6 +92,9 @@ def problems_of(value) -> Iterator[str]:
                                    or getattr(value, "_is_protocol", False)):
         return                              # built by the library, not called with arguments
     listed = documented_parameters(doc)
+    if inspect.isclass(value) and (hasattr(value, "_fields")
+                                   or "__dataclass_fields__" in value.__dict__):
+        listed |= documented_parameters(doc, "Attributes")   # a record's fields are its data
     if inspect.isclass(value):          # or its own constructor's docstring (a tuple's __new__)
         for constructor in ("__init__", "__new__"):
             if constructor in value.__dict__:

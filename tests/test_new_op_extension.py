@@ -1,12 +1,14 @@
 """Adding an op without editing the library: softsign, x / (1 + |x|), defined here alone.
 
 docs/architecture.md ("Adding an op") walks through this file. The core op states its
-traits (family by its base class, the float types it accepts, its NumPy reference, its
-C expression); the axes op states its element rule; the lowering and the adjoint are
-registered through the public tables. Then it runs on every transformer: the NumPy
-reference, the interpreter, the cpu backend's generated code, and inside fused kernels
-of both engines (generated C and blocked NumPy), with deriv's gradient checked against
-finite differences.
+traits: its family by its base class, the float types it accepts, its NumPy function,
+its C expression, and (`ng`) the function the axes graph offers with NumPy's typing of
+it. Its axes op, lowering and documented function are made from that declaration. What
+is left is registered through the public tables: the adjoint, and the reference
+transformer's own NumPy expression (written apart from the core op's, so that the
+reference checks it). Then it runs on every transformer: the NumPy reference, the
+interpreter, the cpu backend's generated code, and inside fused kernels of both engines
+(generated C and blocked NumPy), with deriv's gradient checked against finite differences.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 import axgraph as ng
 from axgraph import autodiff, core
 from axgraph.core import interpreter
-from axgraph.lowering.rules import AS_CORE_OP, RULES, register_elementwise
+from axgraph.lowering.rules import RULES
 from axgraph.op_graph import elementwise as ew
 from axgraph.testing import ExecutorFactory, check_derivative
 from axgraph.transformers import numpy_kernels
@@ -37,16 +39,13 @@ class Softsign(core.UnaryElementwise):
     accepts = "float"
     numpy = softsign_reference                  # interpreter, generated code, folding
     c = "({0} / ({one} + {fabs}({0})))"         # fused C kernels (fabsf for f32)
+    ng = core.NgFunction("softsign", ew.FLOAT, """x / (1 + |x|) at every element of x.
+
+        A sign that is smooth: values lie in (-1, 1); bools and integers give float32.""")
 
 
-class SoftsignOp(ew.UnaryElementWiseOp):
-    """The axes op: integers and booleans give float32, like ng.tanh."""
-
-    rule = ew.FLOAT
-
-
-def softsign(x, name=None) -> ng.Op:
-    return SoftsignOp(x, name=name)
+SoftsignOp = ew.axes_op(Softsign)               # the axes op, lowered to Softsign
+softsign = ew.function_of(Softsign)             # softsign(x, name=None, dtype=None)
 
 
 def _softsign_adjoint(op, delta):
@@ -55,12 +54,13 @@ def _softsign_adjoint(op, delta):
 
 @pytest.fixture(scope="module", autouse=True)
 def registered():
-    """The lowering (with it the reference transformer's kernel) and the adjoint; both are
-    taken out again afterwards, so the tables stay as the library made them."""
-    register_elementwise(SoftsignOp, Softsign)
+    """The adjoint and the reference transformer's own expression (not the core op's
+    `numpy`: the reference is what the other transformers are checked against); both
+    are taken out again afterwards, so the tables stay as the library made them."""
     autodiff.ADJOINTS.register(SoftsignOp)(_softsign_adjoint)
+    numpy_kernels.ELEMENTWISE[SoftsignOp] = lambda x: x / (1 + np.abs(x))
     yield
-    for table in (RULES, AS_CORE_OP, autodiff.ADJOINTS):
+    for table in (autodiff.ADJOINTS, numpy_kernels.ELEMENTWISE):
         del table[SoftsignOp]
 
 
@@ -132,6 +132,21 @@ def test_gradient_matches_finite_differences(backend):
     with ExecutorFactory(backend) as factory:
         gradient = factory.executor(ng.deriv(ng.sum(softsign(x), out_axes=()), x), x)(xv)
     np.testing.assert_allclose(gradient, 1 / (1 + np.abs(xv)) ** 2, rtol=1e-14)
+
+
+def test_the_axes_op_and_its_function_come_from_the_declaration():
+    A = ng.make_axis(3, name="A")
+    op = softsign(ng.placeholder([A], dtype=np.int32), name="s")
+    assert type(op) is SoftsignOp and SoftsignOp.__name__ == "Softsign"
+    assert op.dtype == np.float32 and op.name == "s"  # FLOAT: integers give float32
+    assert softsign.__name__ == "softsign" and softsign.__module__ == __name__
+    doc = softsign.__doc__
+    assert doc.startswith("x / (1 + |x|) at every element of x.")
+    for section in ("Parameters", "Returns", "Raises"):
+        assert f"\n{section}\n" in doc
+    assert "If `dtype` is not a float type." in doc  # the FLOAT rule's refusal
+    with pytest.raises(ng.DTypeError, match="Softsign of int32: the result is a float"):
+        softsign(ng.placeholder([A], dtype=np.int32), dtype=np.int32)
 
 
 def test_the_core_op_checks_its_element_type():

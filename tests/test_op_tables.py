@@ -22,7 +22,7 @@ from axgraph import autodiff, core
 from axgraph.core import interpreter
 from axgraph.core.traits import ELEMENTWISE_FAMILIES, is_elementwise, numpy_function
 from axgraph.errors import AxgraphError, GraphError
-from axgraph.lowering.rules import RULES
+from axgraph.lowering.rules import RULES, register_elementwise
 from axgraph.op_graph import elementwise as ew
 from axgraph.op_table import OpTable
 from axgraph.transformers import numpy_kernels
@@ -265,3 +265,23 @@ def test_an_axes_op_without_a_lowering_is_an_error_at_its_line():
                            match="cannot run Unlowered .*no lowering of it to core ops") as error:
             transformer.computation(op, x)(np.ones(2, np.float32))
     assert error.value.location == (__file__, line)
+
+
+class Twice(ew.UnaryElementWiseOp):
+    """An axes op written by hand that is one core op over its converted arg: x + x."""
+
+
+class _Double(core.UnaryElementwise):
+    numpy = staticmethod(lambda x, out=None: np.add(x, x, out=out))
+    c = "({0} + {0})"
+
+
+def test_a_hand_written_axes_op_lowers_to_the_core_op_it_registers(monkeypatch):
+    monkeypatch.setattr(Twice, "core_op", None)  # taken out again afterwards
+    register_elementwise(Twice, _Double)
+    A = ng.make_axis(3, name="A")
+    x = ng.placeholder([A], dtype=np.int32)
+    with ng.make_transformer("interpreter") as transformer:
+        got = transformer.computation(Twice(x), x)(np.array([1, -2, 30], np.int32))
+    np.testing.assert_array_equal(got, [2, -4, 60])
+    assert got.dtype == np.int32

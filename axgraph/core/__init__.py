@@ -24,6 +24,7 @@ from .function import Function
 from .node import Node, at_location
 from .ops import *  # noqa: F401,F403 - the op classes are this namespace's point
 from .ops import CORE_OPS
+from .traits import NgFunction
 from .types import (ElementType, Shape, boolean, element_type, element_types, f16, f32, f64,
                     has_bf16, i8, i16, i32, i64, u8, u16, u32, u64)
 
@@ -39,4 +40,4 @@ __all__ = ["Dim", "symbols", "Backend", "CacheInfo", "Capabilities", "Executable
            "compile", "get_backend", "register_backend", "Function", "Node",
            "at_location", "ElementType", "Shape", "boolean", "element_type", "element_types",
            "f16", "f32", "f64", "has_bf16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-           "CORE_OPS"] + [op.__name__ for op in CORE_OPS]
+           "CORE_OPS", "NgFunction"] + [op.__name__ for op in CORE_OPS]

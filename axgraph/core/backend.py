@@ -71,7 +71,7 @@ class CacheInfo(NamedTuple):
     compile time: it reports `maxsize` 0 and no keys, and counts every call
     as a hit (nothing was built for it).
 
-    Parameters
+    Attributes
     ----------
     hits : int
         Calls that ran a program already built.

@@ -6,16 +6,23 @@ fuse, which are commutative, the interpreter's elementwise kernels, the ufunc
 the generated Python calls, the expression a fused C kernel computes, and
 whether a kernel may write over an input are all read from here, so a new
 elementwise op declared with its traits runs on every backend
-(docs/architecture.md, "Adding an op").
+(docs/architecture.md, "Adding an op"). Its `ng` trait says how the axes graph
+offers it (the function `ng.exp`, NumPy's typing of it, what the tests may
+assume of its values), and the axes op, its lowering and the function are
+derived from that (axgraph/op_graph/elementwise.py).
 """
 from __future__ import annotations
 
 import functools
 import inspect
 import types
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Dict, FrozenSet, Optional, Tuple, Union
 
 import numpy as np
+
+from ..dtypes import SAME, ElementRule
+from ..errors import AxgraphValueError
 
 #: The families of elementwise ops: each output element depends only on the inputs'
 #: elements at the same position (fused by the cpu backend, folded on uniform constants).
@@ -25,6 +32,77 @@ ELEMENTWISE_FAMILIES: FrozenSet[str] = frozenset(
 #: A C trait: a format string over the operands or a function of a `CTerms`-like object
 #: (axgraph/transformers/cpu/kernel_c.py) returning the C expression.
 CCode = Union[str, Callable[..., str]]
+
+#: The values of `NgFunction`'s test-facing facts.
+SMOOTHNESS = ("smooth", "kinked", "step", "blocked")
+DOMAINS = ("real", "positive", "unit")
+ROUNDINGS = ("exact", "correct", "approximate")
+
+
+@dataclass(frozen=True)
+class NgFunction:
+    """How the axes graph offers an elementwise op: the function `ng.<name>` building it.
+
+    A core op declares one as its `ng` trait; `axgraph.op_graph.elementwise` then makes
+    from it the axes op (a class named after the core op, lowered to it over its args
+    converted to the operand type and aligned by axes) and the function, with a
+    NumPy-style docstring whose Parameters, Returns and Raises sections follow from the
+    op's arity and `rule`. An axes op that is a composition of core ops (square, relu)
+    declares one on its own class instead.
+
+    Parameters
+    ----------
+    name : str
+        The function's name: "exp" makes `ng.exp`.
+    rule : ElementRule, optional
+        NumPy's typing of the op (`axgraph.dtypes`: SAME, FLOAT, NO_BOOLEANS,
+        BOOLEANS_AS_INT8, COMPARISON).
+    doc : str, optional
+        The function's summary line and description, and any further sections
+        (Examples). None: the function is written by hand beside its op (safelog
+        takes a limit).
+    op_name : str, optional
+        The axes op class's name; None: the core op's (`core.Abs` gives "Absolute").
+    logical : type, optional
+        The core op computing it on booleans, which the core op does not take
+        (NumPy's add of booleans is `core.Or`).
+    identity_for : str, optional
+        The NumPy dtype kinds ("b", "biu") on which the op gives its operand back
+        (abs of booleans, floor of integers), with no core op.
+    smoothness : str, optional
+        "smooth"; "kinked" (continuous, with corners: abs, maximum); "step"
+        (piecewise constant: sign, comparisons); "blocked" (deriv passes no gradient
+        through it: stop_gradient).
+    domain : str, optional
+        Where the op is smooth and finite, so tests and the fuzzer draw its operand
+        there: "real", "positive" (x > 0) or "unit" (-1 < x < 1).
+    rounding : str, optional
+        "exact" (no rounding on small multiples of 1/2: add, abs, maximum); "correct"
+        (correctly rounded IEEE operations, the same bits on every engine: sqrt,
+        divide); "approximate" (libm or the kernels' own math, a few ulps apart).
+
+    Raises
+    ------
+    AxgraphValueError
+        If `smoothness`, `domain` or `rounding` is not one of the values above.
+    """
+
+    name: str
+    rule: ElementRule = SAME
+    doc: Optional[str] = None
+    op_name: Optional[str] = None
+    logical: Optional[type] = None
+    identity_for: str = ""
+    smoothness: str = "smooth"
+    domain: str = "real"
+    rounding: str = "approximate"
+
+    def __post_init__(self):
+        for field, allowed in (("smoothness", SMOOTHNESS), ("domain", DOMAINS),
+                               ("rounding", ROUNDINGS)):
+            if getattr(self, field) not in allowed:
+                raise AxgraphValueError(f"NgFunction {self.name!r}: {field} "
+                                        f"{getattr(self, field)!r} is not one of {allowed}")
 
 
 class Traits:
@@ -57,6 +135,8 @@ class Traits:
     in_place: a kernel may write the output over an input of the same shape,
         type and layout that dies at this op (each element is read before it
         is written, or the result is computed aside first).
+    ng: None, or an elementwise op's `NgFunction`: the function of the axes graph
+        that builds it (`ng.exp`), from which its axes op and lowering are made.
     """
 
     family: ClassVar[Optional[str]] = None
@@ -65,6 +145,7 @@ class Traits:
     c: ClassVar[Optional[CCode]] = None
     c_quotient: ClassVar[Optional[Callable[..., Tuple[str, str]]]] = None
     in_place: ClassVar[bool] = False
+    ng: ClassVar[Optional[NgFunction]] = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -124,5 +205,6 @@ def name_in(namespace: Dict[str, Any], function: Callable) -> str:
     return name
 
 
-__all__ = ["CCode", "ELEMENTWISE_FAMILIES", "Traits", "c_code", "c_quotient", "is_elementwise",
-           "name_in", "numpy_function", "takes_out", "ufunc_name"]
+__all__ = ["CCode", "DOMAINS", "ELEMENTWISE_FAMILIES", "NgFunction", "ROUNDINGS", "SMOOTHNESS",
+           "Traits", "c_code", "c_quotient", "is_elementwise", "name_in", "numpy_function",
+           "takes_out", "ufunc_name"]

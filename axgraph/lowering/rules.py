@@ -8,7 +8,7 @@ reordering of seed 000 become explicit Broadcast and Transpose nodes here.
 from __future__ import annotations
 
 import math
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
@@ -44,19 +44,8 @@ def find_rule(op: Op) -> Rule:
 
 # -- elementwise -------------------------------------------------------------------------
 
-#: The core op each axes elementwise op is, over its args converted to the operand type
-#: and aligned to the result's axes (the reference transformer computes with its `numpy`).
-AS_CORE_OP: OpTable[type] = OpTable("core op of an axes op", {
-    ew.Negative: core.Negative, ew.Absolute: core.Abs, ew.Sign: core.Sign, ew.Sqrt: core.Sqrt,
-    ew.Exp: core.Exp, ew.Log: core.Log, ew.Tanh: core.Tanh, ew.Sigmoid: core.Sigmoid,
-    ew.Sin: core.Sin, ew.Cos: core.Cos, ew.Floor: core.Floor, ew.Tan: core.Tan,
-    ew.Erf: core.Erf, ew.Rsqrt: core.Rsqrt,
-    ew.Add: core.Add, ew.Subtract: core.Subtract, ew.Multiply: core.Multiply,
-    ew.Divide: core.Divide, ew.Power: core.Power, ew.Maximum: core.Maximum,
-    ew.Minimum: core.Minimum, ew.Equal: core.Equal, ew.NotEqual: core.NotEqual,
-    ew.Less: core.Less, ew.LessEqual: core.LessEq, ew.Greater: core.Greater,
-    ew.GreaterEqual: core.GreaterEq,
-})
+def _is_one_core_op(op_class: type) -> bool:
+    return getattr(op_class, "core_op", None) is not None
 
 
 def _safelog(x: core.Node, ctx: LoweringContext) -> core.Node:
@@ -78,51 +67,47 @@ def _relu(x, ctx):
     return core.Maximum(x, ctx.constant(0, x.element_type.dtype, x.shape))
 
 
-def _floor(x, ctx):
-    return core.Floor(x) if x.element_type.is_float else x  # integers are whole already
-
-
-def _absolute(x, ctx):
-    return x if x.element_type.is_boolean else core.Abs(x)
-
-
-#: Unary axes ops that are not one core op (for every type), each `lower(x, ctx)`.
+#: The unary axes ops that are compositions of core ops, each `lower(x, ctx)` of its arg
+#: converted to the operand type.
 UNARY: OpTable[Callable] = OpTable("unary lowering", {
-    ew.Absolute: _absolute, ew.Square: _square, ew.Safelog: _safelog,
-    ew.Reciprocal: _reciprocal, ew.Relu: _relu, ew.Floor: _floor,
+    ew.Square: _square, ew.Safelog: _safelog, ew.Reciprocal: _reciprocal, ew.Relu: _relu,
     ew.StopGradient: lambda x, ctx: x,
 })
-#: The core ops computing NumPy's arithmetic on booleans (the core has no boolean arithmetic).
-LOGICAL: OpTable[type] = OpTable("logical core op", {
-    ew.Add: core.Or, ew.Multiply: core.And, ew.Maximum: core.Or, ew.Minimum: core.And,
-})
 
 
+@rule(*UNARY)
+def _composite_unary(ctx, op, x):
+    return UNARY.lookup(type(op))(ctx.convert(x, op.operand_dtype), ctx)
+
+
+# An axes op made from a core op's declaration (`ew.axes_op`) is that core op over its
+# args converted to the operand type and aligned to its axes: on booleans, the core op
+# it declares as `logical` (add is or), and where the operand's kind is in its
+# `identity_for`, the operand itself (abs of booleans, floor of integers).
+
+@rule(ew.UnaryElementWiseOp, when=_is_one_core_op)
 def _unary(ctx, op, x):
     x = ctx.convert(x, op.operand_dtype)
-    special = UNARY.lookup(type(op))
-    return special(x, ctx) if special is not None else AS_CORE_OP.lookup(type(op))(x)
+    if op.ng is not None and op.operand_dtype.kind in op.ng.identity_for:
+        return x
+    return op.core_op(x)
 
 
+@rule(ew.BinaryElementWiseOp, when=_is_one_core_op)
 def _binary(ctx, op, x, y):
     x_op, y_op = op.args
     x = ctx.align(ctx.convert(x, op.operand_dtype), x_op.axes, op.axes)
     y = ctx.align(ctx.convert(y, op.operand_dtype), y_op.axes, op.axes)
-    logical = op.operand_dtype.kind == "b" and not op.bool_result
-    node_class = LOGICAL.lookup(type(op)) if logical else None
-    return (node_class or AS_CORE_OP.lookup(type(op)))(x, y)
+    logical = op.ng.logical if op.ng is not None and op.operand_dtype.kind == "b" else None
+    return (logical or op.core_op)(x, y)
 
 
-def register_elementwise(axes_class: type, core_class: type) -> None:
-    """Lower the unary or binary axes elementwise op `axes_class` to `core_class`, over its
-    args converted to the operand type and aligned to the result's axes; the reference
-    transformer then computes it with `core_class.numpy`."""
-    AS_CORE_OP[axes_class] = core_class
-    rule(axes_class)(_unary if issubclass(axes_class, ew.UnaryElementWiseOp) else _binary)
-
-
-for _axes_class in list(AS_CORE_OP) + list(UNARY):
-    rule(_axes_class)(_unary if issubclass(_axes_class, ew.UnaryElementWiseOp) else _binary)
+def register_elementwise(axes_class: Type[ew.ElementWiseOp], core_class: type) -> None:
+    """Lower a unary or binary axes op written by hand to `core_class`, as the ops made from
+    a core op's declaration (`ew.axes_op`) are: over its args converted to the operand type
+    and aligned to its axes. The reference transformer needs its own expression too
+    (`numpy_kernels.ELEMENTWISE`)."""
+    axes_class.core_op = core_class
 
 
 @rule(ew.Where)

@@ -1,43 +1,64 @@
-"""Elementwise ops, with order-free broadcasting by axes (seed 000).
+"""Elementwise ops, with order-free broadcasting by axes.
 
 The result of a binary op has the left operand's axes, then the right
 operand's axes that the left lacks: ``(C, H) + (W, H, N) -> (C, H, W, N)``.
 Element types follow NumPy (axgraph/dtypes.py, docs/dtypes.md): Python
 numbers take the element type of the tensor they meet, so ``x + 1`` stays
 float32 and ``labels + 1`` stays int32; ``mask * mask`` is a logical and.
+
+Each op is declared once. An op that is one core op is made here from that
+core op's `ng` trait (`core.traits.NgFunction`, in axgraph/core/ops/elementwise.py):
+its class, named after the core op (`Exp`, `Absolute` for `core.Abs`), lowered
+to it over its args converted and aligned, and its function (`exp`), whose
+docstring's Parameters, Returns and Raises follow from its arity and element
+rule (`function_docs`). An op that is a composition of core ops (`Square`,
+`Safelog`, `Reciprocal`, `Relu`, `StopGradient`, `Where`) is a class below with
+an `ng` declaration of its own, and a lowering rule and reference kernel of its
+own. `OPS` lists every elementwise op with a function and `__all__` the functions.
 """
 from __future__ import annotations
 
+import inspect
 import math
-from typing import ClassVar, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type
 
 import numpy as np
 
 from ..axes import Axes, elementwise_axes
+from ..core.ops import elementwise as core_ops
+from ..core.traits import NgFunction
 from ..debug_info import user_location
-from ..dtypes import ElementRule, promote
-from ..errors import DTypeError, IncompatibleAxesError
+# (the element rules are re-exported: an axes op declares `ng.rule` as ew.FLOAT, ...)
+from ..dtypes import (BOOLEANS_AS_INT8, COMPARISON, FLOAT, NO_BOOLEANS, SAME,  # noqa: F401
+                      ElementRule, promote)
+from ..errors import AxgraphTypeError, DTypeError, IncompatibleAxesError
+from . import function_docs
 from .op import Op
 from .shape_ops import cast_axes
 from .tensors import as_op
-
-#: The element rules of the ops below: NumPy's meaning of each op for each type.
-SAME = ElementRule()
-FLOAT = ElementRule(result="float")
-COMPARISON = ElementRule(result="bool")
-NO_BOOLEANS = ElementRule(booleans=None)
-BOOLEANS_AS_INT8 = ElementRule(booleans=np.dtype(np.int8))
 
 
 class ElementWiseOp(Op):
     """Base of ops whose value at each index uses only the args at that index.
 
     `operand_dtype` is the type every transformer converts the args to before
-    computing; `dtype` is the result's (they differ only for comparisons).
+    computing; `dtype` is the result's (they differ only for comparisons). A
+    class declaring `ng` takes its `rule` from it.
     """
 
     #: How the result type follows from the operands' (axgraph/dtypes.py).
     rule: ClassVar[ElementRule] = SAME
+    #: The function building this op and what tests may assume of its values.
+    ng: ClassVar[Optional[NgFunction]] = None
+    #: The core op this op is, over its args converted to `operand_dtype` and aligned to
+    #: its axes; None: a composition, lowered by a rule of its own.
+    core_op: ClassVar[Optional[type]] = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("ng")
+        if declared is not None:
+            cls.rule = declared.rule
 
     def infer_dtype(self) -> np.dtype:
         return self._types(self.args, self._asked_dtype)
@@ -111,258 +132,20 @@ def binary_result_dtype(x: Op, y: Op) -> np.dtype:
                    getattr(y, "weak_dtype", False))
 
 
-def _unary(class_name: str, doc: str, rule: ElementRule = SAME):
-    return type(class_name, (UnaryElementWiseOp,), {"__doc__": doc, "rule": rule})
+# -- compositions of core ops: each declared here, lowered and computed by rules of its own --
+
+class Square(UnaryElementWiseOp):
+    """x * x at every element (a product in the core)."""
+
+    ng = NgFunction("square", BOOLEANS_AS_INT8, """x * x at every element of x.
+
+        Booleans are squared as int8, as NumPy squares them.""", rounding="exact")
 
 
-def _binary(class_name: str, doc: str, rule: ElementRule = SAME):
-    return type(class_name, (BinaryElementWiseOp,), {"__doc__": doc, "rule": rule})
+class Safelog(UnaryElementWiseOp):
+    """log(max(x, exp(-50))): finite where x underflows to 0."""
 
-
-Negative = _unary("Negative", "-x", NO_BOOLEANS)
-Absolute = _unary("Absolute", "|x|")
-Sign = _unary("Sign", "-1, 0 or 1 by the sign of x", NO_BOOLEANS)
-Square = _unary("Square", "x * x", BOOLEANS_AS_INT8)
-Sqrt = _unary("Sqrt", "square root of x", FLOAT)
-Exp = _unary("Exp", "e ** x", FLOAT)
-Log = _unary("Log", "natural logarithm of x", FLOAT)
-Safelog = _unary("Safelog", "log(max(x, exp(-50))): finite where x underflows to 0", FLOAT)
-Reciprocal = _unary("Reciprocal", "1 / x (true division, as Divide)", FLOAT)
-Tanh = _unary("Tanh", "hyperbolic tangent of x", FLOAT)
-Sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x))", FLOAT)
-Sin = _unary("Sin", "sine of x", FLOAT)
-Cos = _unary("Cos", "cosine of x", FLOAT)
-Tan = _unary("Tan", "tangent of x", FLOAT)
-Erf = _unary("Erf", "the error function of x", FLOAT)
-Rsqrt = _unary("Rsqrt", "1 / sqrt(x)", FLOAT)
-Relu = _unary("Relu", "max(x, 0)")
-Floor = _unary("Floor", "the largest whole number <= x (integers and booleans are unchanged)")
-StopGradient = _unary("StopGradient", "x, through which deriv passes no gradient")
-
-Add = _binary("Add", "x + y (logical or of booleans)")
-Subtract = _binary("Subtract", "x - y", NO_BOOLEANS)
-Multiply = _binary("Multiply", "x * y (logical and of booleans)")
-Divide = _binary("Divide", "x / y (true division: integer inputs give floats)", FLOAT)
-Power = _binary("Power", "x ** y", BOOLEANS_AS_INT8)
-Maximum = _binary("Maximum", "the larger of x and y (NaN propagates)")
-Minimum = _binary("Minimum", "the smaller of x and y (NaN propagates)")
-Equal = _binary("Equal", "x == y", COMPARISON)
-NotEqual = _binary("NotEqual", "x != y", COMPARISON)
-Less = _binary("Less", "x < y", COMPARISON)
-LessEqual = _binary("LessEqual", "x <= y", COMPARISON)
-Greater = _binary("Greater", "x > y", COMPARISON)
-GreaterEqual = _binary("GreaterEqual", "x >= y", COMPARISON)
-
-def negative(x, name=None, dtype=None) -> Op:
-    """-x at every element of x.
-
-    Booleans are refused, as NumPy refuses them; with an integer `dtype` their 0s and 1s
-    are negated. ``-x`` builds the same op.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If x holds booleans and no `dtype` is given (NumPy refuses them too), if
-        `dtype` is bool, or if it is not a supported element type.
-    """
-    return Negative(x, name=name, dtype=dtype)
-
-
-def absolute(x, name=None, dtype=None) -> Op:
-    """|x| at every element of x.
-
-    Booleans come back unchanged. ``abs(x)`` builds the same op.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a supported element type.
-    """
-    return Absolute(x, name=name, dtype=dtype)
-
-
-def sign(x, name=None, dtype=None) -> Op:
-    """-1, 0 or 1 by the sign of each element of x.
-
-    Its derivative is zero wherever it exists, so deriv passes no gradient through it.
-    Booleans are refused, as NumPy refuses them.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If x holds booleans and no `dtype` is given (NumPy refuses them too), if
-        `dtype` is bool, or if it is not a supported element type.
-    """
-    return Sign(x, name=name, dtype=dtype)
-
-
-def square(x, name=None, dtype=None) -> Op:
-    """x * x at every element of x.
-
-    Booleans are squared as int8, as NumPy squares them.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is bool (booleans are computed as int8, as NumPy does) or
-        not a supported element type.
-    """
-    return Square(x, name=name, dtype=dtype)
-
-
-def sqrt(x, name=None, dtype=None) -> Op:
-    """The square root of each element of x.
-
-    A negative element gives NaN; bools and integers give float32.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Sqrt(x, name=name, dtype=dtype)
-
-
-def exp(x, name=None, dtype=None) -> Op:
-    """e ** x at every element of x.
-
-    Overflow gives inf, never an error or a warning; bools and integers give float32.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Exp(x, name=name, dtype=dtype)
-
-
-def log(x, name=None, dtype=None) -> Op:
-    """The natural logarithm of each element of x.
-
-    log(0) is -inf and a negative element gives NaN; `safelog` stays finite where x may
-    round to 0.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Log(x, name=name, dtype=dtype)
+    ng = NgFunction("safelog", FLOAT, domain="positive")  # its function takes a limit
 
 
 #: Where `safelog` clamps its input: exp(-50), as Nervana Graph's default limit.
@@ -401,284 +184,32 @@ def safelog(x, limit: float = SAFELOG_LIMIT, name=None, dtype=None) -> Op:
     """
     if limit == SAFELOG_LIMIT:
         return Safelog(x, name=name, dtype=dtype)
+    log, maximum = function_of(core_ops.Log), function_of(core_ops.Maximum)
     return log(maximum(x, float(limit)), name=name, dtype=dtype)
 
 
-def reciprocal(x, name=None, dtype=None) -> Op:
-    """1 / x at every element of x.
+class Reciprocal(UnaryElementWiseOp):
+    """1 / x (true division, as Divide)."""
 
-    True division, as `divide`: integers give float32 (NumPy's reciprocal would divide
-    integers).
+    ng = NgFunction("reciprocal", FLOAT, """1 / x at every element of x.
 
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Reciprocal(x, name=name, dtype=dtype)
+        True division, as `divide`: integers give float32 (NumPy's reciprocal would
+        divide integers).""", domain="positive", rounding="correct")
 
 
-def tanh(x, name=None, dtype=None) -> Op:
-    """The hyperbolic tangent of each element of x.
+class Relu(UnaryElementWiseOp):
+    """max(x, 0)."""
 
-    Values lie in [-1, 1]; bools and integers give float32.
+    ng = NgFunction("relu", SAME, """max(x, 0) at every element of x: the rectified linear unit.
 
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Tanh(x, name=name, dtype=dtype)
+        Its derivative is 1 where x > 0 and 0 elsewhere.""",
+                    smoothness="kinked", rounding="exact")
 
 
-def sigmoid(x, name=None, dtype=None) -> Op:
-    """Logistic function 1 / (1 + exp(-x)), computed without overflow."""
-    return Sigmoid(x, name=name, dtype=dtype)
+class StopGradient(UnaryElementWiseOp):
+    """x, through which deriv passes no gradient."""
 
-
-def sin(x, name=None, dtype=None) -> Op:
-    """The sine of each element of x (in radians).
-
-    Bools and integers give float32.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Sin(x, name=name, dtype=dtype)
-
-
-def cos(x, name=None, dtype=None) -> Op:
-    """The cosine of each element of x (in radians).
-
-    Bools and integers give float32.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Cos(x, name=name, dtype=dtype)
-
-
-def tan(x, name=None, dtype=None) -> Op:
-    """The tangent of each element of x (in radians).
-
-    Bools and integers give float32.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Tan(x, name=name, dtype=dtype)
-
-
-def erf(x, name=None, dtype=None) -> Op:
-    """The error function of each element of x.
-
-    erf(x) = 2 / sqrt(pi) * (the integral of exp(-t**2) from 0 to x), so the normal
-    distribution's cumulative function is (1 + erf(x / sqrt(2))) / 2.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Erf(x, name=name, dtype=dtype)
-
-
-def rsqrt(x, name=None, dtype=None) -> Op:
-    """1 / sqrt(x) at every element of x.
-
-    One op where normalizations divide by a standard deviation: 0 gives inf and a
-    negative element NaN.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: x's type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    """
-    return Rsqrt(x, name=name, dtype=dtype)
-
-
-def relu(x, name=None, dtype=None) -> Op:
-    """max(x, 0) at every element of x: the rectified linear unit.
-
-    Its derivative is 1 where x > 0 and 0 elsewhere.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a supported element type.
-    """
-    return Relu(x, name=name, dtype=dtype)
-
-
-def floor(x, name=None, dtype=None) -> Op:
-    """The largest whole number <= each element of x.
-
-    Integers and booleans come back unchanged; its derivative is zero wherever it
-    exists.
-
-    Parameters
-    ----------
-    x : Op or number
-        The operand.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: x's type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If `x` is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a supported element type.
-    """
-    return Floor(x, name=name, dtype=dtype)
+    ng = NgFunction("stop_gradient", SAME, smoothness="blocked", rounding="exact")
 
 
 def stop_gradient(x, name=None) -> Op:
@@ -708,431 +239,12 @@ def stop_gradient(x, name=None) -> Op:
     return StopGradient(x, name=name)
 
 
-def add(x, y, name=None, dtype=None) -> Op:
-    """x + y, broadcast over the union of their axes.
-
-    Axes pair by identity, in any order: the result has x's axes, then y's new ones.
-    Booleans give their logical or. ``x + y`` builds the same op.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a supported element type.
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-
-    Examples
-    --------
-    >>> import axgraph as ng
-    >>> C, N = ng.make_axis(length=2, name="C"), ng.make_axis(length=3, name="N")
-    >>> ng.add(ng.placeholder([C]), ng.placeholder([N, C])).axes
-    Axes(C: 2, N: 3)
-    """
-    return Add(x, y, name=name, dtype=dtype)
-
-
-def subtract(x, y, name=None, dtype=None) -> Op:
-    """x - y, broadcast over the union of their axes.
-
-    Axes pair by identity, in any order. Booleans are refused, as NumPy refuses them.
-    ``x - y`` builds the same op.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If the operands are booleans and no `dtype` is given (NumPy refuses them too), if
-        `dtype` is bool, or if it is not a supported element type.
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Subtract(x, y, name=name, dtype=dtype)
-
-
-def multiply(x, y, name=None, dtype=None) -> Op:
-    """x * y, broadcast over the union of their axes.
-
-    Axes pair by identity, in any order: a shared axis is multiplied elementwise, an
-    axis of one operand only makes an outer product. Booleans give their logical and.
-    ``x * y`` builds the same op.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a supported element type.
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Multiply(x, y, name=name, dtype=dtype)
-
-
-def divide(x, y, name=None, dtype=None) -> Op:
-    """x / y, broadcast over the union of their axes.
-
-    True division: bools and integers give float32. Division by zero gives inf or NaN,
-    never an error. ``x / y`` builds the same op.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The float type to compute in and return; None: the operands' common type if it is a float,
-        else float32.
-
-    Returns
-    -------
-    Op
-        The result, with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a float type.
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Divide(x, y, name=name, dtype=dtype)
-
-
-def power(x, y, name=None, dtype=None) -> Op:
-    """x ** y, broadcast over the union of their axes.
-
-    Booleans are computed as int8, as NumPy does. ``x ** y`` builds the same op.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is bool (booleans are computed as int8, as NumPy does) or
-        not a supported element type.
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Power(x, y, name=name, dtype=dtype)
-
-
-def maximum(x, y, name=None, dtype=None) -> Op:
-    """The larger of x and y at every element, broadcast over the union of their axes.
-
-    NaN propagates; booleans give their logical or.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a supported element type.
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Maximum(x, y, name=name, dtype=dtype)
-
-
-def minimum(x, y, name=None, dtype=None) -> Op:
-    """The smaller of x and y at every element, broadcast over the union of their axes.
-
-    NaN propagates; booleans give their logical and.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to compute in and return, as NumPy's ``dtype=`` (None: the operands' common type).
-
-    Returns
-    -------
-    Op
-        The result, with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    DTypeError
-        If `dtype` is not a supported element type.
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Minimum(x, y, name=name, dtype=dtype)
-
-
-def equal(x, y, name=None) -> Op:
-    """x == y at every element: a boolean tensor.
-
-    Ops keep ``==`` for identity (they are dictionary keys), so values are compared with
-    this function.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Returns
-    -------
-    Op
-        A boolean tensor with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Equal(x, y, name=name)
-
-
-def not_equal(x, y, name=None) -> Op:
-    """x != y at every element: a boolean tensor.
-
-    Ops keep ``!=`` for identity, so values are compared with this function.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Returns
-    -------
-    Op
-        A boolean tensor with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return NotEqual(x, y, name=name)
-
-
-def less(x, y, name=None) -> Op:
-    """x < y at every element: a boolean tensor.
-
-    ``x < y`` builds the same op; no gradient flows through a comparison.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Returns
-    -------
-    Op
-        A boolean tensor with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Less(x, y, name=name)
-
-
-def less_equal(x, y, name=None) -> Op:
-    """x <= y at every element: a boolean tensor.
-
-    ``x <= y`` builds the same op; no gradient flows through a comparison.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Returns
-    -------
-    Op
-        A boolean tensor with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return LessEqual(x, y, name=name)
-
-
-def greater(x, y, name=None) -> Op:
-    """x > y at every element: a boolean tensor.
-
-    ``x > y`` builds the same op; no gradient flows through a comparison.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Returns
-    -------
-    Op
-        A boolean tensor with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return Greater(x, y, name=name)
-
-
-def greater_equal(x, y, name=None) -> Op:
-    """x >= y at every element: a boolean tensor.
-
-    ``x >= y`` builds the same op; no gradient flows through a comparison.
-
-    Parameters
-    ----------
-    x, y : Op or number
-        The operands; a Python number takes the other's element type (if of no higher kind).
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Returns
-    -------
-    Op
-        A boolean tensor with x's axes, then y's axes that x lacks.
-
-    Raises
-    ------
-    AxgraphTypeError
-        If an operand is not an op or a number (an array needs ng.constant and axes).
-    IncompatibleAxesError
-        If x and y hold different axes with the same name (the result would be
-        an outer product), or an axis made up for an array could pair with
-        several axes of the other operand.
-    """
-    return GreaterEqual(x, y, name=name)
-
-
 class Where(ElementWiseOp):
     """x where condition holds, else y (NumPy's `where`), over the union of the three args'
     axes: x's, then y's new ones, then the condition's. x and y meet as in a binary op
     (their common type); the condition is true where nonzero."""
+
+    ng = NgFunction("where", SAME, rounding="exact")  # its function takes three operands
 
     def __init__(self, condition, x, y, name: Optional[str] = None, dtype=None):
         condition, x, y = as_op(condition), as_op(x), as_op(y)
@@ -1194,3 +306,137 @@ def where(condition, x, y, name=None, dtype=None) -> Op:
     [0. 0. 1. 2.]
     """
     return Where(condition, x, y, name=name, dtype=dtype)
+
+
+# -- ops made from a core op's declaration --------------------------------------------------
+
+_AXES_OPS: Dict[type, Type[ElementWiseOp]] = {}
+_FUNCTIONS: Dict[type, Callable[..., Op]] = {}
+
+
+def axes_op(core_op: type) -> Type[ElementWiseOp]:
+    """The axes op of an elementwise core op that declares its `ng` trait (made once).
+
+    A subclass of `UnaryElementWiseOp` or `BinaryElementWiseOp` named `ng.op_name` or
+    after the core op, with `ng`'s element rule, lowered to `core_op`. The library's are
+    this module's `Exp`, `Add`, ...; a user's core op gets its own the same way.
+
+    Parameters
+    ----------
+    core_op : type
+        A subclass of `core.UnaryElementwise` or `core.BinaryElementwise` declaring `ng`.
+
+    Returns
+    -------
+    type
+        The axes op class (the same one on every call).
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `core_op` is not a unary or binary elementwise core op declaring `ng`.
+    """
+    found = _AXES_OPS.get(core_op)
+    if found is not None:
+        return found
+    ng = getattr(core_op, "ng", None) if isinstance(core_op, type) else None
+    families = (core_ops.UnaryElementwise, core_ops.BinaryElementwise)
+    if ng is None or not issubclass(core_op, families):
+        raise AxgraphTypeError(f"axes_op takes a unary or binary elementwise core op that "
+                               f"declares its ng trait, not {core_op!r}", user_location())
+    base = UnaryElementWiseOp if issubclass(core_op, core_ops.UnaryElementwise) \
+        else BinaryElementWiseOp
+    summary = inspect.cleandoc(ng.doc or ng.name).splitlines()[0]
+    made: Type[ElementWiseOp] = type(ng.op_name or core_op.__name__, (base,), {
+        "__doc__": f"{summary}\n\nThe axes op of `core.{core_op.__name__}`, made from its "
+                   f"declaration; `ng.{ng.name}` builds it.",
+        "__module__": __name__ if core_op.__module__ == core_ops.__name__ else core_op.__module__,
+        "ng": ng, "core_op": core_op})
+    _AXES_OPS[core_op] = made
+    return made
+
+
+def function_of(op_class: type) -> Callable[..., Op]:
+    """The function building `op_class`, with the docstring its declaration composes (made once).
+
+    Parameters
+    ----------
+    op_class : type
+        An elementwise axes op declaring `ng` with a `doc`, or a core op declaring its
+        `ng` trait (then its `axes_op`'s).
+
+    Returns
+    -------
+    callable
+        ``f(x, name=None, dtype=None)`` for a unary op, ``f(x, y, name=None, dtype=None)``
+        for a binary one and ``f(x, y, name=None)`` for a comparison, named `ng.name`.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `op_class` declares no `ng`, or one without a `doc` (its function is
+        written by hand), or is not a unary or binary op.
+    """
+    if not (isinstance(op_class, type) and issubclass(op_class, ElementWiseOp)):
+        op_class = axes_op(op_class)
+    made = _FUNCTIONS.get(op_class)
+    if made is not None:
+        return made
+    ng = op_class.ng
+    unary = issubclass(op_class, UnaryElementWiseOp)
+    if ng is None or ng.doc is None or not (unary or issubclass(op_class, BinaryElementWiseOp)):
+        raise AxgraphTypeError(f"function_of: {op_class.__name__} declares no ng function "
+                               f"with a doc to make", user_location())
+    made = _make_function(op_class, unary, ng.rule.result == "bool")
+    made.__name__ = made.__qualname__ = ng.name
+    made.__module__ = op_class.__module__
+    made.__doc__ = function_docs.compose(ng, 1 if unary else 2)
+    _FUNCTIONS[op_class] = made
+    return made
+
+
+def _make_function(op_class: type, unary: bool, compares: bool) -> Callable[..., Op]:
+    if unary:
+        return _unary_function(op_class)
+    return _comparison_function(op_class) if compares else _binary_function(op_class)
+
+
+def _unary_function(op_class: type) -> Callable[..., Op]:
+    def function(x, name: Optional[str] = None, dtype=None) -> Op:
+        return op_class(x, name=name, dtype=dtype)
+    return function
+
+
+def _binary_function(op_class: type) -> Callable[..., Op]:
+    def function(x, y, name: Optional[str] = None, dtype=None) -> Op:
+        return op_class(x, y, name=name, dtype=dtype)
+    return function
+
+
+def _comparison_function(op_class: type) -> Callable[..., Op]:
+    def function(x, y, name: Optional[str] = None) -> Op:
+        return op_class(x, y, name=name)
+    return function
+
+
+_MADE: List[Type[ElementWiseOp]] = [axes_op(op) for op in core_ops.OPS
+                                     if op.__dict__.get("ng") is not None]
+globals().update((op.__name__, op) for op in _MADE)
+
+#: Every elementwise op with an `ng` function: the compositions above, then those made
+#: from core ops, in the core's order.
+OPS: Tuple[Type[ElementWiseOp], ...] = tuple(
+    value for name, value in list(globals().items())
+    if isinstance(value, type) and issubclass(value, ElementWiseOp) and name == value.__name__
+    and value.__module__ == __name__ and value.__dict__.get("ng") is not None)
+_DECLARED: Dict[Type[ElementWiseOp], NgFunction] = {op: op.ng for op in OPS if op.ng}
+globals().update((ng.name, function_of(op)) for op, ng in _DECLARED.items() if ng.doc)
+
+#: The functions, made here or written above (what `ng` re-exports).
+__all__ = [ng.name for ng in _DECLARED.values()]
+
+
+def __getattr__(name: str) -> Any:
+    """An AttributeError for a name this module lacks. The ops and functions made above
+    are set on the module when it is imported; this hook tells type checkers so."""
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

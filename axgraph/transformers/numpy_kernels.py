@@ -4,17 +4,22 @@ Every value is an ndarray whose dimensions follow its op's `axes` in order.
 A kernel gets the op, the run context and its args' values, and returns the
 op's value (or None for ops run for effect). Kernels are plain and obviously
 correct; speed is the business of the other backends.
+
+The reference is what every other transformer is compared with, so it is
+written on its own: it reads nothing from the core ops' traits and nothing from
+the lowering (tests/test_reference_independence.py checks), and computes each
+axes op from NumPy expressions written here. A wrong mapping in the core or in
+the lowering then shows up as a disagreement instead of being shared.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+import math
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..axes import Axes
-from ..core.traits import numpy_function
 from ..errors import ExecutionError, no_kernel_error
-from ..lowering.rules import AS_CORE_OP
 from ..op_graph import control, debug, dot, elementwise as ew, nn, random, reductions as red
 from ..op_graph import shape_ops as so
 from ..op_graph.tensors import AssignableTensorOp, InitializeOp
@@ -41,44 +46,58 @@ def align(value: np.ndarray, from_axes: Axes, to_axes: Axes) -> np.ndarray:
 
 
 # -- elementwise ----------------------------------------------------------------
+# Each function gets its args already converted to the op's operand type and returns the
+# op's value. NumPy's own ufuncs on that type give the op's meaning for every type
+# (axgraph/dtypes.py): np.add of booleans is or, np.maximum of booleans is or.
+
+_math_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))  # never overflows; 1/(1+e) for x >= 0, e/(1+e) below
+    return (np.where(x >= 0, np.ones_like(x), e) / (1 + e)).astype(x.dtype)
+
 
 def _safelog(x):
     return np.log(np.maximum(x, np.asarray(np.exp(-50.0), x.dtype)))  # in x's precision
 
 
-#: Elementwise axes ops with a NumPy function of their own; the others compute with the
-#: reference function (`numpy` trait) of the core op they are (lowering.rules.AS_CORE_OP).
-OWN_FUNCTIONS: OpTable[Callable] = OpTable("reference elementwise function", {
-    ew.Square: np.square, ew.Safelog: _safelog, ew.Reciprocal: lambda x: 1.0 / x,
-    ew.StopGradient: lambda x: x, ew.Relu: lambda x: np.maximum(x, np.zeros((), x.dtype)),
+def _floor(x):
+    return np.floor(x) if x.dtype.kind == "f" else x  # integers and booleans are whole
+
+
+def _relu(x):
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+#: NumPy's expression of each elementwise axes op, for the reference alone.
+ELEMENTWISE: OpTable[Callable] = OpTable("reference elementwise function", {
+    ew.Negative: np.negative, ew.Absolute: np.absolute, ew.Sign: np.sign,
+    ew.Square: np.square, ew.Sqrt: np.sqrt, ew.Exp: np.exp, ew.Log: np.log, ew.Log1p: np.log1p,
+    ew.Safelog: _safelog, ew.Reciprocal: lambda x: 1 / x, ew.Tanh: np.tanh,
+    ew.Sigmoid: _sigmoid, ew.Sin: np.sin, ew.Cos: np.cos, ew.Tan: np.tan,
+    ew.Erf: lambda x: _math_erf(x).astype(x.dtype), ew.Rsqrt: lambda x: 1 / np.sqrt(x),
+    ew.Relu: _relu, ew.Floor: _floor, ew.StopGradient: lambda x: x,
+    ew.Add: np.add, ew.Subtract: np.subtract, ew.Multiply: np.multiply,
+    ew.Divide: np.true_divide, ew.Power: np.power, ew.Maximum: np.maximum,
+    ew.Minimum: np.minimum, ew.Equal: np.equal, ew.NotEqual: np.not_equal, ew.Less: np.less,
+    ew.LessEqual: np.less_equal, ew.Greater: np.greater, ew.GreaterEqual: np.greater_equal,
 })
 
 
-def elementwise_function(op_class: type) -> Optional[Callable]:
-    """The NumPy function computing an elementwise axes op, or None."""
-    own = OWN_FUNCTIONS.lookup(op_class)
-    if own is not None:
-        return own
-    core_class = AS_CORE_OP.lookup(op_class)
-    return None if core_class is None else numpy_function(core_class)
-
-
 def _has_function(op_class: type) -> bool:
-    return elementwise_function(op_class) is not None
+    return ELEMENTWISE.lookup(op_class) is not None
 
-
-# NumPy's own ufuncs on operands of the op's operand type give the op's meaning for
-# every type (axgraph/dtypes.py): np.add of booleans is or, np.floor of ints is the ints.
 
 @kernel(ew.UnaryElementWiseOp, when=_has_function)
 def _unary(op, ctx, x):
-    return elementwise_function(type(op))(x.astype(op.operand_dtype, copy=False))
+    return ELEMENTWISE.lookup(type(op))(x.astype(op.operand_dtype, copy=False))
 
 
 @kernel(ew.BinaryElementWiseOp, when=_has_function)
 def _binary(op, ctx, x, y):
     x_arg, y_arg = op.args
-    function = elementwise_function(type(op))
+    function = ELEMENTWISE.lookup(type(op))
     x, y = x.astype(op.operand_dtype, copy=False), y.astype(op.operand_dtype, copy=False)
     result = function(align(x, x_arg.axes, op.axes), align(y, y_arg.axes, op.axes))
     return np.broadcast_to(result, ctx.lengths(op.axes, op))

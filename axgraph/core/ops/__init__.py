@@ -1,10 +1,12 @@
 """The core op set, one module per family; `CORE_OPS` lists every concrete op."""
 from __future__ import annotations
 
-from .elementwise import (Abs, Add, And, BinaryElementwise, Comparison, Convert, Cos, Divide,
-                          Equal, Erf, Exp, Floor, Greater, GreaterEq, Less, LessEq, Log, Maximum,
-                          Minimum, Multiply, Negative, Not, NotEqual, Or, Power, Rsqrt, Select,
-                          Sigmoid, Sign, Sin, Sqrt, Subtract, Tan, Tanh, UnaryElementwise)
+from typing import Tuple, Type
+
+from ..node import Node
+from . import elementwise
+from .elementwise import *  # noqa: F401,F403 - every elementwise op (elementwise.OPS)
+from .elementwise import BinaryElementwise, Comparison, UnaryElementwise
 from .fused import Fused
 from .leaves import Constant, DimValue, Parameter, RandomNormal, RandomUniform
 from .nn import (AvgPool, AvgPoolBackprop, Col2Im, Convolution, ConvolutionBackpropData,
@@ -14,14 +16,11 @@ from .reduction import (ArgMax, ArgMin, Dot, IndexReduction, Max, Min, Prod, Red
                         Sum)
 from .shape import Broadcast, Concat, Pad, Reshape, Reverse, Slice, Transpose
 
-CORE_OPS = (
+CORE_OPS: Tuple[Type[Node], ...] = (
     # leaves
     Parameter, Constant, DimValue, RandomUniform, RandomNormal,
-    # elementwise
-    Negative, Abs, Sign, Sqrt, Exp, Log, Tanh, Sigmoid, Sin, Cos, Floor, Erf, Tan, Rsqrt, Not,
-    Add, Subtract, Multiply, Divide, Power, Maximum, Minimum,
-    Equal, NotEqual, Less, LessEq, Greater, GreaterEq, And, Or,
-    Select, Convert,
+    # elementwise, as their module defines them
+    *elementwise.OPS,
     # data movement
     Broadcast, Reshape, Transpose, Slice, Reverse, Concat, Pad,
     # contraction and reductions

@@ -5,14 +5,20 @@ and declares its traits (axgraph/core/traits.py): its family, whether it is
 commutative, its reference NumPy function, its C expression in fused kernels
 and whether a kernel may write it over an input. Backends derive their
 elementwise kernels from these; no backend names these ops to say it again.
+An op the axes graph offers declares its `ng` trait too (`traits.NgFunction`):
+the function users call (`ng.exp`), NumPy's typing of it and what tests may
+assume of its values; its axes op, lowering and function are made from that.
+`OPS` lists the ops of this module in the order they are defined.
 """
 from __future__ import annotations
 
-from typing import ClassVar, Optional, Tuple
+from typing import ClassVar, Optional, Tuple, Type
 
 import numpy as np
 
+from ...dtypes import BOOLEANS_AS_INT8, COMPARISON, FLOAT, NO_BOOLEANS, SAME
 from ..node import Node
+from ..traits import NgFunction
 from ..types import ElementType, Shape, boolean
 from . import reference
 from ._checks import arity, element_type_attr, require_kind, same_element_type, same_shape
@@ -101,6 +107,10 @@ class Negative(UnaryElementwise):
     """
     numpy = np.negative
     c = "(-{0})"
+    ng = NgFunction("negative", NO_BOOLEANS, """-x at every element of x.
+
+        Booleans are refused, as NumPy refuses them; with an integer `dtype` their 0s
+        and 1s are negated. ``-x`` builds the same op.""", rounding="exact")
 
 
 class Abs(UnaryElementwise):
@@ -111,6 +121,10 @@ class Abs(UnaryElementwise):
     """
     numpy = np.abs
     c = "{fabs}({0})"
+    ng = NgFunction("absolute", SAME, """|x| at every element of x.
+
+        Booleans come back unchanged. ``abs(x)`` builds the same op.""",
+                    op_name="Absolute", identity_for="b", smoothness="kinked", rounding="exact")
 
 
 class Sign(UnaryElementwise):
@@ -120,6 +134,11 @@ class Sign(UnaryElementwise):
     """
     numpy = np.sign
     c = "({0} > 0 ? {one} : ({0} < 0 ? (-{one}) : ({0} == {0} ? {zero} : {0})))"
+    ng = NgFunction("sign", NO_BOOLEANS, """-1, 0 or 1 by the sign of each element of x.
+
+        Its derivative is zero wherever it exists, so deriv passes no gradient through
+        it. Booleans are refused, as NumPy refuses them.""",
+                    smoothness="step", rounding="exact")
 
 
 class Sqrt(UnaryElementwise):
@@ -130,6 +149,10 @@ class Sqrt(UnaryElementwise):
     accepts = "float"
     numpy = np.sqrt
     c = "{sqrt}({0})"
+    ng = NgFunction("sqrt", FLOAT, """The square root of each element of x.
+
+        A negative element gives NaN; bools and integers give float32.""",
+                    domain="positive", rounding="correct")
 
 
 class Exp(UnaryElementwise):
@@ -140,6 +163,10 @@ class Exp(UnaryElementwise):
     accepts = "float"
     numpy = np.exp
     c = "{exp}({0})"
+    ng = NgFunction("exp", FLOAT, """e ** x at every element of x.
+
+        Overflow gives inf, never an error or a warning; bools and integers give
+        float32.""")
 
 
 class Log(UnaryElementwise):
@@ -150,6 +177,26 @@ class Log(UnaryElementwise):
     accepts = "float"
     numpy = np.log
     c = "{log}({0})"
+    ng = NgFunction("log", FLOAT, """The natural logarithm of each element of x.
+
+        log(0) is -inf and a negative element gives NaN; `safelog` stays finite where
+        x may round to 0.""", domain="positive")
+
+
+class Log1p(UnaryElementwise):
+    """log(1 + x) at every element.
+
+    Accurate for x near 0, where rounding 1 + x first would lose x. log1p(-1) is -inf
+    and an x below -1 gives NaN, not an error.
+    """
+    accepts = "float"
+    numpy = np.log1p
+    c = "{log1p}({0})"
+    ng = NgFunction("log1p", FLOAT, """The natural logarithm of 1 + x at every element of x.
+
+        Accurate where x is near 0 (``log(1 + x)`` would round 1 + x first, losing x):
+        -1 gives -inf and below it NaN; bools and integers give float32.""",
+                    domain="positive")
 
 
 class Tanh(UnaryElementwise):
@@ -162,6 +209,9 @@ class Tanh(UnaryElementwise):
     numpy = np.tanh
     c = "{tanh}({0})"
     c_quotient = _tanh_quotient_c
+    ng = NgFunction("tanh", FLOAT, """The hyperbolic tangent of each element of x.
+
+        Values lie in [-1, 1]; bools and integers give float32.""")
 
 
 class Sigmoid(UnaryElementwise):
@@ -174,6 +224,12 @@ class Sigmoid(UnaryElementwise):
     numpy = reference.sigmoid
     c = _sigmoid_c
     c_quotient = _sigmoid_quotient_c
+    ng = NgFunction("sigmoid", FLOAT, """
+        The logistic function 1 / (1 + exp(-x)) of each element of x.
+
+        Computed without overflow. `ng.sigmoid` builds the same op and records x
+        with it, so that a `cross_entropy_binary` of the result takes the stable
+        log-domain form.""")
 
 
 class Sin(UnaryElementwise):
@@ -181,6 +237,9 @@ class Sin(UnaryElementwise):
     accepts = "float"
     numpy = np.sin
     c = "{sin}({0})"
+    ng = NgFunction("sin", FLOAT, """The sine of each element of x (in radians).
+
+        Bools and integers give float32.""")
 
 
 class Cos(UnaryElementwise):
@@ -188,6 +247,9 @@ class Cos(UnaryElementwise):
     accepts = "float"
     numpy = np.cos
     c = "{cos}({0})"
+    ng = NgFunction("cos", FLOAT, """The cosine of each element of x (in radians).
+
+        Bools and integers give float32.""")
 
 
 class Floor(UnaryElementwise):
@@ -199,6 +261,10 @@ class Floor(UnaryElementwise):
     accepts = "float"
     numpy = np.floor
     c = "{floor}({0})"
+    ng = NgFunction("floor", SAME, """The largest whole number <= each element of x.
+
+        Integers and booleans come back unchanged; its derivative is zero wherever it
+        exists.""", identity_for="biu", smoothness="step", rounding="exact")
 
 
 class Erf(UnaryElementwise):
@@ -209,6 +275,10 @@ class Erf(UnaryElementwise):
     accepts = "float"
     numpy = reference.erf
     c = "{erf}({0})"
+    ng = NgFunction("erf", FLOAT, """The error function of each element of x.
+
+        erf(x) = 2 / sqrt(pi) * (the integral of exp(-t**2) from 0 to x), so the
+        normal distribution's cumulative function is (1 + erf(x / sqrt(2))) / 2.""")
 
 
 class Tan(UnaryElementwise):
@@ -219,6 +289,9 @@ class Tan(UnaryElementwise):
     accepts = "float"
     numpy = np.tan
     c = "{tan}({0})"
+    ng = NgFunction("tan", FLOAT, """The tangent of each element of x (in radians).
+
+        Bools and integers give float32.""", domain="unit")
 
 
 class Rsqrt(UnaryElementwise):
@@ -229,6 +302,10 @@ class Rsqrt(UnaryElementwise):
     accepts = "float"
     numpy = reference.rsqrt
     c = "({one} / {sqrt}({0}))"
+    ng = NgFunction("rsqrt", FLOAT, """1 / sqrt(x) at every element of x.
+
+        One op where normalizations divide by a standard deviation: 0 gives inf and a
+        negative element NaN.""", domain="positive", rounding="correct")
 
 
 class Not(UnaryElementwise):
@@ -286,17 +363,50 @@ class BinaryElementwise(Node):
         return (boolean if self.returns_boolean else et), shape
 
 
+class And(BinaryElementwise):
+    """The logical and of a and b at every element (commutative)."""
+    accepts = "bool"
+    family = "logical"
+    commutative = True
+    numpy = np.logical_and
+    c = "({0} & {1})"
+
+
+class Or(BinaryElementwise):
+    """The logical or of a and b at every element (commutative)."""
+    accepts = "bool"
+    family = "logical"
+    commutative = True
+    numpy = np.logical_or
+    c = "({0} | {1})"
+
+
 class Add(BinaryElementwise):
     """a + b at every element (commutative)."""
     commutative = True
     numpy = np.add
     c = "({0} + {1})"
+    ng = NgFunction("add", SAME, """x + y, broadcast over the union of their axes.
+
+        Axes pair by identity, in any order: the result has x's axes, then y's new
+        ones. Booleans give their logical or. ``x + y`` builds the same op.
+
+        Examples
+        --------
+        >>> import axgraph as ng
+        >>> C, N = ng.make_axis(length=2, name="C"), ng.make_axis(length=3, name="N")
+        >>> ng.add(ng.placeholder([C]), ng.placeholder([N, C])).axes
+        Axes(C: 2, N: 3)""", logical=Or, rounding="exact")
 
 
 class Subtract(BinaryElementwise):
     """a - b at every element."""
     numpy = np.subtract
     c = "({0} - {1})"
+    ng = NgFunction("subtract", NO_BOOLEANS, """x - y, broadcast over the union of their axes.
+
+        Axes pair by identity, in any order. Booleans are refused, as NumPy refuses
+        them. ``x - y`` builds the same op.""", rounding="exact")
 
 
 class Multiply(BinaryElementwise):
@@ -308,6 +418,11 @@ class Multiply(BinaryElementwise):
     commutative = True
     numpy = np.multiply
     c = _multiply_c
+    ng = NgFunction("multiply", SAME, """x * y, broadcast over the union of their axes.
+
+        Axes pair by identity, in any order: a shared axis is multiplied elementwise,
+        an axis of one operand only makes an outer product. Booleans give their
+        logical and. ``x * y`` builds the same op.""", logical=And, rounding="exact")
 
 
 class Divide(BinaryElementwise):
@@ -324,6 +439,10 @@ class Divide(BinaryElementwise):
     """
     numpy = reference.divide
     c = "({0} / {1})"
+    ng = NgFunction("divide", FLOAT, """x / y, broadcast over the union of their axes.
+
+        True division: bools and integers give float32. Division by zero gives inf or
+        NaN, never an error. ``x / y`` builds the same op.""", rounding="correct")
 
 
 class Power(BinaryElementwise):
@@ -339,6 +458,10 @@ class Power(BinaryElementwise):
     """
     numpy = np.power
     c = "{pow}({0}, {1})"
+    ng = NgFunction("power", BOOLEANS_AS_INT8, """x ** y, broadcast over the union of their axes.
+
+        Booleans are computed as int8, as NumPy does. ``x ** y`` builds the same op.""",
+                    domain="positive")
 
 
 class Maximum(BinaryElementwise):
@@ -349,6 +472,11 @@ class Maximum(BinaryElementwise):
     commutative = True
     numpy = np.maximum
     c = "(({0} > {1} || {0} != {0}) ? {0} : {1})"
+    ng = NgFunction("maximum", SAME, """
+        The larger of x and y at every element, broadcast over the union of their axes.
+
+        NaN propagates; booleans give their logical or.""",
+                    logical=Or, smoothness="kinked", rounding="exact")
 
 
 class Minimum(BinaryElementwise):
@@ -359,6 +487,11 @@ class Minimum(BinaryElementwise):
     commutative = True
     numpy = np.minimum
     c = "(({0} < {1} || {0} != {0}) ? {0} : {1})"
+    ng = NgFunction("minimum", SAME, """
+        The smaller of x and y at every element, broadcast over the union of their axes.
+
+        NaN propagates; booleans give their logical and.""",
+                    logical=And, smoothness="kinked", rounding="exact")
 
 
 class Comparison(BinaryElementwise):
@@ -397,6 +530,11 @@ class Equal(Comparison):
     commutative = True
     numpy = np.equal
     c = "({0} == {1})"
+    ng = NgFunction("equal", COMPARISON, """x == y at every element: a boolean tensor.
+
+        Ops keep ``==`` for identity (they are dictionary keys), so values are compared
+        with this function.""",
+                    smoothness="step", rounding="exact")
 
 
 class NotEqual(Comparison):
@@ -407,6 +545,10 @@ class NotEqual(Comparison):
     commutative = True
     numpy = np.not_equal
     c = "({0} != {1})"
+    ng = NgFunction("not_equal", COMPARISON, """x != y at every element: a boolean tensor.
+
+        Ops keep ``!=`` for identity, so values are compared with this function.""",
+                    smoothness="step", rounding="exact")
 
 
 class Less(Comparison):
@@ -416,6 +558,10 @@ class Less(Comparison):
     """
     numpy = np.less
     c = "({0} < {1})"
+    ng = NgFunction("less", COMPARISON, """x < y at every element: a boolean tensor.
+
+        ``x < y`` builds the same op; no gradient flows through a comparison.""",
+                    smoothness="step", rounding="exact")
 
 
 class LessEq(Comparison):
@@ -425,6 +571,10 @@ class LessEq(Comparison):
     """
     numpy = np.less_equal
     c = "({0} <= {1})"
+    ng = NgFunction("less_equal", COMPARISON, """x <= y at every element: a boolean tensor.
+
+        ``x <= y`` builds the same op; no gradient flows through a comparison.""",
+                    smoothness="step", rounding="exact", op_name="LessEqual")
 
 
 class Greater(Comparison):
@@ -434,6 +584,10 @@ class Greater(Comparison):
     """
     numpy = np.greater
     c = "({0} > {1})"
+    ng = NgFunction("greater", COMPARISON, """x > y at every element: a boolean tensor.
+
+        ``x > y`` builds the same op; no gradient flows through a comparison.""",
+                    smoothness="step", rounding="exact")
 
 
 class GreaterEq(Comparison):
@@ -443,24 +597,10 @@ class GreaterEq(Comparison):
     """
     numpy = np.greater_equal
     c = "({0} >= {1})"
+    ng = NgFunction("greater_equal", COMPARISON, """x >= y at every element: a boolean tensor.
 
-
-class And(BinaryElementwise):
-    """The logical and of a and b at every element (commutative)."""
-    accepts = "bool"
-    family = "logical"
-    commutative = True
-    numpy = np.logical_and
-    c = "({0} & {1})"
-
-
-class Or(BinaryElementwise):
-    """The logical or of a and b at every element (commutative)."""
-    accepts = "bool"
-    family = "logical"
-    commutative = True
-    numpy = np.logical_or
-    c = "({0} | {1})"
+        ``x >= y`` builds the same op; no gradient flows through a comparison.""",
+                    smoothness="step", rounding="exact", op_name="GreaterEqual")
 
 
 class Select(Node):
@@ -542,3 +682,12 @@ class Convert(Node):
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = arity(self, 1)
         return self.attributes["element_type"], x.shape
+
+
+#: The bases of the families above: no op of their own.
+FAMILIES = (UnaryElementwise, BinaryElementwise, Comparison)
+#: Every op of this module, in the order defined (`core.CORE_OPS` lists them so).
+OPS: Tuple[Type[Node], ...] = tuple(
+    value for value in list(globals().values())
+    if isinstance(value, type) and issubclass(value, Node)
+    and value.__module__ == __name__ and value not in FAMILIES)
