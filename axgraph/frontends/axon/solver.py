@@ -1,0 +1,603 @@
+"""Solving shape constraints to a fixed point, remembering who asked for what.
+
+The interface is small on purpose: `Solver.add(constraint, ...)`, `Solver.solve()`,
+then read the solution with `resolve` and the undecided constraints with `residuals`.
+Constraints carry a *blame set*, the ids of the source positions that produced them;
+every binding the solver makes records the union of the blame sets it used, and a
+contradiction raises `Conflict` with the union of both sides' sets, so an error can
+name every sub-expression that contributed, not just the last one.
+
+Each step either makes progress (a binding, a split, a dropped constraint) or defers
+its constraint, which is retried only after some binding happened:
+
+* types and element types unify structurally (occurs check included);
+* shapes (tuples of dims and spliced `ShapeVar`s) match dims from both ends, then bind a
+  lone shape variable to what is left; several shape variables against each other wait
+  until a rank is known;
+* a dim equation is canonicalised (`axgraph.dims`), positive factors are divided out,
+  and it is solved for one variable when it is linear in it: exactly when the division
+  leaves no remainder, else as a floor with a divisibility check left over; a
+  non-linear equation waits, never guessed;
+* `AtLeast` and `Divides` are proved (dropped), refuted (a Conflict), or wait;
+* `Broadcast` is decided last, once nothing else makes progress: only the literal 1
+  broadcasts, any other pair of dims is unified.
+
+What waits when nothing more can be done is a residual: a check for run time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+from ...dims import Dim, DimLike, free_symbols, subs
+from . import dimalg
+from .printing import Namer, format_dim, format_shape, format_type
+from .types import (DType, DTypeVar, Fresh, FunctionType, Shape, ShapeVar, TensorType,
+                    TupleType, Type, TypeVar, Var, is_internal, shape_vars, type_vars)
+
+Blame = FrozenSet[int]
+NO_BLAME: Blame = frozenset()
+
+
+@dataclass(frozen=True)
+class TypeEq:
+    """Two types are one."""
+
+    left: Type
+    right: Type
+    blame: Blame = NO_BLAME
+
+
+@dataclass(frozen=True)
+class ShapeEq:
+    """Two shapes are one."""
+
+    left: Shape
+    right: Shape
+    blame: Blame = NO_BLAME
+
+
+@dataclass(frozen=True)
+class DimEq:
+    """Two dims are equal."""
+
+    left: DimLike
+    right: DimLike
+    blame: Blame = NO_BLAME
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    """`value >= least`; `what` says, for an error, what the bound means."""
+
+    value: DimLike
+    least: DimLike
+    blame: Blame = NO_BLAME
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class Divides:
+    """`divisor` divides `value` exactly."""
+
+    divisor: int
+    value: DimLike
+    blame: Blame = NO_BLAME
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class SameSize:
+    """Two shapes hold as many elements (a reshape)."""
+
+    left: Shape
+    right: Shape
+    blame: Blame = NO_BLAME
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    """`out` is the broadcast of `left` and `right`, aligned at their last dims."""
+
+    left: Shape
+    right: Shape
+    out: Shape
+    blame: Blame = NO_BLAME
+
+
+Constraint = (TypeEq, ShapeEq, DimEq, AtLeast, Divides, SameSize, Broadcast)
+
+
+class Conflict(Exception):
+    """Constraints that cannot all hold: `kind` is "type" or "shape", `blame` every
+    position that contributed."""
+
+    def __init__(self, kind: str, message: str, blame: Blame):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.blame = blame
+
+
+@dataclass
+class _Deferred:
+    constraint: object
+    version: int = field(default=0)
+
+
+class Solver:
+    """A store of bindings, solved to a fixed point as constraints are added.
+
+    Parameters
+    ----------
+    fresh : Fresh
+        The supply of variables (for the hints of size variables, when printing).
+    """
+
+    def __init__(self, fresh: Fresh):
+        self.fresh = fresh
+        self.types: Dict[TypeVar, Tuple[Type, Blame]] = {}
+        self.dtypes: Dict[DTypeVar, Tuple[DType, Blame]] = {}
+        self.shapes: Dict[ShapeVar, Tuple[Shape, Blame]] = {}
+        self.dims: Dict[str, Tuple[DimLike, Blame]] = {}
+        self._users: Dict[str, Set[str]] = {}  # size variable -> bound names mentioning it
+        self.queue: List[object] = []
+        self.deferred: List[_Deferred] = []
+        self.broadcasts: List[object] = []
+        self.version = 0
+
+    # -- the interface ----------------------------------------------------------------------------
+    def add(self, *constraints) -> None:
+        """Queue constraints; `solve` works them off."""
+        self.queue.extend(constraints)
+
+    def solve(self) -> None:
+        """Work to a fixed point; raises Conflict at the first contradiction."""
+        while True:
+            self._drain()
+            stale = [d for d in self.deferred if d.version < self.version]
+            if stale:
+                self.deferred = [d for d in self.deferred if d.version >= self.version]
+                self.queue.extend(d.constraint for d in stale)
+                continue
+            if not self._decide_a_broadcast():
+                return
+
+    def residuals(self) -> List[object]:
+        """The constraints that could not be decided, resolved by the current bindings."""
+        pending = [d.constraint for d in self.deferred] + list(self.broadcasts)
+        return [self.resolve_constraint(c) for c in pending]
+
+    def take_residuals(self, variables: Set[Var]) -> List[object]:
+        """Remove and return (resolved) the undecided constraints that mention any of
+        `variables`: they go with a generalized type scheme, checked at each use."""
+        taken: List[object] = []
+        kept_deferred: List[_Deferred] = []
+        for item in self.deferred:
+            resolved = self.resolve_constraint(item.constraint)
+            if constraint_vars(resolved) & variables:
+                taken.append(resolved)
+            else:
+                kept_deferred.append(item)
+        kept_broadcasts = []
+        for constraint in self.broadcasts:
+            resolved = self.resolve_constraint(constraint)
+            if constraint_vars(resolved) & variables:
+                taken.append(resolved)
+            else:
+                kept_broadcasts.append(constraint)
+        self.deferred, self.broadcasts = kept_deferred, kept_broadcasts
+        return taken
+
+    # -- resolution -------------------------------------------------------------------------------
+    def resolve_dim(self, dim: DimLike) -> Tuple[DimLike, Blame]:
+        """`dim` under the bindings, and the blame of the bindings used."""
+        if isinstance(dim, int):
+            return dim, NO_BLAME
+        used = [name for name in free_symbols(dim) if name in self.dims]
+        if not used:
+            return dim, NO_BLAME
+        blame = frozenset().union(*(self.dims[name][1] for name in used))
+        return subs(dim, {name: self.dims[name][0] for name in used}), blame
+
+    def expand(self, shape: Shape) -> Tuple[List[Tuple[object, Blame]], Blame]:
+        """The shape's items under the bindings, each with its blame, and the blame of
+        the shape variables spliced in (which decide where each item stands)."""
+        items: List[Tuple[object, Blame]] = []
+        splices: Blame = NO_BLAME
+        for elem in shape:
+            if isinstance(elem, ShapeVar):
+                bound = self._shape_binding(elem)
+                if bound is None:
+                    items.append((elem, NO_BLAME))
+                else:
+                    inner, blame = bound
+                    splices = splices | blame
+                    for item in inner:
+                        if isinstance(item, ShapeVar):
+                            items.append((item, NO_BLAME))
+                        else:
+                            items.append(self.resolve_dim(item))
+            else:
+                items.append(self.resolve_dim(elem))
+        return items, splices
+
+    def _shape_binding(self, var: ShapeVar) -> Optional[Tuple[Shape, Blame]]:
+        """The fully resolved shape bound to `var` (compressing the chain), or None."""
+        if var not in self.shapes:
+            return None
+        shape, blame = self.shapes[var]
+        if any(isinstance(e, ShapeVar) and e in self.shapes for e in shape):
+            items, splices = self.expand(shape)
+            shape = tuple(e for e, _ in items)
+            blame = blame | splices
+            self.shapes[var] = (shape, blame)
+        return shape, blame
+
+    def resolve_shape(self, shape: Shape) -> Tuple[Shape, Blame]:
+        """`shape` under the bindings, and the blame of every binding used."""
+        items, splices = self.expand(shape)
+        blame = splices.union(*(b for _, b in items)) if items else splices
+        return tuple(e for e, _ in items), blame  # type: ignore[misc]  # items are Elems
+
+    def resolve_dtype(self, dtype: DType) -> Tuple[DType, Blame]:
+        """An element type under the bindings."""
+        blame = NO_BLAME
+        while isinstance(dtype, DTypeVar) and dtype in self.dtypes:
+            dtype, more = self.dtypes[dtype]
+            blame = blame | more
+        return dtype, blame
+
+    def resolve_with_blame(self, t: Type) -> Tuple[Type, Blame]:
+        """`t` with every bound variable replaced, and the blame of the bindings used."""
+        if isinstance(t, TypeVar):
+            if t not in self.types:
+                return t, NO_BLAME
+            bound, blame = self.types[t]
+            resolved, inner = self.resolve_with_blame(bound)
+            self.types[t] = (resolved, blame | inner)
+            return resolved, blame | inner
+        if isinstance(t, TensorType):
+            dtype, dtype_blame = self.resolve_dtype(t.dtype)
+            shape, shape_blame = self.resolve_shape(t.shape)
+            return TensorType(dtype, shape), dtype_blame | shape_blame
+        if isinstance(t, FunctionType):
+            arg, arg_blame = self.resolve_with_blame(t.arg)
+            result, result_blame = self.resolve_with_blame(t.result)
+            return FunctionType(arg, result), arg_blame | result_blame
+        if isinstance(t, TupleType):
+            pairs = [self.resolve_with_blame(item) for item in t.items]
+            return TupleType(tuple(p[0] for p in pairs)), frozenset().union(*(p[1] for p in pairs))
+        raise TypeError(f"not a type: {t!r}")
+
+    def resolve(self, t: Type) -> Type:
+        """`t` with every bound variable replaced."""
+        return self.resolve_with_blame(t)[0]
+
+    def resolve_constraint(self, c):
+        """A constraint with its terms resolved and the blame of the bindings added."""
+        if isinstance(c, TypeEq):
+            (left, lb), (right, rb) = self.resolve_with_blame(c.left), self.resolve_with_blame(c.right)
+            return TypeEq(left, right, c.blame | lb | rb)
+        if isinstance(c, (ShapeEq, SameSize)):
+            (left, lb), (right, rb) = self.resolve_shape(c.left), self.resolve_shape(c.right)
+            return replace(c, left=left, right=right, blame=c.blame | lb | rb)
+        if isinstance(c, DimEq):
+            (left, lb), (right, rb) = self.resolve_dim(c.left), self.resolve_dim(c.right)
+            return DimEq(left, right, c.blame | lb | rb)
+        if isinstance(c, AtLeast):
+            (value, vb), (least, lb) = self.resolve_dim(c.value), self.resolve_dim(c.least)
+            return replace(c, value=value, least=least, blame=c.blame | vb | lb)
+        if isinstance(c, Divides):
+            value, vb = self.resolve_dim(c.value)
+            return replace(c, value=value, blame=c.blame | vb)
+        if isinstance(c, Broadcast):
+            (left, lb), (right, rb) = self.resolve_shape(c.left), self.resolve_shape(c.right)
+            out, ob = self.resolve_shape(c.out)
+            return Broadcast(left, right, out, c.blame | lb | rb | ob)
+        raise TypeError(f"not a constraint: {c!r}")
+
+    # -- the fixed point --------------------------------------------------------------------------
+    def _drain(self) -> None:
+        while self.queue:
+            constraint = self.queue.pop()
+            if isinstance(constraint, Broadcast):
+                self.broadcasts.append(constraint)
+            elif not self._step(constraint):
+                self.deferred.append(_Deferred(constraint, self.version))
+
+    def _decide_a_broadcast(self) -> bool:
+        """Decide the first broadcast (in blame order) that can be; whether one was."""
+        for constraint in sorted(self.broadcasts, key=lambda c: sorted(c.blame)):
+            if self._broadcast(constraint):
+                self.broadcasts.remove(constraint)
+                return True
+        return False
+
+    def _step(self, c) -> bool:
+        """Work on one constraint: True when done with it, False to defer it."""
+        if isinstance(c, TypeEq):
+            return self._type_eq(c)
+        if isinstance(c, ShapeEq):
+            return self._shape_eq(c)
+        if isinstance(c, DimEq):
+            return self._dim_eq(c)
+        if isinstance(c, AtLeast):
+            return self._at_least(c)
+        if isinstance(c, Divides):
+            return self._divides(c)
+        if isinstance(c, SameSize):
+            return self._same_size(c)
+        raise TypeError(f"not a constraint: {c!r}")
+
+    def _namer(self, *terms: Type) -> Namer:
+        return Namer(self.fresh.hints, terms)
+
+    # -- types --------------------------------------------------------------------------------------
+    def _head(self, t: Type) -> Tuple[Type, Blame]:
+        blame = NO_BLAME
+        while isinstance(t, TypeVar) and t in self.types:
+            t, more = self.types[t]
+            blame = blame | more
+        return t, blame
+
+    def _type_eq(self, c: TypeEq) -> bool:
+        (left, lb), (right, rb) = self._head(c.left), self._head(c.right)
+        blame = c.blame | lb | rb
+        if left == right:
+            return True
+        for var, other in ((left, right), (right, left)):
+            if isinstance(var, TypeVar):
+                resolved, more = self.resolve_with_blame(other)
+                if var in type_vars(resolved):
+                    namer = self._namer(resolved)
+                    raise Conflict("type", f"a type would contain itself: {namer.type_var(var)} = "
+                                           f"{format_type(resolved, namer)}", blame | more)
+                self.types[var] = (other, blame)
+                self.version += 1
+                return True
+        if isinstance(left, TensorType) and isinstance(right, TensorType):
+            self._dtype_eq(left.dtype, right.dtype, blame)
+            self.queue.append(ShapeEq(left.shape, right.shape, blame))
+            return True
+        if isinstance(left, FunctionType) and isinstance(right, FunctionType):
+            self.queue.append(TypeEq(left.result, right.result, blame))
+            self.queue.append(TypeEq(left.arg, right.arg, blame))
+            return True
+        if isinstance(left, TupleType) and isinstance(right, TupleType) \
+                and len(left.items) == len(right.items):
+            self.queue.extend(TypeEq(a, b, blame) for a, b in zip(left.items, right.items))
+            return True
+        (left, lb2), (right, rb2) = self.resolve_with_blame(left), self.resolve_with_blame(right)
+        namer = self._namer(left, right)
+        raise Conflict("type", f"types differ: {format_type(left, namer)} vs "
+                               f"{format_type(right, namer)}", blame | lb2 | rb2)
+
+    def _dtype_eq(self, left: DType, right: DType, blame: Blame) -> None:
+        (left, lb), (right, rb) = self.resolve_dtype(left), self.resolve_dtype(right)
+        blame = blame | lb | rb
+        if left == right:
+            return
+        for var, other in ((left, right), (right, left)):
+            if isinstance(var, DTypeVar):
+                self.dtypes[var] = (other, blame)
+                self.version += 1
+                return
+        raise Conflict("type", f"element types differ: {left} vs {right}", blame)
+
+    # -- shapes -------------------------------------------------------------------------------------
+    def _shape_eq(self, c: ShapeEq) -> bool:
+        (left, splices_l), (right, splices_r) = self.expand(c.left), self.expand(c.right)
+        blame = c.blame | splices_l | splices_r
+        whole = (tuple(e for e, _ in left), tuple(e for e, _ in right))
+        # match dims pairwise from the front, then from the back
+        while left and right and not isinstance(left[0][0], ShapeVar) \
+                and not isinstance(right[0][0], ShapeVar):
+            (a, ab), (b, bb) = left.pop(0), right.pop(0)
+            self.queue.append(DimEq(a, b, blame | ab | bb))
+        while left and right and not isinstance(left[-1][0], ShapeVar) \
+                and not isinstance(right[-1][0], ShapeVar):
+            (a, ab), (b, bb) = left.pop(), right.pop()
+            self.queue.append(DimEq(a, b, blame | ab | bb))
+        rest_l, rest_r = tuple(e for e, _ in left), tuple(e for e, _ in right)
+        item_blame = blame.union(*(b for _, b in left + right)) if left or right else blame
+        if rest_l == rest_r:
+            return True
+        for var_side, other in ((rest_l, rest_r), (rest_r, rest_l)):
+            if len(var_side) == 1 and isinstance(var_side[0], ShapeVar):
+                self._bind_shape(var_side[0], other, item_blame, whole)
+                return True
+            if not var_side:
+                if all(isinstance(e, ShapeVar) for e in other):
+                    for var in other:
+                        self._bind_shape(var, (), item_blame, whole)  # type: ignore[arg-type]
+                    return True
+                self._rank_conflict(whole, item_blame)
+        if not any(isinstance(e, ShapeVar) for e in rest_l + rest_r):
+            self._rank_conflict(whole, item_blame)
+        self.deferred.append(_Deferred(ShapeEq(rest_l, rest_r, item_blame), self.version))
+        return True
+
+    def _rank_conflict(self, whole: Tuple[Shape, Shape], blame: Blame):
+        namer = self._namer(TensorType("f32", whole[0]), TensorType("f32", whole[1]))
+        raise Conflict("shape", f"ranks differ: {format_shape(whole[0], namer)} vs "
+                                f"{format_shape(whole[1], namer)}", blame)
+
+    def _bind_shape(self, var: ShapeVar, shape: Shape, blame: Blame,
+                    whole: Tuple[Shape, Shape]) -> None:
+        if var in shape:
+            namer = self._namer(TensorType("f32", whole[0]), TensorType("f32", whole[1]))
+            raise Conflict("shape", f"a shape would contain itself: {format_shape(whole[0], namer)}"
+                                    f" vs {format_shape(whole[1], namer)}", blame)
+        self.shapes[var] = (shape, blame)
+        self.version += 1
+
+    def _same_size(self, c: SameSize) -> bool:
+        (left, lb), (right, rb) = self.resolve_shape(c.left), self.resolve_shape(c.right)
+        blame = c.blame | lb | rb
+        left_vars = sorted((e for e in left if isinstance(e, ShapeVar)), key=lambda v: v.id)
+        right_vars = sorted((e for e in right if isinstance(e, ShapeVar)), key=lambda v: v.id)
+        if left_vars != right_vars:
+            return False  # which dims a shape variable holds is not known yet
+        self.queue.append(DimEq(_product(left), _product(right), blame))
+        return True
+
+    # -- dims -----------------------------------------------------------------------------------------
+    def _dim_eq(self, c: DimEq) -> bool:
+        (left, lb), (right, rb) = self.resolve_dim(c.left), self.resolve_dim(c.right)
+        blame = c.blame | lb | rb
+        difference = dimalg.cancel(left - right)
+        if isinstance(difference, int) or dimalg.at_least_zero(difference - 1, {}) \
+                or dimalg.at_least_zero(-difference - 1, {}):
+            if difference == 0:
+                return True
+            namer = self._namer()
+            raise Conflict("shape", f"dims differ: {format_dim(left, namer)} vs "
+                                    f"{format_dim(right, namer)}", blame)
+        solutions = dimalg.linear_solutions(difference)
+        if not solutions:
+            return False  # not linear in any one variable: wait for more bindings
+        best = min(solutions, key=_elimination_order)
+        if not best.exact and isinstance(best.numerator, int):
+            namer = self._namer()
+            raise Conflict("shape", f"dims differ: {format_dim(left, namer)} vs "
+                                    f"{format_dim(right, namer)}: {namer.size(best.name)} would "
+                                    f"have to be {best.numerator}/{best.divisor}, not a whole "
+                                    f"number", blame)
+        self._bind_dim(best.name, best.value, blame)
+        if not best.exact:
+            self.queue.append(Divides(best.divisor, best.numerator, blame))
+        return True
+
+    def _bind_dim(self, name: str, value: DimLike, blame: Blame) -> None:
+        if isinstance(value, int) and value < 1:
+            namer = self._namer()
+            raise Conflict("shape", f"size {namer.size(name)} would be {value}; sizes are at "
+                                    f"least 1", blame)
+        self.dims[name] = (value, blame)
+        self.version += 1
+        for user in self._users.pop(name, ()):
+            old, old_blame = self.dims[user]
+            new = subs(old, {name: value})
+            self.dims[user] = (new, old_blame | blame)
+            for symbol in free_symbols(new):
+                self._users.setdefault(symbol, set()).add(user)
+        for symbol in free_symbols(value):
+            self._users.setdefault(symbol, set()).add(name)
+        if not isinstance(value, int):
+            namer = self._namer()
+            self.queue.append(AtLeast(value, 1, blame, f"size {namer.size(name)} = "
+                                                       f"{format_dim(value, namer)} must be at least 1"))
+
+    def _at_least(self, c: AtLeast) -> bool:
+        (value, vb), (least, lb) = self.resolve_dim(c.value), self.resolve_dim(c.least)
+        verdict = dimalg.at_least_zero(value - least, {})
+        if verdict is None:
+            return False
+        if not verdict:
+            namer = self._namer()
+            detail = c.what or "a size is too small"
+            raise Conflict("shape", f"{detail}: {format_dim(value, namer)} < "
+                                    f"{format_dim(least, namer)}", c.blame | vb | lb)
+        return True
+
+    def _divides(self, c: Divides) -> bool:
+        value, vb = self.resolve_dim(c.value)
+        if dimalg.divisible(value, c.divisor):
+            return True
+        if isinstance(value, int):
+            namer = self._namer()
+            detail = c.what or "a size must divide exactly"
+            raise Conflict("shape", f"{detail}: {c.divisor} does not divide "
+                                    f"{format_dim(value, namer)}", c.blame | vb)
+        return False
+
+    # -- broadcasting -------------------------------------------------------------------------------
+    def _broadcast(self, c: Broadcast) -> bool:
+        (left, lsp), (right, rsp) = self.expand(c.left), self.expand(c.right)
+        blame = c.blame | lsp | rsp
+        tail: List[object] = []
+        equations = []
+        i, j = len(left) - 1, len(right) - 1
+        while i >= 0 and j >= 0:
+            (a, ab), (b, bb) = left[i], right[j]
+            if isinstance(a, ShapeVar) or isinstance(b, ShapeVar):
+                if [e for e, _ in left[:i + 1]] == [e for e, _ in right[:j + 1]]:
+                    break  # the same prefix on both sides
+                return False  # where each side's dims stand is not known yet
+            blame = blame | ab | bb
+            if isinstance(a, int) and a == 1:
+                tail.insert(0, b)
+            elif isinstance(b, int) and b == 1:
+                tail.insert(0, a)
+            else:
+                equations.append(DimEq(a, b, blame))
+                tail.insert(0, a)
+            i, j = i - 1, j - 1
+        prefix = [e for e, _ in (left[:i + 1] if i >= 0 else right[:j + 1])]
+        self.queue.extend(equations)
+        self.queue.append(ShapeEq(c.out, tuple(prefix + tail), blame))  # type: ignore[arg-type]
+        return True
+
+
+def _product(shape: Shape) -> DimLike:
+    total: DimLike = 1
+    for elem in shape:
+        if not isinstance(elem, ShapeVar):
+            total = total * elem
+    return total
+
+
+def _elimination_order(solution: dimalg.Solution):
+    """Which variable an equation is solved for: an exact solution first, then one the
+    inference made (the user's names stay), then the newest (the oldest name stays)."""
+    internal = is_internal(solution.name)
+    age = -int(solution.name[1:]) if internal else 0
+    return (not solution.exact, not internal, age, _reversed_name(solution.name))
+
+
+def _reversed_name(name: str) -> Tuple[int, ...]:
+    return tuple(-ord(ch) for ch in name) + (1,)
+
+
+def constraint_vars(c) -> FrozenSet[Var]:
+    """Every variable a constraint mentions."""
+    found: Set[Var] = set()
+    for term in _terms_of(c):
+        if isinstance(term, tuple):
+            found.update(shape_vars(term))
+        elif isinstance(term, (int, Dim)):
+            found.update(free_symbols(term))
+        else:
+            found.update(type_vars(term))
+    return frozenset(found)
+
+
+def _terms_of(c) -> Iterable[object]:
+    if isinstance(c, (TypeEq, ShapeEq, DimEq, SameSize)):
+        return (c.left, c.right)
+    if isinstance(c, AtLeast):
+        return (c.value, c.least)
+    if isinstance(c, Divides):
+        return (c.value,)
+    if isinstance(c, Broadcast):
+        return (c.left, c.right, c.out)
+    raise TypeError(f"not a constraint: {c!r}")
+
+
+def rename_constraint(c, rename):
+    """A constraint with `rename` (a function on types, shapes and dims) applied to its terms."""
+    if isinstance(c, (TypeEq, ShapeEq, DimEq, SameSize)):
+        return replace(c, left=rename(c.left), right=rename(c.right))
+    if isinstance(c, AtLeast):
+        return replace(c, value=rename(c.value), least=rename(c.least))
+    if isinstance(c, Divides):
+        return replace(c, value=rename(c.value))
+    if isinstance(c, Broadcast):
+        return replace(c, left=rename(c.left), right=rename(c.right), out=rename(c.out))
+    raise TypeError(f"not a constraint: {c!r}")
+
+
+def with_blame(c, blame: Blame):
+    """A constraint with `blame` added to its own."""
+    return replace(c, blame=c.blame | blame)
