@@ -454,7 +454,8 @@ def _map(ctx, statics, args, out):
     body = result.op
     if element not in set(body.axes):
         body = shape_ops.broadcast(body, list(body.axes) + [element])
-    return ctx.tensor(body, out.shape, (element,) + result.axes, result.dtype)
+    # the result's dims come from the call (the scheme leaves f's result open)
+    return ctx.tensor(body, (x.dims[0],) + result.dims, (element,) + result.axes, result.dtype)
 
 
 _define("map", "`map f x`: f applied to each x[i] along the first dim", _map_scheme, _map)
@@ -502,7 +503,7 @@ def _scan(ctx, statics, args, out):
     for x in _steps(ctx, xs, "scan"):
         carry, y = ctx.apply(step, TupleValue((carry, x))).items
         outputs.append(y)
-    dims = out.items[1].shape
+    dims = (xs.dims[0],) + outputs[0].dims  # from the calls (the scheme leaves them open)
     stacked_axis = ctx.table.fresh(len(outputs), "step", batch=False)
     parts = [relabel(y.op, dict(zip(y.axes, outputs[0].axes))) for y in outputs]
     stacked = shape_ops.stack(parts, stacked_axis, pos=0)

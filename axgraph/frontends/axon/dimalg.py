@@ -170,3 +170,45 @@ def divisible(dim: DimLike, divisor: int) -> bool:
     """Whether `divisor` divides `dim` for every value of its size variables: every
     coefficient is a multiple (sufficient, and what the canonical form can tell)."""
     return all(c % divisor == 0 for _, c in terms(dim))
+
+
+def non_decreasing(dim: DimLike, name: str) -> bool:
+    """Whether `dim` never decreases as size variable `name` grows (a sufficient test:
+    `name` occurs only alone or in floors of such terms, with positive coefficients)."""
+    return _non_decreasing_terms(terms(dim), name)
+
+
+def _non_decreasing_terms(pairs, name: str) -> bool:
+    for monomial, coeff in pairs:
+        if not monomial:
+            continue
+        if len(monomial) != 1 or coeff < 0:
+            return False
+        atom = monomial[0]
+        if atom[0] == "v":
+            if atom[1] != name:
+                return False
+        elif not _non_decreasing_terms(atom[1], name):
+            return False
+    return True
+
+
+def least_solution(dim: DimLike, name: str, start: int, limit: int = 1 << 62) -> Optional[int]:
+    """The least value >= `start` of `name` making the non-decreasing `dim` >= 0, if any."""
+    def value(x: int) -> int:
+        return int(Dim.evaluate(dim, {name: x})) if isinstance(dim, Dim) else dim
+
+    if value(start) >= 0:
+        return start
+    low, high = start, max(start, 1) * 2
+    while value(high) < 0:
+        if high > limit:
+            return None
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if value(middle) >= 0:
+            high = middle
+        else:
+            low = middle
+    return high

@@ -15,7 +15,7 @@ program, the same `B` in every such declaration, fed when the program runs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ...dims import Dim, DimLike, free_symbols, subs
@@ -37,6 +37,7 @@ class Scheme:
     variables: FrozenSet[Var]
     type: Type
     constraints: Tuple[object, ...] = ()
+    links: Mapping[Var, Blame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class Inferencer:
         self.program_scope: Dict[Tuple[str, str], object] = {}
         self.scope = self.program_scope
         self.depth = 0
+        self.defining: List[str] = []
         self.decl_name = ""
         self.effect_counts: Dict[str, int] = {}
         self.effects: List[Effect] = []
@@ -159,6 +161,7 @@ class Inferencer:
     def decl(self, decl: s.Decl, env: Env) -> Env:
         if isinstance(decl, s.FunDecl):
             self.depth += 1
+            self.defining.append(decl.name)
             params, inner = [], dict(env)
             for pattern in decl.params:
                 t = self.fresh.type("a")
@@ -169,6 +172,7 @@ class Inferencer:
                 self.add(TypeEq(body, self.annotation(decl.result_type),
                                 self.blame(decl.result_type.span, "result type annotated")))
             self.depth -= 1
+            self.defining.pop()
             t = body
             for param in reversed(params):
                 t = FunctionType(param, t)
@@ -211,7 +215,8 @@ class Inferencer:
         for constraint in constraints:
             candidates |= {v for v in constraint_vars(constraint) if v not in fixed
                            and not (isinstance(v, str) and not is_internal(v))}
-        return Scheme(frozenset(candidates), resolved, tuple(constraints))
+        links = {v: b for v, b in self.solver.links(candidates).items() if b}
+        return Scheme(frozenset(candidates), resolved, tuple(constraints), links)
 
     def instantiate(self, scheme: Scheme, span: Span, name: str) -> Type:
         if not scheme.variables:
@@ -228,8 +233,11 @@ class Inferencer:
             else:
                 dims[var] = self.fresh.dim(self.fresh.hints.get(var, "d"))
         rename = _Renamer(renaming, dims)
+        use = self.blame(span, f"`{name}` used here")
+        for var, blame in scheme.links.items():
+            new = renaming.get(var) or dims[var].name  # type: ignore[union-attr]  # a size variable's copy
+            self.solver.var_blame[new] = blame | use
         if scheme.constraints:
-            use = self.blame(span, f"`{name}` used here")
             self.add(*(with_blame(rename_constraint(c, rename), use) for c in scheme.constraints))
         return rename.type(scheme.type)
 
@@ -291,9 +299,9 @@ class Inferencer:
             return t
         if e.name in self.inputs:
             return self.inputs[e.name]
-        raise AxonTypeError(f"unknown name `{e.name}`", [(e.span, "not bound here (a `fun` cannot "
-                                                                  "call itself: use fold or scan)")],
-                            self.source)
+        note = ("a `fun` cannot call itself: loop with fold or scan" if e.name in self.defining
+                else "not bound here")
+        raise AxonTypeError(f"unknown name `{e.name}`", [(e.span, note)], self.source)
 
     def effect(self, e: s.Var, t: Type) -> None:
         if self.depth:

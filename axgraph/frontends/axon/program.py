@@ -327,10 +327,18 @@ class Program:
             sizes given, or a construct needs a size that is neither given nor known.
         """
         bindings = self._bindings(dict(sizes or {}))
-        return self._graph(bindings, dict(sizes or {}), seed, params)
+        try:
+            return self._graph(bindings, dict(sizes or {}), seed, params)
+        except NeedsSizes as need:
+            free = ", ".join(self.inference.sizes) or "none"
+            raise AxonShapeError(f"{need.message}: build the graph for known sizes with "
+                                 f"graph(sizes={{...}}) (the program's sizes: {free})",
+                                 [(need.span, "here")] if need.span else [],
+                                 self.inference._inferencer.source) from None
 
     def _graph(self, bindings: Dict[str, DimLike], sizes: Dict[str, int], seed: int,
                params: Optional[Mapping[str, np.ndarray]]) -> Graph:
+        """The graph for `bindings` of the solver's variables; NeedsSizes if it needs more."""
         key = (tuple(sorted(bindings.items())), seed)
         if params is None and key in self._graphs:
             return self._graphs[key]
@@ -338,16 +346,8 @@ class Program:
         inferencer = self.inference._inferencer
         lowering = Lowering(inferencer, self.inference._program, bindings, dict(params or {}),
                             np.random.default_rng(seed))
-        try:
-            lowering.prepare_inputs(self.inference._declared)
-            env = lowering.run()
-        except NeedsSizes as need:
-            free = ", ".join(self.inference.sizes) or "none"
-            raise AxonShapeError(f"{need.message}: build the graph for known sizes with "
-                                 f"graph(sizes={{...}}) (the program's sizes: {free})",
-                                 [(need.span, "here")] if need.span else [],
-                                 inferencer.source) from None
-        graph = _collect(lowering, env, sizes)
+        lowering.prepare_inputs(self.inference._declared)
+        graph = _collect(lowering, lowering.run(), sizes)
         if params is None:
             self._graphs[key] = graph
         return graph
@@ -441,10 +441,8 @@ class Program:
     def _symbolic_or_none(self, seed: int) -> Optional[Graph]:
         try:
             return self._graph({}, {}, seed, None)
-        except AxonShapeError as error:
-            if "graph(sizes=" in error.headline:
-                return None
-            raise
+        except NeedsSizes:
+            return None
 
     def _any_graph_inputs(self) -> Dict[str, object]:
         inferencer = self.inference._inferencer

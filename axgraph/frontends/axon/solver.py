@@ -26,6 +26,7 @@ What waits when nothing more can be done is a residual: a check for run time.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
@@ -145,6 +146,11 @@ class Solver:
         self.deferred: List[_Deferred] = []
         self.broadcasts: List[object] = []
         self.version = 0
+        # lower bounds of size variables, each from a residual check kept in bound_checks
+        self.bounds: Dict[str, Tuple[int, float]] = {}
+        # blame carried by a free variable: how a generalized function linked its copies
+        self.var_blame: Dict[object, Blame] = {}
+        self.bound_checks: Dict[str, AtLeast] = {}
 
     # -- the interface ----------------------------------------------------------------------------
     def add(self, *constraints) -> None:
@@ -160,12 +166,13 @@ class Solver:
                 self.deferred = [d for d in self.deferred if d.version >= self.version]
                 self.queue.extend(d.constraint for d in stale)
                 continue
-            if not self._decide_a_broadcast():
+            if not self._decide_a_broadcast() and not self._tighten():
                 return
 
     def residuals(self) -> List[object]:
         """The constraints that could not be decided, resolved by the current bindings."""
-        pending = [d.constraint for d in self.deferred] + list(self.broadcasts)
+        pending = ([d.constraint for d in self.deferred] + list(self.broadcasts)
+                   + [self.bound_checks[name] for name in sorted(self.bound_checks)])
         return [self.resolve_constraint(c) for c in pending]
 
     def take_residuals(self, variables: Set[Var]) -> List[object]:
@@ -186,8 +193,30 @@ class Solver:
                 taken.append(resolved)
             else:
                 kept_broadcasts.append(constraint)
+        for name in sorted(self.bound_checks):
+            if name in variables:
+                taken.append(self.bound_checks.pop(name))
+                del self.bounds[name]
         self.deferred, self.broadcasts = kept_deferred, kept_broadcasts
         return taken
+
+    def links(self, variables: Set[Var]) -> Dict[Var, Blame]:
+        """For each variable, the blame of the bindings that put it where it stands: what a
+        generalized function's copies of it inherit at each use."""
+        found: Dict[Var, Blame] = {v: self.var_blame.get(v, NO_BLAME) for v in variables}
+        for name, (value, blame) in self.dims.items():
+            for symbol in free_symbols(value) & variables:  # type: ignore[operator]
+                found[symbol] = found[symbol] | blame
+        for _, (shape, blame) in self.shapes.items():
+            for var in set(shape_vars(shape)) & variables:
+                found[var] = found[var] | blame
+        for _, (bound, blame) in self.types.items():
+            for var in set(type_vars(bound)) & variables:
+                found[var] = found[var] | blame
+        for _, (dtype, blame) in self.dtypes.items():
+            if dtype in variables:
+                found[dtype] = found[dtype] | blame
+        return found
 
     # -- resolution -------------------------------------------------------------------------------
     def resolve_dim(self, dim: DimLike) -> Tuple[DimLike, Blame]:
@@ -195,10 +224,12 @@ class Solver:
         if isinstance(dim, int):
             return dim, NO_BLAME
         used = [name for name in free_symbols(dim) if name in self.dims]
-        if not used:
-            return dim, NO_BLAME
-        blame = frozenset().union(*(self.dims[name][1] for name in used))
-        return subs(dim, {name: self.dims[name][0] for name in used}), blame
+        blame = frozenset().union(*(self.dims[name][1] for name in used)) if used else NO_BLAME
+        if used:
+            dim = subs(dim, {name: self.dims[name][0] for name in used})
+        if self.var_blame:
+            blame = blame.union(*(self.var_blame.get(name, NO_BLAME) for name in free_symbols(dim)))
+        return dim, blame
 
     def expand(self, shape: Shape) -> Tuple[List[Tuple[object, Blame]], Blame]:
         """The shape's items under the bindings, each with its blame, and the blame of
@@ -209,13 +240,13 @@ class Solver:
             if isinstance(elem, ShapeVar):
                 bound = self._shape_binding(elem)
                 if bound is None:
-                    items.append((elem, NO_BLAME))
+                    items.append((elem, self.var_blame.get(elem, NO_BLAME)))
                 else:
                     inner, blame = bound
                     splices = splices | blame
                     for item in inner:
                         if isinstance(item, ShapeVar):
-                            items.append((item, NO_BLAME))
+                            items.append((item, self.var_blame.get(item, NO_BLAME)))
                         else:
                             items.append(self.resolve_dim(item))
             else:
@@ -246,13 +277,15 @@ class Solver:
         while isinstance(dtype, DTypeVar) and dtype in self.dtypes:
             dtype, more = self.dtypes[dtype]
             blame = blame | more
+        if isinstance(dtype, DTypeVar):
+            blame = blame | self.var_blame.get(dtype, NO_BLAME)
         return dtype, blame
 
     def resolve_with_blame(self, t: Type) -> Tuple[Type, Blame]:
         """`t` with every bound variable replaced, and the blame of the bindings used."""
         if isinstance(t, TypeVar):
             if t not in self.types:
-                return t, NO_BLAME
+                return t, self.var_blame.get(t, NO_BLAME)
             bound, blame = self.types[t]
             resolved, inner = self.resolve_with_blame(bound)
             self.types[t] = (resolved, blame | inner)
@@ -339,6 +372,8 @@ class Solver:
         while isinstance(t, TypeVar) and t in self.types:
             t, more = self.types[t]
             blame = blame | more
+        if isinstance(t, TypeVar):
+            blame = blame | self.var_blame.get(t, NO_BLAME)
         return t, blame
 
     def _type_eq(self, c: TypeEq) -> bool:
@@ -370,7 +405,12 @@ class Solver:
             return True
         (left, lb2), (right, rb2) = self.resolve_with_blame(left), self.resolve_with_blame(right)
         namer = self._namer(left, right)
-        raise Conflict("type", f"types differ: {format_type(left, namer)} vs "
+        kinds = {type(left), type(right)}
+        what = ("a tensor is used as a function" if kinds == {TensorType, FunctionType} else
+                "a tuple is used as a tensor" if kinds == {TensorType, TupleType} else
+                "a tuple is used as a function" if kinds == {TupleType, FunctionType} else
+                "tuples of different lengths" if kinds == {TupleType} else "types differ")
+        raise Conflict("type", f"{what}: {format_type(left, namer)} vs "
                                f"{format_type(right, namer)}", blame | lb2 | rb2)
 
     def _dtype_eq(self, left: DType, right: DType, blame: Blame) -> None:
@@ -476,6 +516,9 @@ class Solver:
                                     f"least 1", blame)
         self.dims[name] = (value, blame)
         self.version += 1
+        if name in self.bound_checks:  # its bound is now a check on what it is bound to
+            self.queue.append(self.bound_checks.pop(name))
+            del self.bounds[name]
         for user in self._users.pop(name, ()):
             old, old_blame = self.dims[user]
             new = subs(old, {name: value})
@@ -491,7 +534,7 @@ class Solver:
 
     def _at_least(self, c: AtLeast) -> bool:
         (value, vb), (least, lb) = self.resolve_dim(c.value), self.resolve_dim(c.least)
-        verdict = dimalg.at_least_zero(value - least, {})
+        verdict = dimalg.at_least_zero(value - least, self.bounds)
         if verdict is None:
             return False
         if not verdict:
@@ -512,6 +555,49 @@ class Solver:
                                     f"{format_dim(value, namer)}", c.blame | vb)
         return False
 
+    # -- bounds ----------------------------------------------------------------------------------------
+    def _tighten(self) -> bool:
+        """Turn the checks `f(v) >= 0` on one size variable (f non-decreasing) into one lower
+        bound per variable, the largest; whether a bound rose.
+
+        The bound is kept as a check of its own (reported, never proved from itself), and
+        every other check is retried with it: a stack of convolutions leaves `H >= 14`,
+        not one check per layer.
+        """
+        best: Dict[str, Tuple[int, Blame]] = {}
+        for item in self.deferred:
+            c = item.constraint
+            if not isinstance(c, AtLeast):
+                continue
+            (value, vb), (least, lb) = self.resolve_dim(c.value), self.resolve_dim(c.least)
+            difference = value - least
+            names = free_symbols(difference)
+            if len(names) != 1:
+                continue
+            name = next(iter(names))
+            if not dimalg.non_decreasing(difference, name):
+                continue
+            start = self.bounds.get(name, dimalg.UNBOUNDED)[0]
+            low = dimalg.least_solution(difference, name, int(start))
+            if low is None:
+                continue
+            blame = c.blame | vb | lb
+            if name not in best or low > best[name][0]:
+                best[name] = (low, blame)
+            elif low == best[name][0]:
+                best[name] = (low, best[name][1] | blame)
+        risen = False
+        for name, (low, blame) in sorted(best.items()):
+            if low > self.bounds.get(name, dimalg.UNBOUNDED)[0]:
+                self.bounds[name] = (low, math.inf)
+                namer = self._namer()
+                self.bound_checks[name] = AtLeast(Dim(name), low, blame,
+                                                  f"size {namer.size(name)} is too small")
+                risen = True
+        if risen:
+            self.version += 1
+        return risen
+
     # -- broadcasting -------------------------------------------------------------------------------
     def _broadcast(self, c: Broadcast) -> bool:
         (left, lsp), (right, rsp) = self.expand(c.left), self.expand(c.right)
@@ -521,6 +607,10 @@ class Solver:
         i, j = len(left) - 1, len(right) - 1
         while i >= 0 and j >= 0:
             (a, ab), (b, bb) = left[i], right[j]
+            if isinstance(a, ShapeVar) and a == b:
+                tail.insert(0, a)  # a shape broadcasts with itself
+                i, j = i - 1, j - 1
+                continue
             if isinstance(a, ShapeVar) or isinstance(b, ShapeVar):
                 if [e for e, _ in left[:i + 1]] == [e for e, _ in right[:j + 1]]:
                     break  # the same prefix on both sides
