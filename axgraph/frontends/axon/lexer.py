@@ -1,7 +1,7 @@
 """Axon's tokens, each with its span.
 
 Names start with a letter and go on with letters, digits, `_` and `'`; `'a` is a type
-variable; numbers are ints (`784`) or floats (`0.5`, `1e-3`); comments are `(* ... *)`
+variable; numbers are ints (`784`, `~1`) or floats (`0.5`, `1e-3`); comments are `(* ... *)`
 and nest, as in Standard ML.
 """
 from __future__ import annotations
@@ -65,9 +65,9 @@ def tokenize(source: Source) -> List[Token]:
                 end += 1
             tokens.append(Token("tyvar", text[index:end], span(index, end)))
             index = end
-        elif char.isdigit():
-            end, kind = _number_end(text, index)
-            tokens.append(Token(kind, text[index:end], span(index, end)))
+        elif char.isdigit() or (char == "~" and text[index + 1:index + 2].isdigit()):
+            end, kind = _number_end(text, index + 1 if char == "~" else index)
+            tokens.append(Token(kind, text[index:end].replace("~", "-"), span(index, end)))
             index = end
         else:
             symbol = next((s for s in SYMBOLS if text.startswith(s, index)), None)

@@ -206,6 +206,7 @@ class _Parser:
                 raise AxonSyntaxError("`()` is not a value in Axon", [(token.span.to(close.span), "here")],
                                       self.source)
             if len(items) == 1:
+                items[0].span = token.span.to(close.span)  # the parentheses belong to it
                 return items[0]
             return s.TupleExpr(tuple(items), token.span.to(close.span))
         if self.accept("["):

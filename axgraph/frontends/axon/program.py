@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import dims as dims_module
 from ...dims import Dim, DimLike, free_symbols
+from ...errors import ShapeError
 from ...op_graph.op import Op
 from .errors import AxonShapeError, AxonTypeError
 from .infer import Binding, Inferencer, display_type, format_residual, residual_terms
@@ -427,7 +428,7 @@ class Program:
             try:
                 values = dims_module.bind_shapes(expected, [a.shape for a in arrays],
                                                  lambda i: f"input {names[i]}")
-            except dims_module.ShapeError as error:
+            except ShapeError as error:
                 raise AxonShapeError(error.message, []) from None
             namer = Namer(inferencer.fresh.hints)
             sizes = {namer.size(k): v for k, v in values.items() if not is_internal(k)}

@@ -487,15 +487,15 @@ class Solver:
         (left, lb), (right, rb) = self.resolve_dim(c.left), self.resolve_dim(c.right)
         blame = c.blame | lb | rb
         difference = dimalg.cancel(left - right)
-        if isinstance(difference, int) or dimalg.at_least_zero(difference - 1, {}) \
-                or dimalg.at_least_zero(-difference - 1, {}):
+        if isinstance(difference, int):
             if difference == 0:
                 return True
-            namer = self._namer()
-            raise Conflict("shape", f"dims differ: {format_dim(left, namer)} vs "
-                                    f"{format_dim(right, namer)}", blame)
+            raise self._differ(left, right, blame)
         solutions = dimalg.linear_solutions(difference)
         if not solutions:
+            if dimalg.at_least_zero(difference - 1, self.bounds) \
+                    or dimalg.at_least_zero(-difference - 1, self.bounds):
+                raise self._differ(left, right, blame)  # never zero for any sizes
             return False  # not linear in any one variable: wait for more bindings
         best = min(solutions, key=_elimination_order)
         if not best.exact and isinstance(best.numerator, int):
@@ -508,6 +508,11 @@ class Solver:
         if not best.exact:
             self.queue.append(Divides(best.divisor, best.numerator, blame))
         return True
+
+    def _differ(self, left: DimLike, right: DimLike, blame: Blame) -> Conflict:
+        namer = self._namer()
+        return Conflict("shape", f"dims differ: {format_dim(left, namer)} vs "
+                                 f"{format_dim(right, namer)}", blame)
 
     def _bind_dim(self, name: str, value: DimLike, blame: Blame) -> None:
         if isinstance(value, int) and value < 1:
