@@ -35,7 +35,7 @@ from .infer import Effect, Inferencer
 from .printing import Namer, format_dim
 from .solver import Conflict, Solver, TypeEq
 from .source import Span
-from .types import DTYPES, FunctionType, ShapeVar, TensorType, TupleType, Type
+from .types import DTYPES, FunctionType, ShapeVar, TensorType, TupleType, Type, TypeVar
 from .values import AxisTable, FunctionValue, TensorValue, TupleValue, Value, relabel
 
 
@@ -136,12 +136,19 @@ class Lowering:
                                                          effect.node.span)
 
     def tensor_type(self, name: str, t: Type, span: Optional[Span]) -> Tuple[Tuple[DimLike, ...], str]:
+        """The dims and element type of an input or parameter, which must be known."""
+        kind = "parameter" if name in self.params or any(
+            e.name == name and e.kind == "param" for e in self.inference.effects) else "input"
+        causes = [(span, "here")] if span else []
         if not isinstance(t, TensorType):
-            raise AxonTypeError(f"{name} must be a tensor, not {self.show(t)}",
-                                [(span, "here")] if span else [], self.inference.source)
+            raise AxonTypeError(f"the type of {kind} {name}, {self.show(t)}, is not known: annotate "
+                                f"it (`{kind if kind == 'input' else 'param'} : f32[...]`)"
+                                if isinstance(t, TypeVar) else
+                                f"{kind} {name} must be a tensor, not {self.show(t)}",
+                                causes, self.inference.source)
         if t.rank is None or not isinstance(t.dtype, str):
-            raise AxonShapeError(f"the shape of {name}, {self.show(t)}, is not known: annotate it",
-                                 [(span, "here")] if span else [], self.inference.source)
+            raise AxonShapeError(f"the rank of {kind} {name}, {self.show(t)}, is not known: "
+                                 f"annotate it", causes, self.inference.source)
         return tuple(self.concrete(d) for d in t.shape), t.dtype  # type: ignore[arg-type]
 
     def show(self, t: Type) -> str:
