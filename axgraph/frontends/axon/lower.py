@@ -183,9 +183,8 @@ class Lowering:
         return TensorValue(op, dims, axes, dtype)
 
     # -- the lowering context the builtins use ----------------------------------------------------
-    def tensor(self, op: Op, dims: Sequence[DimLike], axes: Sequence, dtype: str) -> TensorValue:
-        """A tensor value on the axes of its dims (relabelling `op`'s positional `axes`)."""
-        dims = tuple(dims)
+    def determined(self, dims: Sequence[DimLike]) -> None:
+        """Raise AxonShapeError unless every size in `dims` is fed with some input."""
         unknown = set().union(*(free_symbols(d) for d in dims)) - self.bindable if dims else set()
         if unknown:
             namer = Namer(self.fresh.hints)
@@ -193,6 +192,11 @@ class Lowering:
             raise AxonShapeError(f"the size(s) {names} of a result are not determined by the "
                                  f"program's inputs", [(self.span, "here")] if self.span else [],
                                  self.inference.source)
+
+    def tensor(self, op: Op, dims: Sequence[DimLike], axes: Sequence, dtype: str) -> TensorValue:
+        """A tensor value on the axes of its dims (relabelling `op`'s positional `axes`)."""
+        dims = tuple(dims)
+        self.determined(dims)
         target = self.table.axes_for(dims)
         try:
             op = relabel(op, dict(zip(axes, target)))
@@ -414,6 +418,8 @@ class Lowering:
         self.solve(solver, span)
         out = solver.resolve(t)
         with self.at(span):
+            if isinstance(out, TensorType) and out.rank is not None:
+                self.determined(out.shape)  # type: ignore[arg-type]  # no shape variable left
             return builtin.lower(self, statics, args, out)  # type: ignore[misc]  # builtins with a lowering
 
     def number(self, value: float, dtype: str) -> TensorValue:

@@ -386,8 +386,8 @@ class Program:
             raise AxonShapeError(f"{conflict.message} (with {_sizes_text(sizes)})",
                                  inferencer.causes(conflict.blame), inferencer.source) from None
 
-    def run(self, inputs: Mapping[str, np.ndarray], backend: str = "numpy",
-            seed: int = 0) -> Dict[str, np.ndarray]:
+    def run(self, inputs: Mapping[str, np.ndarray], backend: str = "numpy", seed: int = 0,
+            params: Optional[Mapping[str, np.ndarray]] = None) -> Dict[str, np.ndarray]:
         """Run the program once on arrays and return every top-level value.
 
         The sizes are read from the arrays' shapes; the graph is built once for
@@ -401,6 +401,8 @@ class Program:
             The transformer to run on (`ng.transformer_choices()`).
         seed : int
             Seed of the parameters' initial values.
+        params : mapping of str to array, optional
+            Values for parameters, by name, instead of drawn ones.
 
         Returns
         -------
@@ -415,7 +417,7 @@ class Program:
         from ...transformers import make_transformer
 
         inferencer = self.inference._inferencer
-        graph = self._symbolic_or_none(seed)
+        graph = self._symbolic_or_none(seed, params)
         names = list(graph.inputs if graph is not None else self._any_graph_inputs())
         missing = [n for n in names if n not in inputs]
         unknown = [n for n in inputs if n not in names]
@@ -432,16 +434,17 @@ class Program:
                 raise AxonShapeError(error.message, []) from None
             namer = Namer(inferencer.fresh.hints)
             sizes = {namer.size(k): v for k, v in values.items() if not is_internal(k)}
-            graph = self._graph(dict(values), sizes, seed, None)
+            graph = self._graph(dict(values), sizes, seed, params)
         with make_transformer(backend) as transformer:
             computation = transformer.computation(list(graph.values.values()),
                                                   *[graph.inputs[n] for n in names])
             results = computation(*arrays)
         return dict(zip(graph.values, results))
 
-    def _symbolic_or_none(self, seed: int) -> Optional[Graph]:
+    def _symbolic_or_none(self, seed: int, params: Optional[Mapping[str, np.ndarray]] = None
+                          ) -> Optional[Graph]:
         try:
-            return self._graph({}, {}, seed, None)
+            return self._graph({}, {}, seed, params)
         except NeedsSizes:
             return None
 
