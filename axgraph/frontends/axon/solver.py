@@ -173,7 +173,24 @@ class Solver:
         """The constraints that could not be decided, resolved by the current bindings."""
         pending = ([d.constraint for d in self.deferred] + list(self.broadcasts)
                    + [self.bound_checks[name] for name in sorted(self.bound_checks)])
-        return [self.resolve_constraint(c) for c in pending]
+        return self._strongest([self.resolve_constraint(c) for c in pending])
+
+    def _strongest(self, constraints: List[object]) -> List[object]:
+        """The constraints less each `AtLeast` that another one implies (its slack is
+        provably at least the other's), so a check is reported once, in its strongest form."""
+        checks = [c for c in constraints if isinstance(c, AtLeast)]
+        slack = {id(c): c.value - c.least for c in checks}
+        dropped = set()
+        for c in checks:
+            for other in checks:
+                if other is c or id(other) in dropped:
+                    continue
+                margin = slack[id(c)] - slack[id(other)]
+                if dimalg.at_least_zero(margin, self.bounds) and (
+                        margin != 0 or sorted(other.blame) < sorted(c.blame)):
+                    dropped.add(id(c))
+                    break
+        return [c for c in constraints if id(c) not in dropped]
 
     def take_residuals(self, variables: Set[Var]) -> List[object]:
         """Remove and return (resolved) the undecided constraints that mention any of
@@ -198,7 +215,7 @@ class Solver:
                 taken.append(self.bound_checks.pop(name))
                 del self.bounds[name]
         self.deferred, self.broadcasts = kept_deferred, kept_broadcasts
-        return taken
+        return self._strongest(taken)
 
     def links(self, variables: Set[Var]) -> Dict[Var, Blame]:
         """For each variable, the blame of the bindings that put it where it stands: what a
@@ -491,6 +508,14 @@ class Solver:
             if difference == 0:
                 return True
             raise self._differ(left, right, blame)
+        bare: Dict[str, DimLike] = {}
+        for side, other in ((left, right), (right, left)):
+            if isinstance(side, Dim) and side.is_symbol and side.name not in free_symbols(other):
+                bare[side.name] = other
+        if bare:  # a variable standing alone is bound to the other side, which keeps its names
+            name = min(bare, key=_variable_order)
+            self._bind_dim(name, bare[name], blame)
+            return True
         solutions = dimalg.linear_solutions(difference)
         if not solutions:
             if dimalg.at_least_zero(difference - 1, self.bounds) \
@@ -644,11 +669,17 @@ def _product(shape: Shape) -> DimLike:
 
 
 def _elimination_order(solution: dimalg.Solution):
-    """Which variable an equation is solved for: an exact solution first, then one the
-    inference made (the user's names stay), then the newest (the oldest name stays)."""
-    internal = is_internal(solution.name)
-    age = -int(solution.name[1:]) if internal else 0
-    return (not solution.exact, not internal, age, _reversed_name(solution.name))
+    """Which variable an equation is solved for: an exact solution first, then as
+    `_variable_order` says."""
+    return (not solution.exact,) + _variable_order(solution.name)
+
+
+def _variable_order(name: str):
+    """Which of two variables is eliminated: one the inference made (the user's names
+    stay), then the newest (the oldest name stays)."""
+    internal = is_internal(name)
+    age = -int(name[1:]) if internal else 0
+    return (not internal, age, _reversed_name(name))
 
 
 def _reversed_name(name: str) -> Tuple[int, ...]:
