@@ -22,7 +22,8 @@ from ...op_graph import (convolution, dot, elementwise, nn, pooling, reductions,
                          tensors)
 from .solver import AtLeast, Broadcast, SameSize
 from .types import Fresh, FunctionType, Shape, TensorType, TupleType, Type
-from .values import FunctionValue, TensorValue, TupleValue, relabel
+from ...op_graph.op import Op
+from .values import TensorValue, TupleValue, relabel
 
 #: A static argument: its name (for messages), its kind ("index": an int, negative
 #: counting from the end; "int": an int at least `least`; "shape": a shape literal).
@@ -111,7 +112,8 @@ def _aligned(ctx, value: TensorValue, dims, target):
     return relabel(op, mapping)
 
 
-for _name, _op, _summary in (
+_Entry = Tuple[str, Callable[..., Op], str]
+_UNARY: Tuple[_Entry, ...] = (
         ("neg", elementwise.negative, "`~x`: the negation, element by element"),
         ("exp", elementwise.exp, "e to the power of each element"),
         ("log", elementwise.log, "the natural logarithm of each element"),
@@ -120,16 +122,18 @@ for _name, _op, _summary in (
         ("relu", elementwise.relu, "max(x, 0), element by element"),
         ("sqrt", elementwise.sqrt, "the square root of each element"),
         ("square", elementwise.square, "each element squared"),
-        ("abs", elementwise.absolute, "the absolute value of each element")):
+        ("abs", elementwise.absolute, "the absolute value of each element"))
+for _name, _op, _summary in _UNARY:
     _define(_name, _summary, _unary_scheme, _unary(_op))
 
-for _name, _op, _summary in (
+_BINARY: Tuple[_Entry, ...] = (
         ("add", elementwise.add, "`x + y`, broadcasting where a dim is the literal 1 or missing"),
         ("sub", elementwise.subtract, "`x - y`, broadcasting as `+` does"),
         ("mul", elementwise.multiply, "`x * y`, broadcasting as `+` does"),
         ("div", elementwise.divide, "`x / y`, broadcasting as `+` does"),
         ("maximum", elementwise.maximum, "the larger of x and y, element by element"),
-        ("minimum", elementwise.minimum, "the smaller of x and y, element by element")):
+        ("minimum", elementwise.minimum, "the smaller of x and y, element by element"))
+for _name, _op, _summary in _BINARY:
     _define(_name, _summary, _binary_scheme, _binary(_op))
 
 
@@ -188,11 +192,12 @@ def _reduce(op: Callable):
 
 
 _DIM = ("dim", "index", 0)
-for _name, _op, _summary in (
+_REDUCTIONS: Tuple[_Entry, ...] = (
         ("sum", reductions.sum, "`sum i x`: the sum over dim i (negative i counts from the end)"),
         ("mean", reductions.mean, "`mean i x`: the mean over dim i"),
         ("max", reductions.max, "`max i x`: the largest value over dim i"),
-        ("min", reductions.min, "`min i x`: the smallest value over dim i")):
+        ("min", reductions.min, "`min i x`: the smallest value over dim i"))
+for _name, _op, _summary in _REDUCTIONS:
     _define(_name, _summary, _reduce_scheme, _reduce(_op), [_DIM])
 
 
@@ -473,6 +478,7 @@ def _steps(ctx, xs: TensorValue, what: str):
     count = xs.dims[0]
     if not isinstance(count, int):
         ctx.needs_sizes(f"{what} over a dim of length {count} (loops are unrolled)")
+        return
     dims = xs.dims[1:]
     for i in range(count):
         op = shape_ops.slice_along_axis(xs.op, xs.axes[0], i)
@@ -497,7 +503,7 @@ def _scan_scheme(fresh: Fresh, statics: tuple):
     return _arrows(step, carry, _t(a, n, s), TupleType((carry, _t(b, n, y)))), []
 
 
-def _scan(ctx, statics, args, out):
+def _scan(ctx, statics: tuple, args: list, out: TupleType) -> TupleValue:
     step, carry, xs = args
     outputs: List[TensorValue] = []
     for x in _steps(ctx, xs, "scan"):

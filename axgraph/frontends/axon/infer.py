@@ -16,17 +16,18 @@ program, the same `B` in every such declaration, fed when the program runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ...dims import Dim, DimLike, free_symbols, subs
 from . import syntax as s
 from .builtins import BUILTINS, OPERATORS, Builtin
 from .errors import AxonShapeError, AxonTypeError, Cause
 from .printing import Namer, format_dim, format_shape, format_type
-from .solver import (AtLeast, Blame, Broadcast, Conflict, DimEq, Divides, SameSize, ShapeEq,
-                     Solver, TypeEq, constraint_vars, rename_constraint, with_blame)
+from .solver import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides, SameSize,
+                     ShapeEq, Solver, TypeEq, constraint_terms, constraint_vars, rename_constraint,
+                     with_blame)
 from .source import Source, Span
-from .types import (DTYPES, DTypeVar, Fresh, FunctionType, Shape, ShapeVar, TensorType,
+from .types import (DTYPES, DTypeVar, Elem, Fresh, FunctionType, Shape, ShapeVar, TensorType,
                     TupleType, Type, TypeVar, Var, free_vars, is_internal, map_dims)
 
 
@@ -36,7 +37,7 @@ class Scheme:
 
     variables: FrozenSet[Var]
     type: Type
-    constraints: Tuple[object, ...] = ()
+    constraints: Tuple[Constraint, ...] = ()
     links: Mapping[Var, Blame] = field(default_factory=dict)
 
 
@@ -173,13 +174,13 @@ class Inferencer:
                                 self.blame(decl.result_type.span, "result type annotated")))
             self.depth -= 1
             self.defining.pop()
-            t = body
+            function: Type = body
             for param in reversed(params):
-                t = FunctionType(param, t)
+                function = FunctionType(param, function)
             self.solve()
-            return {**env, decl.name: self.generalize(t, env)}
-        t = self.expr(decl.expr, env)
-        bound = self.bind(decl.pattern, t, {})
+            return {**env, decl.name: self.generalize(function, env)}
+        value = self.expr(decl.expr, env)
+        bound = self.bind(decl.pattern, value, {})
         self.solve()
         if s.is_value(decl.expr):
             return {**env, **{name: self.generalize(scheme.type, env) for name, scheme in bound.items()}}
@@ -204,7 +205,7 @@ class Inferencer:
     # -- generalization ------------------------------------------------------------------------------
     def generalize(self, t: Type, env: Env) -> Scheme:
         resolved = self.solver.resolve(t)
-        fixed = set()
+        fixed: Set[Var] = set()
         for scheme in env.values():
             fixed |= free_vars(self.solver.resolve(scheme.type)) - scheme.variables
         fixed |= {v for v in free_vars(resolved) if isinstance(v, str) and not is_internal(v)}
@@ -221,22 +222,19 @@ class Inferencer:
     def instantiate(self, scheme: Scheme, span: Span, name: str) -> Type:
         if not scheme.variables:
             return scheme.type
-        renaming: Dict[object, object] = {}
-        dims: Dict[str, DimLike] = {}
+        rename = _Renamer()
         for var in scheme.variables:
             if isinstance(var, TypeVar):
-                renaming[var] = self.fresh.type(var.hint)
+                rename.types[var] = self.fresh.type(var.hint)
             elif isinstance(var, DTypeVar):
-                renaming[var] = self.fresh.dtype(var.hint)
+                rename.dtypes[var] = self.fresh.dtype(var.hint)
             elif isinstance(var, ShapeVar):
-                renaming[var] = self.fresh.shape(var.hint)
+                rename.shapes[var] = self.fresh.shape(var.hint)
             else:
-                dims[var] = self.fresh.dim(self.fresh.hints.get(var, "d"))
-        rename = _Renamer(renaming, dims)
+                rename.dims[var] = self.fresh.dim(self.fresh.hints.get(var, "d"))
         use = self.blame(span, f"`{name}` used here")
         for var, blame in scheme.links.items():
-            new = renaming.get(var) or dims[var].name  # type: ignore[union-attr]  # a size variable's copy
-            self.solver.var_blame[new] = blame | use
+            self.solver.var_blame[rename.copy(var)] = blame | use
         if scheme.constraints:
             self.add(*(with_blame(rename_constraint(c, rename), use) for c in scheme.constraints))
         return rename.type(scheme.type)
@@ -384,13 +382,13 @@ class Inferencer:
 
     def shape(self, items: Sequence[s.ShapeItem]) -> Shape:
         """The shape an annotation's items stand for."""
-        shape: List[object] = []
+        shape: List[Elem] = []
         for item in items:
             if isinstance(item, s.ShapeSplat):
-                shape.append(self.scoped("shape", item.name, lambda: self.fresh.shape(item.name)))
+                shape.append(self.scoped("shape", item.name, lambda name=item.name: self.fresh.shape(name)))
             else:
                 shape.append(self.dim(item))
-        return tuple(shape)  # type: ignore[arg-type]  # dims and shape variables
+        return tuple(shape)
 
     def dim(self, d: s.DimExpr) -> DimLike:
         if isinstance(d, s.DimInt):
@@ -414,22 +412,32 @@ class Inferencer:
 class _Renamer:
     """Applies a renaming of variables to types, shapes and dims (an instantiation)."""
 
-    def __init__(self, renaming: Mapping[object, object], dims: Mapping[str, DimLike]):
-        self.renaming = renaming
-        self.dims = dims
+    def __init__(self) -> None:
+        self.types: Dict[TypeVar, TypeVar] = {}
+        self.dtypes: Dict[DTypeVar, DTypeVar] = {}
+        self.shapes: Dict[ShapeVar, ShapeVar] = {}
+        self.dims: Dict[str, Dim] = {}
+
+    def copy(self, var: Var) -> object:
+        """The variable `var` is renamed to (a size variable by its name)."""
+        if isinstance(var, str):
+            return self.dims[var].name
+        if isinstance(var, TypeVar):
+            return self.types[var]
+        return self.dtypes[var] if isinstance(var, DTypeVar) else self.shapes[var]
 
     def dim(self, d: DimLike) -> DimLike:
         return subs(d, self.dims) if self.dims and free_symbols(d) & set(self.dims) else d
 
     def shape(self, shape: Shape) -> Shape:
-        return tuple(self.renaming.get(e, e) if isinstance(e, ShapeVar) else self.dim(e)
-                     for e in shape)  # type: ignore[misc]  # renamed shape variables stay ShapeVars
+        return tuple(self.shapes.get(e, e) if isinstance(e, ShapeVar) else self.dim(e) for e in shape)
 
     def type(self, t: Type) -> Type:
         if isinstance(t, TypeVar):
-            return self.renaming.get(t, t)  # type: ignore[return-value]  # a TypeVar's image is a TypeVar
+            return self.types.get(t, t)
         if isinstance(t, TensorType):
-            return TensorType(self.renaming.get(t.dtype, t.dtype), self.shape(t.shape))  # type: ignore[arg-type]
+            dtype = self.dtypes.get(t.dtype, t.dtype) if isinstance(t.dtype, DTypeVar) else t.dtype
+            return TensorType(dtype, self.shape(t.shape))
         if isinstance(t, FunctionType):
             return FunctionType(self.type(t.arg), self.type(t.result))
         if isinstance(t, TupleType):
@@ -475,7 +483,7 @@ def _example(builtin: Builtin) -> str:
 
 # -- reading the results ------------------------------------------------------------------------------
 
-def format_residual(c, namer: Namer) -> str:
+def format_residual(c: Constraint, namer: Namer) -> str:
     """A residual constraint as the check it stands for (`M % 4 == 0`, `H >= 5`)."""
     if isinstance(c, DimEq):
         return f"{format_dim(c.left, namer)} == {format_dim(c.right, namer)}"
@@ -494,10 +502,10 @@ def format_residual(c, namer: Namer) -> str:
     raise TypeError(f"not a constraint: {c!r}")
 
 
-def residual_terms(c) -> List[Type]:
+def residual_terms(c: Constraint) -> List[Type]:
     """The terms of a residual, as types (for a namer to reserve their names)."""
     found: List[Type] = []
-    for term in _parts(c):
+    for term in constraint_terms(c):
         if isinstance(term, tuple):
             found.append(TensorType("f32", term))
         elif isinstance(term, (int, Dim)):
@@ -505,16 +513,6 @@ def residual_terms(c) -> List[Type]:
         else:
             found.append(term)
     return found
-
-
-def _parts(c) -> Tuple[object, ...]:
-    if isinstance(c, (TypeEq, ShapeEq, DimEq, SameSize)):
-        return (c.left, c.right)
-    if isinstance(c, AtLeast):
-        return (c.value, c.least)
-    if isinstance(c, Divides):
-        return (c.value,)
-    return (c.left, c.right, c.out)
 
 
 def display_type(t: Type, namer: Namer) -> Type:

@@ -76,8 +76,9 @@ def tokenize(source: Source) -> List[Token]:
                                       [(span(index, index + 1), "here")], source)
             tokens.append(Token("symbol", symbol, span(index, index + len(symbol))))
             index += len(symbol)
-    end = tokens[-1].span if tokens else Span(1, 1, 1, 1)
-    tokens.append(Token("eof", "", Span(end.end_line, end.end_column, end.end_line, end.end_column + 1)))
+    last = tokens[-1].span if tokens else Span(1, 1, 1, 1)
+    tokens.append(Token("eof", "", Span(last.end_line, last.end_column, last.end_line,
+                                        last.end_column + 1)))
     return tokens
 
 

@@ -170,6 +170,7 @@ class Lowering:
             raise NeedsSizes(f"parameter {name} has shape [{', '.join(map(str, dims))}]: parameters "
                              f"need known sizes", span)
         shape = tuple(int(d) for d in dims)  # type: ignore[arg-type]  # all ints, checked above
+        value: np.ndarray
         if name in self.param_values:
             value = np.asarray(self.param_values[name], dtype=DTYPES[dtype])
             if value.shape != shape:
@@ -288,7 +289,7 @@ class Lowering:
                 dtype = self.lookup(("dtype", t.dtype), scope, unbound, lambda: self.fresh.dtype())
             else:
                 dtype = t.dtype
-            return TensorType(dtype, self.shape(t.shape, scope, unbound))  # type: ignore[arg-type]
+            return TensorType(dtype, self.shape(t.shape, scope, unbound))
         if isinstance(t, s.TypeVarExpr):
             return self.fresh.type()
         if isinstance(t, s.FunctionTypeExpr):
@@ -299,8 +300,8 @@ class Lowering:
         shape: List[object] = []
         for item in items:
             if isinstance(item, s.ShapeSplat):
-                shape.extend(self.lookup(("shape", item.name), scope, unbound,  # type: ignore[arg-type]
-                                         lambda: self.fresh.shape(item.name)))
+                shape.extend(self.lookup(("shape", item.name), scope, unbound,
+                                         lambda name=item.name: self.fresh.shape(name)))
             else:
                 shape.append(self.dim(item, scope, unbound))
         return tuple(shape)
@@ -311,8 +312,7 @@ class Lowering:
         if isinstance(d, s.DimWild):
             return self.fresh.dim("d")
         if isinstance(d, s.DimName):
-            return self.lookup(("dim", d.name), scope, unbound,  # type: ignore[return-value]
-                               lambda: self.fresh.dim(d.name))
+            return self.lookup(("dim", d.name), scope, unbound, lambda: self.fresh.dim(d.name))
         left, right = self.dim(d.left, scope, unbound), self.dim(d.right, scope, unbound)
         return left + right if d.op == "+" else left - right if d.op == "-" else left * right
 

@@ -29,7 +29,7 @@ ShapeLike = Union[str, Sequence[Union[int, str, Dim]]]
 class Residual:
     """A condition on the sizes that inference could not decide: checked when sizes are known.
 
-    Attributes
+    Parameters
     ----------
     text : str
         The condition (`M % 4 == 0`, `H >= 5`).
@@ -49,7 +49,7 @@ class Residual:
 class TypeScheme:
     """The inferred type of one top-level name, with its variables shown by name.
 
-    Attributes
+    Parameters
     ----------
     name : str
         The name bound.
@@ -89,6 +89,18 @@ class Inference(Mapping[str, TypeScheme]):
 
     It is a mapping from name to `TypeScheme` (a later binding of a name replaces an
     earlier one); `str()` prints one line per binding, then the residual checks.
+    `infer` makes it; `residuals` holds the `Residual` checks.
+
+    Parameters
+    ----------
+    inferencer : Inferencer
+        The inference run over the program.
+    program : syntax.Program
+        The program's syntax tree.
+    source : Source
+        The program's text.
+    declared : mapping of str to Type
+        The types of the inputs given by name.
     """
 
     def __init__(self, inferencer: Inferencer, program, source: Source, declared: Mapping[str, Type]):
@@ -184,9 +196,9 @@ def _declared_types(inferencer: Inferencer, input_shapes: Mapping[str, ShapeLike
         items: List[object] = []
         for item in shape:
             if isinstance(item, str) and item.startswith("*"):
-                items.append(inferencer.scoped("shape", item[1:], lambda: inferencer.fresh.shape(item[1:])))
+                items.append(inferencer.scoped("shape", item[1:], lambda name=item[1:]: inferencer.fresh.shape(name)))
             elif isinstance(item, str):
-                items.append(inferencer.scoped("dim", item, lambda: Dim(item)))
+                items.append(inferencer.scoped("dim", item, lambda name=item: Dim(name)))
             elif isinstance(item, Dim) or (isinstance(item, (int, np.integer)) and not isinstance(item, bool)):
                 items.append(item if isinstance(item, Dim) else int(item))
             else:
@@ -247,7 +259,7 @@ def infer(source: SourceLike, **input_shapes: ShapeLike) -> Inference:
 class Graph:
     """The axgraph graph of a compiled program, under one binding of its sizes.
 
-    Attributes
+    Parameters
     ----------
     values : dict of str to Op
         Each top-level tensor value (a tuple value `t` gives `t.0`, `t.1`, ...), its axes

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
 from ...dims import Dim, DimLike, free_symbols, subs
 from . import dimalg
 from .printing import Namer, format_dim, format_shape, format_type
-from .types import (DType, DTypeVar, Fresh, FunctionType, Shape, ShapeVar, TensorType,
+from .types import (DType, DTypeVar, Elem, Fresh, FunctionType, Shape, ShapeVar, TensorType,
                     TupleType, Type, TypeVar, Var, is_internal, shape_vars, type_vars)
 
 Blame = FrozenSet[int]
@@ -106,7 +106,7 @@ class Broadcast:
     blame: Blame = NO_BLAME
 
 
-Constraint = (TypeEq, ShapeEq, DimEq, AtLeast, Divides, SameSize, Broadcast)
+Constraint = Union[TypeEq, ShapeEq, DimEq, AtLeast, Divides, SameSize, Broadcast]
 
 
 class Conflict(Exception):
@@ -122,7 +122,7 @@ class Conflict(Exception):
 
 @dataclass
 class _Deferred:
-    constraint: object
+    constraint: Constraint
     version: int = field(default=0)
 
 
@@ -142,9 +142,9 @@ class Solver:
         self.shapes: Dict[ShapeVar, Tuple[Shape, Blame]] = {}
         self.dims: Dict[str, Tuple[DimLike, Blame]] = {}
         self._users: Dict[str, Set[str]] = {}  # size variable -> bound names mentioning it
-        self.queue: List[object] = []
+        self.queue: List[Constraint] = []
         self.deferred: List[_Deferred] = []
-        self.broadcasts: List[object] = []
+        self.broadcasts: List[Broadcast] = []
         self.version = 0
         # lower bounds of size variables, each from a residual check kept in bound_checks
         self.bounds: Dict[str, Tuple[int, float]] = {}
@@ -153,7 +153,7 @@ class Solver:
         self.bound_checks: Dict[str, AtLeast] = {}
 
     # -- the interface ----------------------------------------------------------------------------
-    def add(self, *constraints) -> None:
+    def add(self, *constraints: Constraint) -> None:
         """Queue constraints; `solve` works them off."""
         self.queue.extend(constraints)
 
@@ -169,13 +169,13 @@ class Solver:
             if not self._decide_a_broadcast() and not self._tighten():
                 return
 
-    def residuals(self) -> List[object]:
+    def residuals(self) -> List[Constraint]:
         """The constraints that could not be decided, resolved by the current bindings."""
         pending = ([d.constraint for d in self.deferred] + list(self.broadcasts)
                    + [self.bound_checks[name] for name in sorted(self.bound_checks)])
         return self._strongest([self.resolve_constraint(c) for c in pending])
 
-    def _strongest(self, constraints: List[object]) -> List[object]:
+    def _strongest(self, constraints: List[Constraint]) -> List[Constraint]:
         """The constraints less each `AtLeast` that another one implies (its slack is
         provably at least the other's), so a check is reported once, in its strongest form."""
         checks = [c for c in constraints if isinstance(c, AtLeast)]
@@ -192,10 +192,10 @@ class Solver:
                     break
         return [c for c in constraints if id(c) not in dropped]
 
-    def take_residuals(self, variables: Set[Var]) -> List[object]:
+    def take_residuals(self, variables: Set[Var]) -> List[Constraint]:
         """Remove and return (resolved) the undecided constraints that mention any of
         `variables`: they go with a generalized type scheme, checked at each use."""
-        taken: List[object] = []
+        taken: List[Constraint] = []
         kept_deferred: List[_Deferred] = []
         for item in self.deferred:
             resolved = self.resolve_constraint(item.constraint)
@@ -221,8 +221,8 @@ class Solver:
         """For each variable, the blame of the bindings that put it where it stands: what a
         generalized function's copies of it inherit at each use."""
         found: Dict[Var, Blame] = {v: self.var_blame.get(v, NO_BLAME) for v in variables}
-        for name, (value, blame) in self.dims.items():
-            for symbol in free_symbols(value) & variables:  # type: ignore[operator]
+        for value, blame in self.dims.values():
+            for symbol in free_symbols(value) & variables:
                 found[symbol] = found[symbol] | blame
         for _, (shape, blame) in self.shapes.items():
             for var in set(shape_vars(shape)) & variables:
@@ -248,10 +248,10 @@ class Solver:
             blame = blame.union(*(self.var_blame.get(name, NO_BLAME) for name in free_symbols(dim)))
         return dim, blame
 
-    def expand(self, shape: Shape) -> Tuple[List[Tuple[object, Blame]], Blame]:
+    def expand(self, shape: Shape) -> Tuple[List[Tuple[Elem, Blame]], Blame]:
         """The shape's items under the bindings, each with its blame, and the blame of
         the shape variables spliced in (which decide where each item stands)."""
-        items: List[Tuple[object, Blame]] = []
+        items: List[Tuple[Elem, Blame]] = []
         splices: Blame = NO_BLAME
         for elem in shape:
             if isinstance(elem, ShapeVar):
@@ -286,7 +286,7 @@ class Solver:
         """`shape` under the bindings, and the blame of every binding used."""
         items, splices = self.expand(shape)
         blame = splices.union(*(b for _, b in items)) if items else splices
-        return tuple(e for e, _ in items), blame  # type: ignore[misc]  # items are Elems
+        return tuple(e for e, _ in items), blame
 
     def resolve_dtype(self, dtype: DType) -> Tuple[DType, Blame]:
         """An element type under the bindings."""
@@ -324,28 +324,26 @@ class Solver:
         """`t` with every bound variable replaced."""
         return self.resolve_with_blame(t)[0]
 
-    def resolve_constraint(self, c):
+    def resolve_constraint(self, c: Constraint) -> Constraint:
         """A constraint with its terms resolved and the blame of the bindings added."""
         if isinstance(c, TypeEq):
-            (left, lb), (right, rb) = self.resolve_with_blame(c.left), self.resolve_with_blame(c.right)
-            return TypeEq(left, right, c.blame | lb | rb)
+            (t1, b1), (t2, b2) = self.resolve_with_blame(c.left), self.resolve_with_blame(c.right)
+            return TypeEq(t1, t2, c.blame | b1 | b2)
         if isinstance(c, (ShapeEq, SameSize)):
-            (left, lb), (right, rb) = self.resolve_shape(c.left), self.resolve_shape(c.right)
-            return replace(c, left=left, right=right, blame=c.blame | lb | rb)
+            (s1, b1), (s2, b2) = self.resolve_shape(c.left), self.resolve_shape(c.right)
+            return replace(c, left=s1, right=s2, blame=c.blame | b1 | b2)
         if isinstance(c, DimEq):
-            (left, lb), (right, rb) = self.resolve_dim(c.left), self.resolve_dim(c.right)
-            return DimEq(left, right, c.blame | lb | rb)
+            (d1, b1), (d2, b2) = self.resolve_dim(c.left), self.resolve_dim(c.right)
+            return DimEq(d1, d2, c.blame | b1 | b2)
         if isinstance(c, AtLeast):
-            (value, vb), (least, lb) = self.resolve_dim(c.value), self.resolve_dim(c.least)
-            return replace(c, value=value, least=least, blame=c.blame | vb | lb)
+            (d1, b1), (d2, b2) = self.resolve_dim(c.value), self.resolve_dim(c.least)
+            return replace(c, value=d1, least=d2, blame=c.blame | b1 | b2)
         if isinstance(c, Divides):
-            value, vb = self.resolve_dim(c.value)
-            return replace(c, value=value, blame=c.blame | vb)
-        if isinstance(c, Broadcast):
-            (left, lb), (right, rb) = self.resolve_shape(c.left), self.resolve_shape(c.right)
-            out, ob = self.resolve_shape(c.out)
-            return Broadcast(left, right, out, c.blame | lb | rb | ob)
-        raise TypeError(f"not a constraint: {c!r}")
+            d1, b1 = self.resolve_dim(c.value)
+            return replace(c, value=d1, blame=c.blame | b1)
+        (s1, b1), (s2, b2) = self.resolve_shape(c.left), self.resolve_shape(c.right)
+        out, b3 = self.resolve_shape(c.out)
+        return Broadcast(s1, s2, out, c.blame | b1 | b2 | b3)
 
     # -- the fixed point --------------------------------------------------------------------------
     def _drain(self) -> None:
@@ -358,13 +356,13 @@ class Solver:
 
     def _decide_a_broadcast(self) -> bool:
         """Decide the first broadcast (in blame order) that can be; whether one was."""
-        for constraint in sorted(self.broadcasts, key=lambda c: sorted(c.blame)):
+        for constraint in sorted(self.broadcasts, key=lambda b: sorted(b.blame)):
             if self._broadcast(constraint):
                 self.broadcasts.remove(constraint)
                 return True
         return False
 
-    def _step(self, c) -> bool:
+    def _step(self, c: Constraint) -> bool:
         """Work on one constraint: True when done with it, False to defer it."""
         if isinstance(c, TypeEq):
             return self._type_eq(c)
@@ -451,11 +449,11 @@ class Solver:
         while left and right and not isinstance(left[0][0], ShapeVar) \
                 and not isinstance(right[0][0], ShapeVar):
             (a, ab), (b, bb) = left.pop(0), right.pop(0)
-            self.queue.append(DimEq(a, b, blame | ab | bb))
+            self.queue.append(DimEq(_as_dim(a), _as_dim(b), blame | ab | bb))
         while left and right and not isinstance(left[-1][0], ShapeVar) \
                 and not isinstance(right[-1][0], ShapeVar):
             (a, ab), (b, bb) = left.pop(), right.pop()
-            self.queue.append(DimEq(a, b, blame | ab | bb))
+            self.queue.append(DimEq(_as_dim(a), _as_dim(b), blame | ab | bb))
         rest_l, rest_r = tuple(e for e, _ in left), tuple(e for e, _ in right)
         item_blame = blame.union(*(b for _, b in left + right)) if left or right else blame
         if rest_l == rest_r:
@@ -465,9 +463,10 @@ class Solver:
                 self._bind_shape(var_side[0], other, item_blame, whole)
                 return True
             if not var_side:
-                if all(isinstance(e, ShapeVar) for e in other):
-                    for var in other:
-                        self._bind_shape(var, (), item_blame, whole)  # type: ignore[arg-type]
+                variables = [e for e in other if isinstance(e, ShapeVar)]
+                if len(variables) == len(other):
+                    for var in variables:
+                        self._bind_shape(var, (), item_blame, whole)
                     return True
                 self._rank_conflict(whole, item_blame)
         if not any(isinstance(e, ShapeVar) for e in rest_l + rest_r):
@@ -632,7 +631,7 @@ class Solver:
     def _broadcast(self, c: Broadcast) -> bool:
         (left, lsp), (right, rsp) = self.expand(c.left), self.expand(c.right)
         blame = c.blame | lsp | rsp
-        tail: List[object] = []
+        tail: List[Elem] = []
         equations = []
         i, j = len(left) - 1, len(right) - 1
         while i >= 0 and j >= 0:
@@ -651,13 +650,19 @@ class Solver:
             elif isinstance(b, int) and b == 1:
                 tail.insert(0, a)
             else:
-                equations.append(DimEq(a, b, blame))
+                equations.append(DimEq(_as_dim(a), _as_dim(b), blame))
                 tail.insert(0, a)
             i, j = i - 1, j - 1
         prefix = [e for e, _ in (left[:i + 1] if i >= 0 else right[:j + 1])]
         self.queue.extend(equations)
-        self.queue.append(ShapeEq(c.out, tuple(prefix + tail), blame))  # type: ignore[arg-type]
+        self.queue.append(ShapeEq(c.out, tuple(prefix + tail), blame))
         return True
+
+
+def _as_dim(elem: Elem) -> DimLike:
+    """A shape item known to be a dim (the caller checked it is no shape variable)."""
+    assert not isinstance(elem, ShapeVar)
+    return elem
 
 
 def _product(shape: Shape) -> DimLike:
@@ -686,10 +691,10 @@ def _reversed_name(name: str) -> Tuple[int, ...]:
     return tuple(-ord(ch) for ch in name) + (1,)
 
 
-def constraint_vars(c) -> FrozenSet[Var]:
+def constraint_vars(c: Constraint) -> FrozenSet[Var]:
     """Every variable a constraint mentions."""
     found: Set[Var] = set()
-    for term in _terms_of(c):
+    for term in constraint_terms(c):
         if isinstance(term, tuple):
             found.update(shape_vars(term))
         elif isinstance(term, (int, Dim)):
@@ -699,7 +704,11 @@ def constraint_vars(c) -> FrozenSet[Var]:
     return frozenset(found)
 
 
-def _terms_of(c) -> Iterable[object]:
+Term = Union[Type, Shape, DimLike]
+
+
+def constraint_terms(c: Constraint) -> Iterable[Term]:
+    """The types, shapes or dims a constraint relates."""
     if isinstance(c, (TypeEq, ShapeEq, DimEq, SameSize)):
         return (c.left, c.right)
     if isinstance(c, AtLeast):
@@ -711,7 +720,7 @@ def _terms_of(c) -> Iterable[object]:
     raise TypeError(f"not a constraint: {c!r}")
 
 
-def rename_constraint(c, rename):
+def rename_constraint(c: Constraint, rename) -> Constraint:
     """A constraint with `rename` (a function on types, shapes and dims) applied to its terms."""
     if isinstance(c, (TypeEq, ShapeEq, DimEq, SameSize)):
         return replace(c, left=rename(c.left), right=rename(c.right))
@@ -724,6 +733,6 @@ def rename_constraint(c, rename):
     raise TypeError(f"not a constraint: {c!r}")
 
 
-def with_blame(c, blame: Blame):
+def with_blame(c: Constraint, blame: Blame) -> Constraint:
     """A constraint with `blame` added to its own."""
     return replace(c, blame=c.blame | blame)
