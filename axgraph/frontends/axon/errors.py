@@ -6,7 +6,7 @@ sub-expression as `line:column: why`, with an excerpt of the source and carets u
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, Optional, Sequence, Tuple
 
 from ...debug_info import user_location
 from ...errors import AxgraphTypeError, AxgraphValueError, ShapeError
@@ -88,7 +88,3 @@ class AxonShapeError(ShapeError, _Located):
     def __init__(self, headline: str, causes: Sequence[Cause], source: Optional[Source] = None):
         super().__init__(self._init_located(headline, causes, source), user_location())
 
-
-def causes_list(*groups: Iterable[Cause]) -> List[Cause]:
-    """The causes of several groups, in one list."""
-    return [cause for group in groups for cause in group]

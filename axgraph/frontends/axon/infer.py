@@ -85,7 +85,6 @@ class Inferencer:
         self.effect_counts: Dict[str, int] = {}
         self.effects: List[Effect] = []
         self.bindings: List[Binding] = []
-        self.shape_literals: Dict[int, Shape] = {}
         self.direct: Dict[int, str] = {}  # an input or param bound by `val name = ...` directly
 
     # -- positions ------------------------------------------------------------------------------
@@ -352,9 +351,7 @@ class Inferencer:
             if not isinstance(arg, s.ShapeLiteral):
                 raise AxonTypeError(f"the {label} of `{builtin.name}` must be written in place, "
                                     f"like `[n, 28, 28]`", [(arg.span, "here")], self.source)
-            shape = self.shape(arg.shape)
-            self.shape_literals[id(arg)] = shape
-            return shape
+            return self.shape(arg.shape)
         value = _int_literal(arg)
         if value is None or (kind == "int" and value < least):
             bound = "" if kind == "index" else f" >= {least}"

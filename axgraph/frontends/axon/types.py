@@ -13,11 +13,11 @@ the user wrote) for printing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, Mapping, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, Tuple, Union
 
 import numpy as np
 
-from ...dims import Dim, DimLike, free_symbols, subs
+from ...dims import Dim, free_symbols
 
 #: Element types by their Axon name.
 DTYPES: Dict[str, type] = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
@@ -134,11 +134,6 @@ def map_dims(t: Type, f) -> Type:
     return t
 
 
-def subs_dims(t: Type, bindings: Mapping[str, DimLike]) -> Type:
-    """`t` with size variables replaced by `bindings`."""
-    return map_dims(t, lambda d: subs(d, bindings))
-
-
 def type_vars(t: Type) -> Iterator[Var]:
     """Every variable of `t` (type, element-type, shape and size variables), with repeats."""
     if isinstance(t, TypeVar):
@@ -168,9 +163,3 @@ def free_vars(t: Type) -> FrozenSet[Var]:
     """The set of variables of `t`."""
     return frozenset(type_vars(t))
 
-
-def dims_of(shape: Shape) -> Tuple[DimLike, ...]:
-    """The dims of a shape whose rank is known (ValueError if a shape variable is left)."""
-    if any(isinstance(e, ShapeVar) for e in shape):
-        raise ValueError("the shape has a shape variable")
-    return tuple(shape)  # type: ignore[arg-type]  # no ShapeVar left, checked above
