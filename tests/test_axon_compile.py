@@ -309,6 +309,13 @@ def test_a_convolution_inside_map_is_refused_clearly():
                      "val y = map (fn x => conv2d 1 0 x f) (input : f32[3, 4, 1, 5, 5])")
 
 
+def test_inputs_get_names_of_their_own_even_when_a_name_is_bound_twice():
+    graph = axon.compile("val x = input : f32[2]\nval x = input : f32[3]\nval y = x + (input : f32[3])\n"
+                         "val y = y * (input : f32[3])", z="f32[2]").graph()
+    assert list(graph.inputs) == ["z", "x", "x.input0", "y.input0", "y.input1"]
+    assert [graph.shapes[n] for n in graph.inputs] == [(2,), (2,), (3,), (3,), (3,)]
+
+
 def test_run_checks_its_inputs(rng):
     program = axon.compile("val y = x * 2.0", x="f32[n]")
     with pytest.raises(AxonShapeError, match=r"missing \['x'\], unknown \['z'\]"):

@@ -122,7 +122,6 @@ class Inferencer:
             self.scope = {} if generalized else self.program_scope
             self.decl_name = decl.name if isinstance(decl, s.FunDecl) else \
                 next((name for name, _ in s.pattern_names(decl.pattern)), "_")
-            self.effect_counts = {}
             if isinstance(decl, s.ValDecl):
                 self.note_direct_effect(decl)
             before = dict(env)
@@ -305,12 +304,13 @@ class Inferencer:
             raise AxonTypeError(f"`{e.name}` inside a function would make a new {e.name} at each "
                                 f"call; use it at the top level and pass the value in",
                                 [(e.span, "here")], self.source)
-        if id(e) in self.direct:
-            name = self.direct[id(e)]
-        else:
-            count = self.effect_counts.get(e.name, 0)
-            self.effect_counts[e.name] = count + 1
-            name = f"{self.decl_name}.{e.name}{count}"
+        taken = {effect.name for effect in self.effects} | set(self.inputs)
+        name = self.direct.get(id(e), "")
+        while not name or name in taken:  # `<val>.input0`, `<val>.input1`, ...
+            key = f"{self.decl_name}.{e.name}"
+            count = self.effect_counts.get(key, 0)
+            self.effect_counts[key] = count + 1
+            name = f"{key}{count}"
         self.effects.append(Effect(e, e.name, t, name))
 
     def builtin_type(self, builtin: Builtin, statics: tuple, span: Span) -> Type:
