@@ -171,6 +171,28 @@ def test_attention_over_a_symbolic_sequence_length(backend, rng, length):
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
+MAPPED = """
+val xs = input : f32[B, 3, 4]
+val a = map (sum 0) xs
+val b = map (fn x => map (fn r => r * 2.0) x) xs
+val c = fold (fn (acc, x) => acc + fold (fn (i, r) => i + r) (zeros [4]) x) (zeros [4]) xs
+val d = map (fn x => reshape [12] x) xs
+val e = map (fn x => concat 0 x x) xs
+val f = map (fn x => slice 1 0 2 x) xs
+val g = map (fn x => transpose x @ x) xs
+"""
+
+
+def test_the_element_dim_of_map_rides_through_every_builtin(backend, rng):
+    xs = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    got = axon.compile(MAPPED).run({"xs": xs}, backend)
+    expected = {"a": xs.sum(1), "b": 2 * xs, "c": xs.sum((0, 1)), "d": xs.reshape(2, 12),
+                "e": np.concatenate([xs, xs], 1), "f": xs[:, :, 0:2],
+                "g": xs.transpose(0, 2, 1) @ xs}
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
 # -- gradients by finite differences -----------------------------------------------------------
 
 def central_difference(f, value, eps=1e-6):
