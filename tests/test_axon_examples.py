@@ -50,3 +50,11 @@ def test_the_mlp_learns_digits(backend):
     result = train_mlp.train(epochs=3, backend=backend, verbose=False)
     assert result["losses"][-1] < 0.5 * result["losses"][0]
     assert result["test_accuracy"] >= 0.9
+
+
+def test_the_guide_lists_every_builtin():
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "axon.md").read_text()
+    table = guide[guide.index("## Builtins"):guide.index("## How inference works")]
+    assert [name for name in axon.BUILTINS if f"`{name}" not in table] == []
