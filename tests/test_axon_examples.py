@@ -58,3 +58,12 @@ def test_the_guide_lists_every_builtin():
     guide = (Path(__file__).resolve().parent.parent / "docs" / "axon.md").read_text()
     table = guide[guide.index("## Builtins"):guide.index("## How inference works")]
     assert [name for name in axon.BUILTINS if f"`{name}" not in table] == []
+
+
+def test_the_docstring_examples_run():
+    import doctest
+
+    from axgraph.frontends.axon import program
+
+    result = doctest.testmod(program, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 2 and result.failed == 0
