@@ -17,12 +17,14 @@ import pytest
 
 import axgraph
 import axgraph.core
+import axgraph.frontends.axon
 import axgraph.frontends.neon
 import axgraph.testing
 
 NAMESPACES = {
     "axgraph": axgraph,
     "axgraph.core": axgraph.core,
+    "axgraph.frontends.axon": axgraph.frontends.axon,
     "axgraph.frontends.neon": axgraph.frontends.neon,
     "axgraph.testing": axgraph.testing,
 }

@@ -1,0 +1,214 @@
+"""Questions about `axgraph.dims` expressions that the shape solver asks.
+
+`axgraph.dims` keeps every size expression in one canonical polynomial form (integer
+coefficients over size variables and floors by positive ints). The solver needs three
+more things of it, written here over that form: the ways an equation `e == 0` can be
+solved for one variable (`linear_solutions`), the equation with positive factors
+divided out (`cancel`), and a three-way verdict on `e >= 0` from interval bounds
+(`at_least_zero`), where every size variable is at least 1.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import reduce
+from typing import Dict, List, Mapping, Optional, Tuple, Union
+
+from ...dims import Dim, DimLike, free_symbols
+
+Number = Union[int, float]  # float only for +-inf
+Interval = Tuple[Number, Number]
+Bounds = Mapping[str, Interval]
+UNBOUNDED: Interval = (1, math.inf)
+
+
+def terms(dim: DimLike):
+    """The canonical (monomial, coefficient) pairs of a dim; an int is one constant term.
+
+    A monomial is a tuple of atoms: ("v", name) for a size variable, ("f", terms, k) for
+    floor(terms / k). This is the canonical form of `axgraph.dims`, read, never built.
+    """
+    if isinstance(dim, Dim):
+        return dim._terms  # the canonical form is the one thing this module reads
+    return (((), dim),) if dim else ()
+
+
+def rebuild(pairs) -> DimLike:
+    """The dim whose canonical terms are `pairs`, made with public arithmetic."""
+    total: DimLike = 0
+    for monomial, coeff in pairs:
+        product: DimLike = coeff
+        for atom in monomial:
+            product = product * _atom_value(atom)
+        total = total + product
+    return total
+
+
+def _atom_value(atom) -> DimLike:
+    return Dim(atom[1]) if atom[0] == "v" else rebuild(atom[1]) // atom[2]
+
+
+def cancel(dim: DimLike) -> DimLike:
+    """`dim` divided by the gcd of its coefficients and by every size variable that is a
+    factor of all its terms: `e == 0` holds exactly when the result is 0, because sizes
+    are at least 1 (`B*784 - 28*B*k` becomes `28 - k`)."""
+    pairs = terms(dim)
+    if not pairs:
+        return 0
+    divisor = reduce(math.gcd, (abs(c) for _, c in pairs))
+    common: Optional[Dict] = None
+    for monomial, _ in pairs:
+        counts: Dict = {}
+        for atom in monomial:
+            if atom[0] == "v":
+                counts[atom] = counts.get(atom, 0) + 1
+        common = counts if common is None else {a: min(n, counts.get(a, 0)) for a, n in common.items()}
+    common = {a: n for a, n in (common or {}).items() if n}
+    if divisor == 1 and not common:
+        return dim
+    reduced = []
+    for monomial, coeff in pairs:
+        remaining = dict(common)
+        kept = []
+        for atom in monomial:
+            if remaining.get(atom):
+                remaining[atom] -= 1
+            else:
+                kept.append(atom)
+        reduced.append((tuple(kept), coeff // divisor))
+    return rebuild(reduced)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """`name == value` solves `e == 0`; `exact` is False when value is a floor whose
+    division must leave no remainder (`divisor` must divide `numerator`)."""
+
+    name: str
+    value: DimLike
+    exact: bool
+    divisor: int
+    numerator: DimLike
+
+
+def linear_solutions(dim: DimLike) -> List[Solution]:
+    """Each way `dim == 0` solves for a variable that occurs once, alone, in one term.
+
+    `c*v + rest == 0` with `v` nowhere in `rest` gives `v == -rest / c`: exact when `c`
+    divides every coefficient of `rest`, else `(-rest) // c` with the remainder left to
+    check. An int `rest` that `c` does not divide has no whole solution; its Solution
+    has exact False and an int numerator, for the caller to report.
+    """
+    pairs = terms(dim)
+    found = []
+    for monomial, coeff in pairs:
+        if len(monomial) != 1 or monomial[0][0] != "v":
+            continue
+        name = monomial[0][1]
+        rest_pairs = [(m, c) for m, c in pairs if m != monomial]
+        rest = rebuild(rest_pairs)
+        if name in free_symbols(rest):
+            continue
+        if coeff < 0:
+            coeff, rest = -coeff, -rest
+        numerator = -rest
+        exact = all(c % coeff == 0 for _, c in rest_pairs)
+        value = numerator // coeff if exact or isinstance(numerator, Dim) else numerator
+        found.append(Solution(name, value, exact, coeff, numerator))
+    return found
+
+
+def interval(dim: DimLike, bounds: Bounds) -> Interval:
+    """Lowest and highest values of `dim` when each size variable lies in its bounds
+    (default 1 to infinity); floors are bounded by the floors of their argument's bounds."""
+    return _interval_of(terms(dim), bounds)
+
+
+def _interval_of(pairs, bounds: Bounds) -> Interval:
+    low: Number = 0
+    high: Number = 0
+    for monomial, coeff in pairs:
+        term: Interval = (coeff, coeff)
+        for atom in monomial:
+            term = _times(term, _atom_interval(atom, bounds))
+        low, high = low + term[0], high + term[1]
+    return low, high
+
+
+def _atom_interval(atom, bounds: Bounds) -> Interval:
+    if atom[0] == "v":
+        return bounds.get(atom[1], UNBOUNDED)
+    low, high = _interval_of(atom[1], bounds)
+    k = atom[2]
+    return (_floor_div(low, k), _floor_div(high, k))
+
+
+def _floor_div(value: Number, k: int) -> Number:
+    return value if math.isinf(value) else value // k
+
+
+def _product(a: Number, b: Number) -> Number:
+    return 0 if a == 0 or b == 0 else a * b
+
+
+def _times(a: Interval, b: Interval) -> Interval:
+    products = [_product(x, y) for x in a for y in b]
+    return min(products), max(products)
+
+
+def at_least_zero(dim: DimLike, bounds: Bounds) -> Optional[bool]:
+    """Whether `dim >= 0` always (True), never (False), or depends on the sizes (None)."""
+    low, high = interval(dim, bounds)
+    if low >= 0:
+        return True
+    if high < 0:
+        return False
+    return None
+
+
+def divisible(dim: DimLike, divisor: int) -> bool:
+    """Whether `divisor` divides `dim` for every value of its size variables: every
+    coefficient is a multiple (sufficient, and what the canonical form can tell)."""
+    return all(c % divisor == 0 for _, c in terms(dim))
+
+
+def non_decreasing(dim: DimLike, name: str) -> bool:
+    """Whether `dim` never decreases as size variable `name` grows (a sufficient test:
+    `name` occurs only alone or in floors of such terms, with positive coefficients)."""
+    return _non_decreasing_terms(terms(dim), name)
+
+
+def _non_decreasing_terms(pairs, name: str) -> bool:
+    for monomial, coeff in pairs:
+        if not monomial:
+            continue
+        if len(monomial) != 1 or coeff < 0:
+            return False
+        atom = monomial[0]
+        if atom[0] == "v":
+            if atom[1] != name:
+                return False
+        elif not _non_decreasing_terms(atom[1], name):
+            return False
+    return True
+
+
+def least_solution(dim: DimLike, name: str, start: int, limit: int = 1 << 62) -> Optional[int]:
+    """The least value >= `start` of `name` making the non-decreasing `dim` >= 0, if any."""
+    def value(x: int) -> int:
+        return int(Dim.evaluate(dim, {name: x})) if isinstance(dim, Dim) else dim
+
+    if value(start) >= 0:
+        return start
+    low, high = start, max(start, 1) * 2
+    while value(high) < 0:
+        if high > limit:
+            return None
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if value(middle) >= 0:
+            high = middle
+        else:
+            low = middle
+    return high
