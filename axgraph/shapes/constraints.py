@@ -269,6 +269,9 @@ class Variable:
         Its highest value (default math.inf: none).
     about : str, optional
         What it stands for, for reports ("the length of axis N").
+    age : int, optional
+        Among variables an equation could be solved for, the newest (highest age) is
+        chosen: a length an op computes is defined by its operands', not the other way.
 
     Raises
     ------
@@ -282,6 +285,7 @@ class Variable:
     min: int = 1
     max: float = math.inf
     about: str = field(default="", compare=False)
+    age: int = field(default=0, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -111,6 +111,11 @@ class ShapeReport:
         return self._sizes.dim(axis)
 
     @property
+    def open_axes(self) -> Mapping[str, Axis]:
+        """The variable standing for each axis made without a length, to that axis."""
+        return {name: axis for name, (axis, _) in self._sizes.origins.items()}
+
+    @property
     def residuals(self) -> Tuple[Residual, ...]:
         """The checks left for when data is fed (each with the lines it comes from)."""
         return self.solution.residuals
@@ -295,7 +300,7 @@ def infer_shapes(results: Union[Op, Iterable[Op]], raise_conflicts: bool = True)
         location = axis.location
         variables.append(Variable(name, "flexible", Origin(location[0], location[1],
                                                            f"axis {axis.name}"), min=0,
-                                  about=f"the length of axis {axis.name}"))
+                                  about=f"the length of axis {axis.name}", age=axis._serial))
     solution = solve(constraints, variables)
     if raise_conflicts:
         solution.raise_conflicts(location=user_location())

@@ -690,7 +690,10 @@ class _Solver:
             if len(monomial) == 1 and monomial[0][0] == "v" and counts[monomial[0][1]] == 1:
                 name = monomial[0][1]
                 rest = difference - coeff * Dim._from_terms((((monomial[0],), 1),))
-                rank = (_KIND_RANK[self._kind(name)], abs(coeff) != 1, name in self.quotients)
+                variable = self.variables.get(name)
+                age = variable.age if variable is not None else 0
+                rank = (_KIND_RANK[self._kind(name)], abs(coeff) != 1, name in self.quotients,
+                        -age)
                 found.append((rank, name, coeff, rest))
         found.sort(key=lambda c: (c[0], c[1]))
         return found
@@ -710,8 +713,8 @@ class _Solver:
         if len(candidates) == 1 and isinstance(candidates[0][3], int):
             _, name, coeff, rest = candidates[0]
             constraint = work.constraint
-            return self._conflict(work, f"{name} would have to be {-rest}/{coeff}, not a whole "
-                                        f"number: {constraint} from {constraint.origin}"
+            return self._conflict(work, f"{name} would have to be {Fraction(-rest, coeff)}, not a "
+                                        f"whole number: {constraint} from {constraint.origin}"
                                         + self._given(difference, blame - {constraint.origin}),
                                   blame)
         if _is_linear(difference):
@@ -742,11 +745,14 @@ class _Solver:
             if isinstance(coefficient, int) or any(
                     self._kind(n) == "flexible" for n in free_symbols(coefficient)):
                 continue
-            value = exact_quotient(-rest, coefficient)
+            dividend: DimLike = -rest
+            if isinstance(coefficient, Dim) and min(coefficient._terms)[1] < 0:
+                coefficient, dividend = -coefficient, -dividend  # D divides L, not -D -L
+            value = exact_quotient(dividend, coefficient)
             if value is not None:
                 return self._bind(name, value, blame, work)
-            self.quotients[name] = Quotient(name, -rest, coefficient, blame)
-            self._push(Divides(coefficient, -rest, work.constraint.origin), blame)
+            self.quotients[name] = Quotient(name, dividend, coefficient, blame)
+            self._push(Divides(coefficient, dividend, work.constraint.origin), blame)
             return _DONE
         return None
 
