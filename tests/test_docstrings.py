@@ -18,12 +18,14 @@ import pytest
 import axgraph
 import axgraph.core
 import axgraph.frontends.neon
+import axgraph.shapes
 import axgraph.testing
 
 NAMESPACES = {
     "axgraph": axgraph,
     "axgraph.core": axgraph.core,
     "axgraph.frontends.neon": axgraph.frontends.neon,
+    "axgraph.shapes": axgraph.shapes,
     "axgraph.testing": axgraph.testing,
 }
 

@@ -3,7 +3,6 @@ hand (the usual arithmetic of each op: a concat adds, a 3-wide valid convolution
 away, a stride halves, rounding up), compared with what the solver infers without data;
 then contradictions that name every line, and data fed against inferred lengths and
 residual checks on every transformer."""
-import inspect
 
 import numpy as np
 import pytest
@@ -403,7 +402,7 @@ def test_a_length_pinned_on_one_line_and_fed_on_another_names_both(backend):
         with pytest.raises(ng.ShapeCheckError) as info:
             f(np.arange(4.0))  # @fed-four
     message = str(info.value)
-    assert f"A = 3 from cast_axes at " in message and "A = 4 from" in message
+    assert "A = 3 from cast_axes at " in message and "A = 4 from" in message
     assert f":{line_of('pinned-to-three')}" in message and f":{line_of('fed-four')}" in message
     assert isinstance(info.value, ng.FeedError)
 
@@ -450,3 +449,13 @@ def test_report_check_with_shapes_only():
         report.check({x: (3, 4), k: (13,)})
     with pytest.raises(ng.ShapeCheckError, match="rank 1"):
         report.check({x: (12,)})
+
+
+def test_the_benchmark_stack_halves_twice_in_64_blocks():
+    from benchmarks import shape_inference
+
+    result, ops = shape_inference.build(64)   # a 2x2 stride-2 pool after blocks 32 and 64
+    report = ng.infer_shapes(result)
+    assert ops == len(report.ops) and ops > 500
+    assert report.lengths(result) == (8, Dim("H") // 4, Dim("W") // 4, Dim("N"))
+    assert residuals(report) == ["H//4 >= 1", "W//4 >= 1"]

@@ -282,9 +282,9 @@ def _run_in_order(constraints):
         solver._note_atoms(work.constraint)
     import axgraph.shapes.solver as module
     original = module._canonical_key
+    order = {id(w): i for i, w in enumerate(works)}
     try:
-        module._canonical_key = lambda work, order={id(w): i for i, w in enumerate(works)}: \
-            order[id(work)]
+        module._canonical_key = lambda work: order[id(work)]
         return solver.run(works)
     finally:
         module._canonical_key = original

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Dict, Optional, Sequence, Tuple
 
 from ..axes import Axes, AxesLike, Axis, AxisRole, make_axis
+from ..dims import DimLike
 from ..errors import AxisLengthError, IncompatibleAxesError, UnmatchedAxesError
 from ..shapes.prover import provably_below, provably_different
 from .op import Op
@@ -72,11 +73,12 @@ class ConvGeometry:
     strides: Tuple[int, ...]
     dilation: Tuple[int, ...]
 
-    def output_length(self, dim: int, length: int, filter_length: int) -> int:
+    def output_length(self, dim: int, length: DimLike, filter_length: DimLike) -> DimLike:
+        """The output length along spatial dim `dim` (symbolic for symbolic lengths)."""
         span = self.dilation[dim] * (filter_length - 1) + 1
         return (length + 2 * self.padding[dim] - span) // self.strides[dim] + 1
 
-    def input_length(self, dim: int, length: int, filter_length: int) -> int:
+    def input_length(self, dim: int, length: DimLike, filter_length: DimLike) -> DimLike:
         """The smallest input length whose convolution has `length` outputs."""
         span = self.dilation[dim] * (filter_length - 1) + 1
         return (length - 1) * self.strides[dim] - 2 * self.padding[dim] + span
@@ -273,7 +275,7 @@ def _check_channels(what: str, feature: Axis, filter_axis: Axis) -> None:
                     f"{filter_axis.name} ({filter_axis.length}) differ")
 
 
-def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Sequence[int],
+def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Sequence[DimLike],
                  axes: AxesLike) -> Tuple[FeatureLayout, Axes]:
     """The result's layout and axes: given ones checked by role, else new ones."""
     out: Optional[FeatureLayout]

@@ -11,7 +11,7 @@ package reasons about them without data:
   with bindings, residual checks and conflicts that name every line;
 * `op_rules`: the constraints each kind of axes op makes;
 * `inference`: `infer_shapes(results)` over an axes graph, and the checks
-  of fed data.
+  of fed data (`ng.infer_shapes`, `ng.ShapeReport`).
 
 A front end that generates its own constraints (a language with shape
 variables and appended shapes) uses `solve` directly: make `Equal`,
@@ -24,8 +24,10 @@ from .constraints import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, 
 from .prover import Verdict, interval, prove_at_least, prove_equal, prove_nonnegative, simplify
 from .solver import Conflict, Quotient, Residual, Solution, solve
 
+# infer_shapes and ShapeReport (also importable from here) are documented as ng.infer_shapes
+# and ng.ShapeReport
 __all__ = ["AtLeast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
-           "format_shape", "ShapeReport", "infer_shapes", "Verdict", "interval",
+           "format_shape", "Verdict", "interval",
            "prove_at_least", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
            "Quotient", "Residual", "Solution", "solve"]
 

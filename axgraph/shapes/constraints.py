@@ -140,7 +140,18 @@ def as_shape(items: Sequence, what: str = "shape") -> Shape:
 
 
 def format_shape(shape: Shape) -> str:
-    """`[*b, m, 2*n]`: how shapes print."""
+    """How shapes print: `[*b, m, 2*n]`.
+
+    Parameters
+    ----------
+    shape : sequence of (int, Dim or ShapeVar)
+        The shape.
+
+    Returns
+    -------
+    str
+        Its items in brackets, a shape variable with a star.
+    """
     return "[" + ", ".join(str(item) for item in shape) + "]"
 
 

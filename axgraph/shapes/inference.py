@@ -11,7 +11,7 @@ that inferred it and the line feeding it.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -25,6 +25,10 @@ from .constraints import Constraint, Equal, Origin, Variable
 from .op_rules import constraints_of
 from .prover import simplify
 from .solver import Residual, Solution, places, solve
+
+
+#: A fed op (a placeholder), as a mapping's key.
+_Fed = TypeVar("_Fed", bound=Op)
 
 
 class ShapeReport:
@@ -123,14 +127,14 @@ class ShapeReport:
     @property
     def free(self) -> Tuple[str, ...]:
         """The size variables no constraint fixes: what fed data decides."""
-        used = set()
+        used: Set[str] = set()
         for op in self.ops:
             for length in self.lengths(op):
                 used |= free_symbols(length)
         return tuple(sorted(used))
 
     # -- checking data -------------------------------------------------------------------------
-    def check(self, feeds: Mapping[Op, Any], origin: Optional[Origin] = None) -> Solution:
+    def check(self, feeds: Mapping[_Fed, Any], origin: Optional[Origin] = None) -> Solution:
         """Check fed data against the inferred sizes and residual checks.
 
         Parameters
@@ -300,7 +304,9 @@ def infer_shapes(results: Union[Op, Iterable[Op]], raise_conflicts: bool = True)
         location = axis.location
         variables.append(Variable(name, "flexible", Origin(location[0], location[1],
                                                            f"axis {axis.name}"), min=0,
-                                  about=f"the length of axis {axis.name}", age=axis._serial))
+                                  about=f"the length of axis {axis.name} made at "
+                                        f"{Origin(location[0], location[1]).place}",
+                                  age=axis._serial))
     solution = solve(constraints, variables)
     if raise_conflicts:
         solution.raise_conflicts(location=user_location())
@@ -319,7 +325,7 @@ class FeedChecks:
     def __init__(self, ops: Sequence[Op]) -> None:
         self.report = infer_shapes(list(ops))
 
-    def check(self, feeds: Mapping[Op, np.ndarray]) -> None:
+    def check(self, feeds: Mapping[_Fed, np.ndarray]) -> None:
         """Raise ShapeCheckError if the fed arrays break an inferred size or a check.
 
         Parameters

@@ -329,7 +329,7 @@ def _extreme_by_monotonicity(terms: FracTerms, bounds: Bounds, lower: bool) -> N
 
 
 def _monotone_variable(terms: FracTerms, bounds: Bounds, lower: bool
-                       ) -> Optional[Tuple[Atom, Number]]:
+                       ) -> Optional[Tuple[Atom, Fraction]]:
     """A variable occurring only to the first power and outside atoms, whose coefficient
     polynomial has one sign, with the (finite) end of its range to put in."""
     candidates = sorted({atom for monomial in terms for atom in monomial if atom[0] == "v"})
@@ -356,7 +356,7 @@ def _monotone_variable(terms: FracTerms, bounds: Bounds, lower: bool
         else:
             continue
         if not math.isinf(end):
-            return atom, end
+            return atom, Fraction(end)
     return None
 
 
@@ -382,7 +382,7 @@ def _mentions(terms: Terms, variable: Atom) -> bool:
     return False
 
 
-def _substitute(terms: FracTerms, variable: Atom, value: Number) -> FracTerms:
+def _substitute(terms: FracTerms, variable: Atom, value: Fraction) -> FracTerms:
     result: FracTerms = {}
     for monomial, coeff in terms.items():
         if variable in monomial:

@@ -138,6 +138,17 @@ _KIND_RANK = {"flexible": 0, "derived": 1, "rigid": 2}
 class Solution:
     """What the solver found: bindings, residual checks and conflicts.
 
+    Made by `solve` (and `Solution.check`), not directly.
+
+    Parameters
+    ----------
+    solver : _Solver
+        The state of a finished solve.
+    residuals : sequence of Residual
+        The constraints left undecided.
+    conflicts : sequence of Conflict
+        The constraints refuted.
+
     Attributes
     ----------
     bindings : dict of str to int or Dim
@@ -712,6 +723,7 @@ class _Solver:
             return None
         if len(candidates) == 1 and isinstance(candidates[0][3], int):
             _, name, coeff, rest = candidates[0]
+            assert isinstance(rest, int)
             constraint = work.constraint
             return self._conflict(work, f"{name} would have to be {Fraction(-rest, coeff)}, not a "
                                         f"whole number: {constraint} from {constraint.origin}"
@@ -950,16 +962,16 @@ class _Solver:
                     return []
                 continue
             if len(coefficients) == 1:
-                (name, coeff), = coefficients.items()
+                (name, pivot), = coefficients.items()
                 if name in self.bindings:
                     continue
-                value = -constant / coeff
-                if value.denominator != 1:
+                solved = -constant / pivot
+                if solved.denominator != 1:
                     fake = _Work(Equal(0, 0, origin), blame)
                     self._conflict(fake, f"the equations from {places(blame)} together make "
-                                         f"{name} = {value}, not a whole number", blame)
+                                         f"{name} = {solved}, not a whole number", blame)
                     return []
-                derived.append(_Work(Equal(Dim(name), int(value), origin), blame))
+                derived.append(_Work(Equal(Dim(name), int(solved), origin), blame))
         return derived
 
     # -- the end --------------------------------------------------------------------------------
@@ -985,7 +997,12 @@ class _Solver:
                 value, blame = self._subst(value)
                 used |= blame
                 sides.append(value)
-            substituted = type(constraint)(*sides, constraint.origin)  # type: ignore[call-arg]
+            if isinstance(constraint, Equal):
+                substituted = Equal(sides[0], sides[1], constraint.origin)
+            elif isinstance(constraint, AtLeast):
+                substituted = AtLeast(sides[0], sides[1], constraint.origin)
+            else:
+                substituted = Divides(sides[0], sides[1], constraint.origin)
         return Residual(substituted, work.blame | frozenset(used))
 
 
@@ -1002,8 +1019,8 @@ def _dims_of(constraint: Constraint) -> Tuple[DimLike, ...]:
                  if not isinstance(item, ShapeVar))
 
 
-def _span(low: float, high: float) -> str:
-    def show(x: float) -> str:
+def _span(low: object, high: object) -> str:
+    def show(x: object) -> str:
         return "inf" if x == math.inf else "-inf" if x == -math.inf else str(x)
     return f"{show(low)}..{show(high)}"
 
