@@ -456,6 +456,6 @@ def test_the_benchmark_stack_halves_twice_in_64_blocks():
 
     result, ops = shape_inference.build(64)   # a 2x2 stride-2 pool after blocks 32 and 64
     report = ng.infer_shapes(result)
-    assert ops == len(report.ops) and ops > 500
+    assert ops == len(report.ops) and ops > 400
     assert report.lengths(result) == (8, Dim("H") // 4, Dim("W") // 4, Dim("N"))
     assert residuals(report) == ["H//4 >= 1", "W//4 >= 1"]
