@@ -329,3 +329,38 @@ def _satisfies(solution, env):
         if env[name] != _value(value, env):
             return False
     return all(_holds(r.constraint, env) for r in solution.residuals)
+
+
+def test_a_fresh_quotient_for_a_symbolic_divisor():
+    from axgraph.shapes import quotient
+
+    q, constraints, variable = quotient(L, D, at(3, "reshape"))
+    solution = solve(constraints, [variable])
+    assert variable.kind == "derived" and solution.ok
+    (found,) = solution.quotients
+    assert (found.name, found.dividend, found.divisor) == (q.name, L, D)
+    assert residual_texts(solution) == ["L % D == 0"]
+    assert solution.check({"L": 12, "D": 4}, at(9, "fed")).bindings[q.name] == 3
+    with pytest.raises(ng.ShapeCheckError, match="model.py:3"):
+        solution.check({"L": 14, "D": 4}, at(9, "fed"))
+    other, _, _ = quotient(L, D, at(4))
+    assert other != q  # each call makes a new variable
+
+
+def test_one_signature_used_at_two_ranks():
+    # `dense : [*b, k] -> [k, n] -> [*b, n]`, instantiated with fresh shape variables at
+    # each use (a front end's job): once on a matrix, once on a rank-3 tensor
+    def use(tag, x_shape, w_shape, line):
+        b, k, n = ShapeVar(f"b{tag}"), Dim(f"k{tag}"), Dim(f"n{tag}")
+        out = ShapeVar(f"out{tag}")
+        origin = at(line, "dense")
+        return [SameShape((b, k), x_shape, origin), SameShape((k, n), w_shape, origin),
+                SameShape((out,), (b, n), origin)], out
+
+    first, out1 = use(1, (32, 784), (784, 10), 1)
+    second, out2 = use(2, (T, 5, 784), (784, 64), 2)
+    solution = solve(first + second)
+    assert solution.shape((out1,)) == (32, 10)
+    assert solution.shape((out2,)) == (T, 5, 64)
+    (conflict,) = solve(use(3, (T, 5, 783), (784, 64), 7)[0]).conflicts
+    assert "model.py:7" in conflict.message

@@ -406,6 +406,38 @@ def solve(constraints: Iterable[Constraint], variables: Iterable[Variable] = ())
     return _Solver(table).run(works)
 
 
+_quotient_serials = itertools.count(1)
+
+
+def quotient(dividend: DimLike, divisor: DimLike, origin: Origin
+             ) -> Tuple[Dim, List[Constraint], Variable]:
+    """A fresh size variable for `dividend / divisor` when the divisor is symbolic, with
+    what the solver needs to know about it.
+
+    `L // D` is not an expression for a symbolic D (it may not divide); a front end
+    that needs one (a reshape into rows of D) takes this variable instead, gives the
+    solver the constraints and the variable, and gets back the quotient `q = L/D` with
+    the residual check that D divides L.
+
+    Parameters
+    ----------
+    dividend, divisor : int or Dim
+        The two sizes.
+    origin : Origin
+        Where the division is asked for.
+
+    Returns
+    -------
+    (Dim, list of constraints, Variable)
+        The variable q; the constraint `divisor * q == dividend` (from which the solver
+        derives the quotient and its divisibility check); q's description (derived, >= 0).
+    """
+    name = f"q{next(_quotient_serials)}"
+    variable = Variable(name, "derived", origin, min=0, about=f"({dividend})/({divisor})")
+    q = Dim(name)
+    return q, [Equal(divisor * q, dividend, origin)], variable
+
+
 def _primary(blame: Blame) -> Origin:
     return min(blame) if blame else Origin("<solver>", 0)
 
@@ -482,10 +514,11 @@ class _Solver:
                 self.new_work = []
                 continue
             break
-        residuals = []
+        residuals, seen = [], set()
         for work in deferred:
             residual = self._final(work)
-            if residual is not None:
+            if residual is not None and (str(residual.constraint), residual.origins) not in seen:
+                seen.add((str(residual.constraint), residual.origins))
                 residuals.append(residual)
         residuals.sort(key=lambda r: (sorted(r.origins), str(r.constraint)))
         conflicts = sorted(self.conflicts, key=lambda c: (sorted(c.origins), c.message))
@@ -745,10 +778,10 @@ class _Solver:
 
     def _solve_symbolic_coefficient(self, difference: Dim, blame: Blame,
                                     work: _Work) -> Optional[str]:
-        """`v*C + R == 0` for a flexible v and a symbolic C free of flexible variables:
-        v = -R/C, by exact division or as a quotient with a divisibility check."""
+        """`v*C + R == 0` for a flexible (or derived) v and a symbolic C free of flexible
+        variables: v = -R/C, by exact division or as a quotient with a divisibility check."""
         for name in sorted(free_symbols(difference)):
-            if self._kind(name) != "flexible" or name in self.quotients:
+            if self._kind(name) == "rigid" or name in self.quotients:
                 continue
             split = _split_linear(difference, name)
             if split is None:
