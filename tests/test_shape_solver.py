@@ -364,3 +364,24 @@ def test_one_signature_used_at_two_ranks():
     assert solution.shape((out2,)) == (T, 5, 64)
     (conflict,) = solve(use(3, (T, 5, 783), (784, 64), 7)[0]).conflicts
     assert "model.py:7" in conflict.message
+
+
+def test_origins_print_where_and_why():
+    here = Origin.here("dense", "contracts k")  # @here
+    assert here.file.endswith("test_shape_solver.py") and here.what == "dense"
+    with open(__file__) as source:
+        expected = next(i for i, text in enumerate(source, start=1)
+                        if text.rstrip().endswith("# @here"))
+    assert here.line == expected
+    assert str(Origin("m.py", 3, "dot", "contracts D")) == "dot at m.py:3 (contracts D)"
+    assert Origin("m.ax", 3, column=7).place == "m.ax:3:7"
+
+
+def test_every_conflict_is_listed():
+    solution = solve([Equal(N, 2, at(1)), Equal(N, 3, at(2)), Equal(M + 1, 0, at(3))])
+    assert len(solution.conflicts) == 2
+    with pytest.raises(ng.ShapeConflictError) as info:
+        solution.raise_conflicts()
+    text = str(info.value)
+    assert text.count("\n  - ") == 2 and "model.py:3" in text and "model.py:2" in text
+    assert "conflict:" in str(solution)
