@@ -4,13 +4,15 @@ This module is the public namespace and only re-exports; each name lives in
 the module of its concept (see docs/architecture.md).
 """
 from .autodiff import deriv
+from .dims import dim
 from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, PaddedAxis,
                    SlicedAxis, axis, get_current_name_scope, make_axes, make_axis,
                    make_axis_role, make_name_scope, name_scope, with_name_scope)
 from .errors import (AxesError, AxgraphError, AxgraphTypeError, AxgraphValueError,
                      AxisLengthError, DTypeError, DuplicateAxisError, ExecutionError, FeedError,
                      GraphError, IncompatibleAxesError, LayoutError, NotDifferentiableError,
-                     SerializationError, ShapeError, TransformerClosedError, UnmatchedAxesError)
+                     SerializationError, ShapeCheckError, ShapeConflictError, ShapeError,
+                     TransformerClosedError, UnmatchedAxesError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
 from .op_graph.convolution import convolution, deconvolution, spatial_axis
 from .op_graph.debug import PrintOp
@@ -34,6 +36,7 @@ from .op_graph.shape_ops import (axes_with_order, broadcast, cast_axes, concat_a
 from .op_graph.tensors import (AssignableTensorOp, as_op, as_ops, constant, constant_storage,
                                constant_value, is_constant, is_constant_scalar, persistent_tensor,
                                placeholder, temporary, variable)
+from .shapes.inference import ShapeReport, infer_shapes
 from .tensor_description import TensorDescription, reduce_strides
 from .transformers import make_transformer, transformer_choices
 from .transformers.nptransform import NumPyTransformer
@@ -58,7 +61,8 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "AssignableTensorOp", "constant", "constant_storage", "constant_value", "is_constant",
            "is_constant_scalar", "persistent_tensor", "placeholder", "temporary", "variable",
            "TensorDescription", "reduce_strides", "make_transformer", "transformer_choices",
-           "NumPyTransformer", "format_graph"]
+           "NumPyTransformer", "format_graph", "dim", "infer_shapes", "ShapeReport",
+           "ShapeCheckError", "ShapeConflictError"]
 # the function of every elementwise op, from its declaration (sigmoid is nn's, listed above)
 __all__ += [name for name in _elementwise.__all__ if name not in __all__]
 

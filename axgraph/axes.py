@@ -23,6 +23,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Ite
 import numpy as np
 
 from .debug_info import user_location
+from .dims import slice_length
 from .names import NameableValue
 from .errors import (AxesError, AxgraphTypeError, AxisLengthError, DuplicateAxisError,
                      IncompatibleAxesError)
@@ -453,8 +454,8 @@ class _DerivedAxis(Axis, metaclass=abc.ABCMeta):
         """What the name adds to the parent's (`[1:3]`, `+pad(1,1)`)."""
 
     @abc.abstractmethod
-    def _length_from(self, parent_length: int) -> int:
-        """The length, given the parent's."""
+    def length_from(self, parent_length):
+        """The length, given the parent's (an int, or a symbolic Dim for a symbolic one)."""
 
     @property
     def name(self) -> str:
@@ -471,9 +472,7 @@ class _DerivedAxis(Axis, metaclass=abc.ABCMeta):
     @property
     def length(self):
         parent_length = self._parent.length
-        if parent_length is None or hasattr(parent_length, "free_symbols"):
-            return None
-        return self._length_from(parent_length)
+        return None if parent_length is None else self.length_from(parent_length)
 
     @length.setter
     def length(self, value) -> None:
@@ -542,8 +541,8 @@ class SlicedAxis(_DerivedAxis):
         text = f"{'' if s.start is None else s.start}:{'' if s.stop is None else s.stop}"
         return f"[{text}]" if s.step in (None, 1) else f"[{text}:{s.step}]"
 
-    def _length_from(self, parent_length: int) -> int:
-        return len(range(*self._slice.indices(parent_length)))
+    def length_from(self, parent_length):
+        return slice_length(parent_length, self._slice)
 
 
 def _checked_slice(s, parent: Axis) -> slice:
@@ -617,7 +616,7 @@ class PaddedAxis(_DerivedAxis):
     def _suffix(self) -> str:
         return f"+pad({self._pad[0]},{self._pad[1]})"
 
-    def _length_from(self, parent_length: int) -> int:
+    def length_from(self, parent_length):
         return parent_length + self._pad[0] + self._pad[1]
 
 

@@ -9,10 +9,10 @@ core IR, and feeding unifies them with the fed arrays' shapes
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, FrozenSet, Iterable, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Mapping, Tuple
 
 from .axes import Axis, FlattenedAxis
-from .dims import Dim, DimLike, free_symbols
+from .dims import Dim, DimLike, free_symbols, subs
 
 
 class AxisDims:
@@ -27,6 +27,8 @@ class AxisDims:
         self._names: set = set(reserved)
         #: Each size variable made here: the axis it stands for, and what first needed it.
         self.origins: Dict[str, Tuple[Axis, Any]] = {}
+        #: Values of declared size variables that the graph pins (`substitute`).
+        self._pinned: Dict[str, DimLike] = {}
 
     def dim(self, axis: Axis, origin: Any = None) -> DimLike:
         """The length of `axis` (an int or a Dim), or the size variable standing for it;
@@ -35,7 +37,7 @@ class AxisDims:
             return math.prod((self.dim(a, origin) for a in axis.axes), start=1)
         base = axis.base
         if base.length is not None:
-            return base.length
+            return subs(base.length, self._pinned) if self._pinned else base.length
         symbol = self._symbols.get(base)
         if symbol is None:
             name = base.name if base.name.isidentifier() else "size"
@@ -56,6 +58,12 @@ class AxisDims:
         base = axis.base
         if base.length is None and base not in self._symbols:
             self._symbols[base] = dim
+
+
+    def substitute(self, pinned: Mapping[str, DimLike]) -> None:
+        """Replace declared size variables that the graph pins to a value (a symbolic
+        length the shape solver found must be 3) in every length given from now on."""
+        self._pinned.update(pinned)
 
 
 def length_symbols(axes: Iterable[Axis]) -> FrozenSet[str]:

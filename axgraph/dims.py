@@ -1,11 +1,15 @@
-"""Symbolic dimension expressions: `N`, `2*N + 1`, `(N - 1)//2`.
+"""Symbolic dimension expressions: `N`, `2*N + 1`, `(N - 1)//2`, `max(N, 3)`.
 
 A dim is either a plain non-negative `int` or a `Dim`: a polynomial with int
-coefficients over *atoms*, where an atom is a named size variable or a
-floor-division of a polynomial by a positive int. Every expression is kept in
-one canonical form (nested tuples, sorted), so structurally equal expressions
-compare and hash equal, and an expression with no variables left collapses to
-a plain `int`: `N - N` is `0`, never a `Dim`.
+coefficients over *atoms*, where an atom is a named size variable, a
+floor-division of a polynomial by a positive int, or the max or min of
+polynomials. Every expression is kept in one canonical form (nested tuples,
+sorted), so structurally equal expressions compare and hash equal, and an
+expression with no variables left collapses to a plain `int`: `N - N` is `0`,
+never a `Dim`. The canonical form holds for every integer value of the
+variables (it never assumes a sign), so it never changes what an expression
+evaluates to; deciding inequalities under the variables' domains is the
+prover's job (`axgraph.shapes.prover`).
 
 `unify` is the kernel of the shape solver: it binds a bare size variable (or
 solves a linear equation in one variable) and fails with a clear message on a
@@ -14,6 +18,7 @@ mismatch. `solve` runs it to a fixpoint over a list of equations.
 from __future__ import annotations
 
 import ast
+import math
 from typing import (Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple,
                     TypeVar, Union, cast)
 
@@ -21,7 +26,10 @@ from .debug_info import user_location
 from .errors import AxgraphTypeError, AxgraphValueError, ShapeError
 
 # Canonical form, as plain tuples so that ==, hash and ordering come for free:
-#   atom     = ("v", name) | ("f", terms, k)       variable | floor(terms / k)
+#   atom     = ("v", name)                        a variable of the default domain (>= 1)
+#            | ("v", name, lo, hi)                 a variable declared lo <= it (<= hi; None: no cap)
+#            | ("f", terms, k)                     floor(terms / k), k > 1
+#            | ("max", (terms, ...)) | ("min", (terms, ...))   of >= 2 distinct polynomials
 #   monomial = tuple of atoms, sorted, with repeats (() is the constant monomial)
 #   terms    = tuple of (monomial, coeff), sorted by monomial, coeff != 0
 Atom = tuple
@@ -81,6 +89,8 @@ def _floordiv(a: Terms, k: int) -> DimLike:
     With integer-valued variables, floor((k*q + r) / k) = q + floor(r / k), so
     splitting each coefficient as k*(c // k) + c % k is exact and canonical.
     """
+    if k == 1:
+        return _make(dict(a))
     quotient: Dict[Monomial, int] = {}
     remainder: Dict[Monomial, int] = {}
     for m, c in a:
@@ -89,9 +99,223 @@ def _floordiv(a: Terms, k: int) -> DimLike:
     rest = _make(remainder)
     if isinstance(rest, int):
         quotient[()] = quotient.get((), 0) + rest // k
-    else:
-        atom = ("f", rest._terms, k)
-        quotient[(atom,)] = quotient.get((atom,), 0) + 1
+        return _make(quotient)
+    return _make(_add(_canonical(quotient), _terms_of(_floor_of_remainder(rest._terms, k))))
+
+
+def _floor_of_remainder(terms: Terms, k: int) -> DimLike:
+    """floor(terms / k) where every coefficient of `terms` is in 0..k-1 (a remainder).
+
+    Two rewrites keep one form for one value, both exact for every integer value
+    of the variables:
+
+    * a common factor g of k and of every non-constant coefficient comes out:
+      floor((g*r + c) / (g*k')) = floor((r + c // g) / k');
+    * a floor of a floor collapses: floor((floor(p/m) + c) / k) = floor((p + c*m) / (m*k)),
+      so stacked strided convolutions give `(H + 3)//4`, not `((H + 1)//2 + 1)//2`.
+    """
+    g = k
+    for monomial, c in terms:
+        if monomial != ():
+            g = math.gcd(g, c)
+    if g > 1:
+        reduced = {m: (c // g if m != () else c // g) for m, c in terms}
+        return _floordiv(_canonical(reduced), k // g)
+    variable_terms = [(m, c) for m, c in terms if m != ()]
+    if len(variable_terms) == 1:
+        (monomial, coeff), = variable_terms
+        if coeff == 1 and len(monomial) == 1 and monomial[0][0] == "f":
+            _, inner, m = monomial[0]
+            constant = dict(terms).get((), 0)
+            return _floordiv(_canonical(_add(inner, (((), constant * m),))), m * k)
+    return Dim._from_terms(((((("f", terms, k)),), 1),))
+
+
+def _extremum(kind: str, args: Sequence[DimLike]) -> DimLike:
+    """max or min (`kind`) of dims, canonical: nested ones flattened, a dim that differs from
+    another by a constant dropped for the other, ints folded; one dim left is that dim."""
+    flat: List[DimLike] = []
+    for arg in args:
+        arg = _as_dim_like(arg, f"argument of {kind}")
+        atom = _lone_atom(arg)
+        if atom is not None and atom[0] == kind:
+            flat.extend(_make(dict(terms)) for terms in atom[1])
+        else:
+            flat.append(arg)
+    if not flat:
+        raise AxgraphTypeError(f"{kind} of no dims", user_location())
+    kept: List[DimLike] = []
+    for candidate in flat:
+        for i, other in enumerate(kept):
+            difference = candidate - other
+            if isinstance(difference, int):
+                if (difference > 0) == (kind == "max") and difference != 0:
+                    kept[i] = candidate
+                break
+        else:
+            kept.append(candidate)
+    if len(kept) == 1:
+        return kept[0]
+    atom = (kind, tuple(sorted(_terms_of(d) for d in kept)))
+    return Dim._from_terms((((atom,), 1),))
+
+
+def _lone_atom(value: DimLike) -> Optional[Atom]:
+    """The atom of a dim that is exactly one atom (coefficient 1), else None."""
+    if isinstance(value, Dim) and len(value._terms) == 1:
+        (monomial, coeff), = value._terms
+        if coeff == 1 and len(monomial) == 1:
+            return monomial[0]
+    return None
+
+
+def dim_max(*args: DimLike) -> DimLike:
+    """The largest of dims, symbolic where it cannot be told: `dim_max(N, 3)` is `max(N, 3)`.
+
+    Parameters
+    ----------
+    *args : int or Dim
+        At least one dim.
+
+    Returns
+    -------
+    int or Dim
+        An int when every argument is one, the one argument that dominates the
+        others by a constant (`dim_max(N, N + 2)` is `N + 2`), else a max atom.
+
+    Raises
+    ------
+    AxgraphTypeError
+        No argument, or one that is not an int or a Dim.
+    """
+    return _extremum("max", args)
+
+
+def dim_min(*args: DimLike) -> DimLike:
+    """The smallest of dims, symbolic where it cannot be told: `dim_min(N, M)`.
+
+    Parameters
+    ----------
+    *args : int or Dim
+        At least one dim.
+
+    Returns
+    -------
+    int or Dim
+        As `dim_max`, for the smallest.
+
+    Raises
+    ------
+    AxgraphTypeError
+        No argument, or one that is not an int or a Dim.
+    """
+    return _extremum("min", args)
+
+
+def slice_length(length: DimLike, picked: slice) -> DimLike:
+    """How many positions `picked` takes from an axis of `length`, as Python slices count
+    them (`len(range(n)[picked])`), symbolic when `length` is: `slice_length(N, slice(1, 3))`
+    is `max(min(N, 3) - min(N, 1), 0)` (2 once N >= 3).
+
+    Parameters
+    ----------
+    length : int or Dim
+        The length sliced (>= 0).
+    picked : slice
+        A slice of ints (or None bounds); its step must not be 0.
+
+    Returns
+    -------
+    int or Dim
+        The number of positions taken: an int when `length` is one.
+
+    Raises
+    ------
+    AxgraphValueError
+        The step is 0.
+    """
+    if isinstance(length, int):
+        return len(range(*picked.indices(length)))
+    step = 1 if picked.step is None else int(picked.step)
+    if step == 0:
+        raise AxgraphValueError("a slice step cannot be 0", user_location())
+
+    def bound(index: Optional[int], default: DimLike, lowest: int, highest: DimLike) -> DimLike:
+        if index is None:
+            return default
+        if index < 0:
+            return dim_max(length + index, lowest)
+        return dim_min(index, highest)
+
+    if step > 0:
+        start = bound(picked.start, 0, 0, length)
+        stop = bound(picked.stop, length, 0, length)
+        return dim_max((stop - start + step - 1) // step, 0)
+    start = bound(picked.start, length - 1, -1, length - 1)
+    stop = bound(picked.stop, -1, -1, length - 1)
+    return dim_max((start - stop - step - 1) // -step, 0)
+
+
+def _monomial_order(monomial: Monomial) -> tuple:
+    """A monomial order (graded, then lexicographic on the atoms, largest first)."""
+    return (len(monomial), tuple(sorted(monomial, reverse=True)))
+
+
+def _monomial_quotient(monomial: Monomial, divisor: Monomial) -> Optional[Monomial]:
+    """monomial / divisor as a monomial, or None when divisor's atoms are not all in it."""
+    left = list(monomial)
+    for atom in divisor:
+        if atom not in left:
+            return None
+        left.remove(atom)
+    return tuple(left)
+
+
+def exact_quotient(a: DimLike, b: DimLike) -> Optional[DimLike]:
+    """`a / b` when it is a polynomial with int coefficients (`B*T*D / (B*D)` is `T`), else
+    None.
+
+    Polynomial division by the leading term: when b divides a exactly, the division
+    finds the quotient; any remainder means it does not (for these values of the
+    atoms; `N*N // N` is `N`, `(N + 1) // N` is None).
+
+    Parameters
+    ----------
+    a, b : int or Dim
+        The dividend and the divisor (a zero divisor gives None).
+
+    Returns
+    -------
+    int, Dim or None
+        The exact quotient, or None.
+
+    Raises
+    ------
+    AxgraphTypeError
+        An argument is not an int or a Dim.
+    """
+    a, b = _as_dim_like(a), _as_dim_like(b)
+    if isinstance(b, int):
+        if b == 0 or any(c % b for _, c in _terms_of(a)):
+            return None
+        return _make({m: c // b for m, c in _terms_of(a)})
+    lead_monomial, lead_coeff = max(b._terms, key=lambda term: _monomial_order(term[0]))
+    remainder: Dict[Monomial, int] = dict(_terms_of(a))
+    quotient: Dict[Monomial, int] = {}
+    while remainder:
+        monomial, coeff = max(remainder.items(), key=lambda term: _monomial_order(term[0]))
+        factor = _monomial_quotient(monomial, lead_monomial)
+        if factor is None or coeff % lead_coeff:
+            return None
+        step = coeff // lead_coeff
+        quotient[factor] = quotient.get(factor, 0) + step
+        for divisor_monomial, divisor_coeff in b._terms:
+            product = tuple(sorted(factor + divisor_monomial))
+            left = remainder.get(product, 0) - step * divisor_coeff
+            if left:
+                remainder[product] = left
+            else:
+                remainder.pop(product, None)
     return _make(quotient)
 
 
@@ -171,14 +395,25 @@ class Dim:
     __rmul__ = __mul__
 
     def __floordiv__(self, other) -> DimLike:
-        if isinstance(other, Dim) or isinstance(other, bool) or not hasattr(other, "__index__"):
+        if isinstance(other, Dim):
+            return _exact_or_error(self, other)
+        if isinstance(other, bool) or not hasattr(other, "__index__"):
             raise AxgraphTypeError(f"a Dim can only be floor-divided by a positive int, not {other!r}", user_location())
         k = int(other.__index__())
         if k <= 0:
             raise AxgraphValueError(f"a Dim can only be floor-divided by a positive int, not {k}", user_location())
         return _floordiv(self._terms, k)
 
+    def __rfloordiv__(self, other) -> DimLike:
+        dividend = _operand(other)
+        if dividend is None:
+            return NotImplemented
+        return _exact_or_error(dividend, self)
+
     def __mod__(self, other) -> DimLike:
+        if isinstance(other, Dim):
+            _exact_or_error(self, other)
+            return 0
         return self - (self // other) * int(other)
 
     # -- comparison -----------------------------------------------------------------
@@ -219,6 +454,14 @@ class Dim:
         if not self.is_symbol:
             raise AttributeError(f"{self} is an expression, not a size variable")
         return self._terms[0][0][0][1]
+
+    @property
+    def domain(self) -> Tuple[int, Optional[int]]:
+        """(min, max) values a bare size variable may take; max is None when unbounded."""
+        if not self.is_symbol:
+            raise AttributeError(f"{self} is an expression, not a size variable")
+        low, high = atom_domain(self._terms[0][0][0])
+        return low, (None if high == math.inf else int(high))
 
     def subs(self, bindings: Mapping[str, DimLike]) -> DimLike:
         """This expression with the bound variables replaced (by ints or other dims).
@@ -271,7 +514,40 @@ class Dim:
         return _format_terms(self._terms)
 
     def __reduce__(self):
+        if _has_declared_domain(self._terms):  # the printed form does not carry domains
+            return (_rebuild, (self._terms,))
         return (parse, (str(self),))
+
+
+def _rebuild(terms: Terms) -> "Dim":
+    """A Dim from its canonical terms (unpickling one whose variables declare domains)."""
+    return Dim._from_terms(terms)
+
+
+def _exact_or_error(dividend: DimLike, divisor: "Dim") -> DimLike:
+    quotient = exact_quotient(dividend, divisor)
+    if quotient is None:
+        raise AxgraphTypeError(
+            f"{dividend} // {divisor}: a dim divides by a positive int, or by a dim it is an "
+            f"exact multiple of (B*T // T is B); that a symbolic size divides another is a "
+            f"constraint to state (axgraph.shapes.Divides), not an expression", user_location())
+    return quotient
+
+
+def _has_declared_domain(terms: Terms) -> bool:
+    return any(atom[0] == "v" and len(atom) > 2 for atom in _atoms(terms))
+
+
+def _atoms(terms: Terms) -> Iterable[Atom]:
+    """Every atom of `terms`, nested ones included."""
+    for monomial, _ in terms:
+        for atom in monomial:
+            yield atom
+            if atom[0] == "f":
+                yield from _atoms(atom[1])
+            elif atom[0] in ("max", "min"):
+                for inner in atom[1]:
+                    yield from _atoms(inner)
 
 
 def _operand(value) -> Optional[DimLike]:
@@ -283,20 +559,17 @@ def _operand(value) -> Optional[DimLike]:
 
 
 def _symbols(terms: Terms) -> Iterable[str]:
-    for monomial, _ in terms:
-        for atom in monomial:
-            if atom[0] == "v":
-                yield atom[1]
-            else:
-                yield from _symbols(atom[1])
+    return (atom[1] for atom in _atoms(terms) if atom[0] == "v")
 
 
 def _subs_atom(atom: Atom, bindings: Mapping[str, DimLike]) -> DimLike:
     if atom[0] == "v":
         if atom[1] in bindings:
             return _as_dim_like(bindings[atom[1]], f"binding of {atom[1]}")
-        return Dim(atom[1])
-    return _subs_terms(atom[1], bindings) // atom[2]
+        return Dim._from_terms((((atom,), 1),))
+    if atom[0] == "f":
+        return _subs_terms(atom[1], bindings) // atom[2]
+    return _extremum(atom[0], [_subs_terms(terms, bindings) for terms in atom[1]])
 
 
 def _subs_terms(terms: Terms, bindings: Mapping[str, DimLike]) -> DimLike:
@@ -312,6 +585,10 @@ def _subs_terms(terms: Terms, bindings: Mapping[str, DimLike]) -> DimLike:
 def _format_atom(atom: Atom, wrap: bool) -> str:
     if atom[0] == "v":
         return atom[1]
+    if atom[0] in ("max", "min"):
+        # variables first, constants last, as in a sum: max(N, 3)
+        shown = sorted(atom[1], key=lambda terms: (all(m == () for m, _ in terms), terms))
+        return f"{atom[0]}({', '.join(_format_terms(terms) if terms else '0' for terms in shown)})"
     inner = _format_terms(atom[1])
     text = f"({inner})//{atom[2]}" if " " in inner else f"{inner}//{atom[2]}"
     return f"({text})" if wrap else text
@@ -407,6 +684,67 @@ def symbols(names: str) -> Tuple[Dim, ...]:
     return tuple(Dim(name) for name in names.replace(",", " ").split())
 
 
+#: The domain of a size variable not declared otherwise: every value >= 1, no cap.
+DEFAULT_DOMAIN: Tuple[int, float] = (1, math.inf)
+
+
+def dim(name: str, min: int = 1, max: Optional[int] = None) -> Dim:
+    """A size variable: a length that is not known until data is fed (`B = ng.dim("B")`).
+
+    Give it to an axis (`ng.make_axis(length=B)`) or build expressions from it
+    (`2 * B`, `B // 2 + 1`). Its value is bound when data is fed; until then
+    `ng.infer_shapes` reasons about it symbolically, assuming only its domain:
+    every value from `min` up (to `max`, if given). A variable of the default
+    domain (>= 1) is the same as `core.Dim(name)`.
+
+    Parameters
+    ----------
+    name : str
+        The variable's name, a Python identifier.
+    min : int, optional
+        The smallest value it may take (default 1; 0 allows empty tensors).
+    max : int, optional
+        The largest value it may take (default: no limit).
+
+    Returns
+    -------
+    Dim
+        The size variable.
+
+    Raises
+    ------
+    AxgraphValueError
+        `name` is not an identifier, `min` is negative or `max` is below `min`.
+    AxgraphTypeError
+        `min` or `max` is not an int.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> B = ng.dim("B")
+    >>> 2 * B + 1, ng.dim("K", min=0, max=8).domain
+    (Dim('2*B + 1'), (0, 8))
+    """
+    variable = Dim(name)
+    for value, what in ((min, "min"), (max, "max")):
+        if value is not None and (isinstance(value, bool) or not hasattr(value, "__index__")):
+            raise AxgraphTypeError(f"dim {name}: {what} must be an int, not {value!r}",
+                                   user_location())
+    low = int(min.__index__())
+    high = math.inf if max is None else int(max.__index__())
+    if low < 0 or high < low:
+        raise AxgraphValueError(f"dim {name}: the domain {low}..{max} is empty or negative; sizes "
+                                f"are >= 0", user_location())
+    if (low, high) == DEFAULT_DOMAIN:
+        return variable
+    return Dim._from_terms((((("v", name, low, high),), 1),))
+
+
+def atom_domain(atom: Atom) -> Tuple[int, float]:
+    """(lowest, highest) value of a variable atom; highest is math.inf when unbounded."""
+    return DEFAULT_DOMAIN if len(atom) == 2 else (atom[2], atom[3])
+
+
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
            ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
            ast.Mod: lambda a, b: a % b}
@@ -418,7 +756,8 @@ def parse(text: str) -> DimLike:
     Parameters
     ----------
     text : str
-        An expression of ints and names with + - * // % and parentheses.
+        An expression of ints and names with + - * // %, max(...), min(...) and
+        parentheses.
 
     Returns
     -------
@@ -445,6 +784,9 @@ def parse(text: str) -> DimLike:
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             return _BINARY[type(node.op)](walk(node.left), walk(node.right))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("max", "min") and node.args and not node.keywords):
+            return _extremum(node.func.id, [walk(arg) for arg in node.args])
         raise AxgraphValueError(f"cannot parse dim expression {text!r}: unsupported {ast.dump(node)}", user_location())
 
     return walk(tree)

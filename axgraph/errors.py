@@ -54,6 +54,10 @@ class AxisLengthError(AxesError):
     """An axis length is unset where a length is needed, or is invalid."""
 
 
+class FeedError(AxgraphValueError):
+    """A value passed to a computation does not fit its placeholder."""
+
+
 class ShapeError(AxgraphValueError):
     """Shapes (or symbolic dims) that do not fit the operation."""
 
@@ -72,12 +76,30 @@ class TensorIndexError(LayoutError, IndexError):
     """
 
 
+class ShapeConflictError(ShapeError):
+    """Sizes that cannot fit together whatever data is fed: the shape solver refuted a
+    constraint. The message names every line of user code that contributed;
+    `conflicts` holds each contradiction found (`axgraph.shapes.Conflict`)."""
+
+    def __init__(self, message: str, location: Optional[Tuple[str, int]] = None,
+                 conflicts: tuple = ()):
+        super().__init__(message, location)
+        self.conflicts = tuple(conflicts)
+
+
+class ShapeCheckError(ShapeError, FeedError):
+    """Fed data whose sizes break a constraint that could only be checked once they were
+    known (a residual of the shape solver); the message names the lines behind the
+    constraint, the line feeding the data and the sizes fed."""
+
+    def __init__(self, message: str, location: Optional[Tuple[str, int]] = None,
+                 conflicts: tuple = ()):
+        super().__init__(message, location)
+        self.conflicts = tuple(conflicts)
+
+
 class DTypeError(AxgraphTypeError):
     """An element type that the operation does not accept."""
-
-
-class FeedError(AxgraphValueError):
-    """A value passed to a computation does not fit its placeholder."""
 
 
 class GraphError(AxgraphValueError):

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
 from .. import core
+from ..axes import Axis
+from ..dims import free_symbols, subs
 from ..errors import FeedError
 from ..op_graph.op import Op
-from ..op_graph.shape_ops import ConcatOp
 from ..op_graph.tensors import AssignableTensorOp
+from ..shapes.inference import infer_shapes
 from . import debug_rules, nn_rules  # noqa: F401  (register the print and nn rules)
 from ..axis_dims import length_symbols
 from .context import LoweringContext
@@ -47,14 +49,35 @@ class LoweredComputation:
                 if t in inputs and not t.input and count + i not in shown}
 
 
-def _define_joined_axes(ctx: LoweringContext, ops: Sequence[Op]) -> None:
-    """A concat's joined axis without a length is as long as its parts together (`2*B`),
-    not a size variable of its own: defined before any op is lowered, so that a
-    placeholder on that axis, which may come first, binds that sum when fed."""
-    for op in ops:
-        if isinstance(op, ConcatOp):
-            ctx.current_op = op
-            ctx.define_dim(op.axis, sum(ctx.dims(op.concat_axes)))
+def _define_inferred_lengths(ctx: LoweringContext, ops: Sequence[Op],
+                             inputs: Sequence[AssignableTensorOp]) -> None:
+    """Give each axis without a length the length the shape solver infers for it (a
+    concat's joined axis is `2*B`, an axis cast to one of length 3 is 3), rather than a
+    size variable of its own that nothing could bind; and put in the values of declared
+    sizes the graph pins. Done before any op is lowered, so that a placeholder on such an
+    axis, which may come first, has that length when fed."""
+    if all(isinstance(a.length, int) for op in list(ops) + list(inputs) for a in op.axes):
+        return  # every length is known: nothing to infer
+    report = infer_shapes(list(ops) + list(inputs))
+    solution, report_axes = report.solution, report.open_axes
+    first_use: Dict[Axis, Op] = {}
+    for op in list(inputs) + list(ops):
+        for axis in op.axes:
+            first_use.setdefault(axis.base, op)
+
+    def in_context(value):
+        replacements = {}
+        for name in sorted(free_symbols(value) & report_axes.keys()):
+            axis = report_axes[name]
+            ctx.current_op = first_use.get(axis.base)
+            replacements[name] = ctx.dim(axis)
+        return subs(value, replacements)
+
+    ctx.sizes.substitute({name: in_context(value) for name, value in solution.pinned.items()})
+    for name, value in sorted(solution.inferred.items()):
+        if name in report_axes:
+            ctx.define_dim(report_axes[name], in_context(value))
+    ctx.current_op = None
 
 
 def lower(ops: Sequence[Op], results: Sequence[Op],
@@ -66,7 +89,7 @@ def lower(ops: Sequence[Op], results: Sequence[Op],
     gradient that depends only on a placeholder's axes, say).
     """
     ctx = LoweringContext(length_symbols(a for op in list(ops) + list(inputs) for a in op.axes))
-    _define_joined_axes(ctx, ops)
+    _define_inferred_lengths(ctx, ops, inputs)
     for op in ops:
         if op.is_assignable:
             continue  # read (as a Constant, a Parameter or its latest version) where used

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Dict, Optional, Sequence, Tuple
 
 from ..axes import Axes, AxesLike, Axis, AxisRole, make_axis
+from ..dims import DimLike
 from ..errors import AxisLengthError, IncompatibleAxesError, UnmatchedAxesError
+from ..shapes.prover import provably_below, provably_different
 from .op import Op
 from .shape_ops import _fail
 from .tensors import as_op
@@ -71,11 +73,12 @@ class ConvGeometry:
     strides: Tuple[int, ...]
     dilation: Tuple[int, ...]
 
-    def output_length(self, dim: int, length: int, filter_length: int) -> int:
+    def output_length(self, dim: int, length: DimLike, filter_length: DimLike) -> DimLike:
+        """The output length along spatial dim `dim` (symbolic for symbolic lengths)."""
         span = self.dilation[dim] * (filter_length - 1) + 1
         return (length + 2 * self.padding[dim] - span) // self.strides[dim] + 1
 
-    def input_length(self, dim: int, length: int, filter_length: int) -> int:
+    def input_length(self, dim: int, length: DimLike, filter_length: DimLike) -> DimLike:
         """The smallest input length whose convolution has `length` outputs."""
         span = self.dilation[dim] * (filter_length - 1) + 1
         return (length - 1) * self.strides[dim] - 2 * self.padding[dim] + span
@@ -234,7 +237,7 @@ def spatial_axis(axes, filter, padding: int, stride: int, role: AxisRole) -> Axi
                                      f"length")
     length = ConvGeometry((int(padding),), (int(stride),), (1,)).output_length(
         0, source.length, int(window))
-    if length < 1:
+    if provably_below(length, 1):
         raise _fail(IncompatibleAxesError,
                     f"spatial_axis {role.name}: a window of {window} with padding {padding} does "
                     f"not fit input axis {source.name} of length {source.length}")
@@ -266,13 +269,13 @@ def _check_spatial_match(what: str, x_layout: FeatureLayout, w_layout: FilterLay
 
 
 def _check_channels(what: str, feature: Axis, filter_axis: Axis) -> None:
-    if None not in (feature.length, filter_axis.length) and feature.length != filter_axis.length:
+    if provably_different(feature.length, filter_axis.length):
         raise _fail(IncompatibleAxesError,
                     f"{what}: input channels {feature.name} ({feature.length}) and filter axis "
                     f"{filter_axis.name} ({filter_axis.length}) differ")
 
 
-def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Sequence[int],
+def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Sequence[DimLike],
                  axes: AxesLike) -> Tuple[FeatureLayout, Axes]:
     """The result's layout and axes: given ones checked by role, else new ones."""
     out: Optional[FeatureLayout]
@@ -295,7 +298,7 @@ def _output_axes(what: str, layout: FeatureLayout, channel: Axis, lengths: Seque
     for axis, length in zip((out.channel,) + spatial, (channel.length,) + tuple(lengths)):
         if axis.length is None:
             axis.length = length
-        elif axis.length != length:
+        elif provably_different(axis.length, length):
             raise _fail(IncompatibleAxesError,
                         f"{what}: output axis {axis.name} has length {axis.length}; the geometry "
                         f"gives {length}")
@@ -449,7 +452,7 @@ def convolution(params: Optional[Dict], inputs, filters, axes: AxesLike = None, 
         "convolution", params, inputs, filters, padding, strides, dilation)
     out_lengths = tuple(geometry.output_length(i, n, f)
                         for i, (n, f) in enumerate(zip(in_lengths, filter_lengths)))
-    if min(out_lengths) < 1:
+    if any(provably_below(n, 1) for n in out_lengths):
         raise _fail(IncompatibleAxesError,
                     f"convolution: the filter {filter_lengths} does not fit the input {in_lengths} "
                     f"with {geometry}")

@@ -13,6 +13,7 @@ import numpy as np
 from ..axes import Axes, Axis, dual_pairs
 from ..debug_info import user_location
 from ..errors import IncompatibleAxesError
+from ..shapes.prover import provably_different
 from .op import Op
 from .tensors import as_op
 
@@ -39,7 +40,7 @@ class DotOp(Op):
                 raise IncompatibleAxesError(
                     f"dot pairs {axis_x.name} with {axis_y.name}, which are not axes of "
                     f"{x.name} {x.axes} and {y.name} {y.axes}", user_location())
-            if None not in (axis_x.length, axis_y.length) and axis_x.length != axis_y.length:
+            if provably_different(axis_x.length, axis_y.length):
                 raise IncompatibleAxesError(
                     f"dot pairs {axis_x.name} ({axis_x.length}) of {x.name} with {axis_y.name} "
                     f"({axis_y.length}) of {y.name}: lengths differ", user_location())
@@ -50,7 +51,8 @@ class DotOp(Op):
         if self._asked_axes is None:
             return Axes(natural)
         axes = Axes(self._asked_axes)
-        if [a.length for a in axes] != [a.length for a in natural]:
+        if len(axes) != len(natural) or any(
+                provably_different(a.length, b.length) for a, b in zip(axes, natural)):
             raise IncompatibleAxesError(f"dot result axes {axes} do not fit the lengths of "
                                         f"{natural}", user_location())
         return axes

@@ -12,6 +12,7 @@ from typing import Dict, Optional, Tuple
 from ..axes import Axes, AxesLike
 from ..debug_info import user_location
 from ..errors import IncompatibleAxesError
+from ..shapes.prover import provably_below
 from .convolution import (ConvGeometry, FeatureLayout, _lengths, _output_axes, conv_geometry,
                           feature_layout)
 from .op import Op
@@ -128,7 +129,8 @@ def pooling(params: Optional[Dict], inputs, axes: AxesLike = None, window=None, 
     in_lengths = _lengths("pooling", layout.spatial)
     out_lengths = tuple(geometry.output_length(i, n, w)
                         for i, (n, w) in enumerate(zip(in_lengths, window)))
-    if min(out_lengths) < 1 or any(p >= w for p, w in zip(geometry.padding, window)):
+    if any(provably_below(n, 1) for n in out_lengths) or any(
+            p >= w for p, w in zip(geometry.padding, window)):
         raise IncompatibleAxesError(
             f"pooling: window {window} with padding {geometry.padding} does not fit the input "
             f"{in_lengths} (padding must be smaller than the window)", user_location())

@@ -15,6 +15,7 @@ from ..debug_info import user_location
 from ..dims import known
 from ..errors import (AxesError, AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
                       UnmatchedAxesError)
+from ..shapes.prover import provably_different
 from .op import Op
 from .tensors import as_op
 
@@ -64,7 +65,7 @@ class AxesCastOp(ShapeOp):
                         f"cast_axes of {x.name} {x.axes} to {axes}: {len(x.axes)} axes cannot "
                         f"become {len(axes)}")
         for old, new in zip(x.axes, axes):
-            if None not in (old.length, new.length) and old.length != new.length:
+            if provably_different(old.length, new.length):
                 raise _fail(IncompatibleAxesError,
                             f"cast_axes of {x.name}: axis {old.name} ({old.length}) cannot become "
                             f"{new.name} ({new.length})")
@@ -230,7 +231,7 @@ def _sliced_axes(x: Op, slices: Tuple[Index, ...], axes: AxesLike) -> Axes:
                         f"slicing {x.name}: {len(kept)} axes remain but {len(axes)} were given")
         for (axis, item), new in zip(kept, axes):
             length = _slice_length(axis, item)
-            if None not in (length, new.length) and length != new.length:
+            if provably_different(length, new.length):
                 raise _fail(IncompatibleAxesError,
                             f"slicing {x.name}: axis {axis.name} sliced by {item} has length "
                             f"{length}, but {new.name} has length {new.length}")
@@ -332,7 +333,8 @@ class PadOp(ShapeOp):
             return Axes(new_axes)
         axes = Axes(self._asked_axes)
         for axis, new, (before, after) in zip(x.axes, axes, pairs):
-            if None not in (axis.length, new.length) and axis.length + before + after != new.length:
+            if axis.length is not None and provably_different(axis.length + before + after,
+                                                               new.length):
                 raise _fail(IncompatibleAxesError,
                             f"pad of {x.name}: {axis.name} padded by ({before}, {after}) cannot "
                             f"have the length {new.length} of {new.name}")
@@ -813,7 +815,7 @@ def stack(xs: Sequence, axis: Axis, pos: int = 0, name: Optional[str] = None) ->
         raise _fail(IncompatibleAxesError, "stack needs at least one tensor")
     if axis.length is None:
         axis.length = len(xs)
-    if axis.length != len(xs):
+    if provably_different(axis.length, len(xs)):
         raise _fail(IncompatibleAxesError,
                     f"stack of {len(xs)} tensors along {axis.name} of length {axis.length}")
     for x in xs:

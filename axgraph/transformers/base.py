@@ -28,6 +28,7 @@ from ..ordered_set import OrderedSet
 from ..op_graph.schedule import schedule
 from ..op_graph.tensors import AssignableTensorOp
 from ..serialization import get_values, set_values
+from ..shapes.inference import feed_checks
 
 
 class LengthBindings:
@@ -129,6 +130,9 @@ class Computation:
         #: The dim of each axis: what fed shapes are unified with.
         self._sizes = AxisDims(length_symbols(
             a for op in self.ops + list(self.parameters) for a in op.axes))
+        #: What fed sizes must satisfy beyond binding (lengths the graph infers or pins,
+        #: residual checks), or None when every length is fixed; refuted lengths raise here.
+        self._feed_checks = feed_checks(self.ops + list(self.parameters))
         #: (dtype, shape) of positional arrays that passed the checks as they are (exact
         #: type, C order), to the lengths they bound: a repeat call skips the checks.
         self._known_feeds: Dict[tuple, LengthBindings] = {}
@@ -288,6 +292,8 @@ class Computation:
             values = bind_shapes(expected, [a.shape for a in feeds.values()], describe)
         except ShapeError as error:
             raise FeedError(error.message, user_location()) from None
+        if self._feed_checks is not None:
+            self._feed_checks.check(feeds)
         return LengthBindings(self._sizes, values)
 
     def _check_stored_lengths(self, feeds: Dict[AssignableTensorOp, np.ndarray],

@@ -1,0 +1,42 @@
+"""Symbolic shapes solved by constraints.
+
+Sizes may be unknown until data is fed: declared (`ng.dim("B")`), written as
+expressions (`2*T`), or left open (an axis made without a length). This
+package reasons about them without data:
+
+* `constraints`: what the solver is told (`Equal`, `AtLeast`, `Divides`,
+  `SameShape` over dims and shape variables), each with its `Origin`;
+* `prover`: proved / refuted / unknown answers to `e >= 0` from bounds;
+* `solver`: `solve(constraints) -> Solution`, a worklist to a fixed point
+  with bindings, residual checks and conflicts that name every line;
+* `op_rules`: the constraints each kind of axes op makes;
+* `inference`: `infer_shapes(results)` over an axes graph, and the checks
+  of fed data (`ng.infer_shapes`, `ng.ShapeReport`).
+
+A front end that generates its own constraints (a language with shape
+variables and appended shapes) uses `solve` directly: make `Equal`,
+`SameShape` (shapes are sequences of dims and `ShapeVar`s), `AtLeast` and
+`Divides` objects with an `Origin` each, describe the variables (`Variable`:
+rigid, flexible or derived), and read the `Solution`.
+"""
+from .constraints import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, Variable,
+                          format_shape)
+from .prover import Verdict, interval, prove_at_least, prove_equal, prove_nonnegative, simplify
+from .solver import Conflict, Quotient, Residual, Solution, quotient, solve
+
+# infer_shapes and ShapeReport (also importable from here) are documented as ng.infer_shapes
+# and ng.ShapeReport
+__all__ = ["AtLeast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
+           "format_shape", "Verdict", "interval",
+           "prove_at_least", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
+           "Quotient", "Residual", "Solution", "quotient", "solve"]
+
+
+def __getattr__(name: str):
+    # infer_shapes reads the axes graph, whose op modules use the prover: imported on first
+    # use, so that `axgraph.shapes.prover` is importable from the op modules themselves
+    if name in ("ShapeReport", "infer_shapes"):
+        from . import inference
+
+        return getattr(inference, name)
+    raise AttributeError(f"module 'axgraph.shapes' has no attribute {name!r}")

@@ -1,0 +1,312 @@
+"""What the shape solver is told: constraints on dims and shapes, each with its origin.
+
+A constraint says two dims are equal (`Equal`), one is at least another
+(`AtLeast`), one divides another (`Divides`), or two shapes are the same
+(`SameShape`). A shape is a sequence whose items are dims or shape variables
+(`ShapeVar`): `[ShapeVar("b"), m, k]` is the Axon type `[*b, m, k]`, and
+appending shapes is concatenating the sequences (`S ++ [n]`). Every
+constraint carries an `Origin`, the user's file and line and what made it,
+so the solver can name every line a contradiction comes from.
+
+`Variable` tells the solver how it may treat a size variable: a *rigid* one
+is an input the user declared (`ng.dim("B")`); the solver may find it must
+take one value (it is then *pinned*, and checked when data is fed) but never
+treats that as a free choice. A *flexible* one stands for a length left
+open (an axis made without one), which the solver *infers*. A *derived* one
+the solver makes itself (the quotient of a division by a symbolic size).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Tuple, Union
+
+from ..debug_info import user_location
+from ..dims import Dim, DimLike, _as_dim_like
+from ..errors import AxgraphTypeError, AxgraphValueError
+
+
+@dataclass(frozen=True, order=True)
+class Origin:
+    """Where a constraint comes from: a file and line, what made it there, and why.
+
+    Parameters
+    ----------
+    file : str
+        The user's source file (or a pseudo-file such as ``<axon>``).
+    line : int
+        The line in `file`.
+    what : str, optional
+        What made the constraint there: an op ("dot DotOp_3"), a placeholder fed.
+    reason : str, optional
+        Why it holds ("contracts D").
+    column : int, optional
+        A column in the line, for front ends that know it (0: none).
+    """
+
+    file: str
+    line: int
+    what: str = ""
+    reason: str = ""
+    column: int = 0
+
+    @classmethod
+    def here(cls, what: str = "", reason: str = "") -> "Origin":
+        """The origin at the innermost user frame (outside the axgraph package).
+
+        Parameters
+        ----------
+        what, reason : str, optional
+            As for the constructor.
+
+        Returns
+        -------
+        Origin
+            The user's file and line calling into axgraph now.
+        """
+        file, line = user_location(2)
+        return cls(file, line, what, reason)
+
+    @property
+    def place(self) -> str:
+        """`file:line` (or `file:line:column`), the file relative to the working directory
+        when it lies below it."""
+        file = self.file
+        if os.path.isabs(file):
+            try:
+                relative = os.path.relpath(file)
+            except ValueError:  # another drive
+                relative = file
+            if not relative.startswith(".."):
+                file = relative
+        return f"{file}:{self.line}" + (f":{self.column}" if self.column else "")
+
+    def __str__(self) -> str:
+        head = f"{self.what} at {self.place}" if self.what else self.place
+        return f"{head} ({self.reason})" if self.reason else head
+
+
+@dataclass(frozen=True, order=True)
+class ShapeVar:
+    """A shape variable: a sequence of dims of unknown length (the Axon type `*b`).
+
+    Parameters
+    ----------
+    name : str
+        Its name, an identifier.
+    """
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise AxgraphValueError(f"a shape variable needs an identifier name, not "
+                                    f"{self.name!r}", user_location())
+
+    def __str__(self) -> str:
+        return f"*{self.name}"
+
+
+ShapeItem = Union[DimLike, ShapeVar]
+Shape = Tuple[ShapeItem, ...]
+
+
+def as_shape(items: Sequence, what: str = "shape") -> Shape:
+    """A shape from a sequence of dims and shape variables (ints, Dims, ShapeVars).
+
+    Parameters
+    ----------
+    items : sequence
+        The items; a ShapeVar stands for any number of dims.
+    what : str, optional
+        What the shape is, for the error message.
+
+    Returns
+    -------
+    tuple
+        The items, each an int, a Dim or a ShapeVar.
+
+    Raises
+    ------
+    AxgraphTypeError
+        An item is none of these.
+    """
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise AxgraphTypeError(f"a {what} is a sequence of dims and shape variables, not "
+                               f"{items!r}", user_location())
+    return tuple(item if isinstance(item, ShapeVar) else _as_dim_like(item, f"item of a {what}")
+                 for item in items)
+
+
+def format_shape(shape: Shape) -> str:
+    """How shapes print: `[*b, m, 2*n]`.
+
+    Parameters
+    ----------
+    shape : sequence of (int, Dim or ShapeVar)
+        The shape.
+
+    Returns
+    -------
+    str
+        Its items in brackets, a shape variable with a star.
+    """
+    return "[" + ", ".join(str(item) for item in shape) + "]"
+
+
+@dataclass(frozen=True)
+class Equal:
+    """`left == right`, two dims.
+
+    Parameters
+    ----------
+    left, right : int or Dim
+        The two sides.
+    origin : Origin
+        Where the constraint comes from.
+    """
+
+    left: DimLike
+    right: DimLike
+    origin: Origin
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "left", _as_dim_like(self.left, "side of Equal"))
+        object.__setattr__(self, "right", _as_dim_like(self.right, "side of Equal"))
+
+    def __str__(self) -> str:
+        return f"{self.left} == {self.right}"
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    """`value >= bound`, two dims.
+
+    Parameters
+    ----------
+    value, bound : int or Dim
+        The two sides.
+    origin : Origin
+        Where the constraint comes from.
+    """
+
+    value: DimLike
+    bound: DimLike
+    origin: Origin
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", _as_dim_like(self.value, "side of AtLeast"))
+        object.__setattr__(self, "bound", _as_dim_like(self.bound, "side of AtLeast"))
+
+    def __str__(self) -> str:
+        return f"{self.value} >= {self.bound}"
+
+
+@dataclass(frozen=True)
+class Divides:
+    """`divisor` divides `dividend` exactly (a reshape into whole rows, a symbolic split).
+
+    Parameters
+    ----------
+    divisor, dividend : int or Dim
+        The two dims.
+    origin : Origin
+        Where the constraint comes from.
+    """
+
+    divisor: DimLike
+    dividend: DimLike
+    origin: Origin
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "divisor", _as_dim_like(self.divisor, "divisor"))
+        object.__setattr__(self, "dividend", _as_dim_like(self.dividend, "dividend"))
+
+    def __str__(self) -> str:
+        def wrapped(value: DimLike) -> str:
+            text = str(value)
+            return f"({text})" if " " in text else text
+        return f"{wrapped(self.dividend)} % {wrapped(self.divisor)} == 0"
+
+
+@dataclass(frozen=True)
+class SameShape:
+    """`left == right`, two shapes: equal ranks and equal dims position by position.
+
+    Parameters
+    ----------
+    left, right : sequence of (int, Dim or ShapeVar)
+        The shapes; a ShapeVar stands for any number of dims (`[*b, m]` is
+        `(ShapeVar("b"), m)`).
+    origin : Origin
+        Where the constraint comes from.
+    """
+
+    left: Shape
+    right: Shape
+    origin: Origin
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "left", as_shape(self.left))
+        object.__setattr__(self, "right", as_shape(self.right))
+
+    def __str__(self) -> str:
+        return f"{format_shape(self.left)} == {format_shape(self.right)}"
+
+
+Constraint = Union[Equal, AtLeast, Divides, SameShape]
+
+#: The kinds of size variable (see the module's docstring).
+KINDS = ("rigid", "flexible", "derived")
+
+
+@dataclass(frozen=True)
+class Variable:
+    """How the solver may treat one size variable, and where it was declared.
+
+    Parameters
+    ----------
+    name : str
+        The variable's name (as in its Dims).
+    kind : str, optional
+        "rigid" (an input the user declared; default), "flexible" (a length left
+        open, to infer) or "derived" (made by the solver).
+    origin : Origin, optional
+        Where it was declared (an `ng.dim` call, the axis made without a length).
+    min : int, optional
+        Its lowest value (default 1; 0 for a length left open).
+    max : int or float, optional
+        Its highest value (default math.inf: none).
+    about : str, optional
+        What it stands for, for reports ("the length of axis N").
+    age : int, optional
+        Among variables an equation could be solved for, the newest (highest age) is
+        chosen: a length an op computes is defined by its operands', not the other way.
+
+    Raises
+    ------
+    AxgraphValueError
+        An unknown kind, or an empty domain.
+    """
+
+    name: str
+    kind: str = "rigid"
+    origin: Optional[Origin] = None
+    min: int = 1
+    max: float = math.inf
+    about: str = field(default="", compare=False)
+    age: int = field(default=0, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise AxgraphValueError(f"variable {self.name}: kind must be one of {KINDS}, not "
+                                    f"{self.kind!r}", user_location())
+        if self.min > self.max or self.min < 0:
+            raise AxgraphValueError(f"variable {self.name}: empty domain {self.min}..{self.max}",
+                                    user_location())
+
+    @property
+    def dim(self) -> Dim:
+        """The variable as a Dim."""
+        return Dim(self.name)
