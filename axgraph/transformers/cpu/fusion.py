@@ -32,16 +32,16 @@ from ...core.node import Node
 from ...passes.manager import Pass
 from ...traversal import post_order
 from . import kernel_c, kernel_numpy
-from .group import (REDUCTIONS, FusedGroup, c_accepts, is_scalar_constant, op_family)
+from .group import (FusedGroup, c_accepts, is_scalar_constant, op_family, reduces_in_groups)
 
 # -- what may join a group ------------------------------------------------------------------
 
 def reads_partial_broadcast(node: Node) -> bool:
-    """Whether an input of `node` is a Broadcast (or a view of one) of more than one
-    element: the flat kernels would have to materialize it in full on every call,
-    while a lone NumPy ufunc broadcasts it for free."""
+    """Whether an input of `node` is a Broadcast (or one moved by other movement ops) of
+    more than one element: the flat kernels would have to materialize it in full on
+    every call, while a lone NumPy ufunc broadcasts it for free."""
     for x in node.inputs:
-        while isinstance(x, (core.Transpose, core.Reshape, core.Slice, core.Reverse)):
+        while x.movement and not isinstance(x, core.Broadcast):
             (x,) = x.inputs
         if isinstance(x, core.Broadcast) and op_family(x) is None:
             return True
@@ -49,13 +49,14 @@ def reads_partial_broadcast(node: Node) -> bool:
 
 
 def is_fusible_reduction(node: Node) -> bool:
-    """Sum/Max/Min over all dims or the trailing dims of its input.
+    """A reduction groups may end in (`reduces_in_groups`: Sum, Prod, Max, Min) over all
+    dims or the trailing dims of its input.
 
     Trailing dims make each output element the reduction of one contiguous
     run of the (row-major) elementwise values, which both engines walk as a
     flat loop; other axes would need a transpose and are left unfused.
     """
-    if REDUCTIONS.lookup(type(node)) is None:
+    if not reduces_in_groups(type(node)):
         return False
     rank = node.inputs[0].rank
     axes = tuple(sorted(node.attributes["axes"]))

@@ -17,10 +17,11 @@ The kernel is generated Python (`NumpyKernel.source`), one line per ufunc,
 so it can be read and stepped through. Semantics are the interpreter's
 kernels (axgraph/core/interpreter.py), op by op: the same ufuncs, Sigmoid's
 stable form, integer Divide truncating toward zero (and its error on a zero
-divisor), NaN-propagating maximum/minimum and Max/Min. Float sums accumulate
-each block in float64 and add the block sums in order (more accurate than the
-reference's float32 sum, never less); integer sums wrap in their own type, as
-the reference's do.
+divisor), NaN-propagating maximum/minimum and Max/Min. A group's reduction
+reduces with the ufunc it declares (`reduce_ufunc`); float sums and products
+accumulate each block in float64 and combine the block results in order (more
+accurate than the reference's float32 sum, never less); integer ones wrap in
+their own type, as the reference's do.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from ...errors import ExecutionError
 from ...op_table import OpTable
 from . import parallel, runtime
 from .group import (FusedGroup, concrete_shape, group_shapes, is_scalar_constant, op_family,
-                     prepare_call, reduction_kind)
+                     prepare_call)
 
 # Elements per block: 64K f32 = 256 KiB per scratch buffer. Measured here (chain over
 # 4M f32, L2 over 10M f32), 4K..256K: 4K 33/12.9 ms, 16K 28/7.9, 64K 26.5/6.6, 256K
@@ -243,19 +244,18 @@ class _Writer:
                 "            o[start:stop] = block(start, stop, fin[:stop - start])",
                 "    return out"]
             return "\n".join(lines) + "\n"
-        kind = reduction_kind(group.reduction)
+        # the reduction's declared ufunc; float values accumulate in float64 where it
+        # declares a wide accumulator, integers in their own type (wrapping as the
+        # reference's do)
+        reduction = group.reduction
+        assert reduction.reduce_ufunc is not None  # a group's reduction declares one
+        ufunc = reduction.reduce_ufunc.__name__
         element = final.element_type
-        if kind == "sum":
-            acc = "float64" if element.is_float else element.dtype.name
-            rows_reduce = f"np.add.reduce(v, axis=1, dtype=np.{acc}, out=part[:r1 - r0])"
-            one_reduce = f"np.add.reduce(v, dtype=np.{acc})"
-            combine = "total = s if total is None else total + s"
-        else:
-            acc = element.dtype.name
-            ufunc = "maximum" if kind == "max" else "minimum"
-            rows_reduce = f"np.{ufunc}.reduce(v, axis=1, out=part[:r1 - r0])"
-            one_reduce = f"np.{ufunc}.reduce(v)"
-            combine = f"total = s if total is None else np.{ufunc}(total, s)"
+        wide = reduction.wide_accumulator and element.is_float
+        acc = "float64" if wide else element.dtype.name
+        rows_reduce = f"np.{ufunc}.reduce(v, axis=1, dtype=np.{acc}, out=part[:r1 - r0])"
+        one_reduce = f"np.{ufunc}.reduce(v, dtype=np.{acc})"
+        combine = f"total = s if total is None else np.{ufunc}(total, s)"
         lines += [
             "    o = out.reshape(-1)",
             "    if inner <= block_size:  # whole rows per block",
