@@ -395,6 +395,46 @@ def test_every_movement_op_declares_its_traits_and_is_a_view_on_the_cpu_backend(
         assert compiled.last_program.schedule.storage[node] == "view", op.__name__
 
 
+def _inverse_square_denominator(x, out):
+    np.square(x, out=out)
+    return np.add(out, 1, out=out)
+
+
+class InverseOnePlusSquare(core.UnaryElementwise):
+    """1 / (1 + x**2): a made-up op declaring its value as 1 / a denominator."""
+    accepts = "float"
+    numpy = staticmethod(lambda x, out=None: np.divide(1, 1 + np.square(x), out=out))
+    numpy_denominator = _inverse_square_denominator
+    c = "({one} / ({one} + {0} * {0}))"
+
+
+def test_a_declared_denominator_is_how_the_numpy_engines_compute_an_op():
+    """Every op declaring `numpy_denominator` is 1 over it (checked against its reference);
+    the cpu program and the blocked-NumPy kernels compute a made-up one from the
+    declaration alone, a product by it as one division."""
+    x = np.linspace(-30, 30, 1001)
+    for op in [op for op in ELEMENTWISE if op.numpy_denominator is not None] + [
+            InverseOnePlusSquare]:
+        with np.errstate(over="ignore"):
+            np.testing.assert_allclose(1 / op.numpy_denominator(x, out=np.empty_like(x)),
+                                       op.numpy(x), rtol=1e-15, err_msg=op.__name__)
+    assert core.Sigmoid.numpy_denominator is not None
+    a, b = core.Parameter(core.f64, core.Shape(1001)), core.Parameter(core.f64, core.Shape(1001))
+    function = core.Function([core.Multiply(a, InverseOnePlusSquare(b))], [a, b])
+    av = np.cos(x)
+    want = av / (1 + x * x)  # by hand
+    program = CpuFunction(function, fuse=False)
+    np.testing.assert_allclose(program(av, x)[0], want, rtol=1e-15)
+    assert "reciprocal_of__inverse_square_denominator(" in program.source
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, {n: (1001,) for n in group.nodes + group.inputs},
+                           engine="numpy")
+    arrays = {a: av, b: x}
+    np.testing.assert_allclose(kernel(*[arrays[i] for i in group.inputs], out=np.empty(1001)),
+                               want, rtol=1e-15)
+    assert kernel.source.count("np.divide(") == 1 and "np.multiply(" not in kernel.source
+
+
 class Unlowered(ew.UnaryElementWiseOp):
     """An axes op nobody wrote a lowering for."""
 

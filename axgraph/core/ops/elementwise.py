@@ -172,6 +172,7 @@ class Sigmoid(UnaryElementwise):
     """
     accepts = "float"
     numpy = reference.sigmoid
+    numpy_denominator = reference.sigmoid_denominator
     c = _sigmoid_c
     c_quotient = _sigmoid_quotient_c
 

@@ -22,20 +22,16 @@ from ... import core
 from ...core import interpreter
 from ...core.host import HostCall
 from ...core.node import Node
-from ...core.traits import numpy_function, ops_with, ufunc_name
+from ...core.traits import numpy_denominator, numpy_function, ops_with, ufunc_name
 from ...op_table import OpTable
 from ...strides import dense_order
 from ...tensor_description import TensorDescription
+from . import runtime
 
 Shapes = Dict[Node, Tuple[int, ...]]
 #: Storage kinds: how a node gets its value.
 STORAGE = ("parameter", "constant", "view", "buffer", "fresh", "allocating")
 
-#: Elementwise ops run by a runtime function instead of the op's reference function (its
-#: `numpy` trait): a Sigmoid in four passes, a Convert into the buffer's type.
-RUNTIME: OpTable[str] = OpTable("cpu runtime function",
-                                {core.Sigmoid: "rt.sigmoid", core.Convert: "rt.convert",
-                                 core.Erf: "rt.erf"})
 #: The core ops that move elements without computing (their `movement` trait): each is a
 #: view of its input's storage (a Reshape where the input's layout allows one).
 MOVEMENT_OPS = ops_with("movement", core.CORE_OPS)
@@ -49,12 +45,16 @@ ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBack
 
 
 def elementwise_function(op_class: type) -> Union[str, Callable, None]:
-    """What writes an elementwise op's `out=` in generated code: a runtime function or
-    the op's ufunc, as text ("rt.sigmoid", "np.exp"), or the op's reference function
+    """What writes an elementwise op's `out=` in generated code: a runtime function of the
+    cpu's own or the op's ufunc, as text ("rt.erf", "np.exp"), 1 / its declared
+    denominator (`runtime.reciprocal_of`, as for sigmoid), or the op's reference function
     itself. None for ops that are not elementwise or have no reference function."""
-    found = RUNTIME.lookup(op_class)
-    if found is not None:
-        return found
+    own = runtime.OWN_FUNCTIONS.lookup(op_class)
+    if own is not None:
+        return f"rt.{own.__name__}"
+    denominator = numpy_denominator(op_class)
+    if denominator is not None:
+        return runtime.reciprocal_of(denominator)
     name = ufunc_name(op_class)
     return numpy_function(op_class) if name is None else f"np.{name}"
 
