@@ -16,7 +16,7 @@ from ...core.backend import Backend, Capabilities, bind_arguments
 from ...debug_info import user_location
 from ...errors import AxgraphError, ExecutionError, FeedError, no_kernel_error
 from .codegen import CODE, Program
-from .fusion import FusionPass, compile_fused
+from .fusion import compile_fused, fuse
 from .memory_plan import plan_memory
 from .schedule import schedule_function
 
@@ -55,14 +55,14 @@ class CpuFunction:
         key = tuple(sorted(bindings.items()))
         program = self._programs.get(key)
         if program is None:
-            function = self.function
+            function, fusion_report = self.function, ()
             if self.fuse:  # at these sizes: small groups run faster unfused
-                function = FusionPass(self.fuse_min_elements, bindings).run(function)
+                function, fusion_report = fuse(function, self.fuse_min_elements, bindings)
             kernels = {node: compile_fused(node, bindings, engine=self.engine)
                        for node in function.nodes if isinstance(node, core.Fused)}
             schedule = schedule_function(function, bindings)
             program = Program(function, schedule, plan_memory(schedule), bindings,
-                              self._generators, kernels)
+                              self._generators, kernels, fusion_report)
             self._programs[key] = program
         self.last_program = program
         return program
@@ -166,6 +166,11 @@ class CpuFunction:
     def fused_function(self) -> core.Function:
         """The core Function the last program ran: after the fusion pass (`Fused` nodes)."""
         return self._last("fused function").function
+
+    @property
+    def fusion_report(self) -> tuple:
+        """The fusion pass's `PassRecord` for the last program (empty with fuse=False)."""
+        return self._last("fusion report").fusion_report
 
     def memory_plan(self):
         """The memory plan of the last program run."""

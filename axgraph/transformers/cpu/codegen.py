@@ -48,8 +48,11 @@ class Program:
 
     def __init__(self, function: core.Function, schedule: Schedule, plan: MemoryPlan,
                  bindings: Mapping[str, int], generators,
-                 kernels: Optional[Mapping[core.Fused, Callable]] = None):
+                 kernels: Optional[Mapping[core.Fused, Callable]] = None,
+                 fusion_report: tuple = ()):
         self.function, self.schedule, self.plan = function, schedule, plan
+        #: The PassRecord of the fusion pass that made `function` (empty if none ran).
+        self.fusion_report = fusion_report
         self.bindings = dict(bindings)
         ctx = interpreter.Context(self.bindings, generators)
         self.shapes, self.layout, self.fresh = schedule.shapes, schedule.layout, schedule.fresh

@@ -38,6 +38,12 @@ class CpuComputation(Computation):
         group that runs as one kernel is a `Fused` node holding its sub-function."""
         return self._compiled().fused_function
 
+    @property
+    def fusion_report(self):
+        """The fusion pass's `PassRecord` for the last call (fusion runs per binding of sizes,
+        in a PassManager: verified, traced, its groups counted as rules fired)."""
+        return self._compiled().fusion_report
+
     def memory_plan(self):
         """Arena size, per-buffer offsets and lifetimes, and the naive size, of the last call."""
         return self._compiled().memory_plan()
