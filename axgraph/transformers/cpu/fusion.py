@@ -30,7 +30,7 @@ import warnings
 from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from ... import core
-from ...core.map_nodes import map_nodes
+from ...core.function import map_nodes
 from ...core.node import Node
 from ...passes.manager import Pass, PassManager
 from ...passes.rewrite_log import record_rewrite
