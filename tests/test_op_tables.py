@@ -28,7 +28,7 @@ from axgraph.op_graph import elementwise as ew
 from axgraph.op_graph import reductions as red
 from axgraph.op_table import OpTable
 from axgraph.transformers import numpy_kernels
-from axgraph.transformers.cpu import codegen, fusion, kernel_c, kernel_numpy
+from axgraph.transformers.cpu import codegen, fusion, kernel_c, kernel_blocked_numpy
 from axgraph.transformers.cpu.backend import CpuFunction
 from axgraph.passes import algebraic, sinking
 from axgraph.transformers.cpu import schedule
@@ -98,7 +98,7 @@ def fused_c_missing(ops) -> List[type]:
 
 
 def fused_numpy_missing(ops) -> List[type]:
-    return kernel_numpy.COMPOSITES.missing(ops)
+    return kernel_blocked_numpy.COMPOSITES.missing(ops)
 
 
 #: backend -> (which core ops it must run, what it lacks of them). The interpreter binds

@@ -24,7 +24,7 @@ from ..dtypes import can_feed
 from ..errors import AxgraphTypeError, FeedError, GraphError, ShapeError, TransformerClosedError
 from ..op_graph.op import Op
 from ..ordered_set import OrderedSet
-from ..op_graph.schedule import schedule
+from ..op_graph.execution_order import schedule
 from ..op_graph.tensors import AssignableTensorOp
 from ..serialization import get_values, set_values
 

@@ -35,7 +35,7 @@ from ...core.node import Node
 from ...passes.manager import Pass, PassManager
 from ...passes.rewrite_log import record_rewrite
 from ...traversal import post_order
-from . import kernel_c, kernel_numpy
+from . import kernel_c, kernel_blocked_numpy
 from .group import (FusedGroup, c_accepts, is_scalar_constant, op_family, reduces_in_groups)
 
 # -- what may join a group ------------------------------------------------------------------
@@ -180,7 +180,7 @@ def compile_group(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
                     raise
                 warnings.warn(f"fused C kernel unavailable, using NumPy: {error}",
                               RuntimeWarning, stacklevel=2)
-    return kernel_numpy.NumpyKernel(group, shapes)
+    return kernel_blocked_numpy.NumpyKernel(group, shapes)
 
 
 

@@ -3,7 +3,7 @@
 `FusedGroup` is the engines' view of a `core.Fused` node (`FusedGroup.of`): the
 body's members, its parameters as the inputs, its result as the output. The
 finding of groups and the fusion pass (fusion.py) import the engines
-(kernel_c.py, kernel_numpy.py); the engines import only this module.
+(kernel_c.py, kernel_blocked_numpy.py); the engines import only this module.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Optional
 from ...debug_info import user_location
 from ...errors import TransformerClosedError
 from ..base import Computation
-from ..lowering import LoweringTransformer
+from ..lowering_transformer import LoweringTransformer
 
 
 class CpuComputation(Computation):
