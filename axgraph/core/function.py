@@ -33,7 +33,7 @@ from ..dims import Dim, bind_shapes
 from ..errors import DTypeError, GraphError, ShapeError
 from .node import Node, at_location
 from .ops.leaves import Parameter
-from .types import ElementType, Shape
+from .tensor_types import ElementType, Shape
 
 
 def _as_nodes(values, what: str) -> Tuple[Node, ...]:

@@ -22,7 +22,7 @@ from .backend import Backend, bind_arguments, checked_outs
 from .function import Function
 from .node import Node
 from .traits import numpy_function, reduction_identity, reduction_ufunc
-from .types import Shape
+from .tensor_types import Shape
 
 Kernel = Callable[..., np.ndarray]
 #: The interpreter's kernel of each op: `kernel(node, ctx, *input_arrays) -> array`.

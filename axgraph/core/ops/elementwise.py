@@ -13,7 +13,7 @@ from typing import ClassVar, Optional, Tuple
 import numpy as np
 
 from ..node import Node
-from ..types import ElementType, Shape, boolean
+from ..tensor_types import ElementType, Shape, boolean
 from . import reference
 from ._checks import arity, element_type_attr, require_kind, same_element_type, same_shape
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import DTypeError, ShapeError
 from ..node import Node
-from ..types import ElementType, Shape, i64
+from ..tensor_types import ElementType, Shape, i64
 from .over_axes import OverAxes
 from ._checks import arity, element_type_attr, positions, require_kind, same_element_type
 

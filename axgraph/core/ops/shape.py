@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Tuple
 from ...debug_info import user_location
 from ...errors import GraphError, ShapeError
 from ..node import Node
-from ..types import ElementType, Shape
+from ..tensor_types import ElementType, Shape
 from .over_axes import OverAxes
 from ._checks import (arity, dim_tuple, int_tuple, positions, require_nonnegative, same_element_type,
                       scalar_attr, shape_attr)
