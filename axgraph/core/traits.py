@@ -33,7 +33,7 @@ CCode = Union[str, Callable[..., str]]
 
 
 class ReductionTraits:
-    """The traits of a reduction (`core.Reduction`: Sum, Prod, Max, Min), with their defaults.
+    """The traits of a reduction (a `core.Reduction`), with their defaults.
 
     reduce_ufunc: the binary NumPy ufunc whose `reduce` the reduction is
         (`np.add` for Sum): the interpreter, the cpu backend's generated code
@@ -49,7 +49,7 @@ class ReductionTraits:
     c_start: the C expression of the accumulator before any value (`"0"`;
         `"-INFINITY"` for Max: the C engine reduces floats only).
     wide_accumulator: the fused kernels accumulate float values in double,
-        because rounding errors add up over many values (Sum, Prod); an extremum
+        because rounding errors add up over many values (sums, products); an extremum
         is exact in the values' own type.
     order_free: the result does not depend on the order in which the elements
         are combined (up to rounding), so a reduction of a Transpose may reduce
@@ -180,8 +180,9 @@ def reduction_ufunc(op_class: type) -> Optional[np.ufunc]:
 
 
 def reduction_identity(op_class: type) -> Any:
-    """The value of a reduction over an empty dim (its ufunc's identity: 0 for Sum, 1 for
-    Prod), or None where there is none (Max, Min) or the op declares no `reduce_ufunc`."""
+    """The value of a reduction over an empty dim (its ufunc's identity: 0 for a sum, 1 for
+    a product), or None where there is none (a maximum) or the op declares no
+    `reduce_ufunc`."""
     ufunc = reduction_ufunc(op_class)
     return None if ufunc is None else ufunc.identity
 

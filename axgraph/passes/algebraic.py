@@ -26,7 +26,7 @@ always fold; integers have no signed zero.)
 | broadcast-broadcast | Broadcast(Broadcast(x)) | one Broadcast |
 | move-uniform-constant | a movement op (Broadcast, Reshape, Transpose, Slice, Reverse) of a uniform Constant | uniform Constant |
 | concat-uniform-constants | Concat of Constants all filled with one value | uniform Constant |
-| reduce-no-axes | a reduction (Sum, Prod, Max, Min) over no axes, R(x, ()) | x |
+| reduce-no-axes | a reduction over no axes, R(x, ()) | x |
 | reduce-broadcast-copies | an idempotent reduction (Max, Min) over dims a Broadcast added, none empty | x, or x broadcast over the other added dims |
 | slice-everything | Slice(x, 0, x.shape, 1) | x |
 | reverse-none, reverse-reverse | Reverse(x, ()), Reverse(Reverse(x, a), b) | x, Reverse(x, a xor b) |

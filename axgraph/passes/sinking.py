@@ -18,11 +18,11 @@ it outright:
 | + transpose-transpose, transpose-identity, reshape-reshape, reshape-same-shape (from algebraic) |
 
 U is any unary elementwise op or Convert, B any binary elementwise op or
-Select. The layout ops sunk are those declaring `layout_change` (Transpose,
-Reshape) and the reductions that absorb a Transpose those declaring
-`order_free` (Sum, Prod, Max, Min): traits of the core ops
-(axgraph/core/traits.py). A Transpose (Reshape) is only sunk when this op is its one consumer,
-so sinking never duplicates a copy. Finally the pass keeps its result only if
+Select. The layout ops sunk are the core ops declaring `layout_change`
+(Transpose, Reshape), and the reductions that absorb a Transpose those
+declaring `order_free` (every one the core has): traits of the core ops
+(axgraph/core/traits.py). A Transpose (Reshape) is only sunk when this op is
+its one consumer, so sinking never duplicates a copy. Finally the pass keeps its result only if
 it has fewer Transpose and Reshape nodes than before: moving copies without
 removing any is churn, and the pass then returns its input unchanged.
 """

@@ -3,7 +3,7 @@
 Each is an op's `numpy` trait (axgraph/core/traits.py): the interpreter runs it,
 and generated code calls it with `out=`. Each reads every input element before
 it writes the same element of `out`, so `out` may be one of the inputs. So does
-`sigmoid_denominator`, Sigmoid's `numpy_denominator` trait: the faster form the
+`sigmoid_denominator`, sigmoid's `numpy_denominator` trait: the faster form the
 cpu backend computes sigmoid with.
 """
 from __future__ import annotations

@@ -53,7 +53,7 @@ def reads_partial_broadcast(node: Node) -> bool:
 
 
 def is_fusible_reduction(node: Node) -> bool:
-    """A reduction groups may end in (`reduces_in_groups`: Sum, Prod, Max, Min) over all
+    """A reduction groups may end in (`reduces_in_groups`: one declaring its ufunc) over all
     dims or the trailing dims of its input.
 
     Trailing dims make each output element the reduction of one contiguous
