@@ -258,8 +258,8 @@ def test_every_elementwise_op_computes_its_reference_on_every_engine(op, et):
 
 # -- reductions and movement ops: declared once, every table derived ---------------------------
 
-REDUCTIONS = [op for op in core.CORE_OPS if issubclass(op, core.Reduction)]
-MOVEMENT = ops_with("movement", core.CORE_OPS)
+CORE_REDUCTIONS = [op for op in core.CORE_OPS if issubclass(op, core.Reduction)]
+MOVEMENT_OPS = ops_with("movement", core.CORE_OPS)
 #: NumPy's own reduction for each core reduction, written here, not read from the traits.
 NUMPY_REDUCTIONS = {core.Sum: np.sum, core.Prod: np.prod, core.Max: np.max, core.Min: np.min}
 #: The reductions of the axes graph (each ng.sum, ng.argmax, ... makes one).
@@ -271,9 +271,9 @@ AXES_REDUCTIONS = sorted(
 
 
 def test_every_core_reduction_declares_its_traits_and_they_agree_with_numpy():
-    assert set(REDUCTIONS) == set(NUMPY_REDUCTIONS), "a new reduction: add NumPy's to the test"
+    assert set(CORE_REDUCTIONS) == set(NUMPY_REDUCTIONS), "a new reduction: add NumPy's to the test"
     x = np.array([[3.0, -1.5, 2.0], [0.5, 4.0, -2.0]])
-    for op in REDUCTIONS:
+    for op in CORE_REDUCTIONS:
         ufunc, by_hand = op.reduce_ufunc, NUMPY_REDUCTIONS[op]
         assert isinstance(ufunc, np.ufunc) and ufunc.nin == 2, op.__name__
         assert op.c_accumulate is not None and op.c_start is not None, op.__name__
@@ -290,7 +290,7 @@ def test_every_core_reduction_declares_its_traits_and_they_agree_with_numpy():
 
 def test_every_backend_and_pass_covers_every_core_reduction():
     x = core.Parameter(core.f32, core.Shape(4, 8))
-    for op in REDUCTIONS:
+    for op in CORE_REDUCTIONS:
         node = op(core.Exp(x), (1,))
         group = find_fusion_groups(core.Function([node], [x]))[0]
         assert interpreter.KERNELS.lookup(op) is not None, op.__name__
@@ -311,11 +311,11 @@ def test_every_axes_reduction_has_a_reference_kernel_a_lowering_and_an_adjoint()
         if op.core_op is not None:
             assert op.core_op in core.CORE_OPS, op.__name__
         if op in (red.Sum, red.Prod, red.Max, red.Min):
-            assert op.logical_core_op in REDUCTIONS, op.__name__
+            assert op.logical_core_op in CORE_REDUCTIONS, op.__name__
             assert autodiff.ADJOINTS.missing([op]) == [], op.__name__
 
 
-REDUCTION_CASES = [(op, et) for op in REDUCTIONS for et in (core.f32, core.f64)]
+REDUCTION_CASES = [(op, et) for op in CORE_REDUCTIONS for et in (core.f32, core.f64)]
 
 
 @pytest.mark.parametrize("op,et", REDUCTION_CASES,
@@ -348,7 +348,7 @@ def test_every_core_reduction_computes_numpys_values_on_every_engine(op, et):
         assert np.isnan(value[2]) and not np.isnan(np.delete(value, 2)).any(), engine
 
 
-@pytest.mark.parametrize("op", REDUCTIONS, ids=lambda op: op.__name__)
+@pytest.mark.parametrize("op", CORE_REDUCTIONS, ids=lambda op: op.__name__)
 def test_a_reduction_over_an_empty_dim_is_its_identity_or_an_error_on_every_engine(op):
     x = core.Parameter(core.f32, core.Shape(3, 0))
     exp = core.Exp(x)
@@ -372,12 +372,12 @@ def test_a_reduction_over_an_empty_dim_is_its_identity_or_an_error_on_every_engi
 
 
 def test_every_movement_op_declares_its_traits_and_is_a_view_on_the_cpu_backend():
-    assert set(MOVEMENT) == {core.Broadcast, core.Reshape, core.Transpose, core.Slice,
+    assert set(MOVEMENT_OPS) == {core.Broadcast, core.Reshape, core.Transpose, core.Slice,
                              core.Reverse}
     assert set(ops_with("layout_change", core.CORE_OPS)) == {core.Reshape, core.Transpose}
-    assert schedule.VIEW_LAYOUTS.missing(MOVEMENT) == []
-    assert codegen.VIEW_CODE.missing(MOVEMENT) == []
-    assert set(algebraic.MOVEMENT_OPS) == set(MOVEMENT)
+    assert schedule.VIEW_LAYOUTS.missing(MOVEMENT_OPS) == []
+    assert codegen.VIEW_CODE.missing(MOVEMENT_OPS) == []
+    assert set(algebraic.MOVEMENT_OPS) == set(MOVEMENT_OPS)
     assert set(sinking.LAYOUT_OPS) == {core.Reshape, core.Transpose}
     x = core.Parameter(core.f64, core.Shape(3, 4))
     value = np.arange(12.0).reshape(3, 4)
@@ -387,7 +387,7 @@ def test_every_movement_op_declares_its_traits_and_is_a_view_on_the_cpu_backend(
                core.Transpose: (lambda p: core.Transpose(p, (1, 0)), value.T),
                core.Slice: (lambda p: core.Slice(p, (1, 0), (3, 4), (1, 2)), value[1:3, ::2]),
                core.Reverse: (lambda p: core.Reverse(p, (1,)), value[:, ::-1])}
-    for op in MOVEMENT:
+    for op in MOVEMENT_OPS:
         make, want = by_hand[op]
         node = make(x)
         compiled = CpuFunction(core.Function([core.Negative(node)], [x]), fuse=False)
