@@ -16,7 +16,7 @@ import numpy as np
 from axgraph import core, passes
 from axgraph.frontends.neon import ArrayIterator
 from axgraph.lowering import lower
-from axgraph.op_graph.schedule import schedule
+from axgraph.op_graph.execution_order import schedule
 from examples import digits_mlp
 
 

@@ -22,11 +22,11 @@ SCRIPT = r"""
 import ctypes, multiprocessing, os, sys, threading
 import numpy as np
 from axgraph import core
-from axgraph.transformers.cpu import kernel_c, kernel_numpy
+from axgraph.transformers.cpu import kernel_c, kernel_blocked_numpy
 from axgraph.transformers.cpu.fusion import compile_group, find_fusion_groups
 
 n = 1 << 20  # above both engines' thresholds for running on several threads
-assert n >= kernel_c.PARALLEL_MIN and n >= kernel_numpy.PARALLEL_MIN
+assert n >= kernel_c.PARALLEL_MIN and n >= kernel_blocked_numpy.PARALLEL_MIN
 x = core.Parameter(core.f32, core.Shape(n))
 product = core.Multiply(core.Tanh(x), x)
 kernels = []

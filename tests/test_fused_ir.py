@@ -5,11 +5,15 @@ is also compared with the unfused one on the reference interpreter.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
 from axgraph import core
 from axgraph.errors import ShapeError
+from axgraph.passes import VerificationError
+from axgraph.transformers.cpu.backend import CpuFunction
 from axgraph.transformers.cpu.fusion import FusionPass, find_fusion_groups
 
 F32, F64 = core.f32, core.f64
@@ -144,6 +148,8 @@ def test_a_cpu_computation_shows_the_fused_function_it_ran():
         values = [np.linspace(-2, 2, 1 << 16, dtype=np.float32) * k for k in (1.0, 0.5, -1.0)]
         got = step(*values)
         fused = [node for node in step.fused_function.nodes if isinstance(node, core.Fused)]
+        assert [(r.name, r.rules_fired) for r in step.fusion_report] == [
+            ("fusion", (("fuse-elementwise", 1),))]
     assert len(fused) == 1
     assert [type(n).__name__ for n in fused[0].function.nodes
             if not isinstance(n, core.Parameter)] == ["Multiply", "Add", "Tanh", "Erf", "Subtract"]
@@ -152,3 +158,33 @@ def test_a_cpu_computation_shows_the_fused_function_it_ran():
     np.testing.assert_allclose(got, np.tanh(x * y + z) - erf(z), rtol=1e-5, atol=1e-6)
     with pytest.raises(ng.TransformerClosedError):
         step.fused_function
+
+
+def test_the_cpu_backend_fuses_in_a_pass_manager_per_binding(monkeypatch, capsys):
+    """Verified, traced with AXGRAPH_TRACE_PASSES at the user's line, each group counted as
+    a rule that fired; per binding of sizes, so a small batch stays unfused."""
+    n = core.Dim("N")
+    a, b = core.Parameter(F64, (n, 8), name="a"), core.Parameter(F64, (n, 8), name="b")
+    value, line = core.Tanh(core.Add(a, b)), inspect.currentframe().f_lineno
+    total = core.Sum(core.Multiply(value, value), (1,))
+    compiled = CpuFunction(core.Function([total, value], [a, b]), fuse_min_elements=64)
+    monkeypatch.setenv("AXGRAPH_TRACE_PASSES", "1")
+    small = np.full((7, 8), 0.5)  # 56 elements: no group is worth a kernel
+    np.testing.assert_allclose(compiled(small, small)[1], np.tanh(small + small), rtol=1e-15)
+    (record,) = compiled.fusion_report
+    assert (record.name, record.changed, record.rules_fired) == ("fusion", False, ())
+    big = np.linspace(-2, 2, 64 * 8).reshape(64, 8)
+    got_total, got_value = compiled(big, big)
+    np.testing.assert_allclose(got_value, np.tanh(2 * big), rtol=1e-15)
+    np.testing.assert_allclose(got_total, np.sum(np.tanh(2 * big) ** 2, axis=1), rtol=1e-13)
+    (record,) = compiled.fusion_report
+    assert record.changed and dict(record.rules_fired) == {"fuse-elementwise": 1,
+                                                           "fuse-reduction": 1}
+    assert record.nodes_after < record.nodes_before
+    trace = capsys.readouterr().err
+    assert f"axgraph pass fusion: fuse-elementwise at {__file__}:{line} (Tanh" in trace
+    # a broken fusion is caught by the verifier, which names the pass
+    monkeypatch.setattr(FusionPass, "run", lambda self, function: core.Function(
+        [function.results[0]], list(function.parameters)))
+    with pytest.raises(VerificationError, match="after pass 'fusion'"):
+        CpuFunction(core.Function([total, value], [a, b]))(big, big)

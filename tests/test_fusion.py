@@ -20,7 +20,7 @@ import pytest
 
 from axgraph import core
 from axgraph.errors import ExecutionError
-from axgraph.transformers.cpu import fusion, kernel_c, kernel_cache, kernel_numpy
+from axgraph.transformers.cpu import fusion, kernel_c, kernel_cache, kernel_blocked_numpy
 from axgraph.transformers.cpu.fusion import FusedGroup, compile_group, find_fusion_groups
 
 FLOATS = [core.f32, core.f64]
@@ -615,8 +615,8 @@ def test_numpy_engine_threads_split_blocks_not_results(threads, monkeypatch, rng
         and all(hi == next_lo for (_, hi), (next_lo, _) in zip(spans, spans[1:])))
     function = chain_function(n)
     (group,) = find_fusion_groups(function)
-    blocked = kernel_numpy.NumpyKernel(group, kernel_shapes(group), block_size=4096)
-    whole = kernel_numpy.NumpyKernel(group, kernel_shapes(group), block_size=n)
+    blocked = kernel_blocked_numpy.NumpyKernel(group, kernel_shapes(group), block_size=4096)
+    whole = kernel_blocked_numpy.NumpyKernel(group, kernel_shapes(group), block_size=n)
     arrays = case_arrays(function, rng)
     np.testing.assert_array_equal(run_kernel(blocked, group, function, arrays),
                                   run_kernel(whole, group, function, arrays))
@@ -645,7 +645,7 @@ def test_numpy_engine_makes_no_full_size_temporaries(rng, monkeypatch, threads):
     output = 4 * n
     for function in (l2_function(n), chain_function(n)):
         (group,) = find_fusion_groups(function)
-        kernel = kernel_numpy.NumpyKernel(group, kernel_shapes(group))
+        kernel = kernel_blocked_numpy.NumpyKernel(group, kernel_shapes(group))
         arrays = case_arrays(function, rng)
         out = np.empty(tuple(group.output.shape), np.float32)
         tracemalloc.start()

@@ -20,7 +20,7 @@ from axgraph.passes import Any, Op, RewriteRule, RulePass
 from axgraph.testing_graphs import (Configuration, RandomChoices, UnsuitableGraph,
                                     check_derivatives, compare, configurations, differences,
                                     graphs, random_graph)
-from axgraph.transformers.lowering import LoweringTransformer
+from axgraph.transformers.lowering_transformer import LoweringTransformer
 
 CONFIGURATIONS = configurations()
 

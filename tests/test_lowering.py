@@ -8,7 +8,7 @@ import pytest
 
 import axgraph as ng
 from axgraph.lowering import lower
-from axgraph.op_graph.schedule import schedule
+from axgraph.op_graph.execution_order import schedule
 
 
 def lowered(*results):

@@ -1,7 +1,7 @@
-"""`core.map_nodes`, the one rebuild loop of every pass, and what passes record and trace:
-the same Function back when nothing changes, consumers rebuilt and the rest shared, the
-user's line kept on what a rewrite builds, the rules fired (with counts) in each
-PassRecord, and the trace lines (PassManager `trace=` and AXGRAPH_TRACE_PASSES).
+"""`map_nodes` (core/function.py), the one rebuild loop of every pass, and what passes record
+and trace: the same Function back when nothing changes, consumers rebuilt and the rest
+shared, the user's line kept on what a rewrite builds, the rules fired (with counts) in
+each PassRecord, and the trace lines (PassManager `trace=` and AXGRAPH_TRACE_PASSES).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from axgraph import core, passes
 from axgraph.passes import algebraic
-from axgraph.core.map_nodes import map_nodes
+from axgraph.core.function import map_nodes
 from axgraph.errors import ShapeError
 
 f32, f64 = core.f32, core.f64

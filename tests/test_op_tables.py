@@ -18,17 +18,21 @@ import numpy as np
 import pytest
 
 import axgraph as ng
-from axgraph import autodiff, core
+from axgraph import autodiff, core, passes
 from axgraph.core import interpreter
 from axgraph.core.traits import ELEMENTWISE_FAMILIES, is_elementwise, numpy_function
+from axgraph.core.traits import ops_with, reduction_identity
 from axgraph.errors import AxgraphError, GraphError
 from axgraph.lowering.rules import RULES, register_elementwise
 from axgraph.op_graph import elementwise as ew
+from axgraph.op_graph import reductions as red
 from axgraph.op_table import OpTable
 from axgraph.transformers import numpy_kernels
-from axgraph.transformers.cpu import codegen, fusion, kernel_c, kernel_numpy
+from axgraph.transformers.cpu import codegen, fusion, kernel_c, kernel_blocked_numpy
 from axgraph.transformers.cpu.backend import CpuFunction
-from axgraph.transformers.cpu.fusion import FusedGroup, compile_group
+from axgraph.passes import algebraic, sinking
+from axgraph.transformers.cpu import schedule
+from axgraph.transformers.cpu.fusion import FusedGroup, compile_group, find_fusion_groups
 
 ELEMENTWISE = [op for op in core.CORE_OPS if is_elementwise(op)]
 
@@ -94,7 +98,7 @@ def fused_c_missing(ops) -> List[type]:
 
 
 def fused_numpy_missing(ops) -> List[type]:
-    return kernel_numpy.COMPOSITES.missing(ops)
+    return kernel_blocked_numpy.COMPOSITES.missing(ops)
 
 
 #: backend -> (which core ops it must run, what it lacks of them). The interpreter binds
@@ -250,6 +254,185 @@ def test_every_elementwise_op_computes_its_reference_on_every_engine(op, et):
                                        err_msg=engine)
         else:
             np.testing.assert_array_equal(got, want, err_msg=engine)
+
+
+# -- reductions and movement ops: declared once, every table derived ---------------------------
+
+CORE_REDUCTIONS = [op for op in core.CORE_OPS if issubclass(op, core.Reduction)]
+MOVEMENT_OPS = ops_with("movement", core.CORE_OPS)
+#: NumPy's own reduction for each core reduction, written here, not read from the traits.
+NUMPY_REDUCTIONS = {core.Sum: np.sum, core.Prod: np.prod, core.Max: np.max, core.Min: np.min}
+#: The reductions of the axes graph (each ng.sum, ng.argmax, ... makes one).
+AXES_REDUCTIONS = sorted(
+    (cls for _, cls in inspect.getmembers(red, inspect.isclass)
+     if issubclass(cls, red.ReductionOp) and cls.__module__ == red.__name__
+     and cls not in (red.ReductionOp, red.Accumulation, red.IndexReduction)),
+    key=lambda cls: cls.__name__)
+
+
+def test_every_core_reduction_declares_its_traits_and_they_agree_with_numpy():
+    assert set(CORE_REDUCTIONS) == set(NUMPY_REDUCTIONS), "a new reduction: add NumPy's to the test"
+    x = np.array([[3.0, -1.5, 2.0], [0.5, 4.0, -2.0]])
+    for op in CORE_REDUCTIONS:
+        ufunc, by_hand = op.reduce_ufunc, NUMPY_REDUCTIONS[op]
+        assert isinstance(ufunc, np.ufunc) and ufunc.nin == 2, op.__name__
+        assert op.c_accumulate is not None and op.c_start is not None, op.__name__
+        assert op.order_free, op.__name__
+        np.testing.assert_array_equal(ufunc.reduce(x, axis=1), by_hand(x, axis=1))
+        empty = np.zeros((2, 0))
+        if reduction_identity(op) is None:
+            with pytest.raises(ValueError):
+                by_hand(empty, axis=1)
+        else:
+            np.testing.assert_array_equal(by_hand(empty, axis=1), [reduction_identity(op)] * 2)
+        assert (by_hand(np.full(5, 2.5)) == 2.5) == op.idempotent, op.__name__
+
+
+def test_every_backend_and_pass_covers_every_core_reduction():
+    x = core.Parameter(core.f32, core.Shape(4, 8))
+    for op in CORE_REDUCTIONS:
+        node = op(core.Exp(x), (1,))
+        group = find_fusion_groups(core.Function([node], [x]))[0]
+        assert interpreter.KERNELS.lookup(op) is not None, op.__name__
+        assert codegen.CODE.lookup(op) is not None, op.__name__
+        assert group.reduction is node and kernel_c.has_code(group), op.__name__
+        moved = core.Function([op(core.Transpose(x, (1, 0)), (0,))], [x])
+        assert passes.LayoutSinking().run(moved) is not moved, op.__name__  # absorbed
+        nothing = core.Function([op(x, ())], [x])
+        assert passes.AlgebraicSimplification().run(nothing).results == (x,), op.__name__
+
+
+def test_every_axes_reduction_has_a_reference_kernel_a_lowering_and_an_adjoint():
+    assert {op.__name__ for op in AXES_REDUCTIONS} >= {"Sum", "Prod", "Max", "Min", "ArgMax",
+                                                         "ArgMin"}
+    for op in AXES_REDUCTIONS:
+        assert numpy_kernels.KERNELS.missing([op]) == [], op.__name__
+        assert RULES.missing([op]) == [], op.__name__
+        if op.core_op is not None:
+            assert op.core_op in core.CORE_OPS, op.__name__
+        if op in (red.Sum, red.Prod, red.Max, red.Min):
+            assert op.logical_core_op in CORE_REDUCTIONS, op.__name__
+            assert autodiff.ADJOINTS.missing([op]) == [], op.__name__
+
+
+REDUCTION_CASES = [(op, et) for op in CORE_REDUCTIONS for et in (core.f32, core.f64)]
+
+
+@pytest.mark.parametrize("op,et", REDUCTION_CASES,
+                         ids=[f"{op.__name__}-{et}" for op, et in REDUCTION_CASES])
+def test_every_core_reduction_computes_numpys_values_on_every_engine(op, et):
+    """Each reduction of a product, over the trailing dim, against NumPy's own reduction in
+    float64: op by op, in the cpu program, and fused as a group on each engine (the C
+    accumulation and the blocked-NumPy one derive from the traits); a NaN reaches its row."""
+    rng = np.random.default_rng(5)
+    shape = (6, 5000)
+    a, b = (rng.uniform(0.9, 1.1, shape).astype(et.dtype) for _ in range(2))
+    a[2, 1234] = np.nan
+    pa, pb = core.Parameter(et, core.Shape(*shape)), core.Parameter(et, core.Shape(*shape))
+    product = core.Multiply(pa, pb)
+    node = op(product, (1,))
+    function = core.Function([node], [pa, pb])
+    want = NUMPY_REDUCTIONS[op](a.astype(np.float64) * b.astype(np.float64), axis=1)
+    rtol = 1e-4 if et == core.f32 else 1e-11
+    got = {"interpreter": core.compile(function, backend="interpreter")(a, b)[0],
+           "cpu": CpuFunction(function, fuse=False)(a, b)[0]}
+    group = FusedGroup((product, node), (pa, pb), node, node)
+    shapes = {n: tuple(n.shape) for n in (pa, pb, product, node)}
+    for engine in fusion.available_engines():
+        kernel = compile_group(group, shapes, engine=engine)
+        assert kernel.engine == engine
+        got[f"fused-{engine}"] = kernel(a, b, out=np.empty(shape[:1], et.dtype))
+    for engine, value in got.items():
+        assert value.dtype == et.dtype, engine
+        np.testing.assert_allclose(value, want, rtol=rtol, equal_nan=True, err_msg=engine)
+        assert np.isnan(value[2]) and not np.isnan(np.delete(value, 2)).any(), engine
+
+
+@pytest.mark.parametrize("op", CORE_REDUCTIONS, ids=lambda op: op.__name__)
+def test_a_reduction_over_an_empty_dim_is_its_identity_or_an_error_on_every_engine(op):
+    x = core.Parameter(core.f32, core.Shape(3, 0))
+    exp = core.Exp(x)
+    node = op(exp, (1,))
+    function = core.Function([node], [x])
+    empty = np.zeros((3, 0), np.float32)
+    runs = {"interpreter": lambda: core.compile(function, backend="interpreter")(empty)[0],
+            "cpu": lambda: CpuFunction(function, fuse=False)(empty)[0]}
+    group = FusedGroup((exp, node), (x,), node, node)
+    for engine in fusion.available_engines():
+        kernel = compile_group(group, {n: tuple(n.shape) for n in (x, exp, node)},
+                               engine=engine)
+        runs[f"fused-{engine}"] = lambda k=kernel: k(empty, out=np.empty(3, np.float32))
+    identity = {core.Sum: 0.0, core.Prod: 1.0}.get(op)  # NumPy's rule, written here
+    for engine, compute in runs.items():
+        if identity is None:
+            with pytest.raises(AxgraphError, match="empty dim|zero-size array"):
+                compute()  # (the cpu program's words are NumPy's)
+        else:
+            np.testing.assert_array_equal(compute(), [identity] * 3, err_msg=engine)
+
+
+def test_every_movement_op_declares_its_traits_and_is_a_view_on_the_cpu_backend():
+    assert set(MOVEMENT_OPS) == {core.Broadcast, core.Reshape, core.Transpose, core.Slice,
+                             core.Reverse}
+    assert set(ops_with("layout_change", core.CORE_OPS)) == {core.Reshape, core.Transpose}
+    assert schedule.VIEW_LAYOUTS.missing(MOVEMENT_OPS) == []
+    assert codegen.VIEW_CODE.missing(MOVEMENT_OPS) == []
+    assert set(algebraic.MOVEMENT_OPS) == set(MOVEMENT_OPS)
+    assert set(sinking.LAYOUT_OPS) == {core.Reshape, core.Transpose}
+    x = core.Parameter(core.f64, core.Shape(3, 4))
+    value = np.arange(12.0).reshape(3, 4)
+    by_hand = {core.Broadcast: (lambda p: core.Broadcast(p, (2, 3, 4), (0,)),
+                                np.broadcast_to(value, (2, 3, 4))),
+               core.Reshape: (lambda p: core.Reshape(p, (2, 6)), value.reshape(2, 6)),
+               core.Transpose: (lambda p: core.Transpose(p, (1, 0)), value.T),
+               core.Slice: (lambda p: core.Slice(p, (1, 0), (3, 4), (1, 2)), value[1:3, ::2]),
+               core.Reverse: (lambda p: core.Reverse(p, (1,)), value[:, ::-1])}
+    for op in MOVEMENT_OPS:
+        make, want = by_hand[op]
+        node = make(x)
+        compiled = CpuFunction(core.Function([core.Negative(node)], [x]), fuse=False)
+        np.testing.assert_array_equal(compiled(value)[0], -want, err_msg=op.__name__)
+        assert compiled.last_program.schedule.storage[node] == "view", op.__name__
+
+
+def _inverse_square_denominator(x, out):
+    np.square(x, out=out)
+    return np.add(out, 1, out=out)
+
+
+class InverseOnePlusSquare(core.UnaryElementwise):
+    """1 / (1 + x**2): a made-up op declaring its value as 1 / a denominator."""
+    accepts = "float"
+    numpy = staticmethod(lambda x, out=None: np.divide(1, 1 + np.square(x), out=out))
+    numpy_denominator = _inverse_square_denominator
+    c = "({one} / ({one} + {0} * {0}))"
+
+
+def test_a_declared_denominator_is_how_the_numpy_engines_compute_an_op():
+    """Every op declaring `numpy_denominator` is 1 over it (checked against its reference);
+    the cpu program and the blocked-NumPy kernels compute a made-up one from the
+    declaration alone, a product by it as one division."""
+    x = np.linspace(-30, 30, 1001)
+    for op in [op for op in ELEMENTWISE if op.numpy_denominator is not None] + [
+            InverseOnePlusSquare]:
+        with np.errstate(over="ignore"):
+            np.testing.assert_allclose(1 / op.numpy_denominator(x, out=np.empty_like(x)),
+                                       op.numpy(x), rtol=1e-15, err_msg=op.__name__)
+    assert core.Sigmoid.numpy_denominator is not None
+    a, b = core.Parameter(core.f64, core.Shape(1001)), core.Parameter(core.f64, core.Shape(1001))
+    function = core.Function([core.Multiply(a, InverseOnePlusSquare(b))], [a, b])
+    av = np.cos(x)
+    want = av / (1 + x * x)  # by hand
+    program = CpuFunction(function, fuse=False)
+    np.testing.assert_allclose(program(av, x)[0], want, rtol=1e-15)
+    assert "reciprocal_of__inverse_square_denominator(" in program.source
+    (group,) = find_fusion_groups(function)
+    kernel = compile_group(group, {n: (1001,) for n in group.nodes + group.inputs},
+                           engine="numpy")
+    arrays = {a: av, b: x}
+    np.testing.assert_allclose(kernel(*[arrays[i] for i in group.inputs], out=np.empty(1001)),
+                               want, rtol=1e-15)
+    assert kernel.source.count("np.divide(") == 1 and "np.multiply(" not in kernel.source
 
 
 class Unlowered(ew.UnaryElementWiseOp):

@@ -489,6 +489,38 @@ def test_algebraic_constants_moved_stay_constants():
     """)
 
 
+def test_an_idempotent_reduction_of_broadcast_copies_is_the_broadcast_value():
+    x = param(f32, (3,), "x")
+    wide = core.Broadcast(x, (2, 3, 4), (0, 2))  # x repeated over new dims 0 and 2
+    whole = core.Max(wide, (0, 2))  # every added dim reduced -> x
+    part = core.Min(wide, (2,))  # one added dim reduced -> x broadcast over the other
+    summed = core.Sum(wide, (0, 2))  # a sum of copies is not the value: kept
+    kept_dim = core.Max(wide, (1,))  # a dim of x reduced: kept
+    empty = core.Max(core.Broadcast(x, (0, 3), (0,)), (0,))  # an empty dim is an error: kept
+    f = core.Function([whole, part, summed, kept_dim, empty], [x])
+    g = passes.PassManager([passes.AlgebraicSimplification()]).run(f)
+    assert_ir(g, """
+        function(x):
+          x = Parameter() : f32[3]
+          %0 = Broadcast(x, axes=(0,)) : f32[2, 3]
+          %1 = Broadcast(x, axes=(0, 2)) : f32[2, 3, 4]
+          %2 = Sum(%1, axes=(0, 2)) : f32[3]
+          %3 = Max(%1, axes=(1,)) : f32[2, 4]
+          %4 = Broadcast(x, axes=(0,)) : f32[0, 3]
+          %5 = Max(%4, axes=(0,)) : f32[3]
+          return x, %0, %2, %3, %5
+    """)
+    value = np.array([np.nan, -2.0, 7.5], np.float32)
+    with pytest.raises(ExecutionError, match="empty dim"):
+        core.compile(g)(value)
+    kept = core.Function([whole, part, summed, kept_dim], [x])
+    optimized = passes.PassManager([passes.AlgebraicSimplification()]).run(kept)
+    for got, want in zip(core.compile(optimized)(value),
+                         [value, np.broadcast_to(value, (2, 3)), value * 8,
+                          np.full((2, 4), np.nan, np.float32)]):  # a NaN in every row
+        np.testing.assert_array_equal(got, want)
+
+
 def test_algebraic_keeps_ieee_semantics():
     x = param(f32, (4,), "x")
     times_zero = core.Multiply(x, fill(f32, (4,), 0.0))

@@ -495,3 +495,24 @@ def test_sigmoid_exp_of_a_nonpositive_argument_is_expf(own_cache):
     np.testing.assert_allclose(_run_one_op(core.Sigmoid, wide), 1 / (1 + np.exp(-wide)),
                                rtol=1e-15, atol=0)
     assert "axgraph_exp_nonpositive(" in _one_op_kernel(core.Sigmoid, 8, core.f64).source
+
+
+#: The reductions a fused C kernel accumulates, from their traits (`c_accumulate`): each ends
+#: a kernel checked here, so a new one is checked with nothing added.
+C_REDUCTIONS = [op for op in core.CORE_OPS if issubclass(op, core.Reduction)
+                and op.c_accumulate is not None]
+
+
+@pytest.mark.parametrize("op", C_REDUCTIONS, ids=lambda op: op.__name__)
+def test_every_declared_reduction_accumulates_in_vector_loops(op, tmp_path):
+    if not compilers():
+        pytest.skip("no GNU gcc for a listed target (the check reads gcc's vectorizer report)")
+    machine = HOST if HOST in compilers() else next(iter(compilers()))
+    target = next(iter(TARGETS[machine]))  # the baseline target: the hardest to vectorize
+    for et in (core.f32, core.f64):
+        x, y = _params(et, 2, (64, 512))
+        (group,) = find_fusion_groups(core.Function([op(core.Multiply(x, y), (1,))], [x, y]))
+        source = kernel_c.generate_source(group, frozenset(), MATH_NAMES)
+        built = build(source, machine, target, tmp_path, f"{op.__name__}-{et.name}")
+        assert built.element_loops(), source
+        assert built.scalar_loops() == [], f"{op.__name__} {et} stays scalar for {target}"

@@ -25,14 +25,14 @@ from .node import Node, at_location
 from .ops import *  # noqa: F401,F403 - the op classes are this namespace's point
 from .ops import CORE_OPS
 from .traits import NgFunction
-from .types import (ElementType, Shape, boolean, element_type, element_types, f16, f32, f64,
+from .tensor_types import (ElementType, Shape, boolean, element_type, element_types, f16, f32, f64,
                     has_bf16, i8, i16, i32, i64, u8, u16, u32, u64)
 
 
 def __getattr__(name: str):
     if name == "bf16":  # only with ml_dtypes, imported on first use
-        from . import types
-        return types.bf16
+        from . import tensor_types
+        return tensor_types.bf16
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -390,31 +390,71 @@ def bind_arguments(function: Function, arrays: Sequence
 
 def checked_outs(function: Function, out, arguments: Sequence[np.ndarray],
                  shapes: Sequence[Tuple[int, ...]]) -> Tuple[Optional[np.ndarray], ...]:
+    """The caller's `out=` for a call of `function` (`check_out_arrays`), its results of
+    these concrete `shapes`, its arguments named as `function` describes them."""
+    return check_out_arrays(
+        out, [(node.name, node.element_type.dtype, shape)
+              for node, shape in zip(function.results, shapes)],
+        arguments, function.describe_parameter)
+
+
+def check_out_arrays(out, results: Sequence[Tuple[str, Any, Sequence[Optional[int]]]],
+                     arguments: Sequence[Any] = (),
+                     describe_argument: Callable[[int], str] = "argument {}".format
+                     ) -> Tuple[Optional[np.ndarray], ...]:
     """The caller's `out=`, one entry per result (None: a fresh array), checked before
-    anything runs: each a writeable array of its result's type and shape, none sharing
-    memory with an argument or another result array."""
-    results = function.results
+    anything runs: each a writeable array of its result's dtype and shape, none sharing
+    memory with an argument or with another result array. The one check of `out=` of
+    every backend and transformer.
+
+    Parameters
+    ----------
+    out : numpy.ndarray or sequence of (numpy.ndarray or None)
+        The caller's arrays; one array alone stands for a sequence of one.
+    results : sequence of (str, numpy.dtype or None, sequence of int or None)
+        Per result: its name, its dtype (None: it has no value, so no array may be
+        given) and its shape (a None dim: any length).
+    arguments : sequence, optional
+        The values the call reads, which no result array may share memory with.
+    describe_argument : callable, optional
+        The name of argument i, for messages.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray or None)
+        `out` as a tuple with one entry per result.
+
+    Raises
+    ------
+    FeedError
+        `out` has another number of entries than there are results, or an entry is
+        not a writeable array of its result's dtype and shape, or shares memory with
+        an argument or another entry; named with the caller's line.
+    """
     out = (out,) if isinstance(out, np.ndarray) else tuple(out)
     if len(out) != len(results):
         raise FeedError(f"out= has {len(out)} array(s) for {len(results)} result(s)",
                         user_location())
-    for k, (array, node, shape) in enumerate(zip(out, results, shapes)):
+    for k, (array, (name, dtype, shape)) in enumerate(zip(out, results)):
         if array is None:
             continue
         if not isinstance(array, np.ndarray):
             raise FeedError(f"out[{k}] must be a NumPy array, not {type(array).__name__}",
                             user_location())
-        if array.dtype != node.element_type.dtype or array.shape != shape:
+        if dtype is None:
+            raise FeedError(f"result {k} ({name}) has no value to write into out[{k}]: give "
+                            f"None there", user_location())
+        if array.dtype != dtype or len(array.shape) != len(shape) or any(
+                d is not None and d != n for d, n in zip(shape, array.shape)):
             raise FeedError(f"out[{k}] is {array.dtype}{list(array.shape)}, but result {k} "
-                            f"({node.name}) is {node.element_type.dtype}{list(shape)}",
-                            user_location())
+                            f"({name}) is {np.dtype(dtype)}{list(shape)}", user_location())
         if not array.flags.writeable:
             raise FeedError(f"out[{k}] is read-only", user_location())
         for index, argument in enumerate(arguments):
-            if np.may_share_memory(array, argument):
+            if isinstance(argument, np.ndarray) and np.may_share_memory(array, argument):
                 raise FeedError(f"out[{k}] is (or overlaps) the array of "
-                                f"{function.describe_parameter(index)}: argument arrays cannot "
-                                f"be used as result arrays", user_location())
+                                f"{describe_argument(index)}: argument arrays cannot be used "
+                                f"as result arrays", user_location())
         for j in range(k):
             if out[j] is not None and np.may_share_memory(array, out[j]):
                 raise FeedError(f"out[{k}] and out[{j}] share memory: each result needs a "

@@ -5,11 +5,25 @@ listed; results are computed into distinct arrays. A Function is immutable;
 `replace` gives a new Function with a node swapped for another of the same
 type (consumers are rebuilt through `Node.with_inputs`), which is how passes
 rewrite. `print(function)` shows one line per node.
+
+`map_nodes` is the one loop that rebuilds a Function node by node: every
+rewrite (each pass, `Function.replace`) walks its nodes inputs first,
+rebuilds each over its inputs' replacements, lets a rewrite replace it, and
+builds a new Function only if some node changed. Written once, so that three
+facts hold for all of them:
+
+* order: a node is offered after all its inputs, over their final
+  replacements (rebuilt through `with_inputs`, so re-checked like new nodes);
+* location: nodes the rewrite builds record the user's file and line of the
+  node they replace, not the line of the pass that built them, so errors and
+  traces still point at the user's code;
+* change detection: when every node maps to itself the input Function is
+  returned, the same object, which is how a pass says "nothing to do".
 """
 from __future__ import annotations
 
-from typing import (Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union,
-                    cast)
+from typing import (Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    Union, cast)
 
 import numpy as np
 
@@ -17,9 +31,9 @@ from ..traversal import post_order
 from ..debug_info import user_location
 from ..dims import Dim, bind_shapes
 from ..errors import DTypeError, GraphError, ShapeError
-from .node import Node
+from .node import Node, at_location
 from .ops.leaves import Parameter
-from .types import ElementType, Shape
+from .tensor_types import ElementType, Shape
 
 
 #: Argument shapes a compiled function remembers as bound (and checked); past this many,
@@ -308,8 +322,6 @@ class Function:
             if isinstance(old, Parameter) and not isinstance(new, Parameter):
                 raise GraphError(f"replace: parameter {old.name} can only be replaced by a "
                                  f"Parameter, not {new.op}", location)
-        from .map_nodes import map_nodes  # map_nodes builds Functions: imported when used
-
         return map_nodes(self, lambda node, original: mapping.get(original))
 
     # -- printing ------------------------------------------------------------------------
@@ -347,6 +359,47 @@ class Function:
         params = ", ".join(p.type_str() for p in self._parameters)
         results = ", ".join(r.type_str() for r in self._results)
         return f"<Function {self._name}({params}) -> ({results}), {len(self._nodes)} nodes>"
+
+
+#: `rewrite(node, original)`: the node to use instead of `node` (None: keep it). `node` is
+#: `original` rebuilt over its inputs' replacements (`original` itself when none changed).
+Rewrite = Callable[[Node, Node], Optional[Node]]
+
+
+def map_nodes(function: Function, rewrite: Rewrite) -> Function:
+    """`function` with every node replaced by what `rewrite` gives for it.
+
+    Nodes are offered in order, Parameters included (a rewrite that must keep
+    the signature declines them). What `rewrite` builds is recorded at the
+    location of the node it replaces.
+
+    Parameters
+    ----------
+    function : Function
+        The function to rebuild (left unchanged).
+    rewrite : callable
+        `rewrite(node, original)` -> the node to use instead, or None to keep
+        `node` (`original` rebuilt over its inputs' replacements).
+
+    Returns
+    -------
+    Function
+        The rebuilt function; `function` itself when nothing changed.
+    """
+    rebuilt: Dict[Node, Node] = {}
+    changed = False
+    for original in function.nodes:
+        node = original.with_inputs([rebuilt[i] for i in original.inputs])
+        with at_location(original.location):
+            replacement = rewrite(node, original)
+        if replacement is not None:
+            node = replacement
+        rebuilt[original] = node
+        changed = changed or node is not original
+    if not changed:
+        return function
+    return Function([rebuilt[r] for r in function.results],
+                    [rebuilt[p] for p in function.parameters], function.name)
 
 
 def parameter_signature(parameter: Node) -> str:

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import GraphError
 from .interpreter import kernel
 from .node import Node
-from .types import ElementType, Shape
+from .tensor_types import ElementType, Shape
 
 
 class HostCall(Node):

@@ -21,8 +21,8 @@ from . import ops
 from .backend import Backend, CacheInfo, bind_arguments, checked_outs, unspecialized_cache_info
 from .function import Function
 from .node import Node
-from .traits import numpy_function
-from .types import Shape
+from .traits import numpy_function, reduction_identity, reduction_ufunc
+from .tensor_types import Shape
 
 Kernel = Callable[..., np.ndarray]
 #: The interpreter's kernel of each op: `kernel(node, ctx, *input_arrays) -> array`.
@@ -159,18 +159,13 @@ def _dot(node, ctx, a, b):
     return np.tensordot(a, b, axes=(list(node.contract_a), list(node.contract_b)))
 
 
-REDUCTIONS = OpTable("reduction function",
-                     {ops.Sum: np.sum, ops.Prod: np.prod, ops.Max: np.max, ops.Min: np.min})
-
-
-@kernel(*REDUCTIONS)
+@kernel(ops.Reduction, when=lambda op_class: reduction_ufunc(op_class) is not None)
 def _reduce(node, ctx, x):
-    if isinstance(node, (ops.Max, ops.Min)) and any(x.shape[a] == 0 for a in node.axes):
+    """Every reduction that declares its ufunc (its `reduce_ufunc` trait), in x's own type
+    (no promotion of small ints); an empty dim without the ufunc's identity is an error."""
+    if reduction_identity(type(node)) is None and any(x.shape[a] == 0 for a in node.axes):
         raise ExecutionError(f"{node.op.lower()} over an empty dim")
-    reduce = REDUCTIONS.lookup(type(node))
-    if isinstance(node, (ops.Sum, ops.Prod)):
-        return reduce(x, axis=node.axes, dtype=x.dtype)  # no promotion of small ints
-    return reduce(x, axis=node.axes)
+    return node.reduce_ufunc.reduce(x, axis=node.axes, dtype=x.dtype)
 
 
 @kernel(ops.ArgMax, ops.ArgMin)

@@ -20,7 +20,7 @@ from ..errors import AxgraphError, GraphError
 from ..names import next_serial
 from .op_docs import compose as compose_docstring
 from .traits import Traits
-from .types import ElementType, Shape
+from .tensor_types import ElementType, Shape
 
 Location = Tuple[str, int]
 

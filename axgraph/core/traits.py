@@ -9,10 +9,15 @@ elementwise op declared with its traits runs on every backend
 (docs/architecture.md, "Adding an op"). Its `ng` trait says how the axes graph
 offers it (the function `ng.exp`, NumPy's typing of it, what the tests may
 assume of its values), and the axes op, its lowering and the function are
-derived from that (axgraph/op_graph/elementwise.py).
+derived from that (axgraph/op_graph/elementwise.py). Reductions declare how they combine
+elements (`ReductionTraits`) and data-movement ops what they move
+(`MovementTraits`): the interpreter's, the cpu backend's and the fused
+kernels' reductions, the views of the cpu schedule and what algebraic
+simplification, layout sinking and fusion may do with these ops follow.
 """
 from __future__ import annotations
 
+import collections.abc
 import functools
 import inspect
 import types
@@ -105,8 +110,64 @@ class NgFunction:
                                         f"{getattr(self, field)!r} is not one of {allowed}")
 
 
-class Traits:
-    """The trait attributes of every core op, with their defaults (a mixin of Node).
+class ReductionTraits:
+    """The traits of a reduction (a `core.Reduction`), with their defaults.
+
+    reduce_ufunc: the binary NumPy ufunc whose `reduce` the reduction is
+        (`np.add` for Sum): the interpreter, the cpu backend's generated code
+        and its blocked-NumPy kernels call it, and its `identity` is the value
+        over an empty dim (None: there is none, and reducing an empty dim is an
+        error, as for Max). A reduction that declares one fuses with the
+        elementwise ops before it. None: not a reduction backends know.
+    c_accumulate: the C expression of the accumulator after it takes in one more
+        value, over `{acc}` and `{x}` (`"{acc} + {x}"`; `{x}` may be read twice,
+        it is a plain variable). Fused C kernels fold each element in with it
+        and combine partial results with it. None: groups ending in this
+        reduction use the blocked-NumPy engine.
+    c_start: the C expression of the accumulator before any value (`"0"`;
+        `"-INFINITY"` for Max: the C engine reduces floats only).
+    wide_accumulator: the fused kernels accumulate float values in double,
+        because rounding errors add up over many values (sums, products); an extremum
+        is exact in the values' own type.
+    order_free: the result does not depend on the order in which the elements
+        are combined (up to rounding), so a reduction of a Transpose may reduce
+        the Transpose's input over the mapped axes instead (layout sinking).
+    idempotent: combining a value with itself gives that value (max, min), so
+        reducing only dims that a Broadcast added gives back the broadcast
+        value (algebraic simplification).
+    """
+
+    reduce_ufunc: ClassVar[Optional[np.ufunc]] = None
+    c_accumulate: ClassVar[Optional[str]] = None
+    c_start: ClassVar[Optional[str]] = None
+    wide_accumulator: ClassVar[bool] = False
+    order_free: ClassVar[bool] = False
+    idempotent: ClassVar[bool] = False
+
+
+class MovementTraits:
+    """The traits of the data-movement ops, with their defaults.
+
+    movement: each element of the result is a copy of one element of the one
+        input, at a position the attributes alone decide: no arithmetic
+        (Broadcast, Reshape, Transpose, Slice, Reverse). So a uniform input gives
+        a uniform result (algebraic simplification), fusion looks through it for
+        the broadcast it moves, and a backend can give the result as a strided
+        view of the input's memory instead of a copy (the cpu schedule: always,
+        but for a Reshape of a layout that no strides can show).
+    layout_change: every element of the input appears once in the result, in
+        another shape or dim order (Transpose, Reshape): elementwise ops commute
+        with it, so layout sinking moves it below them until it cancels another
+        or an op that takes positions absorbs it.
+    """
+
+    movement: ClassVar[bool] = False
+    layout_change: ClassVar[bool] = False
+
+
+class Traits(ReductionTraits, MovementTraits):
+    """The trait attributes of every core op, with their defaults (a mixin of Node): the
+    elementwise ops' below, the reductions' and the movement ops' in the bases.
 
     family: None, or the elementwise family ("unary", "binary", "compare",
         "logical", "select", "convert"): ELEMENTWISE_FAMILIES.
@@ -132,6 +193,12 @@ class Traits:
         denominator in [1, 2^16] and the numerator at most the denominator in
         magnitude: a product of two such values then divides once, without
         overflow (Multiply's C code does). None: no such form.
+    numpy_denominator: where an op's value is 1 / d(x) for a d cheaper than the
+        reference (sigmoid's 1 + exp(-x)), a NumPy function computing d into
+        `out=` (`d(x, out=array)`, out may be x itself): the cpu backend computes
+        the op as d then one division, and its blocked-NumPy kernels divide a
+        product by d instead of multiplying by 1 / d (one pass fewer). None: no
+        such form.
     in_place: a kernel may write the output over an input of the same shape,
         type and layout that dies at this op (each element is read before it
         is written, or the result is computed aside first).
@@ -144,13 +211,14 @@ class Traits:
     numpy: ClassVar[Optional[Callable[..., Any]]] = None
     c: ClassVar[Optional[CCode]] = None
     c_quotient: ClassVar[Optional[Callable[..., Tuple[str, str]]]] = None
+    numpy_denominator: ClassVar[Optional[Callable[..., Any]]] = None
     in_place: ClassVar[bool] = False
     ng: ClassVar[Optional[NgFunction]] = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # A plain function stored on a class would become a method of its nodes.
-        for name in ("numpy", "c", "c_quotient"):
+        for name in ("numpy", "c", "c_quotient", "numpy_denominator"):
             value = cls.__dict__.get(name)
             if isinstance(value, types.FunctionType):
                 setattr(cls, name, staticmethod(value))
@@ -182,6 +250,30 @@ def ufunc_name(op_class: type) -> Optional[str]:
     return function.__name__ if isinstance(function, np.ufunc) else None
 
 
+def numpy_denominator(op_class: type) -> Optional[Callable[..., Any]]:
+    """The denominator function an elementwise op declares (its value is 1 / d), else None."""
+    return getattr(op_class, "numpy_denominator", None) if is_elementwise(op_class) else None
+
+
+def reduction_ufunc(op_class: type) -> Optional[np.ufunc]:
+    """The NumPy ufunc a reduction declares it reduces with (`np.add` for Sum), else None."""
+    return getattr(op_class, "reduce_ufunc", None)
+
+
+def reduction_identity(op_class: type) -> Any:
+    """The value of a reduction over an empty dim (its ufunc's identity: 0 for a sum, 1 for
+    a product), or None where there is none (a maximum) or the op declares no
+    `reduce_ufunc`."""
+    ufunc = reduction_ufunc(op_class)
+    return None if ufunc is None else ufunc.identity
+
+
+def ops_with(trait: str, op_classes: collections.abc.Iterable) -> Tuple[type, ...]:
+    """The classes among `op_classes` whose `trait` is set (true, or not None), in order:
+    what a pass matches (`ops_with("movement", core.CORE_OPS)`)."""
+    return tuple(cls for cls in op_classes if getattr(cls, trait, None) not in (None, False))
+
+
 @functools.lru_cache(maxsize=None)
 def takes_out(function: Callable) -> bool:
     """Whether `function` writes its result into an `out=` array it is given."""
@@ -208,3 +300,6 @@ def name_in(namespace: Dict[str, Any], function: Callable) -> str:
 __all__ = ["CCode", "DOMAINS", "ELEMENTWISE_FAMILIES", "NgFunction", "ROUNDINGS", "SMOOTHNESS",
            "Traits", "c_code", "c_quotient", "is_elementwise", "name_in", "numpy_function",
            "takes_out", "ufunc_name"]
+# the traits of reductions and of data movement (kept apart from the elementwise ones above)
+__all__ += ["MovementTraits", "ReductionTraits", "numpy_denominator", "ops_with",
+            "reduction_identity", "reduction_ufunc"]

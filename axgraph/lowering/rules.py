@@ -121,38 +121,38 @@ def _where(ctx, op, condition, x, y):
 
 # -- reductions and contraction --------------------------------------------------------------
 
-REDUCTIONS: OpTable[type] = OpTable("core reduction", {
-    red.Sum: core.Sum, red.Prod: core.Prod, red.Max: core.Max, red.Min: core.Min})
-#: Reductions to a boolean: any (a sum or max) and all (a product or min), run on uint8.
-LOGICAL_REDUCTIONS: OpTable[type] = OpTable("logical core reduction", {
-    red.Sum: core.Max, red.Prod: core.Min, red.Max: core.Max, red.Min: core.Min})
 #: What booleans are compared as where the core compares numbers only (max, argmax, ...).
 BOOLEAN_AS = np.uint8
 
 
-@rule(*REDUCTIONS)
+def _has_core_op(op_class: type) -> bool:
+    return getattr(op_class, "core_op", None) is not None
+
+
+@rule(red.ReductionOp, when=_has_core_op)
 def _reduce(ctx, op, x):
+    """The core op the reduction declares (`core_op`); to a boolean, its `logical_core_op`
+    (any, all) run on uint8."""
     (arg,) = op.args
     x = ctx.convert(x, op.dtype)
     if op.reduction_axes:
         axes = positions(arg.axes, op.reduction_axes)
         if x.element_type.is_boolean:
-            reduced = LOGICAL_REDUCTIONS.lookup(type(op))(ctx.convert(x, BOOLEAN_AS), axes)
+            reduced = op.logical_core_op(ctx.convert(x, BOOLEAN_AS), axes)
             x = ctx.convert(reduced, op.dtype)
         else:
-            x = REDUCTIONS.lookup(type(op))(x, axes)
+            x = op.core_op(x, axes)
     return ctx.transpose(x, list(arg.axes - op.reduction_axes), op.axes)
 
 
-@rule(red.ArgMax, red.ArgMin)
+@rule(red.IndexReduction, when=_has_core_op)
 def _arg_reduce(ctx, op, x):
     (arg,) = op.args
     if not op.reduction_axes:  # the only position in an empty selection is 0
         return ctx.constant(0, op.dtype, ctx.dims(op.axes))
     if x.element_type.is_boolean:
         x = ctx.convert(x, BOOLEAN_AS)
-    node_class = core.ArgMax if isinstance(op, red.ArgMax) else core.ArgMin
-    index = node_class(x, positions(arg.axes, op.reduction_axes),
+    index = op.core_op(x, positions(arg.axes, op.reduction_axes),
                        index_element_type=core.element_type(op.dtype))
     return ctx.transpose(index, list(arg.axes - op.reduction_axes), op.axes)
 

@@ -4,12 +4,17 @@
 the axes to keep (and their order) instead. An empty ``reduction_axes``
 reduces nothing. With neither, every axis but the batch and recurrent ones is
 reduced, neon's default: a loss keeps one value per example.
+
+Each reduction names the core op it lowers to (`core_op`), and for a result
+of booleans the core op computing it on booleans as 0 and 1
+(`logical_core_op`: a sum is whether any is true): the lowering reads both.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import ClassVar, Optional, Tuple
 
 from ..axes import Axes, AxesLike, NameClash
+from ..core.ops import reduction as core_reduction
 from ..debug_info import user_location
 from ..dtypes import INDEX_DTYPE, accumulator_dtype, as_dtype
 from ..errors import IncompatibleAxesError, UnmatchedAxesError
@@ -67,6 +72,10 @@ class ReductionOp(Op):
     reduction_axes: Axes
     out_axes: Axes
     dtype_of_arg = 0
+    #: The core op it lowers to, over its arg's positions (None: a rule of its own).
+    core_op: ClassVar[Optional[type]] = None
+    #: The core op it is on booleans, as 0 and 1, where the result is boolean too.
+    logical_core_op: ClassVar[Optional[type]] = None
 
     def __init__(self, x, reduction_axes: AxesLike = None, out_axes: AxesLike = None,
                  name: Optional[str] = None, dtype=None):
@@ -90,17 +99,27 @@ class Accumulation(ReductionOp):
 class Sum(Accumulation):
     """Sum over the reduction axes (of booleans: how many are true)."""
 
+    core_op = core_reduction.Sum
+    logical_core_op = core_reduction.Max  # to a boolean: whether any is true
+
 
 class Prod(Accumulation):
     """Product over the reduction axes."""
+
+    core_op = core_reduction.Prod
+    logical_core_op = core_reduction.Min  # to a boolean: whether all are true
 
 
 class Max(ReductionOp):
     """Largest value over the reduction axes."""
 
+    core_op = logical_core_op = core_reduction.Max
+
 
 class Min(ReductionOp):
     """Smallest value over the reduction axes."""
+
+    core_op = logical_core_op = core_reduction.Min
 
 
 class IndexReduction(ReductionOp):
@@ -113,9 +132,13 @@ class IndexReduction(ReductionOp):
 class ArgMax(IndexReduction):
     """Index of the largest value over the reduction axes."""
 
+    core_op = core_reduction.ArgMax
+
 
 class ArgMin(IndexReduction):
     """Index of the smallest value over the reduction axes."""
+
+    core_op = core_reduction.ArgMin
 
 
 class TensorSize(Op):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import List
 
 from ..core.function import Function
-from ..core.map_nodes import Rewrite, map_nodes
+from ..core.function import Rewrite, map_nodes
 from .algebraic import AlgebraicSimplification
 from .bridge import (BridgeLowering, Gelu, bridge_ops, bridge_rules, lower_gelu,
                      register_bridge, require_core)

@@ -24,14 +24,18 @@ always fold; integers have no signed zero.)
 | reshape-reshape | Reshape(Reshape(x, s), t) | Reshape(x, t) |
 | broadcast-no-axes | Broadcast(x, x.shape, ()) | x |
 | broadcast-broadcast | Broadcast(Broadcast(x)) | one Broadcast |
-| move-uniform-constant | Broadcast/Reshape/Transpose/Slice/Reverse of a uniform Constant | uniform Constant |
+| move-uniform-constant | a movement op (Broadcast, Reshape, Transpose, Slice, Reverse) of a uniform Constant | uniform Constant |
 | concat-uniform-constants | Concat of Constants all filled with one value | uniform Constant |
-| reduce-no-axes | Sum/Prod/Max/Min(x, ()) | x |
+| reduce-no-axes | a reduction over no axes, R(x, ()) | x |
+| reduce-broadcast-copies | an idempotent reduction (Max, Min) over dims a Broadcast added, none empty | x, or x broadcast over the other added dims |
 | slice-everything | Slice(x, 0, x.shape, 1) | x |
 | reverse-none, reverse-reverse | Reverse(x, ()), Reverse(Reverse(x, a), b) | x, Reverse(x, a xor b) |
 | pad-none | Pad(x, 0, 0, 0) | x |
 | concat-one | Concat([x]) | x |
 | select-same | Select(c, x, x) | x |
+
+Which ops the movement and reduction rules apply to is read from the ops' traits
+(axgraph/core/traits.py): `movement`, and a reduction's `idempotent`.
 """
 from __future__ import annotations
 
@@ -40,15 +44,16 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..core.node import Node
+from ..core.traits import ops_with
 from ..dims import definitely_equal
-from ..core.ops import (Abs, Add, Broadcast, Concat, Constant, Convert, Divide, Max, Min,
-                        Multiply, Negative, Not, Pad, Power, Prod, Reshape, Reverse, Select,
-                        Slice, Subtract, Sum, Transpose)
+from ..core.ops import (CORE_OPS, Abs, Add, Broadcast, Concat, Constant, Convert, Divide,
+                        Multiply, Negative, Not, Pad, Power, Reduction, Reshape, Reverse, Select,
+                        Slice, Subtract, Transpose)
 from .manager import RulePass
 from .pattern import Any, Const, Match, Op, Predicate, RewriteRule, uniform_value
 
-MOVEMENT = (Broadcast, Reshape, Transpose, Slice, Reverse)
-REDUCTIONS = (Sum, Prod, Max, Min)
+#: The core ops that move elements without computing (their `movement` trait).
+MOVEMENT_OPS = ops_with("movement", CORE_OPS)
 
 
 # -- predicates ------------------------------------------------------------------------------
@@ -82,6 +87,10 @@ def _takes_everything(node: Node) -> bool:
     a = node.attributes
     return (all(definitely_equal(v, 0) for v in a["lower"]) and all(s == 1 for s in a["strides"])
             and all(definitely_equal(u, d) for u, d in zip(a["upper"], x.shape)))
+
+
+def _is_idempotent(node: Node) -> bool:
+    return node.idempotent
 
 
 def _pads_nothing(node: Node) -> bool:
@@ -139,6 +148,21 @@ def _concat_of_uniform(match: Match) -> Node:
     return Constant(node.element_type, node.shape, uniform_value(node.inputs[0]))
 
 
+def _reduce_broadcast_copies(match: Match) -> Optional[Node]:
+    """R(Broadcast(x, shape, added), axes) for an idempotent R and axes among the added
+    dims, each of a length known to be at least 1 (an empty one is an error to keep):
+    every reduced value is a copy of one element of x."""
+    node, broadcast = match.root, match["inner"]
+    axes, added = set(node.attributes["axes"]), set(broadcast.attributes["axes"])
+    if not axes <= added or not all(isinstance(broadcast.shape[a], int)
+                                    and broadcast.shape[a] > 0 for a in axes):
+        return None
+    if axes == added:
+        return match["x"]
+    kept = [i for i in range(broadcast.rank) if i not in axes]
+    return Broadcast(match["x"], node.shape, tuple(kept.index(i) for i in sorted(added - axes)))
+
+
 def _merge_reverses(match: Match) -> Node:
     axes = set(match["inner"].attributes["axes"]) ^ set(match.root.attributes["axes"])
     return Reverse(match["x"], tuple(sorted(axes))) if axes else match["x"]
@@ -178,10 +202,12 @@ def rules(keep_signed_zeros: bool = False) -> Tuple[RewriteRule, ...]:
         RewriteRule(Op(Broadcast, x, attrs={"axes": ()}), _x, "broadcast-no-axes"),
         RewriteRule(Op(Broadcast, Op(Broadcast, x, label="inner")), _merge_broadcasts,
                     "broadcast-broadcast"),
-        RewriteRule(Op(MOVEMENT, Const("c")), _uniform_constant, "move-uniform-constant"),
+        RewriteRule(Op(MOVEMENT_OPS, Const("c")), _uniform_constant, "move-uniform-constant"),
         RewriteRule(Op(Concat, predicate=_one_uniform_value), _concat_of_uniform,
                     "concat-uniform-constants"),
-        RewriteRule(Op(REDUCTIONS, x, attrs={"axes": ()}), _x, "reduce-no-axes"),
+        RewriteRule(Op(Reduction, x, attrs={"axes": ()}), _x, "reduce-no-axes"),
+        RewriteRule(Op(Reduction, Op(Broadcast, x, label="inner"), predicate=_is_idempotent),
+                    _reduce_broadcast_copies, "reduce-broadcast-copies"),
         RewriteRule(Op(Slice, x, predicate=_takes_everything), _x, "slice-everything"),
         RewriteRule(Op(Reverse, x, attrs={"axes": ()}), _x, "reverse-none"),
         RewriteRule(Op(Reverse, Op(Reverse, x, label="inner")), _merge_reverses,

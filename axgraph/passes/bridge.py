@@ -21,7 +21,7 @@ from ..core.function import Function
 from ..core.node import Node
 from ..core.ops import CORE_OPS, Add, Constant, Multiply, Tanh
 from ..core.ops._checks import arity, require_kind
-from ..core.types import ElementType, Shape
+from ..core.tensor_types import ElementType, Shape
 from ..errors import GraphError
 from .manager import Pass
 from .pattern import Any, Match, Op, RewriteRule, RuleIndex, rewrite

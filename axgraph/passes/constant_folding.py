@@ -30,7 +30,7 @@ from ..core.interpreter import Context, find_kernel
 from ..core.node import Node
 from ..core.ops import Constant
 from ..core.traits import is_elementwise
-from ..core.types import Shape
+from ..core.tensor_types import Shape
 from ..errors import AxgraphError
 from .manager import RulePass
 from .pattern import Any, Match, Predicate, RewriteRule, uniform_fill, uniform_value

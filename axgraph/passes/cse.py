@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.function import Function
 from ..core.host import HostCall
-from ..core.map_nodes import map_nodes
+from ..core.function import map_nodes
 from ..core.node import Node
 from ..core.ops import Parameter, RandomNormal, RandomUniform
 from .manager import Pass

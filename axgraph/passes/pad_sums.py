@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from .. import core
 from ..core.function import Function
-from ..core.map_nodes import map_nodes
+from ..core.function import map_nodes
 from ..core.node import Node
 from ..dims import definitely_equal, known
 from .manager import Pass

@@ -20,7 +20,7 @@ can expose another, and a fixed point is what callers expect.
 
 Why matching is over nodes, not over a mutable graph: nodes are immutable, so
 a rewrite builds new nodes and the driver threads them through `with_inputs`
-(each sweep is one `core.map_nodes`). The old function is never changed.
+(each sweep is one `map_nodes`). The old function is never changed.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from typing import (Callable, Dict, Iterator, List, Mapping, Optional, Sequence,
 import numpy as np
 
 from ..core.function import Function
-from ..core.map_nodes import map_nodes
+from ..core.function import map_nodes
 from ..core.node import Node
 from ..core.ops import Constant, Parameter
 from ..errors import GraphError

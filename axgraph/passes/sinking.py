@@ -18,8 +18,11 @@ it outright:
 | + transpose-transpose, transpose-identity, reshape-reshape, reshape-same-shape (from algebraic) |
 
 U is any unary elementwise op or Convert, B any binary elementwise op or
-Select. A Transpose (Reshape) is only sunk when this op is its one consumer,
-so sinking never duplicates a copy. Finally the pass keeps its result only if
+Select. The layout ops sunk are the core ops declaring `layout_change`
+(Transpose, Reshape), and the reductions that absorb a Transpose those
+declaring `order_free` (every one the core has): traits of the core ops
+(axgraph/core/traits.py). A Transpose (Reshape) is only sunk when this op is
+its one consumer, so sinking never duplicates a copy. Finally the pass keeps its result only if
 it has fewer Transpose and Reshape nodes than before: moving copies without
 removing any is churn, and the pass then returns its input unchanged.
 """
@@ -29,16 +32,17 @@ from typing import Callable, List, Optional, Tuple, Type
 
 from ..core.function import Function
 from ..core.node import Node
-from ..core.ops import (BinaryElementwise, Broadcast, Constant, Convert, Dot, Max, Min, Prod, Reshape,
-                        Select, Softmax, Sum, Transpose, UnaryElementwise)
+from ..core.ops import (CORE_OPS, BinaryElementwise, Broadcast, Constant, Convert, Dot,
+                        Reduction, Select, Softmax, Transpose, UnaryElementwise)
+from ..core.traits import ops_with
 from . import algebraic
 from .manager import RulePass
 from .pattern import Any, Match, Op, RewriteRule, renamed_copy, rewrite, uniform_value
 
 UNARY = (UnaryElementwise, Convert)
 NARY = (BinaryElementwise, Select)
-REDUCTIONS = (Sum, Prod, Max, Min)
-LAYOUT = (Transpose, Reshape)
+#: The core ops that change the layout (their `layout_change` trait): what this pass sinks.
+LAYOUT_OPS = ops_with("layout_change", CORE_OPS)
 MERGE_RULES = ("transpose-transpose", "transpose-identity", "reshape-reshape",
                "reshape-same-shape")
 
@@ -68,12 +72,10 @@ def _sink_unary(layout: Type[Node]) -> Callable[[Match], Optional[Node]]:
     return build
 
 
-def _layout_key(node: Node, layout: Type[Node]):
-    """What two layout nodes must share to be sunk together: the same permutation,
-    or (Reshape) the same source shape (their result shapes agree already)."""
-    if layout is Transpose:
-        return node.attributes["permutation"]
-    return tuple(node.inputs[0].shape)
+def _layout_key(node: Node):
+    """What two layout nodes of one op and result shape must share to be sunk together:
+    the same source shape and attributes (the same permutation, say)."""
+    return tuple(node.inputs[0].shape), tuple(sorted(node.attributes.items()))
 
 
 def _unbroadcast(node: Node, permutation, source: Node) -> Optional[Node]:
@@ -99,13 +101,15 @@ def _sink_nary(layout: Type[Node]) -> Callable[[Match], Optional[Node]]:
         moved = [i for i in node.inputs if isinstance(i, layout)]
         if not moved:
             return None
-        key = _layout_key(moved[0], layout)
-        if any(_layout_key(m, layout) != key for m in moved):
+        key = _layout_key(moved[0])
+        if any(_layout_key(m) != key for m in moved):
             return None
         source = moved[0].inputs[0]
+        permutation = moved[0].attributes["permutation"] if layout is Transpose else None
         for i in node.inputs:
             if not (isinstance(i, layout) or uniform_value(i) is not None
-                    or (layout is Transpose and _unbroadcast(i, key, source) is not None)):
+                    or (permutation is not None
+                        and _unbroadcast(i, permutation, source) is not None)):
                 return None
         if not any(match.uses(m) == 1 for m in moved):
             return None  # every copy stays for other users: sinking would add one
@@ -116,7 +120,7 @@ def _sink_nary(layout: Type[Node]) -> Callable[[Match], Optional[Node]]:
             elif uniform_value(i) is not None:
                 new_inputs.append(Constant(i.element_type, source.shape, uniform_value(i)))
             else:
-                unbroadcast = _unbroadcast(i, key, source)
+                unbroadcast = _unbroadcast(i, permutation, source)
                 assert unbroadcast is not None  # checked in the loop above
                 new_inputs.append(unbroadcast)
         return _top(moved[0], renamed_copy(node, new_inputs), node)
@@ -138,9 +142,13 @@ def _increasing(values: List[int]) -> bool:
     return all(a < b for a, b in zip(values, values[1:]))
 
 
+def _is_order_free(node: Node) -> bool:
+    return node.order_free
+
+
 def _reduce_absorbs(match: Match) -> Optional[Node]:
     node, moved = match.root, match["moved"]
-    assert isinstance(node, REDUCTIONS)  # the rule's pattern
+    assert isinstance(node, Reduction)  # the rule's pattern
     p, axes = moved.attributes["permutation"], node.attributes["axes"]
     kept = [p[i] for i in range(len(p)) if i not in axes]
     if not _increasing(kept):
@@ -173,24 +181,22 @@ def _merge_rules() -> Tuple[RewriteRule, ...]:
     return tuple(r for r in algebraic.rules() if r.name in MERGE_RULES)
 
 
-RULES = _merge_rules() + (
-    RewriteRule(Op(UNARY, Op(Transpose, label="moved")), _sink_unary(Transpose),
-                "sink-unary-transpose"),
-    RewriteRule(Op(UNARY, Op(Reshape, label="moved")), _sink_unary(Reshape),
-                "sink-unary-reshape"),
-    RewriteRule(Op(NARY), _sink_nary(Transpose), "sink-elementwise-transposes"),
-    RewriteRule(Op(NARY), _sink_nary(Reshape), "sink-elementwise-reshapes"),
+RULES = _merge_rules() + tuple(
+    RewriteRule(Op(UNARY, Op(layout, label="moved")), _sink_unary(layout),
+                f"sink-unary-{layout.__name__.lower()}") for layout in LAYOUT_OPS) + tuple(
+    RewriteRule(Op(NARY), _sink_nary(layout), f"sink-elementwise-{layout.__name__.lower()}s")
+    for layout in LAYOUT_OPS) + (
     RewriteRule(Op(Softmax, Op(Transpose, label="moved")), _sink_softmax,
                 "sink-softmax-transpose"),
-    RewriteRule(Op(REDUCTIONS, Op(Transpose, label="moved")), _reduce_absorbs,
-                "reduce-absorbs-transpose"),
+    RewriteRule(Op(Reduction, Op(Transpose, label="moved"), predicate=_is_order_free),
+                _reduce_absorbs, "reduce-absorbs-transpose"),
     RewriteRule(Op(Dot, Any(), Any()), _dot_absorbs, "dot-absorbs-transpose"),
 )
 
 
 def layout_copies(function: Function) -> int:
-    """How many Transpose and Reshape nodes the function has."""
-    return sum(isinstance(n, LAYOUT) for n in function.nodes)
+    """How many layout ops (Transpose, Reshape: `LAYOUT_OPS`) the function has."""
+    return sum(isinstance(n, LAYOUT_OPS) for n in function.nodes)
 
 
 class LayoutSinking(RulePass):

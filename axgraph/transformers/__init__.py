@@ -66,7 +66,7 @@ def transformer_class(name: str) -> type:
         raise AxgraphTypeError(f"a transformer name is a string (one of "
                                f"{transformer_choices()}), not {name!r}", user_location())
     if name not in _REGISTRY and name in backends():
-        from .lowering import LoweringTransformer
+        from .lowering_transformer import LoweringTransformer
 
         return LoweringTransformer
     try:

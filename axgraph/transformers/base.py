@@ -20,12 +20,13 @@ from ..axis_dims import AxisDims, length_symbols
 from ..core.backend import CacheInfo, unspecialized_cache_info
 from ..core.function import KNOWN_SHAPES
 from ..debug_info import user_location
+from ..core.backend import check_out_arrays
 from ..dims import bind_shapes
 from ..dtypes import can_feed
 from ..errors import AxgraphTypeError, FeedError, GraphError, ShapeError, TransformerClosedError
 from ..op_graph.op import Op
 from ..ordered_set import OrderedSet
-from ..op_graph.schedule import schedule
+from ..op_graph.execution_order import schedule
 from ..op_graph.tensors import AssignableTensorOp
 from ..serialization import get_values, set_values
 from ..shapes.inference import feed_checks
@@ -319,30 +320,11 @@ class Computation:
 
     def _checked_out(self, out, arguments: List[Any],
                      bindings: "LengthBindings") -> List[Optional[np.ndarray]]:
-        out = [out] if isinstance(out, np.ndarray) else list(out)
-        if len(out) != len(self.results):
-            raise FeedError(f"out= has {len(out)} entries for {len(self.results)} results",
-                            user_location())
-        for k, (target, result) in enumerate(zip(out, self.results)):
-            if target is None:
-                continue
-            if not isinstance(target, np.ndarray) or not target.flags.writeable:
-                raise FeedError(f"out[{k}] for {result.name} must be a writeable NumPy array",
-                                user_location())
-            expected = tuple(bindings.get(a) for a in result.axes)
-            if not result.is_tensor_op or target.dtype != result.dtype or (
-                    None not in expected and target.shape != expected):
-                raise FeedError(f"out[{k}] is {target.dtype}{list(target.shape)} but result "
-                                f"{result.name} is {result.dtype}{list(expected)} (axes "
-                                f"{result.axes})", user_location())
-            if any(isinstance(value, np.ndarray) and np.may_share_memory(target, value)
-                   for value in arguments) or any(
-                    other is not None and np.may_share_memory(target, other)
-                    for other in out[:k]):
-                raise FeedError(f"out[{k}] for {result.name} shares memory with an argument or "
-                                f"another result array: each result needs its own array",
-                                user_location())
-        return out
+        """`out=` checked as every backend checks it (`core.backend.check_out_arrays`), each
+        result's shape its axes' lengths where known."""
+        results = [(f"{r.name} over {r.axes}", r.dtype if r.is_tensor_op else None,
+                    tuple(bindings.get(a) for a in r.axes)) for r in self.results]
+        return list(check_out_arrays(out, results, arguments, "fed value {}".format))
 
     def _collect_feeds(self, values, feed_dict) -> Dict[AssignableTensorOp, Any]:
         if len(values) > len(self.parameters):

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import AxgraphError, AxisLengthError, ExecutionError, ShapeError
 from ..op_graph.op import Op
 from ..op_graph.random import RandomOp
-from ..op_graph.schedule import schedule
+from ..op_graph.execution_order import schedule
 from ..op_graph.tensors import AssignableTensorOp, initialization_order
 from .base import Computation, LengthBindings, Transformer, check_readable, no_value_error
 from . import numpy_nn_kernels  # noqa: F401  (registers the nn kernels)

@@ -9,7 +9,7 @@ import numpy as np
 from ...dims import Dim, DimLike
 from ...errors import DTypeError, GraphError, ShapeError
 from ..node import Node
-from ..types import ElementType, Shape, as_dim, element_type
+from ..tensor_types import ElementType, Shape, as_dim, element_type
 
 KINDS: Dict[str, Tuple[Callable[[ElementType], bool], str]] = {
     "any": (lambda t: True, "any"),

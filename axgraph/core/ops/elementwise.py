@@ -19,7 +19,7 @@ import numpy as np
 from ...dtypes import BOOLEANS_AS_INT8, COMPARISON, FLOAT, NO_BOOLEANS, SAME
 from ..node import Node
 from ..traits import NgFunction
-from ..types import ElementType, Shape, boolean
+from ..tensor_types import ElementType, Shape, boolean
 from . import reference
 from ._checks import arity, element_type_attr, require_kind, same_element_type, same_shape
 
@@ -222,6 +222,7 @@ class Sigmoid(UnaryElementwise):
     """
     accepts = "float"
     numpy = reference.sigmoid
+    numpy_denominator = reference.sigmoid_denominator
     c = _sigmoid_c
     c_quotient = _sigmoid_quotient_c
     ng = NgFunction("sigmoid", FLOAT, """

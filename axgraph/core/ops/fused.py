@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 from ...errors import DTypeError, GraphError, ShapeError
 from ..node import Node
-from ..types import ElementType, Shape
+from ..tensor_types import ElementType, Shape
 
 if TYPE_CHECKING:  # function.py imports the ops package: Function is imported when used
     from ..function import Function

@@ -9,7 +9,7 @@ import numpy as np
 from ...dims import DimLike
 from ...errors import DTypeError, ShapeError
 from ..node import Node
-from ..types import ElementType, Shape, as_dim, i64
+from ..tensor_types import ElementType, Shape, as_dim, i64
 from ._checks import element_type_attr, scalar_attr, shape_attr
 
 #: Docstring entries the leaves share (axgraph/core/op_docs.py): they have no inputs.

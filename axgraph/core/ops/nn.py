@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Tuple
 from ...dims import DimLike
 from ...errors import ShapeError
 from ..node import Node
-from ..types import ElementType, Shape
+from ..tensor_types import ElementType, Shape
 from ._checks import (arity, int_tuple, positions, require_kind, require_nonnegative,
                       same_element_type, shape_attr)
 

@@ -1,11 +1,18 @@
-"""Ops that combine elements: Dot, Sum/Prod/Max/Min, ArgMax/ArgMin, Softmax."""
+"""Ops that combine elements: Dot, Sum/Prod/Max/Min, ArgMax/ArgMin, Softmax.
+
+Sum, Prod, Max and Min declare how they combine elements (their traits,
+axgraph/core/traits.py `ReductionTraits`): the NumPy ufunc they reduce with,
+the C expression that accumulates them, and what passes may do with them.
+"""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
 
+import numpy as np
+
 from ...errors import DTypeError, ShapeError
 from ..node import Node
-from ..types import ElementType, Shape, i64
+from ..tensor_types import ElementType, Shape, i64
 from .over_axes import OverAxes
 from ._checks import arity, element_type_attr, positions, require_kind, same_element_type
 
@@ -87,7 +94,9 @@ class Reduction(OverAxes):
     """x combined over the dims at `axes`, which disappear from the result.
 
     The family of Sum, Prod, Max and Min. The result keeps x's element type:
-    integers are summed in their own type, not promoted.
+    integers are summed in their own type, not promoted. Each combines the
+    elements with a commutative and associative operation, so the order they
+    are combined in changes at most the rounding.
 
     Parameters
     ----------
@@ -106,6 +115,8 @@ class Reduction(OverAxes):
         x is boolean.
     """
 
+    order_free = True
+
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = self.inputs
         require_kind(self, x, "numeric")
@@ -118,6 +129,10 @@ class Sum(Reduction):
 
     Over an empty dim the sum is 0.
     """
+    reduce_ufunc = np.add
+    c_accumulate = "{acc} + {x}"
+    c_start = "0"
+    wide_accumulator = True
 
 
 class Prod(Reduction):
@@ -125,6 +140,15 @@ class Prod(Reduction):
 
     Over an empty dim the product is 1.
     """
+    reduce_ufunc = np.multiply
+    c_accumulate = "{acc} * {x}"
+    c_start = "1"
+    wide_accumulator = True
+
+
+# A NaN, once met, stays: it is kept once in the accumulator, and taken when met.
+_KEEP_LARGER = "(({x} <= {acc} || {acc} != {acc}) ? {acc} : {x})"
+_KEEP_SMALLER = "(({x} >= {acc} || {acc} != {acc}) ? {acc} : {x})"
 
 
 class Max(Reduction):
@@ -137,6 +161,10 @@ class Max(Reduction):
     ExecutionError
         When the compiled function runs: a dim at `axes` is empty (0).
     """
+    reduce_ufunc = np.maximum
+    c_accumulate = _KEEP_LARGER
+    c_start = "-INFINITY"
+    idempotent = True
 
 
 class Min(Reduction):
@@ -149,6 +177,10 @@ class Min(Reduction):
     ExecutionError
         When the compiled function runs: a dim at `axes` is empty (0).
     """
+    reduce_ufunc = np.minimum
+    c_accumulate = _KEEP_SMALLER
+    c_start = "INFINITY"
+    idempotent = True
 
 
 class IndexReduction(Node):

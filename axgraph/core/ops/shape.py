@@ -3,6 +3,11 @@
 All positions are explicit dim indices in [0, rank); nothing is inferred from
 matching sizes. Dims may be symbolic; whatever cannot be decided at
 construction (is `N - 2` non-negative?) is checked when N is bound.
+
+The first five move elements without computing (their `movement` trait), so
+backends may give them as views; Transpose and Reshape change the layout
+(`layout_change`), which layout sinking moves below elementwise ops
+(axgraph/core/traits.py, `MovementTraits`).
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from typing import Optional, Sequence, Tuple
 from ...debug_info import user_location
 from ...errors import GraphError, ShapeError
 from ..node import Node
-from ..types import ElementType, Shape
+from ..tensor_types import ElementType, Shape
 from .over_axes import OverAxes
 from ._checks import (arity, dim_tuple, int_tuple, positions, require_nonnegative, same_element_type,
                       scalar_attr, shape_attr)
@@ -54,6 +59,7 @@ class Broadcast(Node):
 
     _attributes = ("shape", "axes")
     _hidden = frozenset({"shape"})
+    movement = True
 
     def __init__(self, x: Node, shape, axes, name: Optional[str] = None):
         super().__init__((x,), {"shape": shape, "axes": axes}, name)
@@ -99,6 +105,8 @@ class Reshape(Node):
 
     _attributes = ("shape",)
     _hidden = frozenset(_attributes)
+    movement = True
+    layout_change = True
 
     def __init__(self, x: Node, shape, name: Optional[str] = None):
         super().__init__((x,), {"shape": shape}, name)
@@ -138,6 +146,8 @@ class Transpose(Node):
     """
 
     _attributes = ("permutation",)
+    movement = True
+    layout_change = True
 
     def __init__(self, x: Node, permutation: Sequence[int], name: Optional[str] = None):
         super().__init__((x,), {"permutation": permutation}, name)
@@ -198,6 +208,7 @@ class Slice(Node):
     """
 
     _attributes = ("lower", "upper", "strides")
+    movement = True
 
     def __init__(self, x: Node, lower, upper, strides=None, name: Optional[str] = None):
         super().__init__((x,), {"lower": lower, "upper": upper, "strides": strides}, name)
@@ -227,6 +238,8 @@ class Reverse(OverAxes):
     With no axes the result is x's values unchanged; reversing twice along
     the same axes gives x back.
     """
+
+    movement = True
 
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = self.inputs

@@ -17,12 +17,12 @@ from typing import Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from ... import core
-from ...core.backend import Backend, CacheInfo, Capabilities, bind_arguments
+from ...core.backend import Backend, CacheInfo, Capabilities, bind_arguments, checked_outs
 from ...debug_info import user_location
 from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, ExecutionError,
                        FeedError, no_kernel_error)
 from .codegen import CODE, Program
-from .fusion import FusionPass, compile_fused
+from .fusion import compile_fused, fuse
 from .memory_plan import plan_memory
 from .schedule import schedule_function
 from .specialize import specialize
@@ -121,12 +121,14 @@ class CpuFunction:
     def _build(self, bindings: Dict[str, int]) -> Program:
         function, rebuilt = specialize(self.function, bindings)
         generators = {rebuilt[node]: generator for node, generator in self._generators.items()}
+        fusion_report: tuple = ()
         if self.fuse:  # at these sizes: small groups run faster unfused
-            function = FusionPass(self.fuse_min_elements, bindings).run(function)
+            function, fusion_report = fuse(function, self.fuse_min_elements, bindings)
         kernels = {node: compile_fused(node, bindings, engine=self.engine)
                    for node in function.nodes if isinstance(node, core.Fused)}
         schedule = schedule_function(function, bindings)
-        return Program(function, schedule, plan_memory(schedule), bindings, generators, kernels)
+        return Program(function, schedule, plan_memory(schedule), bindings, generators, kernels,
+                       fusion_report)
 
     def _evict(self) -> None:
         """Drop the least recently used program, everything that refers to it, and its arena."""
@@ -175,6 +177,8 @@ class CpuFunction:
                 if out is None:  # the common case, kept short
                     outs = self._donated(program, arrays, donate) if donate else program.no_outs
                     return program.results_for_caller(program.run(*arrays, outs))
+                out = checked_outs(program.function, out, arrays,
+                                   [program.shapes[node] for node in program.function.results])
                 if donate:
                     out = self._with_donations(program, arrays, out, donate)
                 return self._run_into(program, arrays, out)
@@ -205,29 +209,14 @@ class CpuFunction:
         self._donation_memo = (program, tuple((j, arrays[j]) for j in donate.values()), donated)
         return donated
 
-    def _with_donations(self, program: Program, arrays, out, donate: Mapping[int, int]):
-        """The caller's `out`, with donated arguments where it leaves a result free."""
-        targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
-        if len(targets) != len(self.function.results):
-            return out  # _run_into reports the bad `out`
+    def _with_donations(self, program: Program, arrays, out: tuple, donate: Mapping[int, int]):
+        """The caller's (checked) `out`, with donated arguments where it leaves a result
+        free."""
         donated = self._donated(program, arrays, donate)
-        return [t if t is not None else d for t, d in zip(targets, donated)]
+        return [t if t is not None else d for t, d in zip(out, donated)]
 
-    def _run_into(self, program: Program, arrays, out) -> tuple:
-        """A run writing results into the caller's `out` arrays where it can."""
-        count = len(self.function.results)
-        targets = (out,) if isinstance(out, np.ndarray) else tuple(out)
-        if len(targets) != count:
-            raise FeedError(f"out= has {len(targets)} entries for {count} results",
-                            user_location())
-        for k, (target, node) in enumerate(zip(targets, program.function.results)):
-            expected = (program.shapes[node], node.element_type.dtype)
-            if target is not None and (not isinstance(target, np.ndarray)
-                                       or (target.shape, target.dtype) != expected
-                                       or not target.flags.writeable):
-                raise FeedError(f"out[{k}] must be a writeable {expected[1]} array of shape "
-                                f"{expected[0]}, not {getattr(target, 'dtype', type(target))}"
-                                f"{list(getattr(target, 'shape', ()))}", user_location())
+    def _run_into(self, program: Program, arrays, targets) -> tuple:
+        """A run writing results into the caller's (checked) `out` arrays where it can."""
         # Results the program computes are written straight into a usable caller array.
         direct = tuple(t if t is not None and t.flags.c_contiguous else None for t in targets)
         results = program.run(*arrays, direct)
@@ -255,6 +244,11 @@ class CpuFunction:
     def fused_function(self) -> core.Function:
         """The core Function the last program ran: after the fusion pass (`Fused` nodes)."""
         return self._last("fused function").function
+
+    @property
+    def fusion_report(self) -> tuple:
+        """The fusion pass's `PassRecord` for the last program (empty with fuse=False)."""
+        return self._last("fusion report").fusion_report
 
     def memory_plan(self):
         """The memory plan of the last program run."""

@@ -16,23 +16,19 @@ import numpy as np
 from ... import core
 from ...core import interpreter
 from ...core.node import Node
-from ...core.traits import name_in, takes_out
+from ...core.traits import name_in, reduction_ufunc, takes_out
 from ...errors import AxgraphError, ExecutionError, GraphError
 from ...op_table import OpTable
 from ...tensor_description import TensorDescription
 from . import runtime, windows
 from .memory_plan import MemoryPlan
-from .schedule import (ALLOCATING, VIEWS, Schedule, concrete, dense_layout_order,
+from .schedule import (ALLOCATING, MOVEMENT_OPS, Schedule, concrete, dense_layout_order,
                        elementwise_function)
 
 Shapes = Dict[Node, Tuple[int, ...]]
 
 # -- what each op becomes -------------------------------------------------------------------
 
-# ufunc.reduce directly: the np.sum wrapper costs more than a small reduction itself.
-REDUCTIONS: OpTable[str] = OpTable("cpu reduction", {
-    core.Sum: "np.add.reduce", core.Prod: "np.multiply.reduce", core.Max: "np.maximum.reduce",
-    core.Min: "np.minimum.reduce"})
 #: Windowed ops: the `windows` kernel each calls, and the geometry it takes after its inputs.
 WINDOWS: OpTable[Tuple[str, Tuple[str, ...]]] = OpTable("cpu window kernel", {
     core.Im2Col: ("win.im2col", ("window", "strides", "dilation", "padding_below",
@@ -52,8 +48,11 @@ class Program:
 
     def __init__(self, function: core.Function, schedule: Schedule, plan: MemoryPlan,
                  bindings: Mapping[str, int], generators,
-                 kernels: Optional[Mapping[core.Fused, Callable]] = None):
+                 kernels: Optional[Mapping[core.Fused, Callable]] = None,
+                 fusion_report: tuple = ()):
         self.function, self.schedule, self.plan = function, schedule, plan
+        #: The PassRecord of the fusion pass that made `function` (empty if none ran).
+        self.fusion_report = fusion_report
         self.bindings = dict(bindings)
         ctx = interpreter.Context(self.bindings, generators)
         self.shapes, self.layout, self.fresh = schedule.shapes, schedule.layout, schedule.fresh
@@ -161,7 +160,7 @@ class Program:
         source = node.inputs[0]
         order = dense_layout_order(self.layout.get(source))
         reduced = len(node.axes)
-        if not isinstance(node, core.Sum) or order is None or node in self.fresh or \
+        if node.reduce_ufunc is not np.add or order is None or node in self.fresh or \
                 node.element_type.dtype.kind != "f" or set(order[:reduced]) != set(node.axes) \
                 or list(order[reduced:]) != sorted(order[reduced:]):
             return None
@@ -224,25 +223,13 @@ class Program:
         return f"np.matmul({left}, {right}, out={target})"
 
     def _view(self, node: Node) -> str:
+        """The expression of a movement op's result as a view of its input (VIEW_CODE)."""
         (x,) = self._args(node)
-        shape = self.shapes[node]
-        if isinstance(node, core.Transpose):
-            return f"np.transpose({x}, {tuple(node.permutation)})"
-        if isinstance(node, core.Reshape):
-            return f"{x}.reshape({shape})"
-        if isinstance(node, core.Broadcast):
-            expanded = tuple(1 if i in node.axes else n for i, n in enumerate(shape))
-            if self._ufunc_users_only(node):  # each user broadcasts into its full-shape out
-                return f"{x}.reshape({expanded})"
-            return f"np.broadcast_to({x}.reshape({expanded}), {shape})"
-        if isinstance(node, core.Slice):
-            items = ", ".join(f"{_int(lo)}:{_int(hi)}:{st}" for lo, hi, st in
-                              zip(concrete(node.lower, self.bindings),
-                                  concrete(node.upper, self.bindings), node.strides))
-            return f"{x}[{items},]"
-        assert isinstance(node, core.Reverse)  # the last of VIEWS
-        items = ", ".join("::-1" if i in node.axes else ":" for i in range(node.rank))
-        return f"{x}[{items},]"
+        view = VIEW_CODE.lookup(type(node))
+        if view is None:
+            raise GraphError(f"the cpu backend has no view code for {node.op} {node.name}",
+                             node.location)
+        return view(self, node, x)
 
 
 # -- the code of each op ------------------------------------------------------------------------
@@ -266,16 +253,57 @@ def _constant(p: Program, node: Node, index: int) -> None:
         np.asarray(node.value, dtype=node.element_type.dtype), p.shapes[node])
 
 
-@CODE.register(*VIEWS)
-def _view(p: Program, node: Node, index: int) -> str:
-    return f"{p.names[node]} = {p._view(node)}"
-
-
-@CODE.register(core.Reshape)
-def _reshape(p: Program, node: Node, index: int) -> str:
+@CODE.register(*MOVEMENT_OPS)
+def _movement(p: Program, node: Node, index: int) -> str:
+    """A view of the input's storage, or where the schedule found none (a Reshape of a
+    layout no strides show) the view's elements copied into the node's buffer."""
     if p.schedule.storage[node] == "view":
         return f"{p.names[node]} = {p._view(node)}"
-    return f"rt.copy({p.names[node.inputs[0]]}, out={p.names[node]})"
+    if isinstance(node, core.Reshape):  # row-major order kept: copy the input as it is
+        return f"rt.copy({p.names[node.inputs[0]]}, out={p.names[node]})"
+    return f"np.copyto({p.names[node]}, {p._view(node)})"
+
+
+# -- movement ops as views: `view(program, node, input_name)` -> the view's expression -------
+
+ViewCode = Callable[[Program, Node, str], str]
+#: The expression of each movement op's result as a view of its input (no copy).
+VIEW_CODE: OpTable[ViewCode] = OpTable("cpu view code")
+
+
+@VIEW_CODE.register(core.Transpose)
+def _transpose_view(p: Program, node: Node, x: str) -> str:
+    return f"np.transpose({x}, {tuple(node.attributes['permutation'])})"
+
+
+@VIEW_CODE.register(core.Reshape)
+def _reshape_view(p: Program, node: Node, x: str) -> str:
+    return f"{x}.reshape({p.shapes[node]})"
+
+
+@VIEW_CODE.register(core.Broadcast)
+def _broadcast_view(p: Program, node: Node, x: str) -> str:
+    shape, axes = p.shapes[node], node.attributes["axes"]
+    expanded = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    if p._ufunc_users_only(node):  # each user broadcasts into its full-shape out
+        return f"{x}.reshape({expanded})"
+    return f"np.broadcast_to({x}.reshape({expanded}), {shape})"
+
+
+@VIEW_CODE.register(core.Slice)
+def _slice_view(p: Program, node: Node, x: str) -> str:
+    a = node.attributes
+    items = ", ".join(f"{_int(lo)}:{_int(hi)}:{st}" for lo, hi, st in
+                      zip(concrete(a["lower"], p.bindings), concrete(a["upper"], p.bindings),
+                          a["strides"]))
+    return f"{x}[{items},]"
+
+
+@VIEW_CODE.register(core.Reverse)
+def _reverse_view(p: Program, node: Node, x: str) -> str:
+    axes = node.attributes["axes"]
+    items = ", ".join("::-1" if i in axes else ":" for i in range(node.rank))
+    return f"{x}[{items},]"
 
 
 @CODE.register(*ALLOCATING)
@@ -306,12 +334,14 @@ def _fused(p: Program, node: Node, index: int) -> str:
     return f"F{index}({inputs}out={p.names[node]})"
 
 
-@CODE.register(*REDUCTIONS)
+@CODE.register(core.Reduction, when=lambda op_class: reduction_ufunc(op_class) is not None)
 def _reduce(p: Program, node: Node, index: int) -> str:
-    assert isinstance(node, core.Reduction)
+    """The declared ufunc's reduce (`reduce_ufunc` trait), called directly: the np.sum
+    wrapper costs more than a small reduction itself."""
+    assert isinstance(node, core.Reduction) and node.reduce_ufunc is not None
     (x,), out = p._args(node), p.names[node]
     return p._outer_sum(node, x, out, index) or \
-        f"{REDUCTIONS.lookup(type(node))}({x}, axis={tuple(node.axes)}, out={out})"
+        f"np.{node.reduce_ufunc.__name__}.reduce({x}, axis={tuple(node.axes)}, out={out})"
 
 
 @CODE.register(core.Dot)

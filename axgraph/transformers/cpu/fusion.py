@@ -15,7 +15,10 @@ of its own. Groups are found greedily from the consumers back to their
 producers (`find_fusion_groups`); `FusionPass` replaces each group worth a
 kernel with a `core.Fused` node carrying the group as its body, so fusion
 shows in the printed IR and every later stage (schedule, memory plan,
-codegen) sees one node. `compile_fused` builds the kernel of one Fused node
+codegen) sees one node. The cpu backend runs it per binding of the size
+variables (`fuse`), in a PassManager like every pass: verified, traced with
+AXGRAPH_TRACE_PASSES, each group it fuses counted as a rule that fired
+("fuse-elementwise", "fuse-reduction"). `compile_fused` builds the kernel of one Fused node
 with the engine chosen by measurement (see benchmarks/fusion_kernels.py):
 generated C where a C compiler exists, blocked NumPy everywhere else.
 """
@@ -27,21 +30,22 @@ import warnings
 from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from ... import core
-from ...core.map_nodes import map_nodes
+from ...core.function import map_nodes
 from ...core.node import Node
-from ...passes.manager import Pass
+from ...passes.manager import Pass, PassManager
+from ...passes.rewrite_log import record_rewrite
 from ...traversal import post_order
-from . import kernel_c, kernel_numpy
-from .group import (REDUCTIONS, FusedGroup, c_accepts, is_scalar_constant, op_family)
+from . import kernel_c, kernel_blocked_numpy
+from .group import (FusedGroup, c_accepts, is_scalar_constant, op_family, reduces_in_groups)
 
 # -- what may join a group ------------------------------------------------------------------
 
 def reads_partial_broadcast(node: Node) -> bool:
-    """Whether an input of `node` is a Broadcast (or a view of one) of more than one
-    element: the flat kernels would have to materialize it in full on every call,
-    while a lone NumPy ufunc broadcasts it for free."""
+    """Whether an input of `node` is a Broadcast (or one moved by other movement ops) of
+    more than one element: the flat kernels would have to materialize it in full on
+    every call, while a lone NumPy ufunc broadcasts it for free."""
     for x in node.inputs:
-        while isinstance(x, (core.Transpose, core.Reshape, core.Slice, core.Reverse)):
+        while x.movement and not isinstance(x, core.Broadcast):
             (x,) = x.inputs
         if isinstance(x, core.Broadcast) and op_family(x) is None:
             return True
@@ -49,13 +53,14 @@ def reads_partial_broadcast(node: Node) -> bool:
 
 
 def is_fusible_reduction(node: Node) -> bool:
-    """Sum/Max/Min over all dims or the trailing dims of its input.
+    """A reduction groups may end in (`reduces_in_groups`: one declaring its ufunc) over all
+    dims or the trailing dims of its input.
 
     Trailing dims make each output element the reduction of one contiguous
     run of the (row-major) elementwise values, which both engines walk as a
     flat loop; other axes would need a transpose and are left unfused.
     """
-    if REDUCTIONS.lookup(type(node)) is None:
+    if not reduces_in_groups(type(node)):
         return False
     rank = node.inputs[0].rank
     axes = tuple(sorted(node.attributes["axes"]))
@@ -175,7 +180,7 @@ def compile_group(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
                     raise
                 warnings.warn(f"fused C kernel unavailable, using NumPy: {error}",
                               RuntimeWarning, stacklevel=2)
-    return kernel_numpy.NumpyKernel(group, shapes)
+    return kernel_blocked_numpy.NumpyKernel(group, shapes)
 
 
 
@@ -220,6 +225,8 @@ class FusionPass(Pass):
             group = groups.get(original)
             if group is not None:
                 node = fused_node(group, rebuilt, function.free_symbols)
+                record_rewrite("fuse-reduction" if group.reduction is not None
+                               else "fuse-elementwise", original, node)
             rebuilt[original] = node
             return node
 
@@ -236,6 +243,35 @@ class FusionPass(Pass):
             else:
                 sizes.append(math.prod(int(d) for d in node.shape))
         return max(sizes) >= self.min_elements
+
+
+def fuse(function: core.Function, min_elements: int = 0,
+         bindings: Optional[Mapping[str, int]] = None) -> Tuple[core.Function, tuple]:
+    """`function` with its groups fused (`FusionPass`), run by a PassManager as every pass
+    is: the result verified, each fusion traced under AXGRAPH_TRACE_PASSES and counted.
+
+    Parameters
+    ----------
+    function : core.Function
+        The function to fuse (left unchanged).
+    min_elements : int, optional
+        A group whose largest member has fewer elements stays unfused.
+    bindings : mapping of str to int, optional
+        The sizes of the function's size variables, which decide the groups' sizes.
+
+    Returns
+    -------
+    tuple of (core.Function, tuple of PassRecord)
+        The fused function and the pass's record (rules fired: "fuse-elementwise" and
+        "fuse-reduction", one per group).
+
+    Raises
+    ------
+    VerificationError
+        The fused function is not well formed (a bug in the pass).
+    """
+    manager = PassManager([FusionPass(min_elements, bindings)])
+    return manager.run(function), tuple(manager.report)
 
 
 def fused_node(group: FusedGroup, rebuilt: Mapping[Node, Node],

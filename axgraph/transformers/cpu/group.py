@@ -3,7 +3,7 @@
 `FusedGroup` is the engines' view of a `core.Fused` node (`FusedGroup.of`): the
 body's members, its parameters as the inputs, its result as the output. The
 finding of groups and the fusion pass (fusion.py) import the engines
-(kernel_c.py, kernel_numpy.py); the engines import only this module.
+(kernel_c.py, kernel_blocked_numpy.py); the engines import only this module.
 """
 from __future__ import annotations
 
@@ -12,14 +12,10 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 from ... import core
 from ...core.node import Node
-from ...core.traits import is_elementwise
+from ...core.traits import is_elementwise, reduction_identity, reduction_ufunc
 from ...errors import ExecutionError, ShapeError
-from ...op_table import OpTable
 from ...strides import dense_order
 
-#: The reductions a group may end in, by the kind both engines accumulate.
-REDUCTIONS: OpTable[str] = OpTable("fused reduction",
-                                   {core.Sum: "sum", core.Max: "max", core.Min: "min"})
 
 
 @dataclass(frozen=True)
@@ -32,9 +28,10 @@ class FusedGroup:
     output: the member whose value leaves the group (the reduction if there
         is one). Every other member is used only by members and is not a
         function result, so it never needs memory of its own.
-    reduction: None, or the final Sum/Max/Min, which reduces all dims or the
-        trailing dims of its input (so each output element reduces one
-        contiguous run of the elementwise values).
+    reduction: None, or the final reduction (one that declares its `reduce_ufunc`:
+        `reduces_in_groups`), which reduces all dims or the trailing dims of its
+        input (so each output element reduces one contiguous run of the
+        elementwise values).
     """
 
     nodes: Tuple[Node, ...]
@@ -60,7 +57,7 @@ class FusedGroup:
     def of(cls, fused: core.Fused) -> "FusedGroup":
         """The group a Fused node runs: its body, over its body's parameters."""
         output = fused.output
-        reduction = output if REDUCTIONS.lookup(type(output)) is not None else None
+        reduction = output if reduces_in_groups(type(output)) else None
         return cls(fused.body, fused.function.parameters, output, reduction)
 
 
@@ -92,12 +89,11 @@ def is_scalar_constant(node: Node) -> bool:
     return isinstance(node, core.Constant) and node.attributes["value"].ndim == 0
 
 
-def reduction_kind(node: Node) -> str:
-    """'sum', 'max' or 'min'."""
-    kind = REDUCTIONS.lookup(type(node))
-    if kind is None:
-        raise TypeError(f"{node.op} is not a fusible reduction")
-    return kind
+def reduces_in_groups(op_class: type) -> bool:
+    """Whether a group may end in a reduction of `op_class`: one that declares the ufunc
+    it reduces with (the blocked-NumPy engine needs no more; the C engine needs its
+    `c_accumulate` too)."""
+    return issubclass(op_class, core.Reduction) and reduction_ufunc(op_class) is not None
 
 
 # -- calling a kernel -----------------------------------------------------------------------
@@ -235,13 +231,15 @@ def in_memory_order(arrays: Sequence, out):
 
 def finish_empty(group: FusedGroup, outer: int, inner: int, out) -> bool:
     """True when a call has no elements to visit; `out` then already holds the answer
-    (an empty output, or a sum over nothing, filled with 0)."""
+    (an empty output, or a reduction over nothing, filled with its identity: 0 for a
+    sum, 1 for a product)."""
     if outer * inner:
         return False
     if group.reduction is not None and outer:
-        if reduction_kind(group.reduction) != "sum":
+        identity = reduction_identity(type(group.reduction))
+        if identity is None:
             raise empty_reduction_error(group)
-        out.fill(0)
+        out.fill(identity)
     return True
 
 

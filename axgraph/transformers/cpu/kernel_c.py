@@ -29,13 +29,15 @@ with ``#pragma omp declare simd``, for the functions this libmvec exports.
 ``-fno-trapping-math`` lets gcc assume nobody watches the floating-point
 exception flags (NumPy clears them before each ufunc it checks, and they
 are per thread), which is what vectorizes ``floor`` (SSE4.1/AVX
-``round``). Float sums accumulate in double, per fixed block of elements,
-each block in `LANES` partial sums side by side (independent chains of
-additions: one chain was latency-bound, L2 at 2.1x XLA's time on a 16-core
-AVX-512 Xeon), each lane adding `CHUNK` floats in float before widening
-(10 % faster there, at most 15 float roundings per chunk), and blocks are
-combined in order, so the result is accurate and depends neither on the
-number of threads nor on the vector width.
+``round``). A reduction accumulates with the C expression it declares
+(`c_accumulate`, from `c_start`). Float sums and products accumulate in
+double (their `wide_accumulator`), per fixed block of elements, each block
+in `LANES` partial results side by side (independent chains of additions:
+one chain was latency-bound, L2 at 2.1x XLA's time on a 16-core AVX-512
+Xeon), each lane taking `CHUNK` floats in float before widening (10 % faster
+there, at most 15 float roundings per chunk), and blocks are combined in
+order, so the result is accurate and depends neither on the number of
+threads nor on the vector width.
 
 Each thread of an elementwise kernel takes one contiguous run of whole
 cache lines (no two threads write one line; vector loops leave no remainder
@@ -87,14 +89,14 @@ from ...errors import ExecutionError
 from ...op_table import OpTable
 from . import kernel_cache, own_math
 from .group import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
-                     op_family, prepare_call, reduction_kind)
+                     op_family, prepare_call)
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
 #: Partial results a reduction block keeps side by side (independent dependency chains):
 #: 16 floats are two AVX2 vectors, four of their doubles.
 LANES = 16
-#: Elements a lane of a float sum adds in float before widening the partial to double.
+#: Elements a lane of a float sum (product) takes in float before widening to double.
 CHUNK = 16
 #: Below this many elements a kernel runs on one thread: waking the other costs more
 #: than it saves on memory-bound loops over two cores.
@@ -649,7 +651,12 @@ def _convert(node: Node, terms: CTerms) -> str:
 
 
 def has_code(group: FusedGroup) -> bool:
-    """Whether the C engine has an expression for every computing member of `group`."""
+    """Whether the C engine has an expression for every computing member of `group`, and
+    its reduction (if any) declares how C accumulates it (`c_accumulate`, `c_start`)."""
+    reduction = group.reduction
+    if reduction is not None and (type(reduction).c_accumulate is None
+                                  or type(reduction).c_start is None):
+        return False
     return all(EXPRESSIONS.lookup(type(node)) is not None for node in group.elementwise_nodes
                if op_family(node) not in ("constant", "broadcast"))
 
@@ -876,44 +883,46 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     out_type = CTYPES[group.output.element_type.name]
     if group.reduction is None:
         return text + _elementwise_entry(emitter, result, out_type)
-    kind = reduction_kind(group.reduction)
+    reduction = type(group.reduction)
+    step = reduction.c_accumulate  # has_code checked that it declares one
+    assert step is not None
+
+    def accumulate(acc: str, x: str) -> str:
+        return f"{acc} = {step.format(acc=acc, x=x)};"
+
     element = CTYPES[group.elementwise_output.element_type.name]
     value = VALUE_CTYPES[group.elementwise_output.element_type.name]
-    if kind == "sum":
-        acc_type = "double"
+    if reduction.wide_accumulator:
+        acc_type, widen, first = "double", "(double)", "chunked"
         start = [
-            "double acc[LANES] = {0};",
-            "/* CHUNK elements a lane are summed in the element type first (for float half",
-            "   the work of widening each to double; 15 roundings of float at most), then",
-            "   added to the lane's double */",
+            "double acc[LANES];",
+            f"for (int k = 0; k < LANES; ++k) acc[k] = {reduction.c_start};",
+            "/* CHUNK elements a lane are accumulated in the element type first (for float",
+            "   half the work of widening each to double; 15 roundings of float at most),",
+            "   then taken into the lane's double */",
             "const int64_t chunked = lo + (hi - lo) / (LANES * CHUNK) * (LANES * CHUNK);",
             "for (int64_t chunk = lo; chunk < chunked; chunk += LANES * CHUNK) {",
-            f"    {value} part[LANES] = {{0}};",
+            f"    {value} part[LANES];",
+            f"    for (int k = 0; k < LANES; ++k) part[k] = {reduction.c_start};",
             "    for (int64_t i = chunk; i < chunk + LANES * CHUNK; i += LANES) {",
             "        #pragma omp simd",
-            "        for (int k = 0; k < LANES; ++k) part[k] += axgraph_element(i + k, p);",
+            f"        for (int k = 0; k < LANES; ++k) {{ const {value} r = "
+            f"axgraph_element(i + k, p); {accumulate('part[k]', 'r')} }}",
             "    }",
             "    #pragma omp simd",
-            "    for (int k = 0; k < LANES; ++k) acc[k] += (double)part[k];",
+            f"    for (int k = 0; k < LANES; ++k) {accumulate('acc[k]', '(double)part[k]')}",
             "}"]
-        first = "chunked"
-        fold = "acc[k] += (double)axgraph_element({at}, p);"
-        pair = "acc[k] += acc[k + w];"
-        combine = "acc += part[b];"
     else:
-        acc_type = element
-        first = "lo"
-        kept = "<=" if kind == "max" else ">="
+        acc_type, widen, first = element, "", "lo"
         start = [f"{element} acc[LANES];",
-                 f"for (int k = 0; k < LANES; ++k) acc[k] = {'-' if kind == 'max' else ''}"
-                 "INFINITY;"]
-        # a NaN, once met, stays: it is kept, and taken when met
-        fold = (f"{{{{ const {value} r = axgraph_element({{at}}, p); "
-                f"acc[k] = (r {kept} acc[k] || acc[k] != acc[k]) ? acc[k] : r; }}}}")
-        pair = (f"acc[k] = (acc[k + w] {kept} acc[k] || acc[k] != acc[k]) ? acc[k] : "
-                "acc[k + w];")
-        better = ">" if kind == "max" else "<"
-        combine = f"if (part[b] {better} acc || part[b] != part[b]) acc = part[b];"
+                 f"for (int k = 0; k < LANES; ++k) acc[k] = {reduction.c_start};"]
+
+    def fold(at: str) -> str:
+        return (f"{{ const {value} r = axgraph_element({at}, p); "
+                f"{accumulate('acc[k]', widen + 'r')} }}")
+
+    pair = accumulate("acc[k]", "acc[k + w]")
+    combine = accumulate("acc", "part[b]")
     text += (f"static inline {value} axgraph_element(int64_t i, void* const* p)\n{{\n"
              + _indent(emitter.pointers + emitter.hoisted + emitter.body
                        + [f"return {result};"], 1) + "}\n\n")
@@ -927,10 +936,10 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
                  f"const int64_t whole = {first} + (hi - {first}) / LANES * LANES;",
                  f"for (int64_t i = {first}; i < whole; i += LANES) {{",
                  "    #pragma omp simd",
-                 "    for (int k = 0; k < LANES; ++k) " + fold.format(at="i + k"),
+                 "    for (int k = 0; k < LANES; ++k) " + fold("i + k"),
                  "}",
                  "#pragma omp simd",
-                 "for (int64_t k = 0; k < hi - whole; ++k) " + fold.format(at="whole + k"),
+                 "for (int64_t k = 0; k < hi - whole; ++k) " + fold("whole + k"),
                  "for (int w = LANES / 2; w >= 1; w /= 2)",
                  f"    for (int k = 0; k < w; ++k) {pair}",
                  "return acc[0];"], 1) + "}\n\n")

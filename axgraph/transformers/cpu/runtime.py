@@ -5,24 +5,30 @@ compiled computation allocates nothing per call for these ops.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import functools
+from typing import Callable, Sequence
 
 import numpy as np
 
+from ... import core
 # The reference's own out= kernels, called by the generated code as rt.<name>.
 from ...core.interpreter import gather, scatter_add  # noqa: F401
 from ...errors import ExecutionError
+from ...op_table import OpTable
 
 
-def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)): IEEE arithmetic gives the limits (exp overflows to inf, 1 / inf
-    is 0) with full relative accuracy in the tail, so no branch is needed (the overflow
-    is silenced by the errstate every run of a program is under)."""
-    np.negative(x, out=out)
-    np.exp(out, out=out)
-    out += 1.0
-    np.divide(1.0, out, out=out)  # np.reciprocal is several times slower on float32
-    return out
+@functools.lru_cache(maxsize=None)
+def reciprocal_of(denominator: Callable) -> Callable:
+    """The function writing 1 / denominator(*inputs) into `out`, for an op whose value is
+    that (its `numpy_denominator` trait: sigmoid's 1 + exp(-x), four passes in all)."""
+
+    def reciprocal(*inputs: np.ndarray, out: np.ndarray) -> np.ndarray:
+        denominator(*inputs, out=out)
+        # np.reciprocal is several times slower on float32
+        return np.divide(1, out, out=out)
+
+    reciprocal.__name__ = f"reciprocal_of_{getattr(denominator, '__name__', 'denominator')}"
+    return reciprocal
 
 
 #: erf(x) = x + x r(x^2) for |x| < 1, r of degree 12 (coefficients from z^0 up): fitted here
@@ -109,6 +115,15 @@ def convert(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """x cast into out's element type."""
     np.copyto(out, x, casting="unsafe")
     return out
+
+
+#: Elementwise ops the cpu backend computes with a function of its own (`f(x, out)`)
+#: instead of the op's reference (its `numpy` trait): the generated programs call it as
+#: rt.<name>, the blocked-NumPy kernels by reference. Erf is vectorized here (the
+#: reference's math.erf per element is the slow, obviously right one); a Convert's type
+#: is its `out`'s.
+OWN_FUNCTIONS: OpTable[Callable] = OpTable("cpu runtime function",
+                                           {core.Convert: convert, core.Erf: erf})
 
 
 def copy(x: np.ndarray, out: np.ndarray) -> np.ndarray:

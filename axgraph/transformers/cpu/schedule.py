@@ -22,21 +22,19 @@ from ... import core
 from ...core import interpreter
 from ...core.host import HostCall
 from ...core.node import Node
-from ...core.traits import numpy_function, ufunc_name
+from ...core.traits import numpy_denominator, numpy_function, ops_with, ufunc_name
 from ...op_table import OpTable
 from ...strides import dense_order
 from ...tensor_description import TensorDescription
+from . import runtime
 
 Shapes = Dict[Node, Tuple[int, ...]]
 #: Storage kinds: how a node gets its value.
 STORAGE = ("parameter", "constant", "view", "buffer", "fresh", "allocating")
 
-#: Elementwise ops run by a runtime function instead of the op's reference function (its
-#: `numpy` trait): a Sigmoid in four passes, a Convert into the buffer's type.
-RUNTIME: OpTable[str] = OpTable("cpu runtime function",
-                                {core.Sigmoid: "rt.sigmoid", core.Convert: "rt.convert",
-                                 core.Erf: "rt.erf"})
-VIEWS = (core.Transpose, core.Broadcast, core.Slice, core.Reverse)
+#: The core ops that move elements without computing (their `movement` trait): each is a
+#: view of its input's storage (a Reshape where the input's layout allows one).
+MOVEMENT_OPS = ops_with("movement", core.CORE_OPS)
 #: Ops computed by the interpreter's kernel into a fresh array (no `out=` form yet).
 #: (Random draws keep the reference's exact stream: NumPy's Generator draws them anew.)
 #: (Host calls, such as prints, run here too: in node order, never fused.)
@@ -47,12 +45,16 @@ ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBack
 
 
 def elementwise_function(op_class: type) -> Union[str, Callable, None]:
-    """What writes an elementwise op's `out=` in generated code: a runtime function or
-    the op's ufunc, as text ("rt.sigmoid", "np.exp"), or the op's reference function
+    """What writes an elementwise op's `out=` in generated code: a runtime function of the
+    cpu's own or the op's ufunc, as text ("rt.erf", "np.exp"), 1 / its declared
+    denominator (`runtime.reciprocal_of`, as for sigmoid), or the op's reference function
     itself. None for ops that are not elementwise or have no reference function."""
-    found = RUNTIME.lookup(op_class)
-    if found is not None:
-        return found
+    own = runtime.OWN_FUNCTIONS.lookup(op_class)
+    if own is not None:
+        return f"rt.{own.__name__}"
+    denominator = numpy_denominator(op_class)
+    if denominator is not None:
+        return runtime.reciprocal_of(denominator)
     name = ufunc_name(op_class)
     return numpy_function(op_class) if name is None else f"np.{name}"
 
@@ -144,8 +146,8 @@ class _Scheduler:
     def _classify(self, node: Node) -> None:
         """Decide how node gets its value, tracking its layout (seed 003 descriptions).
 
-        Transpose, slice, reverse and broadcast are always views; a reshape is a
-        view when the input's layout allows one (NumPy's rule), else a copy
+        Movement ops (transpose, slice, reverse, broadcast) are views; a reshape
+        is a view when the input's layout allows one (NumPy's rule), else a copy
         into a planned buffer.
         """
         shape = self.shapes[node]
@@ -157,7 +159,7 @@ class _Scheduler:
             kind = "constant"
         elif isinstance(node, core.Fused):
             kind = "buffer"
-        elif isinstance(node, VIEWS) or isinstance(node, core.Reshape):
+        elif node.movement:
             layout = self._view_layout(node)
             kind = "view" if layout is not None else "buffer"
         elif isinstance(node, ALLOCATING):
@@ -201,21 +203,10 @@ class _Scheduler:
     def _view_layout(self, node: Node) -> Optional[TensorDescription]:
         """The layout of node as a view of its input, or None if it must copy."""
         source = self.layout.get(node.inputs[0])
-        if source is None:  # computed inside a fused kernel: no storage to view
+        view = VIEW_LAYOUTS.lookup(type(node))
+        if source is None or view is None:  # no storage to view, or no view of this op
             return None
-        if isinstance(node, core.Transpose):
-            return source.transpose(node.permutation)
-        if isinstance(node, core.Reshape):
-            return source.reshape(self.shapes[node])
-        if isinstance(node, core.Broadcast):
-            return source.broadcast(self.shapes[node], node.axes)
-        if isinstance(node, core.Slice):
-            return source.slice(tuple(slice(lo, hi, st) for lo, hi, st in zip(
-                concrete(node.lower, self.bindings), concrete(node.upper, self.bindings),
-                node.strides)))
-        assert isinstance(node, core.Reverse)  # the last of VIEWS
-        return source.slice(tuple(slice(None, None, -1) if i in node.axes else slice(None)
-                                  for i in range(node.rank)))
+        return view(node, source, self.shapes[node], self.bindings)
 
     def _can_run_in_place(self, node: Node, source: Node) -> bool:
         if self.kind.get(source) != "buffer" or source in self.alias or source in self.fresh:
@@ -279,6 +270,44 @@ class _Scheduler:
                         and through_view.get(parameter, -1) < step)):
                     pairs.add((k, j))
         return frozenset(pairs)
+
+
+# -- movement ops as views ----------------------------------------------------------------------
+
+ViewLayout = Callable[[Node, TensorDescription, Tuple[int, ...], Mapping[str, int]],
+                      Optional[TensorDescription]]
+#: The layout of each movement op's result as a view of its input's layout `source`:
+#: `view(node, source, shape, bindings)`, None where no strides show it (it copies).
+VIEW_LAYOUTS: OpTable[ViewLayout] = OpTable("cpu view layout")
+
+
+@VIEW_LAYOUTS.register(core.Transpose)
+def _transposed(node: Node, source: TensorDescription, shape, bindings):
+    return source.transpose(node.attributes["permutation"])
+
+
+@VIEW_LAYOUTS.register(core.Reshape)
+def _reshaped(node: Node, source: TensorDescription, shape, bindings):
+    return source.reshape(shape)
+
+
+@VIEW_LAYOUTS.register(core.Broadcast)
+def _broadcast(node: Node, source: TensorDescription, shape, bindings):
+    return source.broadcast(shape, node.attributes["axes"])
+
+
+@VIEW_LAYOUTS.register(core.Slice)
+def _sliced(node: Node, source: TensorDescription, shape, bindings):
+    a = node.attributes
+    return source.slice(tuple(slice(lo, hi, st) for lo, hi, st in zip(
+        concrete(a["lower"], bindings), concrete(a["upper"], bindings), a["strides"])))
+
+
+@VIEW_LAYOUTS.register(core.Reverse)
+def _reversed(node: Node, source: TensorDescription, shape, bindings):
+    axes = node.attributes["axes"]
+    return source.slice(tuple(slice(None, None, -1) if i in axes else slice(None)
+                              for i in range(node.rank)))
 
 
 def fused_reduction(node: Node) -> bool:

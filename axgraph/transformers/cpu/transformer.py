@@ -15,7 +15,7 @@ from typing import Optional
 from ...debug_info import user_location
 from ...errors import TransformerClosedError
 from ..base import Computation
-from ..lowering import LoweringTransformer
+from ..lowering_transformer import LoweringTransformer
 from .backend import CACHE_SIZE, checked_cache_size
 
 
@@ -39,6 +39,12 @@ class CpuComputation(Computation):
         """The core Function of the last call after fusion (per binding of sizes): each
         group that runs as one kernel is a `Fused` node holding its sub-function."""
         return self._compiled().fused_function
+
+    @property
+    def fusion_report(self):
+        """The fusion pass's `PassRecord` for the last call (fusion runs per binding of sizes,
+        in a PassManager: verified, traced, its groups counted as rules fired)."""
+        return self._compiled().fusion_report
 
     def memory_plan(self):
         """Arena size, per-buffer offsets and lifetimes, and the naive size, of the last call."""

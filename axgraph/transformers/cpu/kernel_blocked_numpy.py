@@ -7,20 +7,24 @@ buffers reused for every block, keeps the working set in the L2 cache and the
 extra memory at a few blocks whatever the array size. Large elementwise
 groups split their blocks over worker threads (`parallel`: ufuncs release
 the GIL), each with buffers of its own, in blocks small enough that all of
-them together stay within a quarter of the output (`SCRATCH_SHARE`), and ``x * sigmoid(y)`` divides by ``1 + exp(-y)`` instead of
-multiplying by its reciprocal (one pass fewer). Measured on the development
-machine (2 cores): ``tanh(a*b+c)*sigmoid(d)-e`` over 4M f32 in ~3.7 ms
-against ~7.8 ms for naive NumPy (`python -m benchmarks.elementwise`), and
-``sum((x-y)**2)`` with no full-size temporary at all.
+them together stay within a quarter of the output (`SCRATCH_SHARE`). An op
+whose value is 1 / a denominator it declares (`numpy_denominator`: sigmoid's
+``1 + exp(-x)``) is computed as that and one division, and ``x * sigmoid(y)``
+divides by the denominator instead of multiplying by its reciprocal (one
+pass fewer). Measured on the development machine (2 cores):
+``tanh(a*b+c)*sigmoid(d)-e`` over 4M f32 in ~3.7 ms against ~7.8 ms for
+naive NumPy (`python -m benchmarks.elementwise`), and ``sum((x-y)**2)``
+with no full-size temporary at all.
 
 The kernel is generated Python (`NumpyKernel.source`), one line per ufunc,
 so it can be read and stepped through. Semantics are the interpreter's
-kernels (axgraph/core/interpreter.py), op by op: the same ufuncs, Sigmoid's
-stable form, integer Divide truncating toward zero (and its error on a zero
-divisor), NaN-propagating maximum/minimum and Max/Min. Float sums accumulate
-each block in float64 and add the block sums in order (more accurate than the
-reference's float32 sum, never less); integer sums wrap in their own type, as
-the reference's do.
+kernels (axgraph/core/interpreter.py), op by op: the same ufuncs, integer
+Divide truncating toward zero (and its error on a zero divisor),
+NaN-propagating maximum/minimum and Max/Min. A group's reduction
+reduces with the ufunc it declares (`reduce_ufunc`); float sums and products
+accumulate each block in float64 and combine the block results in order (more
+accurate than the reference's float32 sum, never less); integer ones wrap in
+their own type, as the reference's do.
 """
 from __future__ import annotations
 
@@ -31,12 +35,12 @@ import numpy as np
 
 from ... import core
 from ...core.node import Node
-from ...core.traits import name_in, numpy_function, takes_out, ufunc_name
+from ...core.traits import name_in, numpy_denominator, numpy_function, takes_out, ufunc_name
 from ...errors import ExecutionError
 from ...op_table import OpTable
 from . import parallel, runtime
 from .group import (FusedGroup, concrete_shape, group_shapes, is_scalar_constant, op_family,
-                     prepare_call, reduction_kind)
+                     prepare_call)
 
 # Elements per block: 64K f32 = 256 KiB per scratch buffer. Measured here (chain over
 # 4M f32, L2 over 10M f32), 4K..256K: 4K 33/12.9 ms, 16K 28/7.9, 64K 26.5/6.6, 256K
@@ -95,9 +99,11 @@ class _Writer:
             for x in node.inputs:
                 self.last_use[x] = k
                 users.setdefault(x, []).append(node)
-        #: Sigmoids left as their denominator 1 + exp(-x): their one user, a Multiply,
-        #: divides by it instead (one pass fewer, one rounding fewer).
-        self.denominators = {node for node in members if isinstance(node, core.Sigmoid)
+        #: Ops declaring their value as 1 / a denominator (`numpy_denominator`: sigmoid's
+        #: 1 + exp(-x)) left as the denominator: their one user, a Multiply, divides by
+        #: it instead (one pass fewer, one rounding fewer).
+        self.denominators = {node for node in members
+                             if numpy_denominator(type(node)) is not None
                              and node is not group.elementwise_output
                              and [type(u) for u in users.get(node, ())] == [core.Multiply]
                              and users[node][0].inputs[0] is not users[node][0].inputs[1]}
@@ -185,7 +191,7 @@ class _Writer:
     def _ufunc(self, node: Node) -> Optional[Tuple[str, List[str]]]:
         """(ufunc name, arguments) when one ufunc computes the node exactly."""
         args = [self.values[x] for x in node.inputs]
-        if isinstance(node, core.Multiply):  # x * sigmoid(y) = x / (1 + exp(-y))
+        if isinstance(node, core.Multiply):  # x * sigmoid(y) = x / (1 + exp(-y)), say
             for k, x in enumerate(node.inputs):
                 if x in self.denominators:
                     return "divide", [args[1 - k], args[k]]
@@ -243,19 +249,18 @@ class _Writer:
                 "            o[start:stop] = block(start, stop, fin[:stop - start])",
                 "    return out"]
             return "\n".join(lines) + "\n"
-        kind = reduction_kind(group.reduction)
+        # the reduction's declared ufunc; float values accumulate in float64 where it
+        # declares a wide accumulator, integers in their own type (wrapping as the
+        # reference's do)
+        reduction = group.reduction
+        assert reduction.reduce_ufunc is not None  # a group's reduction declares one
+        ufunc = reduction.reduce_ufunc.__name__
         element = final.element_type
-        if kind == "sum":
-            acc = "float64" if element.is_float else element.dtype.name
-            rows_reduce = f"np.add.reduce(v, axis=1, dtype=np.{acc}, out=part[:r1 - r0])"
-            one_reduce = f"np.add.reduce(v, dtype=np.{acc})"
-            combine = "total = s if total is None else total + s"
-        else:
-            acc = element.dtype.name
-            ufunc = "maximum" if kind == "max" else "minimum"
-            rows_reduce = f"np.{ufunc}.reduce(v, axis=1, out=part[:r1 - r0])"
-            one_reduce = f"np.{ufunc}.reduce(v)"
-            combine = f"total = s if total is None else np.{ufunc}(total, s)"
+        wide = reduction.wide_accumulator and element.is_float
+        acc = "float64" if wide else element.dtype.name
+        rows_reduce = f"np.{ufunc}.reduce(v, axis=1, dtype=np.{acc}, out=part[:r1 - r0])"
+        one_reduce = f"np.{ufunc}.reduce(v, dtype=np.{acc})"
+        combine = f"total = s if total is None else np.{ufunc}(total, s)"
         lines += [
             "    o = out.reshape(-1)",
             "    if inner <= block_size:  # whole rows per block",
@@ -282,7 +287,9 @@ class _Writer:
 
 # -- what each op becomes ---------------------------------------------------------------------
 # Elementwise ops are computed with their declared reference (`numpy` trait: a ufunc in one
-# call, another function with `out=`); the tables below hold only this engine's own forms.
+# call, another function with `out=`), or as 1 / the denominator they declare
+# (`numpy_denominator`), or with the cpu's own function (`runtime.OWN_FUNCTIONS`); the
+# tables below hold only this engine's own forms.
 
 Ufunc = Callable[[Node, List[str]], Optional[Tuple[str, List[str]]]]
 #: Ops computed by one ufunc other than their reference's, or by none (then a composite).
@@ -311,6 +318,16 @@ COMPOSITES: OpTable[Composite] = OpTable("blocked NumPy composite")
 
 @COMPOSITES.register(Node, when=lambda op_class: numpy_function(op_class) is not None)
 def _reference(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
+    """The op's declared denominator and one division (np.divide by the array:
+    np.reciprocal is several times slower on float32), none where a Multiply divides by
+    it; else its reference function."""
+    denominator = numpy_denominator(type(node))
+    if denominator is not None:
+        writer.lines.append(f"{name_in(writer.functions, denominator)}({', '.join(args)}, "
+                            f"out={name})")
+        if node not in writer.denominators:
+            writer.lines.append(f"np.divide({writer._scalar(dtype, 1)}, {name}, out={name})")
+        return
     function = numpy_function(type(node))
     assert function is not None  # the entry's condition
     call = f"{name_in(writer.functions, function)}({', '.join(args)}"
@@ -320,35 +337,17 @@ def _reference(writer: _Writer, node: Node, args: List[str], name: str, dtype: n
         writer.lines.append(f"np.copyto({name}, {call}))")
 
 
-@COMPOSITES.register(core.Convert)
-def _convert(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
-    writer.lines.append(f"np.copyto({name}, {args[0]}, casting='unsafe')")
+@COMPOSITES.register(*runtime.OWN_FUNCTIONS)
+def _own_function(writer: _Writer, node: Node, args: List[str], name: str,
+                  dtype: np.dtype) -> None:
+    function = runtime.OWN_FUNCTIONS.lookup(type(node))
+    assert function is not None  # registered for these ops
+    writer.lines.append(f"{name_in(writer.functions, function)}({', '.join(args)}, {name})")
 
 
 @COMPOSITES.register(core.Power)
 def _power_int(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
     writer.lines.append(f"power_int({args[0]}, {args[1]}, {name})")
-
-
-@COMPOSITES.register(core.Erf)
-def _erf(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
-    # vectorized (the reference's math.erf per element is the slow, obviously right one)
-    writer.lines.append(f"{name_in(writer.functions, runtime.erf)}({args[0]}, {name})")
-
-
-@COMPOSITES.register(core.Sigmoid)
-def _sigmoid(writer: _Writer, node: Node, args: List[str], name: str, dtype: np.dtype) -> None:
-    # 1 / (1 + exp(-x)) in four passes: IEEE arithmetic already gives the limits
-    # (exp overflows to inf and 1 / inf = 0) with full relative accuracy in the
-    # tail; the overflow is silenced by the errstate around every kernel call
-    # (np.divide by the array: np.reciprocal is several times slower on float32)
-    (x,) = args
-    one = writer._scalar(dtype, 1)
-    emit = writer.lines.append
-    emit(f"np.negative({x}, out={name}); np.exp({name}, out={name})")
-    emit(f"np.add({name}, {one}, out={name})")
-    if node not in writer.denominators:
-        emit(f"np.divide({one}, {name}, out={name})")
 
 
 class NumpyKernel:

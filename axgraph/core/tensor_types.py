@@ -1,4 +1,5 @@
-"""Element types and shapes of the core IR.
+"""Element types and shapes of the core IR: the type of a tensor (axgraph.types is
+another thing: the class names Nervana Graph v0.4 programs test ops against).
 
 An `ElementType` wraps one NumPy dtype under nGraph's short name (`f32`,
 `i64`, `boolean`). `bf16` exists only when `ml_dtypes` is importable, and is

@@ -20,7 +20,7 @@ from ..debug_info import user_location
 from ..errors import AxgraphTypeError
 from ..lowering import LoweredComputation, lower
 from ..passes import PassManager, default_passes
-from ..op_graph.schedule import schedule
+from ..op_graph.execution_order import schedule
 from ..op_graph.tensors import AssignableTensorOp, initialization_order
 from .base import Computation, LengthBindings, Transformer, check_readable
 
