@@ -21,7 +21,7 @@ import pytest
 import axgraph as ng
 from axgraph import dtypes
 from axgraph.op_graph import elementwise as ew
-from axgraph.transformers import numpy_kernels
+from axgraph.transformers import reference_kernels
 from conftest import ENGINES
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -86,14 +86,14 @@ NOT_NUMPY = {"reciprocal"}  # true division: NumPy's reciprocal of integers is i
 
 def numpy_meaning(op_class):
     """The NumPy function whose meaning `op_class` has, on the raw (unconverted) arrays:
-    the ufunc of the op's name, or else the reference's expression (numpy_kernels), on
+    the ufunc of the op's name, or else the reference's expression (reference_kernels), on
     the arrays converted to the type the op's element rule gives (TypeError if the rule
     refuses them, as NumPy refuses ``-mask``)."""
     name = op_class.ng.name
     ufunc = getattr(np, name, None)
     if isinstance(ufunc, np.ufunc) and name not in NOT_NUMPY:
         return ufunc
-    expression = numpy_kernels.ELEMENTWISE.lookup(op_class)
+    expression = reference_kernels.ELEMENTWISE.lookup(op_class)
 
     def by_rule(*arrays):
         common = np.result_type(*arrays)

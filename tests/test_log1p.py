@@ -2,7 +2,7 @@
 
 The op was added as docs/architecture.md ("Adding an op") says: the core op with its
 traits (axgraph/core/ops/elementwise.py), its adjoint (autodiff.py), the reference's own
-expression (numpy_kernels.py) and this file. Values are checked against `math.log1p` in
+expression (reference_kernels.py) and this file. Values are checked against `math.log1p` in
 float64 on every transformer, the cpu backend's fused C and blocked-NumPy kernels
 included; the gradient against float64 central differences.
 """

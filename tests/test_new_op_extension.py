@@ -21,7 +21,7 @@ from axgraph.core import interpreter
 from axgraph.lowering.rules import RULES
 from axgraph.op_graph import elementwise as ew
 from axgraph.testing import ExecutorFactory, check_derivative
-from axgraph.transformers import numpy_kernels
+from axgraph.transformers import reference_kernels
 from axgraph.transformers.cpu import codegen, fusion, kernel_c, kernel_blocked_numpy
 from conftest import ENGINES
 
@@ -58,9 +58,9 @@ def registered():
     `numpy`: the reference is what the other transformers are checked against); both
     are taken out again afterwards, so the tables stay as the library made them."""
     autodiff.ADJOINTS.register(SoftsignOp)(_softsign_adjoint)
-    numpy_kernels.ELEMENTWISE[SoftsignOp] = lambda x: x / (1 + np.abs(x))
+    reference_kernels.ELEMENTWISE[SoftsignOp] = lambda x: x / (1 + np.abs(x))
     yield
-    for table in (autodiff.ADJOINTS, numpy_kernels.ELEMENTWISE):
+    for table in (autodiff.ADJOINTS, reference_kernels.ELEMENTWISE):
         del table[SoftsignOp]
 
 
@@ -76,7 +76,7 @@ def test_every_table_covers_the_new_op():
     assert codegen.CODE.missing([Softsign]) == []
     assert kernel_c.EXPRESSIONS.missing([Softsign]) == []
     assert kernel_blocked_numpy.COMPOSITES.missing([Softsign]) == []
-    for table in (numpy_kernels.KERNELS, RULES, autodiff.ADJOINTS):
+    for table in (reference_kernels.KERNELS, RULES, autodiff.ADJOINTS):
         assert table.missing([SoftsignOp]) == []
 
 

@@ -5,7 +5,7 @@ what it checks: if it read the core ops' traits (their `numpy` functions) or the
 lowering's tables, a wrong mapping there would give the same wrong values on both sides
 of every differential test. Its modules import nothing from the lowering or the core op
 declarations, and compute each elementwise op from a NumPy expression of their own
-(`numpy_kernels.ELEMENTWISE`), which here still works with every core op's `numpy`
+(`reference_kernels.ELEMENTWISE`), which here still works with every core op's `numpy`
 trait broken.
 """
 from __future__ import annotations
@@ -21,10 +21,10 @@ import pytest
 import axgraph as ng
 from axgraph.core.ops import elementwise as core_elementwise
 from axgraph.op_graph import elementwise as ew
-from axgraph.transformers import numpy_kernels
+from axgraph.transformers import reference_kernels
 
 #: The modules of the reference transformer.
-REFERENCE = ("axgraph.transformers.numpy_kernels", "axgraph.transformers.numpy_nn_kernels",
+REFERENCE = ("axgraph.transformers.reference_kernels", "axgraph.transformers.reference_nn_kernels",
              "axgraph.transformers.nptransform")
 #: What the reference may not import: the lowering, and the core ops with their traits.
 FORBIDDEN = ("axgraph.lowering", "axgraph.core")
@@ -112,4 +112,4 @@ def test_a_new_op_needs_a_reference_entry_of_its_own():
         ng = core_elementwise.NgFunction("halve", ew.FLOAT, "x / 2 at every element of x.")
 
     op_class = ew.axes_op(Halve)
-    assert numpy_kernels.KERNELS.missing([op_class]) == [op_class]
+    assert reference_kernels.KERNELS.missing([op_class]) == [op_class]

@@ -45,6 +45,7 @@ def find_rule(op: Op) -> Rule:
 # -- elementwise -------------------------------------------------------------------------
 
 def _is_one_core_op(op_class: type) -> bool:
+    """Whether the axes op declares the one core op it is (elementwise and reductions)."""
     return getattr(op_class, "core_op", None) is not None
 
 
@@ -106,7 +107,7 @@ def register_elementwise(axes_class: Type[ew.ElementWiseOp], core_class: type) -
     """Lower a unary or binary axes op written by hand to `core_class`, as the ops made from
     a core op's declaration (`ew.axes_op`) are: over its args converted to the operand type
     and aligned to its axes. The reference transformer needs its own expression too
-    (`numpy_kernels.ELEMENTWISE`)."""
+    (`reference_kernels.ELEMENTWISE`)."""
     axes_class.core_op = core_class
 
 
@@ -125,11 +126,7 @@ def _where(ctx, op, condition, x, y):
 BOOLEAN_AS = np.uint8
 
 
-def _has_core_op(op_class: type) -> bool:
-    return getattr(op_class, "core_op", None) is not None
-
-
-@rule(red.ReductionOp, when=_has_core_op)
+@rule(red.ReductionOp, when=_is_one_core_op)
 def _reduce(ctx, op, x):
     """The core op the reduction declares (`core_op`); to a boolean, its `logical_core_op`
     (any, all) run on uint8."""
@@ -145,7 +142,7 @@ def _reduce(ctx, op, x):
     return ctx.transpose(x, list(arg.axes - op.reduction_axes), op.axes)
 
 
-@rule(red.IndexReduction, when=_has_core_op)
+@rule(red.IndexReduction, when=_is_one_core_op)
 def _arg_reduce(ctx, op, x):
     (arg,) = op.args
     if not op.reduction_axes:  # the only position in an empty selection is 0

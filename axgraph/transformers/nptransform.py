@@ -17,8 +17,8 @@ from ..op_graph.random import RandomOp
 from ..op_graph.execution_order import schedule
 from ..op_graph.tensors import AssignableTensorOp, initialization_order
 from .base import Computation, LengthBindings, Transformer, check_readable, no_value_error
-from . import numpy_nn_kernels  # noqa: F401  (registers the nn kernels)
-from .numpy_kernels import find_kernel, run_kernel
+from . import reference_nn_kernels  # noqa: F401  (registers the nn kernels)
+from .reference_kernels import find_kernel, run_kernel
 
 
 class RunContext:

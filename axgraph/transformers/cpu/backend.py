@@ -20,7 +20,7 @@ from ... import core
 from ...core.backend import Backend, CacheInfo, Capabilities, bind_arguments, checked_outs
 from ...debug_info import user_location
 from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, ExecutionError,
-                       FeedError, no_kernel_error)
+                       no_kernel_error)
 from .codegen import CODE, Program
 from .fusion import compile_fused, fuse
 from .memory_plan import plan_memory

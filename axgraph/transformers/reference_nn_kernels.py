@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ExecutionError
 from ..op_graph import convolution as conv, lookup, pooling
-from .numpy_kernels import kernel
+from .reference_kernels import kernel
 
 
 def to_layout(value: np.ndarray, axes, order: Sequence) -> np.ndarray:

@@ -316,7 +316,7 @@ def find_kernel(op) -> Kernel:
     kind = type(op).__name__
     raise no_kernel_error(ExecutionError, f"{kind} ({op.name})", op.location,
                           "numpy transformer kernel for it", f"register a reference kernel with "
-                          f"@axgraph.transformers.numpy_kernels.kernel({kind}) (and a lowering "
+                          f"@axgraph.transformers.reference_kernels.kernel({kind}) (and a lowering "
                           f"rule, @axgraph.lowering.rules.rule({kind}), for the other "
                           f"transformers)")
 
