@@ -325,15 +325,40 @@ class FeedChecks:
     def __init__(self, ops: Sequence[Op]) -> None:
         self.report = infer_shapes(list(ops))
 
-    def check(self, feeds: Mapping[_Fed, np.ndarray]) -> None:
+    def check(self, feeds: Mapping[_Fed, np.ndarray]) -> Solution:
         """Raise ShapeCheckError if the fed arrays break an inferred size or a check.
 
         Parameters
         ----------
         feeds : mapping of Op to array
             The fed values, by placeholder.
+
+        Returns
+        -------
+        Solution
+            The solution with the fed sizes, for `length`.
         """
-        self.report.check({op: tuple(np.shape(value)) for op, value in feeds.items()})
+        return self.report.check({op: tuple(np.shape(value)) for op, value in feeds.items()})
+
+    def length(self, solution: Solution, axis: Axis) -> Optional[int]:
+        """The length that `solution` (from `check`) gives `axis`, or None where the fed
+        sizes leave it open: how a length that no fed array has, only inferred from
+        others (an axis cast to a fed one, a concat's joined axis), gets its value.
+
+        Parameters
+        ----------
+        solution : Solution
+            What `check` returned for this call's feeds.
+        axis : Axis
+            Any axis of the computation.
+
+        Returns
+        -------
+        int or None
+            Its length.
+        """
+        value = solution.value(self.report.variable(axis))
+        return value if isinstance(value, int) else None
 
 
 def feed_checks(ops: Sequence[Op]) -> Optional[FeedChecks]:
