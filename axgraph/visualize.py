@@ -11,8 +11,10 @@ the non-interactive Agg backend, so ``import axgraph`` stays NumPy-only.
 any Graphviz viewer) renders. It draws a core Function, or the axes graph
 that some ops reach: one box per op (its name, class, axes with lengths,
 attributes and the user's file:line, the facts `ng.format_graph` prints),
-solid edges for args, dashed ones for other_deps. ``graph_to_svg`` runs
-Graphviz's ``dot`` program on it, when that is installed.
+solid edges for args, dashed ones for other_deps. With ``shapes=`` the axes
+show the lengths the shape solver infers (``N: B, H: H - 2``) and a note lists
+the sizes and the checks left for when data is fed, as `print(report)` does.
+``graph_to_svg`` runs Graphviz's ``dot`` program on it, when that is installed.
 """
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Union, cast
 
 from .errors import AxgraphError, AxgraphTypeError
 from .op_graph.op import Op
-from .op_graph.printing import (format_axes, format_location, format_value, graph_ops,
-                                shown_attributes)
+from .op_graph.printing import (Shapes, format_location, format_op_axes, format_value,
+                                graph_ops, shape_report, shown_attributes)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from .core.function import Function
@@ -123,7 +125,8 @@ class GraphvizError(AxgraphError, RuntimeError):
 Graph = Union["Function", Op, Iterable[Op]]
 
 
-def graph_to_dot(graph: Graph, plan: Optional["MemoryPlan"] = None) -> str:
+def graph_to_dot(graph: Graph, plan: Optional["MemoryPlan"] = None,
+                 shapes: Shapes = None) -> str:
     """Graphviz DOT text of a core Function, or of the axes graph that an op (or a list
     of ops) reaches.
 
@@ -137,28 +140,71 @@ def graph_to_dot(graph: Graph, plan: Optional["MemoryPlan"] = None) -> str:
     stored tensors are ellipses, ops without a value dashed boxes, the given
     ops have a bold border. Edges run from each arg to its user (solid) and
     from each of `other_deps` (dashed).
+
+    Parameters
+    ----------
+    graph : Function, Op or iterable of Op
+        What to draw.
+    plan : MemoryPlan, optional
+        A memory plan of the Function, to show each node's place in the arena.
+    shapes : ShapeReport or bool, optional
+        For ops: label each axis with its length as the shape solver infers it
+        (``(N: B, H: H - 2)``) and add a note with the sizes and the checks left for
+        when data is fed, as `print(report)` lists them. A report of
+        `ng.infer_shapes`, or True to infer one here.
+
+    Returns
+    -------
+    str
+        The DOT text.
+
+    Raises
+    ------
+    AxgraphTypeError
+        A plan or `shapes` for the wrong kind of graph, or an item that is not an op.
+    AxgraphValueError
+        `shapes` is a report of another graph.
+    ShapeConflictError
+        With ``shapes=True``: lengths in the graph that contradict each other.
     """
     roots = _as_roots(graph)
     if roots is not None:
         if plan is not None:
             raise AxgraphTypeError("graph_to_dot: a memory plan belongs to a core Function, "
                                    "not to an axes graph")
-        return _axes_graph_to_dot(roots)
+        return _axes_graph_to_dot(roots, shapes)
+    if shapes is not None and shapes is not False:
+        raise AxgraphTypeError("graph_to_dot: shapes= belongs to an axes graph; a core "
+                               "Function's nodes already show their symbolic shapes")
     return _function_to_dot(cast("Function", graph), plan)
 
 
-def graph_to_svg(graph: Graph, plan: Optional["MemoryPlan"] = None) -> str:
-    """SVG text of `graph_to_dot(graph, plan)`, drawn by Graphviz's ``dot`` program.
+def graph_to_svg(graph: Graph, plan: Optional["MemoryPlan"] = None,
+                 shapes: Shapes = None) -> str:
+    """SVG text of `graph_to_dot(graph, plan, shapes)`, drawn by Graphviz's ``dot`` program.
 
-    Raises GraphvizError when ``dot`` is not on PATH (graph_to_dot needs nothing).
+    Parameters
+    ----------
+    graph, plan, shapes
+        As for `graph_to_dot`.
+
+    Returns
+    -------
+    str
+        The SVG text.
+
+    Raises
+    ------
+    GraphvizError
+        ``dot`` is not on PATH (graph_to_dot needs nothing), or it failed.
     """
     program = shutil.which("dot")
     if program is None:
         raise GraphvizError("graph_to_svg needs Graphviz's dot program on PATH (apt install "
                             "graphviz, brew install graphviz, conda install graphviz); "
                             "graph_to_dot gives the DOT text without it")
-    done = subprocess.run([program, "-Tsvg"], input=graph_to_dot(graph, plan), text=True,
-                          capture_output=True, check=False)
+    done = subprocess.run([program, "-Tsvg"], input=graph_to_dot(graph, plan, shapes),
+                          text=True, capture_output=True, check=False)
     if done.returncode != 0:
         raise GraphvizError(f"dot failed (exit status {done.returncode}): {done.stderr.strip()}")
     return done.stdout
@@ -178,8 +224,9 @@ def _as_roots(graph) -> Optional[list]:
     return None
 
 
-def _axes_graph_to_dot(roots: list) -> str:
+def _axes_graph_to_dot(roots: list, shapes: Shapes) -> str:
     ops = graph_ops(roots)
+    report = shape_report(ops, shapes)
     index = {op: k for k, op in enumerate(ops)}
     given = set(roots)
     lines = ["digraph axes_graph {", "  rankdir=TB;",
@@ -187,7 +234,7 @@ def _axes_graph_to_dot(roots: list) -> str:
     for op in ops:
         label = [f"{op.name} = {type(op).__name__}"]
         if op.is_tensor_op:
-            label.append(f"{format_axes(op.axes)} {op.dtype}")
+            label.append(f"{format_op_axes(op, report)} {op.dtype}")
         label += [f"{key}={format_value(value)}" for key, value in shown_attributes(op)]
         label.append(format_location(op))
         attributes = [f"label={_dot_quote(chr(10).join(label))}"]
@@ -203,6 +250,8 @@ def _axes_graph_to_dot(roots: list) -> str:
             lines.append(f"  n{index[arg]} -> n{index[op]};")
         for dep in op.other_deps:
             lines.append(f"  n{index[dep]} -> n{index[op]} [style=dashed];")
+    if report is not None:
+        lines.append(f"  shapes [shape=note, label={_dot_quote(chr(10).join(report.summary_lines()))}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -17,14 +17,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Iterable, List, Union
+from typing import TYPE_CHECKING, Iterable, List, Optional, Union
 
 import numpy as np
 
 from ..axes import Axes, Axis
+from ..debug_info import user_location
+from ..errors import AxgraphTypeError, AxgraphValueError
 from .op import Op, upstream_ops
 
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from ..shapes.inference import ShapeReport
+
 Roots = Union[Op, Iterable[Op]]
+#: What a `shapes=` argument takes: a report, True to infer one, or None/False for none.
+Shapes = Union["ShapeReport", bool, None]
 
 
 def graph_ops(roots: Roots) -> List[Op]:
@@ -34,7 +41,7 @@ def graph_ops(roots: Roots) -> List[Op]:
     return sorted(upstream_ops(roots, include_control=True), key=lambda op: op._serial)
 
 
-def format_graph(roots: Roots) -> str:
+def format_graph(roots: Roots, shapes: Shapes = None) -> str:
     """The axes graph that `roots` reach, as text: one line per op.
 
     Each line reads like the call that built the op: its name, its class,
@@ -47,11 +54,22 @@ def format_graph(roots: Roots) -> str:
     ----------
     roots : Op or iterable of Op
         The ops whose graph is shown (through args and other_deps).
+    shapes : ShapeReport or bool, optional
+        Show each axis's length as the shape solver infers it (``(N: B, H: H - 2)``),
+        then the sizes and the checks left for when data is fed, as `print(report)`
+        lists them: a report of `ng.infer_shapes`, or True to infer one here.
 
     Returns
     -------
     str
         The lines, joined by newlines.
+
+    Raises
+    ------
+    AxgraphValueError
+        `shapes` is a report of another graph (an op shown is not in it).
+    ShapeConflictError
+        With ``shapes=True``: lengths in the graph that contradict each other.
 
     Examples
     --------
@@ -64,17 +82,52 @@ def format_graph(roots: Roots) -> str:
     w = AssignableTensorOp(initial_value=0.5, persistent=True, trainable=True) : (C:3) float32  # ...
     h = Multiply(w, x) : (C:3, N:4) float32  # ...
     """
-    return "\n".join(format_op(op) for op in graph_ops(roots))
+    ops = graph_ops(roots)
+    report = shape_report(ops, shapes)
+    lines = [format_op(op, report) for op in ops]
+    if report is not None:
+        lines.extend(report.summary_lines())
+    return "\n".join(lines)
 
 
-def format_op(op: Op) -> str:
-    """One op as ``name = Class(args, attr=value) : axes dtype  after [...]  # file:line``."""
+def shape_report(ops: List[Op], shapes: Shapes) -> Optional["ShapeReport"]:
+    """The report a `shapes=` argument asks for over `ops` (None for none), checked to
+    cover every op, so that no length shown comes from another graph."""
+    from ..shapes.inference import ShapeReport, infer_shapes
+
+    if shapes is None or shapes is False:
+        return None
+    if shapes is True:
+        return infer_shapes(ops)
+    if not isinstance(shapes, ShapeReport):
+        raise AxgraphTypeError(f"shapes= takes a ShapeReport (from ng.infer_shapes) or True, "
+                               f"not {shapes!r:.80}", user_location())
+    covered = set(shapes.ops)
+    missing = [op for op in ops if op not in covered]
+    if missing:
+        raise AxgraphValueError(f"shapes= is a report of another graph: it has no "
+                                f"{missing[0].name} ({type(missing[0]).__name__}); pass "
+                                f"ng.infer_shapes of these ops, or shapes=True",
+                                missing[0].location)
+    return shapes
+
+
+def format_op(op: Op, report: Optional["ShapeReport"] = None) -> str:
+    """One op as ``name = Class(args, attr=value) : axes dtype  after [...]  # file:line``;
+    with a `report`, the axes show the lengths it infers."""
     line = f"{op.name} = {op_call(op)}"
     if op.is_tensor_op:
-        line += f" : {format_axes(op.axes)} {op.dtype}"
+        line += f" : {format_op_axes(op, report)} {op.dtype}"
     if op.other_deps:
         line += f"  after [{', '.join(dep.name for dep in op.other_deps)}]"
     return f"{line}  # {format_location(op)}"
+
+
+def format_op_axes(op: Op, report: Optional["ShapeReport"] = None) -> str:
+    """``(C:3, N:?)``, or with a `report` the lengths it infers: ``(C: 3, N: B)``."""
+    if report is None:
+        return format_axes(op.axes)
+    return f"({report.format_lengths(op)})"
 
 
 def op_call(op: Op) -> str:

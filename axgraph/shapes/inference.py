@@ -181,26 +181,69 @@ class ShapeReport:
         return bool(s.bindings or s.residuals or s.quotients or s.narrowed)
 
     # -- printing ---------------------------------------------------------------------------
-    def __str__(self) -> str:
+    def size_lines(self) -> List[str]:
+        """One line per size variable: its value (inferred or pinned) with the lines it
+        comes from, or free with its bounds; `print(report)` shows them first.
+
+        Returns
+        -------
+        list of str
+            The lines, ``["(all fixed)"]`` when no size is symbolic.
+        """
         solution = self.solution
-        lines = ["sizes:"]
         names = sorted(set(solution.bindings) | set(solution.bounds) | set(self.free))
-        for name in names:
-            lines.append("  " + self._describe_variable(name))
-        if len(lines) == 1:
-            lines.append("  (all fixed)")
+        return [self._describe_variable(name) for name in names] or ["(all fixed)"]
+
+    def check_lines(self) -> List[str]:
+        """One line per check left for when data is fed, with the lines it comes from.
+
+        Returns
+        -------
+        list of str
+            The lines, ``["(none)"]`` when nothing is left to check.
+        """
+        solution = self.solution
+        lines = [f"{r.constraint}   from {places(r.origins)}" for r in solution.residuals]
+        lines += [f"{q.dividend} % ({q.divisor}) == 0 and {q}   from {places(q.origins)}"
+                  for q in solution.quotients]
+        return lines or ["(none)"]
+
+    def summary_lines(self) -> List[str]:
+        """`size_lines` and `check_lines` under their headings, as `print(report)` shows
+        them: what `ng.format_graph` and the DOT pictures add to a graph.
+
+        Returns
+        -------
+        list of str
+            The lines.
+        """
+        return (["sizes:"] + ["  " + line for line in self.size_lines()]
+                + ["checks when data is fed:"] + ["  " + line for line in self.check_lines()])
+
+    def format_lengths(self, op: Op) -> str:
+        """``N: B, H: H - 2``: each axis of `op` with its length as inferred.
+
+        Parameters
+        ----------
+        op : Op
+            An op of the graph.
+
+        Returns
+        -------
+        str
+            The axes, in order.
+        """
+        return ", ".join(f"{a.name}: {length}" for a, length in zip(op.axes, self.lengths(op)))
+
+    def __str__(self) -> str:
+        lines = ["sizes:"] + ["  " + line for line in self.size_lines()]
         lines.append("ops:")
         width = max((len(_place(op)) for op in self.ops), default=0)
         for op in self.ops:
-            axes = ", ".join(f"{a.name}: {length}" for a, length in zip(op.axes, self.lengths(op)))
             lines.append(f"  {_place(op).ljust(width)}  {op.name} ({type(op).__name__}) "
-                         f"[{axes}]")
+                         f"[{self.format_lengths(op)}]")
         lines.append("checks when data is fed:")
-        lines.extend(f"  {r.constraint}   from {places(r.origins)}" for r in solution.residuals)
-        lines.extend(f"  {q.dividend} % ({q.divisor}) == 0 and {q}   from {places(q.origins)}"
-                     for q in solution.quotients)
-        if not solution.residuals and not solution.quotients:
-            lines.append("  (none)")
+        lines.extend("  " + line for line in self.check_lines())
         return "\n".join(lines)
 
     def _describe_variable(self, name: str) -> str:
@@ -325,15 +368,40 @@ class FeedChecks:
     def __init__(self, ops: Sequence[Op]) -> None:
         self.report = infer_shapes(list(ops))
 
-    def check(self, feeds: Mapping[_Fed, np.ndarray]) -> None:
+    def check(self, feeds: Mapping[_Fed, np.ndarray]) -> Solution:
         """Raise ShapeCheckError if the fed arrays break an inferred size or a check.
 
         Parameters
         ----------
         feeds : mapping of Op to array
             The fed values, by placeholder.
+
+        Returns
+        -------
+        Solution
+            The solution with the fed sizes, for `length`.
         """
-        self.report.check({op: tuple(np.shape(value)) for op, value in feeds.items()})
+        return self.report.check({op: tuple(np.shape(value)) for op, value in feeds.items()})
+
+    def length(self, solution: Solution, axis: Axis) -> Optional[int]:
+        """The length that `solution` (from `check`) gives `axis`, or None where the fed
+        sizes leave it open: how a length that no fed array has, only inferred from
+        others (an axis cast to a fed one, a concat's joined axis), gets its value.
+
+        Parameters
+        ----------
+        solution : Solution
+            What `check` returned for this call's feeds.
+        axis : Axis
+            Any axis of the computation.
+
+        Returns
+        -------
+        int or None
+            Its length.
+        """
+        value = solution.value(self.report.variable(axis))
+        return value if isinstance(value, int) else None
 
 
 def feed_checks(ops: Sequence[Op]) -> Optional[FeedChecks]:

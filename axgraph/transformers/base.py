@@ -8,9 +8,10 @@ checks of fed values; backends supply `_execute`.
 from __future__ import annotations
 
 import abc
+import functools
 import threading
 import weakref
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeGuard, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeGuard, cast
 
 import numpy as np
 
@@ -33,15 +34,21 @@ from ..shapes.inference import feed_checks
 
 
 class LengthBindings:
-    """Axis lengths for one call: lengths set on the axes, and the values of the size
-    variables that fed data bound (`dims.bind_shapes`, as every backend binds them)."""
+    """Axis lengths for one call: lengths set on the axes, the values of the size
+    variables that fed data bound (`dims.bind_shapes`, as every backend binds them), and
+    the lengths the shape solver infers from those (`inferred`): an axis that no fed
+    array has, cast from a fed one or joined from fed ones, is as long here as the
+    lowering transformers make it."""
 
     def __init__(self, sizes: Optional[AxisDims] = None,
-                 values: Optional[Mapping[str, int]] = None) -> None:
+                 values: Optional[Mapping[str, int]] = None,
+                 inferred: Optional[Callable[[Axis], Optional[int]]] = None) -> None:
         #: The dim of each axis (its length, or a size variable standing for it).
         self.sizes = sizes if sizes is not None else AxisDims()
         #: Size variable -> value.
         self.values: Dict[str, int] = dict(values or {})
+        #: The length the solver infers for an axis from the fed sizes (None: not known).
+        self._inferred = inferred
         self._found: Dict[Axis, int] = {}
 
     def get(self, axis: Axis) -> Optional[int]:
@@ -56,9 +63,13 @@ class LengthBindings:
         found = self._found.get(base)
         if found is None:
             value = dims.subs(self.sizes.dim(base), self.values)
-            if not isinstance(value, int):
+            if isinstance(value, int):
+                found = value
+            elif self._inferred is not None:
+                found = self._inferred(base)
+            if found is None:
                 return None
-            found = self._found[base] = value
+            self._found[base] = found
         return found
 
     def length(self, axis: Axis, op: Optional[Op] = None) -> int:
@@ -293,9 +304,11 @@ class Computation:
             values = bind_shapes(expected, [a.shape for a in feeds.values()], describe)
         except ShapeError as error:
             raise FeedError(error.message, user_location()) from None
-        if self._feed_checks is not None:
-            self._feed_checks.check(feeds)
-        return LengthBindings(self._sizes, values)
+        if self._feed_checks is None:
+            return LengthBindings(self._sizes, values)
+        solution = self._feed_checks.check(feeds)
+        return LengthBindings(self._sizes, values,
+                              functools.partial(self._feed_checks.length, solution))
 
     def _check_stored_lengths(self, feeds: Dict[AssignableTensorOp, np.ndarray],
                               bindings: LengthBindings) -> None:
