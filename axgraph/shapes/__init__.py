@@ -21,14 +21,15 @@ rigid, flexible or derived), and read the `Solution`.
 """
 from .constraints import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, Variable,
                           format_shape)
-from .prover import Verdict, interval, prove_at_least, prove_equal, prove_nonnegative, simplify
+from .prover import (Verdict, interval, prove_at_least, prove_divides, prove_equal,
+                     prove_nonnegative, simplify)
 from .solver import Conflict, Quotient, Residual, Solution, quotient, solve
 
 # infer_shapes and ShapeReport (also importable from here) are documented as ng.infer_shapes
 # and ng.ShapeReport
 __all__ = ["AtLeast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
            "format_shape", "Verdict", "interval",
-           "prove_at_least", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
+           "prove_at_least", "prove_divides", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
            "Quotient", "Residual", "Solution", "quotient", "solve"]
 
 

@@ -39,7 +39,7 @@ from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, fre
 from ..errors import ShapeCheckError, ShapeConflictError
 from .constraints import (AtLeast, Constraint, Divides, Equal, Origin, SameShape, Shape,
                           ShapeItem, ShapeVar, Variable, format_shape)
-from .prover import Verdict, interval, prove_nonnegative
+from .prover import Verdict, interval, prove_divides, prove_nonnegative
 
 Blame = FrozenSet[Origin]
 _NO_BLAME: Blame = frozenset()
@@ -873,7 +873,7 @@ class _Solver:
         assert isinstance(constraint, Divides)
         divisor, divisor_blame = self._subst(constraint.divisor)
         dividend, dividend_blame = self._subst(constraint.dividend)
-        verdict = _decide_divides(divisor, dividend)
+        verdict = prove_divides(divisor, dividend)
         if verdict is Verdict.PROVED:
             return _DONE
         if verdict is Verdict.REFUTED:
@@ -1135,30 +1135,6 @@ def _from_dict(terms: Dict[tuple, int]) -> DimLike:
             product = product * Dim._from_terms((((atom,), 1),))
         total = total + product
     return total
-
-
-def _decide_divides(divisor: DimLike, dividend: DimLike) -> Verdict:
-    if isinstance(divisor, int):
-        if divisor == 0:
-            if isinstance(dividend, int):
-                return Verdict.PROVED if dividend == 0 else Verdict.REFUTED
-            return Verdict.UNKNOWN
-        if isinstance(dividend, int):
-            return Verdict.PROVED if dividend % divisor == 0 else Verdict.REFUTED
-        # every non-constant term is a multiple of g, so the dividend is the constant mod g
-        g = abs(divisor)
-        constant = 0
-        for monomial, coeff in dividend._terms:
-            if monomial == ():
-                constant = coeff
-            else:
-                g = math.gcd(g, coeff)
-        if constant % g:
-            return Verdict.REFUTED
-        if g == abs(divisor):
-            return Verdict.PROVED
-        return Verdict.UNKNOWN
-    return Verdict.PROVED if exact_quotient(dividend, divisor) is not None else Verdict.UNKNOWN
 
 
 def _row_reduce(rows: List[Tuple[Dict[str, Fraction], Fraction, Blame, Origin]]

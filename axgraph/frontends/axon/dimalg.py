@@ -1,26 +1,21 @@
 """Questions about `axgraph.dims` expressions that the shape solver asks.
 
 `axgraph.dims` keeps every size expression in one canonical polynomial form (integer
-coefficients over size variables and floors by positive ints). The solver needs three
-more things of it, written here over that form: the ways an equation `e == 0` can be
-solved for one variable (`linear_solutions`), the equation with positive factors
-divided out (`cancel`), and a three-way verdict on `e >= 0` from interval bounds
-(`at_least_zero`), where every size variable is at least 1.
+coefficients over size variables and floors by positive ints). The solver needs more
+of it than the shared prover (`axgraph.shapes.prover`, which decides `e >= 0`,
+equality and divisibility) answers, written here over that form: the ways an equation
+`e == 0` can be solved for one variable (`linear_solutions`), the equation with
+positive factors divided out (`cancel`), and the least value of one variable that
+makes a non-decreasing expression non-negative (`least_solution`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from functools import reduce
-from typing import Dict, List, Mapping, Optional, Tuple, Union
+from typing import Dict, List, Optional
 
 from ...dims import Dim, DimLike, free_symbols
-
-Number = Union[int, float]  # float only for +-inf
-Interval = Tuple[Number, Number]
-Bounds = Mapping[str, Interval]
-UNBOUNDED: Interval = (1, math.inf)
-
 
 def terms(dim: DimLike):
     """The canonical (monomial, coefficient) pairs of a dim; an int is one constant term.
@@ -116,60 +111,6 @@ def linear_solutions(dim: DimLike) -> List[Solution]:
         value = numerator // coeff if exact or isinstance(numerator, Dim) else numerator
         found.append(Solution(name, value, exact, coeff, numerator))
     return found
-
-
-def interval(dim: DimLike, bounds: Bounds) -> Interval:
-    """Lowest and highest values of `dim` when each size variable lies in its bounds
-    (default 1 to infinity); floors are bounded by the floors of their argument's bounds."""
-    return _interval_of(terms(dim), bounds)
-
-
-def _interval_of(pairs, bounds: Bounds) -> Interval:
-    low: Number = 0
-    high: Number = 0
-    for monomial, coeff in pairs:
-        term: Interval = (coeff, coeff)
-        for atom in monomial:
-            term = _times(term, _atom_interval(atom, bounds))
-        low, high = low + term[0], high + term[1]
-    return low, high
-
-
-def _atom_interval(atom, bounds: Bounds) -> Interval:
-    if atom[0] == "v":
-        return bounds.get(atom[1], UNBOUNDED)
-    low, high = _interval_of(atom[1], bounds)
-    k = atom[2]
-    return (_floor_div(low, k), _floor_div(high, k))
-
-
-def _floor_div(value: Number, k: int) -> Number:
-    return value if math.isinf(value) else value // k
-
-
-def _product(a: Number, b: Number) -> Number:
-    return 0 if a == 0 or b == 0 else a * b
-
-
-def _times(a: Interval, b: Interval) -> Interval:
-    products = [_product(x, y) for x in a for y in b]
-    return min(products), max(products)
-
-
-def at_least_zero(dim: DimLike, bounds: Bounds) -> Optional[bool]:
-    """Whether `dim >= 0` always (True), never (False), or depends on the sizes (None)."""
-    low, high = interval(dim, bounds)
-    if low >= 0:
-        return True
-    if high < 0:
-        return False
-    return None
-
-
-def divisible(dim: DimLike, divisor: int) -> bool:
-    """Whether `divisor` divides `dim` for every value of its size variables: every
-    coefficient is a multiple (sufficient, and what the canonical form can tell)."""
-    return all(c % divisor == 0 for _, c in terms(dim))
 
 
 def non_decreasing(dim: DimLike, name: str) -> bool:
