@@ -35,7 +35,8 @@ from fractions import Fraction
 from typing import (Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
                     Union)
 
-from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, free_symbols, subs)
+from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, free_symbols,
+                    from_terms, subs)
 from ..errors import ShapeCheckError, ShapeConflictError
 from .constraints import (AtLeast, Constraint, Divides, Equal, Origin, SameShape, Shape,
                           ShapeItem, ShapeVar, Variable, format_shape)
@@ -1124,17 +1125,7 @@ def _split_linear(value: Dim, name: str) -> Optional[Tuple[DimLike, DimLike]]:
     del atom
     if not coefficient:
         return None
-    return _from_dict(coefficient), _from_dict(rest)
-
-
-def _from_dict(terms: Dict[tuple, int]) -> DimLike:
-    total: DimLike = 0
-    for monomial, coeff in terms.items():
-        product: DimLike = coeff
-        for atom in monomial:
-            product = product * Dim._from_terms((((atom,), 1),))
-        total = total + product
-    return total
+    return from_terms(coefficient.items()), from_terms(rest.items())
 
 
 def _row_reduce(rows: List[Tuple[Dict[str, Fraction], Fraction, Blame, Origin]]

@@ -15,32 +15,17 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Dict, List, Optional
 
-from ...dims import Dim, DimLike, free_symbols
+from ...dims import Dim, DimLike, free_symbols, from_terms
 
 def terms(dim: DimLike):
     """The canonical (monomial, coefficient) pairs of a dim; an int is one constant term.
 
     A monomial is a tuple of atoms: ("v", name) for a size variable, ("f", terms, k) for
-    floor(terms / k). This is the canonical form of `axgraph.dims`, read, never built.
+    floor(terms / k): the canonical form of `axgraph.dims`, built back by `from_terms`.
     """
     if isinstance(dim, Dim):
         return dim._terms  # the canonical form is the one thing this module reads
     return (((), dim),) if dim else ()
-
-
-def rebuild(pairs) -> DimLike:
-    """The dim whose canonical terms are `pairs`, made with public arithmetic."""
-    total: DimLike = 0
-    for monomial, coeff in pairs:
-        product: DimLike = coeff
-        for atom in monomial:
-            product = product * _atom_value(atom)
-        total = total + product
-    return total
-
-
-def _atom_value(atom) -> DimLike:
-    return Dim(atom[1]) if atom[0] == "v" else rebuild(atom[1]) // atom[2]
 
 
 def cancel(dim: DimLike) -> DimLike:
@@ -71,7 +56,7 @@ def cancel(dim: DimLike) -> DimLike:
             else:
                 kept.append(atom)
         reduced.append((tuple(kept), coeff // divisor))
-    return rebuild(reduced)
+    return from_terms(reduced)
 
 
 @dataclass(frozen=True)
@@ -101,7 +86,7 @@ def linear_solutions(dim: DimLike) -> List[Solution]:
             continue
         name = monomial[0][1]
         rest_pairs = [(m, c) for m, c in pairs if m != monomial]
-        rest = rebuild(rest_pairs)
+        rest = from_terms(rest_pairs)
         if name in free_symbols(rest):
             continue
         if coeff < 0:
