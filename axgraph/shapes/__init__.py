@@ -6,7 +6,9 @@ package reasons about them without data:
 
 * `constraints`: what the solver is told (`Equal`, `AtLeast`, `Divides`,
   `SameShape` over dims and shape variables), each with its `Origin`;
-* `prover`: proved / refuted / unknown answers to `e >= 0` from bounds;
+* `prover`: proved / refuted / unknown answers to `e >= 0`, equality and
+  divisibility, from bounds;
+* `monotone`: the least size satisfying a check that only grows with it;
 * `solver`: `solve(constraints) -> Solution`, a worklist to a fixed point
   with bindings, residual checks and conflicts that name every line;
 * `op_rules`: the constraints each kind of axes op makes;

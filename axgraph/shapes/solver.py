@@ -40,6 +40,7 @@ from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, fre
 from ..errors import ShapeCheckError, ShapeConflictError
 from .constraints import (AtLeast, Constraint, Divides, Equal, Origin, SameShape, Shape,
                           ShapeItem, ShapeVar, Variable, format_shape)
+from .monotone import least_solution, non_decreasing
 from .prover import Verdict, interval, prove_divides, prove_nonnegative
 
 Blame = FrozenSet[Origin]
@@ -867,6 +868,14 @@ class _Solver:
                 t = math.floor(Fraction(rest, -coeff))
                 low, high = _linear_range(a, b, -math.inf, k * t + k - 1)
             return self._narrow(name, low, high, work, blame)
+        names = free_symbols(difference)
+        if len(names) == 1:  # nested floors of one size: the least value that fits
+            name = next(iter(names))
+            start = self._bounds_of(name)[0]
+            if non_decreasing(difference, name) and not math.isinf(start):
+                least = least_solution(difference, name, int(start))
+                if least is not None:
+                    return self._narrow(name, least, math.inf, work, blame)
         return _KEPT
 
     def _divides(self, work: _Work) -> str:

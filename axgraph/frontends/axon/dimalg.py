@@ -1,12 +1,12 @@
 """Questions about `axgraph.dims` expressions that the shape solver asks.
 
 `axgraph.dims` keeps every size expression in one canonical polynomial form (integer
-coefficients over size variables and floors by positive ints). The solver needs more
-of it than the shared prover (`axgraph.shapes.prover`, which decides `e >= 0`,
-equality and divisibility) answers, written here over that form: the ways an equation
-`e == 0` can be solved for one variable (`linear_solutions`), the equation with
-positive factors divided out (`cancel`), and the least value of one variable that
-makes a non-decreasing expression non-negative (`least_solution`).
+coefficients over size variables and floors by positive ints). The shared
+`axgraph.shapes` modules decide `e >= 0`, equality and divisibility (`prover`) and
+find the least size satisfying a monotone check (`monotone`); what is left here,
+written over that form, is how Axon's solver rewrites an equation `e == 0`: with
+positive factors divided out (`cancel`), and each way it solves for one variable
+(`linear_solutions`).
 """
 from __future__ import annotations
 
@@ -96,45 +96,3 @@ def linear_solutions(dim: DimLike) -> List[Solution]:
         value = numerator // coeff if exact or isinstance(numerator, Dim) else numerator
         found.append(Solution(name, value, exact, coeff, numerator))
     return found
-
-
-def non_decreasing(dim: DimLike, name: str) -> bool:
-    """Whether `dim` never decreases as size variable `name` grows (a sufficient test:
-    `name` occurs only alone or in floors of such terms, with positive coefficients)."""
-    return _non_decreasing_terms(terms(dim), name)
-
-
-def _non_decreasing_terms(pairs, name: str) -> bool:
-    for monomial, coeff in pairs:
-        if not monomial:
-            continue
-        if len(monomial) != 1 or coeff < 0:
-            return False
-        atom = monomial[0]
-        if atom[0] == "v":
-            if atom[1] != name:
-                return False
-        elif not _non_decreasing_terms(atom[1], name):
-            return False
-    return True
-
-
-def least_solution(dim: DimLike, name: str, start: int, limit: int = 1 << 62) -> Optional[int]:
-    """The least value >= `start` of `name` making the non-decreasing `dim` >= 0, if any."""
-    def value(x: int) -> int:
-        return int(Dim.evaluate(dim, {name: x})) if isinstance(dim, Dim) else dim
-
-    if value(start) >= 0:
-        return start
-    low, high = start, max(start, 1) * 2
-    while value(high) < 0:
-        if high > limit:
-            return None
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        if value(middle) >= 0:
-            high = middle
-        else:
-            low = middle
-    return high

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
 from ...dims import Dim, DimLike, free_symbols, subs
+from ...shapes.monotone import least_solution, non_decreasing
 from ...shapes.prover import Verdict, prove_at_least, prove_divides, prove_equal, prove_nonnegative
 from . import dimalg
 from .printing import Namer, format_dim, format_shape, format_type
@@ -607,10 +608,10 @@ class Solver:
             if len(names) != 1:
                 continue
             name = next(iter(names))
-            if not dimalg.non_decreasing(difference, name):
+            if not non_decreasing(difference, name):
                 continue
             start = self.bounds.get(name, UNBOUNDED)[0]
-            low = dimalg.least_solution(difference, name, int(start))
+            low = least_solution(difference, name, int(start))
             if low is None:
                 continue
             blame = c.blame | vb | lb
