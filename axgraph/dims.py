@@ -43,6 +43,26 @@ def _canonical(collected: Dict[Monomial, int]) -> Terms:
     return tuple(sorted((m, c) for m, c in collected.items() if c != 0))
 
 
+def from_terms(terms: Iterable[Tuple[Monomial, int]]) -> DimLike:
+    """The dim whose canonical terms are `terms`, for code that reads the canonical form.
+
+    A solver that splits an expression into its terms (the coefficient of a variable,
+    the rest) builds the parts back here, without redoing the arithmetic.
+
+    Parameters
+    ----------
+    terms : iterable of (monomial, int)
+        Distinct monomials (tuples of atoms, as a Dim's terms hold them) and their
+        coefficients; zero coefficients are dropped.
+
+    Returns
+    -------
+    int or Dim
+        An int when no variable is left, else the Dim.
+    """
+    return _make(dict(terms))
+
+
 def _make(collected: Dict[Monomial, int]) -> DimLike:
     """An int when no variable is left, else a Dim."""
     terms = _canonical(collected)

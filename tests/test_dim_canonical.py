@@ -9,8 +9,8 @@ import random
 import pytest
 
 import axgraph as ng
-from axgraph.dims import (Dim, dim_max, dim_min, evaluate, exact_quotient, parse, slice_length,
-                          symbols)
+from axgraph.dims import (Dim, dim_max, dim_min, evaluate, exact_quotient, from_terms, parse,
+                          slice_length, symbols)
 
 N, M, H, B, T, D = symbols("N M H B T D")
 
@@ -32,6 +32,26 @@ N, M, H, B, T, D = symbols("N M H B T D")
 ])
 def test_equal_values_have_one_form(left, right):
     assert left == right and hash(left) == hash(right)
+
+
+@pytest.mark.parametrize("dim", [3 * N * M - (H + 1) // 2 + 7, N - N, 5 + 0 * N,
+                                 dim_max(N, 3) * T - 2 * D])
+def test_from_terms_gives_back_any_subset_of_a_dims_terms(dim):
+    pairs = dim._terms if isinstance(dim, Dim) else (((), dim),) if dim else ()
+    for size in range(len(pairs) + 1):
+        for subset in itertools.combinations(pairs, size):
+            built = from_terms(subset)
+            for values in itertools.product((1, 2, 5), repeat=5):
+                env = dict(zip("NMHTD", values))
+                expected = sum(coeff * _monomial_value(monomial, env) for monomial, coeff in subset)
+                assert evaluate(built, env) == expected
+
+
+def _monomial_value(monomial, env):
+    product = 1
+    for atom in monomial:
+        product *= evaluate(Dim._from_terms((((atom,), 1),)), env)
+    return product
 
 
 def test_nested_floors_print_collapsed():

@@ -8,8 +8,9 @@ import random
 import pytest
 
 import axgraph as ng
-from axgraph.dims import Dim, dim_max, dim_min, evaluate, symbols
-from axgraph.shapes import Verdict, interval, prove_at_least, prove_equal, prove_nonnegative
+from axgraph.dims import Dim, dim_max, dim_min, evaluate, free_symbols, symbols
+from axgraph.shapes import (Verdict, interval, prove_at_least, prove_divides, prove_equal,
+                            prove_nonnegative)
 from axgraph.shapes.prover import simplify
 
 N, M, H = symbols("N M H")
@@ -95,3 +96,29 @@ def test_random_verdicts_hold_at_every_point():
             assert max(points) < 0, str(expr)
         decided += verdict is not UNKNOWN
     assert decided > 100  # the prover decides most of these, not just the trivial ones
+
+
+@pytest.mark.parametrize("divisor, dividend, verdict", [
+    (2, 4 * N + 2, PROVED),
+    (2, 2 * N + 1, REFUTED),            # odd for every N
+    (4, 2 * N, UNKNOWN),                # divisible only for even N
+    (3, 12, PROVED),
+    (5, 12, REFUTED),
+    (N, N * M + 2 * N, PROVED),         # N is a factor of every term
+    (N, M, UNKNOWN),
+    (0, 0, PROVED),
+])
+def test_prove_divides_against_every_small_value(divisor, dividend, verdict):
+    assert prove_divides(divisor, dividend) is verdict
+    names = sorted(free_symbols(divisor) | free_symbols(dividend))
+    outcomes = set()
+    for values in itertools.product(range(1, 9), repeat=len(names)):
+        env = dict(zip(names, values))
+        d, q = evaluate(divisor, env), evaluate(dividend, env)
+        outcomes.add(q == 0 if d == 0 else q % d == 0)
+    if verdict is PROVED:
+        assert outcomes == {True}
+    elif verdict is REFUTED:
+        assert outcomes == {False}
+    else:
+        assert outcomes == {True, False}

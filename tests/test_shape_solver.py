@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import axgraph as ng
-from axgraph.dims import Dim, symbols
+from axgraph.dims import Dim, dim_max, evaluate, symbols
 from axgraph.shapes import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, Variable,
                             solve)
+from axgraph.shapes.monotone import least_solution, non_decreasing
 from axgraph.shapes.solver import _Solver, _Work
 
 N, M, K, H, T, D, L = symbols("N M K H T D L")
@@ -141,6 +142,30 @@ def test_inequalities_narrow_bounds_and_the_strongest_is_kept():
     assert solution.bounds["H"] == (5, math.inf)
     assert residual_texts(solution) == ["H - 4 >= 1"]
     assert solve([AtLeast(H, 1, at(1))]).residuals == ()          # proved by the domain
+
+
+def test_a_check_on_several_floors_of_one_size_narrows_to_the_least_size_that_fits():
+    # a pooled branch and a strided branch of one input, concatenated: at least 5 long
+    both = H // 2 + H // 3
+    widest = dim_max(H // 2, 3) + H // 3
+    solution = solve([AtLeast(both, 5, at(1)), AtLeast(widest, 6, at(2))])
+    least = min(h for h in range(1, 200) if h // 2 + h // 3 >= 5 and max(h // 2, 3) + h // 3 >= 6)
+    assert solution.bounds["H"] == (least, math.inf)
+    assert solution.narrowed["H"] & {at(1), at(2)}
+    too_short = max(h for h in range(1, 200) if h // 2 + h // 3 < 5)
+    (conflict,) = solve([AtLeast(both, 5, at(1)), Equal(H, too_short, at(4))]).conflicts
+    assert "model.py:1" in conflict.message and "model.py:4" in conflict.message
+
+
+@pytest.mark.parametrize("expression, monotone", [
+    ((H - 3) // 2 - 4, True), (dim_max(H // 2, 3) - 5, True), (3 - H, False),
+    (H * H - 9, False), (H - N, False), (7, True)])
+def test_least_solution_of_a_monotone_check(expression, monotone):
+    assert non_decreasing(expression, "H") is monotone
+    if monotone and isinstance(expression, Dim):
+        expected = min(h for h in range(1, 100) if evaluate(expression, {"H": h}) >= 0)
+        assert least_solution(expression, "H", 1) == expected
+        assert least_solution(expression, "H", expected + 3) == expected + 3
 
 
 def test_an_inequality_that_cannot_hold_is_refuted_with_its_lines():

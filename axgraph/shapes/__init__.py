@@ -6,7 +6,9 @@ package reasons about them without data:
 
 * `constraints`: what the solver is told (`Equal`, `AtLeast`, `Divides`,
   `SameShape` over dims and shape variables), each with its `Origin`;
-* `prover`: proved / refuted / unknown answers to `e >= 0` from bounds;
+* `prover`: proved / refuted / unknown answers to `e >= 0`, equality and
+  divisibility, from bounds;
+* `monotone`: the least size satisfying a check that only grows with it;
 * `solver`: `solve(constraints) -> Solution`, a worklist to a fixed point
   with bindings, residual checks and conflicts that name every line;
 * `op_rules`: the constraints each kind of axes op makes;
@@ -21,14 +23,15 @@ rigid, flexible or derived), and read the `Solution`.
 """
 from .constraints import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, Variable,
                           format_shape)
-from .prover import Verdict, interval, prove_at_least, prove_equal, prove_nonnegative, simplify
+from .prover import (Verdict, interval, prove_at_least, prove_divides, prove_equal,
+                     prove_nonnegative, simplify)
 from .solver import Conflict, Quotient, Residual, Solution, quotient, solve
 
 # infer_shapes and ShapeReport (also importable from here) are documented as ng.infer_shapes
 # and ng.ShapeReport
 __all__ = ["AtLeast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
            "format_shape", "Verdict", "interval",
-           "prove_at_least", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
+           "prove_at_least", "prove_divides", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
            "Quotient", "Residual", "Solution", "quotient", "solve"]
 
 

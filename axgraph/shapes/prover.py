@@ -23,7 +23,7 @@ from fractions import Fraction
 from typing import Dict, Mapping, Optional, Tuple, Union
 
 from ..dims import (Atom, Dim, DimLike, Monomial, Terms, _as_dim_like, atom_domain, dim_max,
-                    dim_min)
+                    dim_min, exact_quotient)
 
 Number = Union[int, Fraction, float]  # float only for ±inf
 #: The lowest and highest value of a variable, by name (math.inf: unbounded).
@@ -143,6 +143,53 @@ def prove_equal(left: DimLike, right: DimLike, bounds: Optional[Bounds] = None) 
         return Verdict.PROVED if difference == 0 else Verdict.REFUTED
     low, high = interval(difference, bounds)
     return Verdict.REFUTED if low > 0 or high < 0 else Verdict.UNKNOWN
+
+
+def prove_divides(divisor: DimLike, dividend: DimLike) -> Verdict:
+    """Whether `divisor` divides `dividend` exactly for every value of their variables.
+
+    An int divisor is decided from the coefficients: every non-constant term of the
+    dividend that is a multiple of it leaves the constant's remainder (`2*N + 1` is
+    refuted by 2, `4*N + 2` proved by 2); a symbolic divisor is proved when it is an
+    exact factor (`N*M` by `N`), else left open.
+
+    Parameters
+    ----------
+    divisor, dividend : int or Dim
+        The two dims.
+
+    Returns
+    -------
+    Verdict
+        PROVED (always divides), REFUTED (never does) or UNKNOWN.
+
+    Raises
+    ------
+    AxgraphTypeError
+        A side is not an int or a Dim.
+    """
+    divisor, dividend = _as_dim_like(divisor), _as_dim_like(dividend)
+    if isinstance(divisor, int):
+        if divisor == 0:
+            if isinstance(dividend, int):
+                return Verdict.PROVED if dividend == 0 else Verdict.REFUTED
+            return Verdict.UNKNOWN
+        if isinstance(dividend, int):
+            return Verdict.PROVED if dividend % divisor == 0 else Verdict.REFUTED
+        # every non-constant term is a multiple of g, so the dividend is the constant mod g
+        g = abs(divisor)
+        constant = 0
+        for monomial, coeff in dividend._terms:
+            if monomial == ():
+                constant = coeff
+            else:
+                g = math.gcd(g, coeff)
+        if constant % g:
+            return Verdict.REFUTED
+        if g == abs(divisor):
+            return Verdict.PROVED
+        return Verdict.UNKNOWN
+    return Verdict.PROVED if exact_quotient(dividend, divisor) is not None else Verdict.UNKNOWN
 
 
 def provably_different(a: Optional[DimLike], b: Optional[DimLike]) -> bool:

@@ -35,11 +35,13 @@ from fractions import Fraction
 from typing import (Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
                     Union)
 
-from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, free_symbols, subs)
+from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, free_symbols,
+                    from_terms, subs)
 from ..errors import ShapeCheckError, ShapeConflictError
 from .constraints import (AtLeast, Constraint, Divides, Equal, Origin, SameShape, Shape,
                           ShapeItem, ShapeVar, Variable, format_shape)
-from .prover import Verdict, interval, prove_nonnegative
+from .monotone import least_solution, non_decreasing
+from .prover import Verdict, interval, prove_divides, prove_nonnegative
 
 Blame = FrozenSet[Origin]
 _NO_BLAME: Blame = frozenset()
@@ -866,6 +868,14 @@ class _Solver:
                 t = math.floor(Fraction(rest, -coeff))
                 low, high = _linear_range(a, b, -math.inf, k * t + k - 1)
             return self._narrow(name, low, high, work, blame)
+        names = free_symbols(difference)
+        if len(names) == 1:  # nested floors of one size: the least value that fits
+            name = next(iter(names))
+            start = self._bounds_of(name)[0]
+            if non_decreasing(difference, name) and not math.isinf(start):
+                least = least_solution(difference, name, int(start))
+                if least is not None:
+                    return self._narrow(name, least, math.inf, work, blame)
         return _KEPT
 
     def _divides(self, work: _Work) -> str:
@@ -873,7 +883,7 @@ class _Solver:
         assert isinstance(constraint, Divides)
         divisor, divisor_blame = self._subst(constraint.divisor)
         dividend, dividend_blame = self._subst(constraint.dividend)
-        verdict = _decide_divides(divisor, dividend)
+        verdict = prove_divides(divisor, dividend)
         if verdict is Verdict.PROVED:
             return _DONE
         if verdict is Verdict.REFUTED:
@@ -1124,41 +1134,7 @@ def _split_linear(value: Dim, name: str) -> Optional[Tuple[DimLike, DimLike]]:
     del atom
     if not coefficient:
         return None
-    return _from_dict(coefficient), _from_dict(rest)
-
-
-def _from_dict(terms: Dict[tuple, int]) -> DimLike:
-    total: DimLike = 0
-    for monomial, coeff in terms.items():
-        product: DimLike = coeff
-        for atom in monomial:
-            product = product * Dim._from_terms((((atom,), 1),))
-        total = total + product
-    return total
-
-
-def _decide_divides(divisor: DimLike, dividend: DimLike) -> Verdict:
-    if isinstance(divisor, int):
-        if divisor == 0:
-            if isinstance(dividend, int):
-                return Verdict.PROVED if dividend == 0 else Verdict.REFUTED
-            return Verdict.UNKNOWN
-        if isinstance(dividend, int):
-            return Verdict.PROVED if dividend % divisor == 0 else Verdict.REFUTED
-        # every non-constant term is a multiple of g, so the dividend is the constant mod g
-        g = abs(divisor)
-        constant = 0
-        for monomial, coeff in dividend._terms:
-            if monomial == ():
-                constant = coeff
-            else:
-                g = math.gcd(g, coeff)
-        if constant % g:
-            return Verdict.REFUTED
-        if g == abs(divisor):
-            return Verdict.PROVED
-        return Verdict.UNKNOWN
-    return Verdict.PROVED if exact_quotient(dividend, divisor) is not None else Verdict.UNKNOWN
+    return from_terms(coefficient.items()), from_terms(rest.items())
 
 
 def _row_reduce(rows: List[Tuple[Dict[str, Fraction], Fraction, Blame, Origin]]

@@ -1,51 +1,31 @@
 """Questions about `axgraph.dims` expressions that the shape solver asks.
 
 `axgraph.dims` keeps every size expression in one canonical polynomial form (integer
-coefficients over size variables and floors by positive ints). The solver needs three
-more things of it, written here over that form: the ways an equation `e == 0` can be
-solved for one variable (`linear_solutions`), the equation with positive factors
-divided out (`cancel`), and a three-way verdict on `e >= 0` from interval bounds
-(`at_least_zero`), where every size variable is at least 1.
+coefficients over size variables and floors by positive ints). The shared
+`axgraph.shapes` modules decide `e >= 0`, equality and divisibility (`prover`) and
+find the least size satisfying a monotone check (`monotone`); what is left here,
+written over that form, is how Axon's solver rewrites an equation `e == 0`: with
+positive factors divided out (`cancel`), and each way it solves for one variable
+(`linear_solutions`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from functools import reduce
-from typing import Dict, List, Mapping, Optional, Tuple, Union
+from typing import Dict, List, Optional
 
-from ...dims import Dim, DimLike, free_symbols
-
-Number = Union[int, float]  # float only for +-inf
-Interval = Tuple[Number, Number]
-Bounds = Mapping[str, Interval]
-UNBOUNDED: Interval = (1, math.inf)
-
+from ...dims import Dim, DimLike, free_symbols, from_terms
 
 def terms(dim: DimLike):
     """The canonical (monomial, coefficient) pairs of a dim; an int is one constant term.
 
     A monomial is a tuple of atoms: ("v", name) for a size variable, ("f", terms, k) for
-    floor(terms / k). This is the canonical form of `axgraph.dims`, read, never built.
+    floor(terms / k): the canonical form of `axgraph.dims`, built back by `from_terms`.
     """
     if isinstance(dim, Dim):
         return dim._terms  # the canonical form is the one thing this module reads
     return (((), dim),) if dim else ()
-
-
-def rebuild(pairs) -> DimLike:
-    """The dim whose canonical terms are `pairs`, made with public arithmetic."""
-    total: DimLike = 0
-    for monomial, coeff in pairs:
-        product: DimLike = coeff
-        for atom in monomial:
-            product = product * _atom_value(atom)
-        total = total + product
-    return total
-
-
-def _atom_value(atom) -> DimLike:
-    return Dim(atom[1]) if atom[0] == "v" else rebuild(atom[1]) // atom[2]
 
 
 def cancel(dim: DimLike) -> DimLike:
@@ -76,7 +56,7 @@ def cancel(dim: DimLike) -> DimLike:
             else:
                 kept.append(atom)
         reduced.append((tuple(kept), coeff // divisor))
-    return rebuild(reduced)
+    return from_terms(reduced)
 
 
 @dataclass(frozen=True)
@@ -106,7 +86,7 @@ def linear_solutions(dim: DimLike) -> List[Solution]:
             continue
         name = monomial[0][1]
         rest_pairs = [(m, c) for m, c in pairs if m != monomial]
-        rest = rebuild(rest_pairs)
+        rest = from_terms(rest_pairs)
         if name in free_symbols(rest):
             continue
         if coeff < 0:
@@ -116,99 +96,3 @@ def linear_solutions(dim: DimLike) -> List[Solution]:
         value = numerator // coeff if exact or isinstance(numerator, Dim) else numerator
         found.append(Solution(name, value, exact, coeff, numerator))
     return found
-
-
-def interval(dim: DimLike, bounds: Bounds) -> Interval:
-    """Lowest and highest values of `dim` when each size variable lies in its bounds
-    (default 1 to infinity); floors are bounded by the floors of their argument's bounds."""
-    return _interval_of(terms(dim), bounds)
-
-
-def _interval_of(pairs, bounds: Bounds) -> Interval:
-    low: Number = 0
-    high: Number = 0
-    for monomial, coeff in pairs:
-        term: Interval = (coeff, coeff)
-        for atom in monomial:
-            term = _times(term, _atom_interval(atom, bounds))
-        low, high = low + term[0], high + term[1]
-    return low, high
-
-
-def _atom_interval(atom, bounds: Bounds) -> Interval:
-    if atom[0] == "v":
-        return bounds.get(atom[1], UNBOUNDED)
-    low, high = _interval_of(atom[1], bounds)
-    k = atom[2]
-    return (_floor_div(low, k), _floor_div(high, k))
-
-
-def _floor_div(value: Number, k: int) -> Number:
-    return value if math.isinf(value) else value // k
-
-
-def _product(a: Number, b: Number) -> Number:
-    return 0 if a == 0 or b == 0 else a * b
-
-
-def _times(a: Interval, b: Interval) -> Interval:
-    products = [_product(x, y) for x in a for y in b]
-    return min(products), max(products)
-
-
-def at_least_zero(dim: DimLike, bounds: Bounds) -> Optional[bool]:
-    """Whether `dim >= 0` always (True), never (False), or depends on the sizes (None)."""
-    low, high = interval(dim, bounds)
-    if low >= 0:
-        return True
-    if high < 0:
-        return False
-    return None
-
-
-def divisible(dim: DimLike, divisor: int) -> bool:
-    """Whether `divisor` divides `dim` for every value of its size variables: every
-    coefficient is a multiple (sufficient, and what the canonical form can tell)."""
-    return all(c % divisor == 0 for _, c in terms(dim))
-
-
-def non_decreasing(dim: DimLike, name: str) -> bool:
-    """Whether `dim` never decreases as size variable `name` grows (a sufficient test:
-    `name` occurs only alone or in floors of such terms, with positive coefficients)."""
-    return _non_decreasing_terms(terms(dim), name)
-
-
-def _non_decreasing_terms(pairs, name: str) -> bool:
-    for monomial, coeff in pairs:
-        if not monomial:
-            continue
-        if len(monomial) != 1 or coeff < 0:
-            return False
-        atom = monomial[0]
-        if atom[0] == "v":
-            if atom[1] != name:
-                return False
-        elif not _non_decreasing_terms(atom[1], name):
-            return False
-    return True
-
-
-def least_solution(dim: DimLike, name: str, start: int, limit: int = 1 << 62) -> Optional[int]:
-    """The least value >= `start` of `name` making the non-decreasing `dim` >= 0, if any."""
-    def value(x: int) -> int:
-        return int(Dim.evaluate(dim, {name: x})) if isinstance(dim, Dim) else dim
-
-    if value(start) >= 0:
-        return start
-    low, high = start, max(start, 1) * 2
-    while value(high) < 0:
-        if high > limit:
-            return None
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        if value(middle) >= 0:
-            high = middle
-        else:
-            low = middle
-    return high

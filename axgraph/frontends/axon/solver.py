@@ -31,6 +31,8 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
 from ...dims import Dim, DimLike, free_symbols, subs
+from ...shapes.monotone import least_solution, non_decreasing
+from ...shapes.prover import Verdict, prove_at_least, prove_divides, prove_equal, prove_nonnegative
 from . import dimalg
 from .printing import Namer, format_dim, format_shape, format_type
 from .types import (DType, DTypeVar, Elem, Fresh, FunctionType, Shape, ShapeVar, TensorType,
@@ -38,6 +40,8 @@ from .types import (DType, DTypeVar, Elem, Fresh, FunctionType, Shape, ShapeVar,
 
 Blame = FrozenSet[int]
 NO_BLAME: Blame = frozenset()
+#: The bounds of a size variable nothing has narrowed: every size is at least 1.
+UNBOUNDED: Tuple[int, float] = (1, math.inf)
 
 
 @dataclass(frozen=True)
@@ -186,7 +190,7 @@ class Solver:
                 if other is c or id(other) in dropped:
                     continue
                 margin = slack[id(c)] - slack[id(other)]
-                if dimalg.at_least_zero(margin, self.bounds) and (
+                if prove_nonnegative(margin, self.bounds) is Verdict.PROVED and (
                         margin != 0 or sorted(other.blame) < sorted(c.blame)):
                     dropped.add(id(c))
                     break
@@ -517,8 +521,7 @@ class Solver:
             return True
         solutions = dimalg.linear_solutions(difference)
         if not solutions:
-            if dimalg.at_least_zero(difference - 1, self.bounds) \
-                    or dimalg.at_least_zero(-difference - 1, self.bounds):
+            if prove_equal(difference, 0, self.bounds) is Verdict.REFUTED:
                 raise self._differ(left, right, blame)  # never zero for any sizes
             return False  # not linear in any one variable: wait for more bindings
         best = min(solutions, key=_elimination_order)
@@ -563,10 +566,10 @@ class Solver:
 
     def _at_least(self, c: AtLeast) -> bool:
         (value, vb), (least, lb) = self.resolve_dim(c.value), self.resolve_dim(c.least)
-        verdict = dimalg.at_least_zero(value - least, self.bounds)
-        if verdict is None:
+        verdict = prove_at_least(value, least, self.bounds)
+        if verdict is Verdict.UNKNOWN:
             return False
-        if not verdict:
+        if verdict is Verdict.REFUTED:
             namer = self._namer()
             detail = c.what or "a size is too small"
             raise Conflict("shape", f"{detail}: {format_dim(value, namer)} < "
@@ -575,9 +578,10 @@ class Solver:
 
     def _divides(self, c: Divides) -> bool:
         value, vb = self.resolve_dim(c.value)
-        if dimalg.divisible(value, c.divisor):
+        verdict = prove_divides(c.divisor, value)
+        if verdict is Verdict.PROVED:
             return True
-        if isinstance(value, int):
+        if verdict is Verdict.REFUTED:
             namer = self._namer()
             detail = c.what or "a size must divide exactly"
             raise Conflict("shape", f"{detail}: {c.divisor} does not divide "
@@ -604,10 +608,10 @@ class Solver:
             if len(names) != 1:
                 continue
             name = next(iter(names))
-            if not dimalg.non_decreasing(difference, name):
+            if not non_decreasing(difference, name):
                 continue
-            start = self.bounds.get(name, dimalg.UNBOUNDED)[0]
-            low = dimalg.least_solution(difference, name, int(start))
+            start = self.bounds.get(name, UNBOUNDED)[0]
+            low = least_solution(difference, name, int(start))
             if low is None:
                 continue
             blame = c.blame | vb | lb
@@ -617,7 +621,7 @@ class Solver:
                 best[name] = (low, best[name][1] | blame)
         risen = False
         for name, (low, blame) in sorted(best.items()):
-            if low > self.bounds.get(name, dimalg.UNBOUNDED)[0]:
+            if low > self.bounds.get(name, UNBOUNDED)[0]:
                 self.bounds[name] = (low, math.inf)
                 namer = self._namer()
                 self.bound_checks[name] = AtLeast(Dim(name), low, blame,
