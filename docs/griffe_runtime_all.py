@@ -9,6 +9,7 @@ inspection. Only the docs build uses this file.
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 import griffe
@@ -32,3 +33,23 @@ class RuntimeAll(griffe.Extension):
                     inspected = griffe.inspect(mod.path)
                     for name in made:
                         mod.set_member(name, inspected[name])
+
+    def on_function_instance(self, *, func: griffe.Function, **kwargs: Any) -> None:
+        """Use the docstring Python shows (`help()`) where code completes it at import (the
+        reductions' shared parameters are written once and added by a decorator)."""
+        try:
+            value: Any = importlib.import_module(func.module.path)
+        except ImportError:
+            return
+        for part in func.path[len(func.module.path) + 1:].split("."):
+            value = getattr(value, part, None)
+        if not (inspect.isfunction(value) and value.__module__ == func.module.path
+                and value.__name__ == func.name and value.__doc__):
+            return                  # an alias of something documented elsewhere, or no text
+        text = inspect.cleandoc(value.__doc__)
+        if not text or (func.docstring is not None and func.docstring.value == text):
+            return
+        like = func.docstring or func.module.docstring
+        func.docstring = griffe.Docstring(
+            text, parent=func, parser=like.parser if like else None,
+            parser_options=like.parser_options if like else None)

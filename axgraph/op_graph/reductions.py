@@ -11,6 +11,7 @@ of booleans the core op computing it on booleans as 0 and 1
 """
 from __future__ import annotations
 
+import textwrap
 from typing import ClassVar, Optional, Tuple
 
 from ..axes import Axes, AxesLike, NameClash
@@ -162,16 +163,7 @@ class TensorSize(Op):
         return Axes()
 
 
-def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
-    """The sum of x over `reduction_axes` (or over all axes but `out_axes`).
-
-    Axes are named, so a reduction says which dimensions it removes rather
-    than where they are; the defaults keep one value per example. The sum of
-    booleans counts the true ones.
-
-    Parameters
-    ----------
-    x : Op or number
+_AXES_PARAMETERS = """    x : Op or number
         The tensor reduced.
     reduction_axes : Axes, Axis or iterable of Axis, optional
         The axes reduced, in any order (an empty list reduces nothing).
@@ -180,16 +172,8 @@ def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None
         With neither, every axis but the batch and recurrent ones is reduced.
     name : str, optional
         A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to accumulate in and return; None: x's type, with bools and
-        integers narrower than 64 bits widened to int64 (uint64), as np.sum does.
-
-    Returns
-    -------
-    Op
-        The sums, with the axes kept.
-
-    Raises
+"""
+_AXES_RAISES = """    Raises
     ------
     UnmatchedAxesError
         If `reduction_axes` or `out_axes` holds an axis that x lacks.
@@ -197,6 +181,41 @@ def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None
         If both are given and they leave out an axis of x, or share one.
     AxgraphTypeError
         If `x` is not an op or a number, or the axes are not Axis objects.
+"""
+
+
+#: The `dtype` of the reductions that add or multiply (they widen small integers as NumPy does).
+_ACCUMULATING_DTYPE = ("The type to accumulate in and return; None: x's type, with bools and "
+                       "integers narrower than 64 bits widened to int64 (uint64), as np.sum does.")
+
+
+def _reduction_docs(returns: str, dtype: Optional[str] = None):
+    """Complete a reduction function's docstring with the parameters, result and errors every
+    reduction over named axes shares, written once here (the function keeps its summary, what
+    is particular to it, and its examples)."""
+    def complete(function):
+        summary, _, examples = function.__doc__.partition("\n\n    Examples\n")
+        dtype_entry = ("    dtype : dtype-like, optional\n" + textwrap.fill(
+            dtype, 88, initial_indent=" " * 8, subsequent_indent=" " * 8) + "\n") if dtype else ""
+        returns_entry = textwrap.fill(returns, 88, initial_indent=" " * 8,
+                                      subsequent_indent=" " * 8)
+        function.__doc__ = (summary.rstrip() + "\n\n    Parameters\n    ----------\n"
+                            + _AXES_PARAMETERS + dtype_entry
+                            + "\n    Returns\n    -------\n    Op\n" + returns_entry + "\n\n"
+                            + _AXES_RAISES
+                            + ("\n    Examples\n" + examples if examples else "    "))
+        return function
+    return complete
+
+
+@_reduction_docs(returns="The sums, with the axes kept.",
+                 dtype=_ACCUMULATING_DTYPE)
+def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
+    """The sum of x over `reduction_axes` (or over all axes but `out_axes`).
+
+    Axes are named, so a reduction says which dimensions it removes rather
+    than where they are; the defaults keep one value per example. The sum of
+    booleans counts the true ones.
 
     Examples
     --------
@@ -213,187 +232,56 @@ def sum(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None
     return Sum(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
+@_reduction_docs(returns="The products, with the axes kept.",
+                 dtype=_ACCUMULATING_DTYPE)
 def prod(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
     """The product of x over `reduction_axes` (or over all axes but `out_axes`).
 
     The product of booleans is their logical and, as an integer.
-
-    Parameters
-    ----------
-    x : Op or number
-        The tensor reduced.
-    reduction_axes : Axes, Axis or iterable of Axis, optional
-        The axes reduced, in any order (an empty list reduces nothing).
-    out_axes : Axes, Axis or iterable of Axis, optional
-        The axes kept, in the result's order, instead of naming those reduced.
-        With neither, every axis but the batch and recurrent ones is reduced.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The type to accumulate in and return; None: x's type, with bools and
-        integers narrower than 64 bits widened to int64 (uint64), as np.sum does.
-
-    Returns
-    -------
-    Op
-        The products, with the axes kept.
-
-    Raises
-    ------
-    UnmatchedAxesError
-        If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError, DuplicateAxisError
-        If both are given and they leave out an axis of x, or share one.
-    AxgraphTypeError
-        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     return Prod(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
+@_reduction_docs(returns="The maxima, with the axes kept.",
+                 dtype="The result's element type; None: x's.")
 def max(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
     """The largest value of x over `reduction_axes` (or over all axes but `out_axes`).
 
     NaN propagates, as in np.max; booleans give their logical or (any).
-
-    Parameters
-    ----------
-    x : Op or number
-        The tensor reduced.
-    reduction_axes : Axes, Axis or iterable of Axis, optional
-        The axes reduced, in any order (an empty list reduces nothing).
-    out_axes : Axes, Axis or iterable of Axis, optional
-        The axes kept, in the result's order, instead of naming those reduced.
-        With neither, every axis but the batch and recurrent ones is reduced.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The result's element type; None: x's.
-
-    Returns
-    -------
-    Op
-        The maxima, with the axes kept.
-
-    Raises
-    ------
-    UnmatchedAxesError
-        If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError, DuplicateAxisError
-        If both are given and they leave out an axis of x, or share one.
-    AxgraphTypeError
-        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     return Max(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
+@_reduction_docs(returns="The minima, with the axes kept.",
+                 dtype="The result's element type; None: x's.")
 def min(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
     """The smallest value of x over `reduction_axes` (or over all axes but `out_axes`).
 
     NaN propagates, as in np.min; booleans give their logical and (all).
-
-    Parameters
-    ----------
-    x : Op or number
-        The tensor reduced.
-    reduction_axes : Axes, Axis or iterable of Axis, optional
-        The axes reduced, in any order (an empty list reduces nothing).
-    out_axes : Axes, Axis or iterable of Axis, optional
-        The axes kept, in the result's order, instead of naming those reduced.
-        With neither, every axis but the batch and recurrent ones is reduced.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The result's element type; None: x's.
-
-    Returns
-    -------
-    Op
-        The minima, with the axes kept.
-
-    Raises
-    ------
-    UnmatchedAxesError
-        If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError, DuplicateAxisError
-        If both are given and they leave out an axis of x, or share one.
-    AxgraphTypeError
-        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     return Min(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
+@_reduction_docs(returns="The indices, with the axes kept.",
+                 dtype="The index type; None: int32.")
 def argmax(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
     """The position of the largest value of x over `reduction_axes` (a classifier's guess).
 
     Over several reduction axes the position counts through them in order,
     as if flattened (the first of equal values wins). No gradient flows
     through it.
-
-    Parameters
-    ----------
-    x : Op or number
-        The tensor reduced.
-    reduction_axes : Axes, Axis or iterable of Axis, optional
-        The axes reduced, in any order (an empty list reduces nothing).
-    out_axes : Axes, Axis or iterable of Axis, optional
-        The axes kept, in the result's order, instead of naming those reduced.
-        With neither, every axis but the batch and recurrent ones is reduced.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The index type; None: int32.
-
-    Returns
-    -------
-    Op
-        The indices, with the axes kept.
-
-    Raises
-    ------
-    UnmatchedAxesError
-        If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError, DuplicateAxisError
-        If both are given and they leave out an axis of x, or share one.
-    AxgraphTypeError
-        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     return ArgMax(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
 
+@_reduction_docs(returns="The indices, with the axes kept.",
+                 dtype="The index type; None: int32.")
 def argmin(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None, dtype=None) -> Op:
     """The position of the smallest value of x over `reduction_axes`.
 
     Over several reduction axes the position counts through them in order,
     as if flattened (the first of equal values wins). No gradient flows
     through it.
-
-    Parameters
-    ----------
-    x : Op or number
-        The tensor reduced.
-    reduction_axes : Axes, Axis or iterable of Axis, optional
-        The axes reduced, in any order (an empty list reduces nothing).
-    out_axes : Axes, Axis or iterable of Axis, optional
-        The axes kept, in the result's order, instead of naming those reduced.
-        With neither, every axis but the batch and recurrent ones is reduced.
-    name : str, optional
-        A name for the result (automatic if None).
-    dtype : dtype-like, optional
-        The index type; None: int32.
-
-    Returns
-    -------
-    Op
-        The indices, with the axes kept.
-
-    Raises
-    ------
-    UnmatchedAxesError
-        If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError, DuplicateAxisError
-        If both are given and they leave out an axis of x, or share one.
-    AxgraphTypeError
-        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     return ArgMin(x, reduction_axes, out_axes, name=name, dtype=dtype)
 
@@ -482,37 +370,12 @@ def _size(size_axes: Axes, x: Op, name, dtype) -> Op:
     return TensorSize(size_axes, name=name, dtype=dtype, of=x)
 
 
+@_reduction_docs(returns="The means, with the axes kept.")
 def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:
     """The arithmetic mean of x over `reduction_axes` (or over all axes but `out_axes`).
 
     The sum divided by the count, so bools and integers give float32; the
     count is an op, right also for lengths known only from fed data.
-
-    Parameters
-    ----------
-    x : Op or number
-        The tensor reduced.
-    reduction_axes : Axes, Axis or iterable of Axis, optional
-        The axes reduced, in any order (an empty list reduces nothing).
-    out_axes : Axes, Axis or iterable of Axis, optional
-        The axes kept, in the result's order, instead of naming those reduced.
-        With neither, every axis but the batch and recurrent ones is reduced.
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Returns
-    -------
-    Op
-        The means, with the axes kept.
-
-    Raises
-    ------
-    UnmatchedAxesError
-        If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError, DuplicateAxisError
-        If both are given and they leave out an axis of x, or share one.
-    AxgraphTypeError
-        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     x = as_op(x)
     reduction_axes, out_axes = resolve_reduction_axes(x, reduction_axes, out_axes, "mean")
@@ -523,37 +386,12 @@ def mean(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=Non
     return result
 
 
+@_reduction_docs(returns="The variances, with the axes kept.")
 def variance(x, reduction_axes: AxesLike = None, out_axes: AxesLike = None, name=None) -> Op:
     """The population variance of x over `reduction_axes`: mean((x - mean(x))**2).
 
     Computed from the centered values rather than as mean(x**2) - mean(x)**2,
     which cancels catastrophically in float32.
-
-    Parameters
-    ----------
-    x : Op or number
-        The tensor reduced.
-    reduction_axes : Axes, Axis or iterable of Axis, optional
-        The axes reduced, in any order (an empty list reduces nothing).
-    out_axes : Axes, Axis or iterable of Axis, optional
-        The axes kept, in the result's order, instead of naming those reduced.
-        With neither, every axis but the batch and recurrent ones is reduced.
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Returns
-    -------
-    Op
-        The variances, with the axes kept.
-
-    Raises
-    ------
-    UnmatchedAxesError
-        If `reduction_axes` or `out_axes` holds an axis that x lacks.
-    IncompatibleAxesError, DuplicateAxisError
-        If both are given and they leave out an axis of x, or share one.
-    AxgraphTypeError
-        If `x` is not an op or a number, or the axes are not Axis objects.
     """
     x = as_op(x)
     reduction_axes, out_axes = resolve_reduction_axes(x, reduction_axes, out_axes, "variance")
