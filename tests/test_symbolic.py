@@ -162,3 +162,23 @@ def test_a_symbolic_slice_that_does_not_fit_the_sizes_is_an_error_not_an_empty_r
         executable(np.ones(1, np.float32))
     (values,) = executable(np.arange(5, dtype=np.float32))     # a later call that fits runs
     np.testing.assert_array_equal(values, np.arange(5, dtype=np.float32)[2:])
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_a_scalar_constant_over_an_axis_without_length_fills_the_fed_length(backend):
+    M = ng.make_axis(name="M")
+    x = ng.placeholder([M])
+    fed = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    (values,) = _run(backend, [ng.constant(2.0, [M]) * x], [x], [fed])
+    np.testing.assert_array_equal(values, 2.0 * fed)
+
+
+@pytest.mark.parametrize("backend", COMPILED)
+def test_an_array_initial_value_over_an_axis_without_length_names_the_axis(backend):
+    # The compiled backends build constants when they lower, before any length is fed; the
+    # NumPy reference makes them at the first call and so computes this graph.
+    M = ng.make_axis(name="M")
+    x = ng.placeholder([M])
+    filled = ng.constant(lambda: np.arange(4.0), [M])
+    with pytest.raises(ng.FeedError, match=r"(?s)axis M has no length.*test_symbolic"):
+        _run(backend, [filled + x], [x], [np.ones(4, np.float32)])

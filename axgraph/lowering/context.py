@@ -15,6 +15,7 @@ from .. import core
 from ..axes import Axes, Axis
 from ..axis_dims import AxisDims
 from ..dtypes import cast
+from ..errors import FeedError
 from ..op_graph.op import Op
 from ..op_graph.tensors import AssignableTensorOp
 
@@ -65,7 +66,12 @@ class LoweringContext:
         if tensor in self.state:
             return self.state[tensor]
         if tensor.constant:
-            node = self.constant(tensor.initial_array(self.known_lengths(tensor.axes)), tensor.dtype)
+            value = tensor.initial_value
+            if not callable(value) and not isinstance(value, Op) and np.ndim(value) == 0:
+                node = self.constant(value, tensor.dtype, self.dims(tensor.axes))  # any lengths
+            else:
+                node = self.constant(tensor.initial_array(self.known_lengths(tensor)),
+                                     tensor.dtype)
         else:
             node = core.Parameter(core.element_type(tensor.dtype), self.dims(tensor.axes),
                                   name=tensor.name)
@@ -73,11 +79,15 @@ class LoweringContext:
         self.state[tensor] = node
         return node
 
-    def known_lengths(self, axes: Axes) -> Tuple[int, ...]:
-        lengths = self.dims(axes)
-        if not all(isinstance(n, int) for n in lengths):
-            raise ValueError(f"axes {axes} need lengths here")
-        return lengths
+    def known_lengths(self, tensor: Op) -> Tuple[int, ...]:
+        """The lengths of `tensor`'s axes, which its initial array needs while lowering."""
+        lengths = self.dims(tensor.axes)
+        for axis, length in zip(tensor.axes, lengths):
+            if not isinstance(length, int):
+                raise FeedError(f"axis {axis.name} has no length (needed by the initial value "
+                                f"of {tensor.name}): set {axis.name}.length, or give a "
+                                f"scalar initial value, which fills any length", tensor.location)
+        return tuple(int(n) for n in lengths)
 
     def constant(self, value, dtype, dims: Sequence = ()) -> core.Node:
         """A Constant of `dtype`: an array, or a scalar filling `dims`."""
