@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import axgraph as ng
+from axgraph.dims import Dim
 from axgraph.frontends import axon
 from axgraph.frontends.axon import AxonShapeError, AxonTypeError
 
@@ -112,6 +113,74 @@ def test_a_convolution_and_pooling(backend, rng):
     np.testing.assert_allclose(got["y"], maxpool(np.maximum(conv2d(x, w1, 1, 1), 0), 2, 2),
                                rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got["z"], conv2d(x, w2, 2, 0), rtol=1e-4, atol=1e-5)
+
+
+
+CONV_STACK = """
+val x = input : f32[N, 2, H, W]
+val f = input : f32[3, 2, 3, 3]
+val y = pool 2 2 (relu (conv2d 1 1 x f))
+val z = conv2d 2 0 x f
+"""
+
+
+def feed(graph, names, backend, *arrays):
+    """The values `names` of one graph, fed `arrays` for its inputs in order."""
+    with ng.make_transformer(backend) as transformer:
+        values = [graph.values[name] for name in names]
+        return transformer.computation(values, *graph.inputs.values())(*arrays)
+
+
+def test_one_graph_convolves_and_pools_images_of_every_size(backend, rng):
+    program = axon.compile(CONV_STACK)
+    graph = program.graph()
+    n, h, w = (Dim(name) for name in "NHW")
+    assert graph.shapes["y"] == (n, 3, h // 2, w // 2)
+    assert graph.shapes["z"] == (n, 3, (h - 3) // 2 + 1, (w - 3) // 2 + 1)
+    f = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    for size in [(2, 6, 7), (1, 9, 4), (3, 3, 5)]:
+        x = rng.standard_normal((size[0], 2) + size[1:]).astype(np.float32)
+        y, z = feed(graph, ["y", "z"], backend, x, f)
+        np.testing.assert_allclose(y, maxpool(np.maximum(conv2d(x, f, 1, 1), 0), 2, 2),
+                                   rtol=1e-4, atol=1e-5, err_msg=str(size))
+        np.testing.assert_allclose(z, conv2d(x, f, 2, 0), rtol=1e-4, atol=1e-5, err_msg=str(size))
+    assert program.graph() is graph
+
+
+def test_an_image_smaller_than_the_filter_is_refused_when_fed(backend):
+    graph = axon.compile(CONV_STACK).graph()
+    small = np.ones((1, 2, 2, 5), np.float32)
+    with pytest.raises(ng.ShapeCheckError, match=r"H = 2 from x fed .* H must be >= 3"):
+        feed(graph, ["z"], backend, small, np.ones((3, 2, 3, 3), np.float32))
+
+
+def test_a_slice_of_a_symbolic_dim_keeps_it_symbolic(backend, rng):
+    program = axon.compile("val y = slice 1 1 3 x * 2.0", x="f32[B, T]")
+    graph = program.graph()
+    assert graph.shapes["y"] == (Dim("B"), 2)
+    for shape in [(2, 3), (4, 7)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(feed(graph, ["y"], backend, x)[0], x[:, 1:3] * 2)
+    with pytest.raises(ng.ShapeCheckError, match="slice"):
+        feed(graph, ["y"], backend, np.ones((2, 2), np.float32))
+
+
+def test_a_reshape_valid_under_a_divisibility_check_is_checked_when_fed(backend):
+    program = axon.compile("val y = reshape [_, 4] x", x="f32[B, T]")
+    assert [r.text for r in program.inference.residuals][0] == "B*T % 4 == 0"
+    graph = program.graph()
+    for shape in [(3, 4), (2, 6), (1, 8)]:
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        np.testing.assert_array_equal(feed(graph, ["y"], backend, x)[0], x.reshape(-1, 4))
+    with pytest.raises(ng.ShapeCheckError, match=r"B\*T = 9"):
+        feed(graph, ["y"], backend, np.ones((3, 3), np.float32))
+
+
+def test_a_parameter_of_symbolic_shape_still_asks_for_its_size():
+    program = axon.compile("val w = param : f32[K, 3]\nval y = (input : f32[B, K]) @ w")
+    with pytest.raises(AxonShapeError, match=r"parameter w has shape \[K, 3\]: parameters need"):
+        program.graph()
+    assert program.graph(sizes={"K": 2}).shapes["w"] == (2, 3)
 
 
 RNN = """
@@ -266,6 +335,33 @@ def test_convolution_gradients_match_finite_differences(backend, rng):
     for name in params:
         numeric = central_difference(lambda v: loss({**params, name: v}), params[name])
         np.testing.assert_allclose(grads[name], numeric, rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+
+SYMBOLIC_CONV_LOSS = """
+val x = input : f64[N, 2, H, W]
+val f = param : f64[3, 2, 3, 3]
+val top = slice 2 0 2 (pool 2 2 (tanh (conv2d 1 1 x f)))
+val loss = sum 0 (sum 0 (sum 0 (sum 0 (square top))))
+"""
+
+
+def test_one_graph_differentiates_a_convolution_for_every_image_size(backend, rng):
+    f = rng.standard_normal((3, 2, 3, 3)) * 0.5
+    graph = axon.compile(SYMBOLIC_CONV_LOSS).graph(params={"f": f})
+    loss_op = graph.values["loss"]
+    with ng.make_transformer(backend) as t:
+        compute = t.computation([loss_op, ng.deriv(loss_op, graph.params["f"])], graph.inputs["x"])
+        for size in [(2, 4, 6), (1, 7, 5)]:
+            x = rng.standard_normal((size[0], 2) + size[1:])
+
+            def loss(filters):
+                return np.sum(maxpool(np.tanh(conv2d(x, filters, 1, 1)), 2, 2)[:, :, :2] ** 2)
+
+            value, grad = compute(x)
+            np.testing.assert_allclose(value, loss(f), rtol=1e-10, err_msg=str(size))
+            np.testing.assert_allclose(grad, central_difference(loss, f), rtol=1e-6, atol=1e-7,
+                                       err_msg=str(size))
 
 
 RNN_LOSS = """

@@ -16,13 +16,14 @@ def test_mlp_runs_every_batch_size_with_one_graph(backend):
         np.testing.assert_allclose(output.sum(axis=1), 1.0, rtol=1e-5)
 
 
-def test_conv_layer_infers_floors_of_the_image_size(backend):
+def test_one_conv_graph_serves_every_image_size(backend):
     result = conv.run(sizes=((12, 9), (4, 4)), backend=backend, verbose=False)
     height = axon.infer(conv.SOURCE)["features"].shape[2]  # two 2x2 pools after same-size convs
     assert [evaluate(height, {"H": h}) for h in range(4, 13)] == [h // 4 for h in range(4, 13)]
     assert sorted(result["checks"]) == ["H >= 4", "W >= 4"]
     assert result["outputs"][(12, 9)]["features"].shape == (4, 16, 3, 2)
     assert result["outputs"][(4, 4)]["scores"].shape == (4, 16)
+    assert [str(d) for d in result["graph"].shapes["features"]] == ["N", "16", "H//4", "W//4"]
 
 
 def test_rnn_folds_over_each_sequence_length(backend):

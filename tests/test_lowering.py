@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import axgraph as ng
+from axgraph.dims import Dim
 from axgraph.lowering import lower
 from axgraph.op_graph.execution_order import schedule
 
@@ -130,6 +131,30 @@ def test_the_adjoint_of_a_slice_keeps_an_unknown_length_whole():
             expected = np.zeros((batch, 3))
             expected[:, 1] = wv
             np.testing.assert_array_equal(compute(np.ones((batch, 3)), wv), expected)
+
+
+
+def test_a_forward_slice_of_a_symbolic_length_needs_no_length_and_its_adjoint_runs():
+    T = ng.make_axis(Dim("T"), "T")
+    S, rest = ng.make_axis(2, "S"), ng.make_axis(Dim("T") - 1, "R")
+    x = ng.placeholder([T], dtype=np.float64, name="x")
+    middle = ng.tensor_slice(x, [slice(1, 3)], axes=[S])
+    tail = ng.tensor_slice(x, [slice(1, None)], axes=[rest])
+    grad = ng.deriv(ng.sum(middle * ng.constant(np.array([10.0, 20.0]), [S], dtype=np.float64),
+                           out_axes=()), x)
+    with ng.make_transformer("interpreter") as t:
+        compute = t.computation([middle, tail, grad], x)
+        for length in (3, 6):
+            xv = np.arange(float(length))
+            expected = np.zeros(length)
+            expected[1:3] = [10.0, 20.0]
+            for got, want in zip(compute(xv), (xv[1:3], xv[1:], expected)):
+                np.testing.assert_array_equal(got, want)
+        with pytest.raises(ng.ShapeCheckError, match=r"its dim 0 \(T\) is 2\), but .* from slice at"):
+            compute(np.zeros(2))
+    backwards = ng.tensor_slice(x, [slice(None, None, -1)], axes=[ng.make_axis(Dim("T"), "V")])
+    with pytest.raises(ng.AxisLengthError, match="only forward slices"):
+        lowered(backwards)
 
 
 def test_a_fed_placeholder_gives_its_lengths_though_its_values_are_not_read():

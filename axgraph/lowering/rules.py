@@ -199,7 +199,8 @@ def _slice_plan(ctx: LoweringContext, axes: Axes, slices) -> List[Tuple]:
                 plan.append((0, length, 1, False, True))
                 continue
             if known(length, None) is None:
-                raise AxisLengthError(f"slicing needs the length of {axis.name}")
+                plan.append(_symbolic_slice_bounds(axis, item, length))
+                continue
             start, stop, step = item.indices(length)
             if step > 0:
                 plan.append((start, max(start, stop), step, False, True))
@@ -212,6 +213,19 @@ def _slice_plan(ctx: LoweringContext, axes: Axes, slices) -> List[Tuple]:
             index = item % length
             plan.append((index, index + 1, 1, False, False))
     return plan
+
+
+def _symbolic_slice_bounds(axis, item: slice, length) -> Tuple:
+    """The plan of a forward slice of non-negative bounds along an axis of symbolic length:
+    the bounds need no length (the feed-time checks hold it to the slice's own length);
+    other slices of such an axis need the length to resolve their bounds."""
+    start = 0 if item.start is None else item.start
+    step = 1 if item.step is None else item.step
+    if start < 0 or step < 0 or (item.stop is not None and item.stop < 0):
+        raise AxisLengthError(f"slicing {axis.name} by {item} needs its length (only forward "
+                              f"slices of non-negative bounds keep it symbolic)")
+    upper = length if item.stop is None else max(start, item.stop)
+    return (start, upper, step, False, True)
 
 
 @rule(so.TensorSliceOp)

@@ -3,8 +3,9 @@ floor expressions of H and W, with the smallest image that fits as a check.
 
     python -m examples.axon.conv [--backend cpu]
 
-A convolution needs its spatial lengths when the graph is built, so `Program.run` builds
-one graph per image size it is given (the batch size N stays symbolic in each).
+The sizes N, H and W stay symbolic in the graph, so one graph (and one compiled
+computation) serves images of every size; an image too small for the layer is refused
+when it is fed, naming the size it lacks.
 """
 from __future__ import annotations
 
@@ -26,21 +27,25 @@ val scores = mean (-1) (mean (-1) features)
 
 
 def run(sizes=((28, 28), (16, 12)), backend: str = "cpu", verbose: bool = True) -> Dict:
-    """Infer the layer's shapes symbolically, then run it on images of each size."""
+    """Infer the layer's shapes symbolically, then run its one graph on images of each
+    size (a batch of 4)."""
     inference = axon.infer(SOURCE)
     if verbose:
         print(inference)
-    program = axon.compile(SOURCE)
+    graph = axon.compile(SOURCE).graph()
+    names = ["features", "scores"]
     outputs = {}
-    for height, width in sizes:
-        images = np.random.default_rng(height).random((4, 1, height, width), dtype=np.float32)
-        result = program.run({"images": images}, backend)
-        outputs[(height, width)] = result
-        if verbose:
-            print(f"{height}x{width} images: features {result['features'].shape}, "
-                  f"scores {result['scores'].shape}")
+    with ng.make_transformer(backend) as transformer:
+        layer = transformer.computation([graph.values[n] for n in names], graph.inputs["images"])
+        for height, width in sizes:
+            images = np.random.default_rng(height).random((4, 1, height, width), dtype=np.float32)
+            outputs[(height, width)] = dict(zip(names, layer(images)))
+            if verbose:
+                print(f"{height}x{width} images: features "
+                      f"{outputs[(height, width)]['features'].shape}")
     return {"types": {name: str(t) for name, t in inference.items()},
-            "checks": [r.text for r in inference.residuals], "outputs": outputs}
+            "checks": [r.text for r in inference.residuals], "graph": graph,
+            "outputs": outputs}
 
 
 def main(argv=None) -> int:

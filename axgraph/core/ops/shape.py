@@ -15,6 +15,7 @@ from typing import Optional, Sequence, Tuple
 
 from ...debug_info import user_location
 from ...errors import GraphError, ShapeError
+from ...shapes.prover import provably_different
 from ..node import Node
 from ..tensor_types import ElementType, Shape
 from .over_axes import OverAxes
@@ -100,7 +101,8 @@ class Reshape(Node):
     Raises
     ------
     ShapeError
-        A dim of `shape` is invalid, or its element count is not x's.
+        A dim of `shape` is invalid, or its element count provably differs from x's (counts equal
+        only under a condition, N*T and 4*(N*T//4), are checked when the sizes are fed).
     """
 
     _attributes = ("shape",)
@@ -117,7 +119,8 @@ class Reshape(Node):
     def _infer(self) -> Tuple[ElementType, Shape]:
         (x,) = arity(self, 1)
         shape = self.attributes["shape"]
-        if shape.size != x.shape.size:
+        # Counts equal only under a check (N*T and 4*(N*T//4)) are checked when fed.
+        if provably_different(shape.size, x.shape.size):
             raise self._fail(ShapeError, f"cannot reshape {x.name} {x.shape} ({x.shape.size} "
                              f"elements) to {shape} ({shape.size} elements)")
         return x.element_type, shape
@@ -316,9 +319,12 @@ class Pad(Node):
     ----------
     x : Node
         The values: any element type and shape, of rank r.
-    below, above : sequence of int
-        r ints >= 0: how many values to put before and after x's elements along
-        each dim.
+    below : sequence of int
+        r ints >= 0: how many values to put before x's elements along each dim.
+    above : sequence of int or Dim
+        r dims >= 0: how many values to put after them (a Dim expression where the
+        result's length is symbolic, as in the adjoint of a slice of a symbolic length;
+        the kernels need only `below` and `interior`).
     interior : sequence of int, optional
         r ints >= 0: how many values to put between neighbours along each dim
         (default: none).
@@ -352,7 +358,7 @@ class Pad(Node):
     def _normalize(self, attributes: dict) -> dict:
         (x,) = arity(self, 1)
         return {"below": int_tuple(self, attributes["below"], x.rank, "below"),
-                "above": int_tuple(self, attributes["above"], x.rank, "above"),
+                "above": dim_tuple(self, attributes["above"], x.rank, "above"),
                 "interior": int_tuple(self, attributes["interior"], x.rank, "interior", default=0),
                 "value": scalar_attr(self, x.element_type, attributes["value"], "value")}
 

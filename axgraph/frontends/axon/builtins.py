@@ -246,9 +246,7 @@ def _reshape(ctx, statics, args, out):
     source = x.axes[0] if len(x.axes) == 1 else axes_module.FlattenedAxis(x.axes)
     flat = x.op if len(x.axes) == 1 else shape_ops.flatten(x.op, axes=[source] + extras)
     joined = target[0] if len(target) == 1 else axes_module.FlattenedAxis(target)
-    if source.length != joined.length:
-        ctx.needs_sizes(f"reshape from {len(x.dims)} dims of {source.length} elements to "
-                        f"{joined.length}")
+    # Lengths equal only under a divisibility check become a feed-time check of the cast.
     cast = relabel(flat, {source: joined})
     return ctx.tensor(shape_ops.unflatten(cast), dims, target, x.dtype)
 
@@ -313,11 +311,12 @@ def _slice(ctx, statics, args, out):
     index, start, stop = statics
     (x,) = args
     index %= len(x.dims)
+    # The result's axis is named here, so the sliced dim may be symbolic: its length (an
+    # int, stop - start) must then match the slice once the dim is fed, a feed-time check.
     axis = x.axes[index]
-    if not isinstance(axis.length, int):
-        ctx.needs_sizes(f"slice of a dim of length {axis.length}")
-    op = shape_ops.slice_along_axis(x.op, axis, slice(start, stop))
-    sliced = next(a for a in op.axes if a not in set(x.op.axes))
+    sliced = ctx.table.fresh(out.shape[index], "slice", batch=False)
+    picked = tuple(slice(start, stop) if a is axis else slice(None) for a in x.op.axes)
+    op = shape_ops.tensor_slice(x.op, picked, axes=[sliced if a is axis else a for a in x.op.axes])
     return ctx.tensor(op, out.shape, x.axes[:index] + (sliced,) + x.axes[index + 1:], x.dtype)
 
 
@@ -373,19 +372,16 @@ def _feature_axes(ctx, dims):
             ctx.table.fresh(width, "W", roles=[_ROLES["Width"]]))
 
 
-def _spatial(ctx, x: TensorValue, what: str):
+def _refuse_inside_map(ctx, x: TensorValue, what: str):
     if x.extra_axes:
         ctx.unsupported(f"{what} inside `map` (its input carries the mapped dim); apply it to "
                         f"the whole batch instead")
-    for dim in x.dims[2:]:
-        if not isinstance(dim, int):
-            ctx.needs_sizes(f"{what} over a spatial dim of length {dim}")
 
 
 def _conv(ctx, statics, args, out):
     stride, padding = statics
     x, f = args
-    _spatial(ctx, x, "conv2d")
+    _refuse_inside_map(ctx, x, "conv2d")
     batch, channel, height, width = _feature_axes(ctx, x.dims)
     k, _, r, s = f.dims
     filters = (ctx.table.fresh(k, "K", roles=[_ROLES["Channelout"]]), channel,
@@ -425,7 +421,7 @@ def _pool(kind: str):
     def lower(ctx, statics, args, out):
         window, stride = statics
         (x,) = args
-        _spatial(ctx, x, "pool")
+        _refuse_inside_map(ctx, x, "pool")
         layout = _feature_axes(ctx, x.dims)
         xm = relabel(x.op, dict(zip(x.axes, layout)))
         op = pooling.pooling(None, xm, window=window, strides=stride, pool_type=kind)

@@ -8,11 +8,13 @@ its actual arguments (the same scheme inference used) to learn the result's dims
 builds the ops; annotations met on the way bind their size names (so `reshape [n * k]`
 inside a function sees that call's `n` and `k`).
 
-Sizes stay symbolic wherever axgraph can keep them so; a few constructs need known
-lengths (loops are unrolled, convolutions and slices need their spatial lengths,
-parameters need their shapes): lowering them with a symbolic length raises `NeedsSizes`,
-and the program asks for `sizes` (`Program.graph(sizes=...)`), or `Program.run` binds
-them from the data it is given.
+Sizes stay symbolic wherever axgraph can keep them so: convolutions, pools, slices and
+reshapes over symbolic lengths are built as they are, and the conditions they need (a
+window that fits, a divisibility) are checked by axgraph when data is fed. A few
+constructs need known lengths (loops are unrolled, parameters need their shapes):
+lowering them with a symbolic length raises `NeedsSizes`, and the program asks for
+`sizes` (`Program.graph(sizes=...)`), or `Program.run` binds them from the data it is
+given.
 """
 from __future__ import annotations
 

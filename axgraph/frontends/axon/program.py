@@ -285,9 +285,10 @@ class Graph:
 class Program:
     """A compiled Axon program: its inference, and its axgraph graph built on demand.
 
-    `graph()` keeps every size symbolic where it can; `graph(sizes={...})` builds the
-    graph for known sizes, which loops over a symbolic length, convolutions and pools
-    over symbolic spatial lengths, slices of a symbolic dim and parameters need.
+    `graph()` keeps every size symbolic where it can (convolutions, pools, slices and
+    reshapes included: their conditions are checked when data is fed);
+    `graph(sizes={...})` builds the graph for known sizes, which loops over a symbolic
+    length and parameters of a symbolic shape need.
     `values`, `inputs` and `params` are those of `graph()`.
 
     Parameters
@@ -403,7 +404,8 @@ class Program:
         """Run the program once on arrays and return every top-level value.
 
         The sizes are read from the arrays' shapes; the graph is built once for
-        symbolic sizes, or, where a construct needs known sizes, once per binding.
+        symbolic sizes, or, where a construct needs known sizes (a loop, a parameter of
+        symbolic shape), once per binding.
 
         Parameters
         ----------
