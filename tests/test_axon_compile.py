@@ -165,6 +165,12 @@ def test_a_slice_of_a_symbolic_dim_keeps_it_symbolic(backend, rng):
         feed(graph, ["y"], backend, np.ones((2, 2), np.float32))
 
 
+
+def test_a_slice_that_ends_before_it_starts_is_a_shape_error():
+    with pytest.raises(AxonShapeError, match="slice 2 1 ends before it starts") as info:
+        axon.compile("val y = slice 1 2 1 x", x="f32[B, T]")
+    assert info.value.positions == ((1, 9),)
+
 def test_a_reshape_valid_under_a_divisibility_check_is_checked_when_fed(backend):
     program = axon.compile("val y = reshape [_, 4] x", x="f32[B, T]")
     assert [r.text for r in program.inference.residuals][0] == "B*T % 4 == 0"

@@ -304,7 +304,8 @@ def _slice_scheme(fresh: Fresh, statics: tuple):
     d = fresh.dtype()
     before, n, after = _around(fresh, index)
     return (_arrows(_t(d, *before, n, *after), _t(d, *before, stop - start, *after)),
-            [AtLeast(n, stop, what=f"slice {start} {stop} runs past the end of its dim")])
+            [AtLeast(n, stop, what=f"slice {start} {stop} runs past the end of its dim"),
+             AtLeast(stop, start, what=f"slice {start} {stop} ends before it starts")])
 
 
 def _slice(ctx, statics, args, out):
