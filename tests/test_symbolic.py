@@ -173,12 +173,72 @@ def test_a_scalar_constant_over_an_axis_without_length_fills_the_fed_length(back
     np.testing.assert_array_equal(values, 2.0 * fed)
 
 
-@pytest.mark.parametrize("backend", COMPILED)
-def test_an_array_initial_value_over_an_axis_without_length_names_the_axis(backend):
-    # The compiled backends build constants when they lower, before any length is fed; the
-    # NumPy reference makes them at the first call and so computes this graph.
+STORED_KINDS = {
+    "constant": lambda value, axes: ng.constant(value, axes),
+    "variable": lambda value, axes: ng.variable(axes, initial_value=value),
+    "persistent_tensor": lambda value, axes: ng.persistent_tensor(axes, initial_value=value),
+}
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+@pytest.mark.parametrize("kind", sorted(STORED_KINDS))
+@pytest.mark.parametrize("initial", ["array", "callable"])
+def test_an_array_initial_value_over_an_axis_without_length_takes_the_fed_length(
+        backend, kind, initial):
+    # The value is made at the first call, once the fed data has bound M; a constant
+    # whose lengths are known is still folded while lowering (a fixed-length graph).
+    M = ng.make_axis(name="M")
+    K = ng.make_axis(length=2, name="K")
+    x = ng.placeholder([M, K])
+    rows = np.array([[1.0], [2.0], [3.0]], np.float32)  # broadcast over K
+    stored = STORED_KINDS[kind](rows if initial == "array" else (lambda: rows), [M, K])
+    fed = np.arange(6, dtype=np.float32).reshape(3, 2)
+    (values,) = _run(backend, [stored * x + x], [x], [fed])
+    np.testing.assert_array_equal(values, rows * fed + fed)
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_a_constant_made_from_fed_lengths_refuses_a_call_with_other_lengths(backend):
     M = ng.make_axis(name="M")
     x = ng.placeholder([M])
-    filled = ng.constant(lambda: np.arange(4.0), [M])
-    with pytest.raises(ng.FeedError, match=r"(?s)axis M has no length.*test_symbolic"):
-        _run(backend, [filled + x], [x], [np.ones(4, np.float32)])
+    made = ng.constant(lambda: np.arange(4.0), [M])
+    with ng.make_transformer(backend) as t:
+        add = t.computation(made + x, x)
+        np.testing.assert_array_equal(add(np.ones(4, np.float32)), np.arange(4.0) + 1.0)
+        with pytest.raises(ng.FeedError, match=r"(?s)holds axis M = 4.*feeds M = 3"):
+            add(np.ones(3, np.float32))
+        np.testing.assert_array_equal(add(np.full(4, 2.0, np.float32)), np.arange(4.0) + 2.0)
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + COMPILED)
+def test_a_callable_initial_value_of_the_wrong_shape_for_the_fed_length_is_one_error(backend):
+    M = ng.make_axis(name="M")
+    x = ng.placeholder([M])
+    made = ng.constant(lambda: np.arange(5.0), [M])
+    with pytest.raises(ng.AxgraphError) as raised:
+        _run(backend, [made + x], [x], [np.ones(4, np.float32)])
+    assert type(raised.value) is type(_wrong_shape_error_on_numpy())
+    assert "test_symbolic" in str(raised.value)
+
+
+def _wrong_shape_error_on_numpy() -> Exception:
+    M = ng.make_axis(name="M")
+    x = ng.placeholder([M])
+    try:
+        _run("numpy", [ng.constant(lambda: np.arange(5.0), [M]) + x], [x],
+             [np.ones(4, np.float32)])
+    except ng.AxgraphError as error:
+        return error
+    raise AssertionError("the reference accepted an initial value of the wrong shape")
+
+
+def test_only_a_constant_waiting_for_fed_lengths_becomes_a_state_input():
+    # A constant whose lengths are all known is folded while lowering, as before.
+    M = ng.make_axis(name="M")
+    K = ng.make_axis(length=3, name="K")
+    x = ng.placeholder([M, K])
+    folded = ng.constant(lambda: np.arange(3.0), [K])
+    waiting = ng.constant(lambda: np.arange(2.0).reshape(2, 1), [M, K])
+    with ng.make_transformer("interpreter") as t:
+        lowered = t.lowered(t.computation(x * folded + waiting, x))
+    assert waiting in lowered.state_inputs and folded not in lowered.state_inputs

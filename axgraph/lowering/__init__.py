@@ -4,7 +4,8 @@ Stored tensors are state: each non-constant tensor a computation reads is a
 Parameter of the function, and each one it assigns is an extra result (its
 new value). An assign makes a new version of its tensor; ops after it in
 the schedule read that version, so the schedule's order (creation order,
-other_deps) becomes plain data flow. Constants become Constant nodes.
+other_deps) becomes plain data flow. Constants become Constant nodes, except one
+whose array value needs a length only fed data binds: a Parameter, made at the call.
 """
 from __future__ import annotations
 

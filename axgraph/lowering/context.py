@@ -15,7 +15,6 @@ from .. import core
 from ..axes import Axes, Axis
 from ..axis_dims import AxisDims
 from ..dtypes import cast
-from ..errors import FeedError
 from ..op_graph.op import Op
 from ..op_graph.tensors import AssignableTensorOp
 
@@ -62,32 +61,27 @@ class LoweringContext:
         return self.values[op]
 
     def read(self, tensor: AssignableTensorOp) -> core.Node:
-        """A stored tensor's current version: a Constant, a state Parameter or an assign."""
+        """A stored tensor's current version: a Constant, a state Parameter or an assign.
+
+        A constant becomes a Constant when its value is known now: a scalar fills
+        any lengths, an array needs all of them. Otherwise (an axis whose length
+        only fed data binds) it is a state Parameter like a variable, whose value
+        the transformer makes from the initial value at the first call, as the
+        NumPy reference does.
+        """
         if tensor in self.state:
             return self.state[tensor]
-        if tensor.constant:
-            value = tensor.initial_value
-            if not callable(value) and not isinstance(value, Op) and np.ndim(value) == 0:
-                node = self.constant(value, tensor.dtype, self.dims(tensor.axes))  # any lengths
-            else:
-                node = self.constant(tensor.initial_array(self.known_lengths(tensor)),
-                                     tensor.dtype)
+        dims = self.dims(tensor.axes)
+        value = tensor.initial_value
+        if tensor.constant and _is_scalar(value):
+            node: core.Node = self.constant(value, tensor.dtype, dims)  # any lengths
+        elif tensor.constant and all(isinstance(n, int) for n in dims):
+            node = self.constant(tensor.initial_array(dims), tensor.dtype)
         else:
-            node = core.Parameter(core.element_type(tensor.dtype), self.dims(tensor.axes),
-                                  name=tensor.name)
+            node = core.Parameter(core.element_type(tensor.dtype), dims, name=tensor.name)
             self.state_parameters[tensor] = node
         self.state[tensor] = node
         return node
-
-    def known_lengths(self, tensor: Op) -> Tuple[int, ...]:
-        """The lengths of `tensor`'s axes, which its initial array needs while lowering."""
-        lengths = self.dims(tensor.axes)
-        for axis, length in zip(tensor.axes, lengths):
-            if not isinstance(length, int):
-                raise FeedError(f"axis {axis.name} has no length (needed by the initial value "
-                                f"of {tensor.name}): set {axis.name}.length, or give a "
-                                f"scalar initial value, which fills any length", tensor.location)
-        return tuple(int(n) for n in lengths)
 
     def constant(self, value, dtype, dims: Sequence = ()) -> core.Node:
         """A Constant of `dtype`: an array, or a scalar filling `dims`."""
@@ -133,6 +127,11 @@ class LoweringContext:
         if tuple(node.shape) == tuple(dims):
             return node
         return core.Reshape(node, dims)
+
+
+def _is_scalar(value) -> bool:
+    """Whether an initial value is one number (which fills a tensor of any lengths)."""
+    return not callable(value) and not isinstance(value, Op) and np.ndim(value) == 0
 
 
 def positions(axes: Sequence[Axis], chosen: Iterable[Axis]) -> List[int]:
