@@ -89,7 +89,7 @@ def constraints_of(op: Op, length_of: LengthOf) -> List[Constraint]:
 
 
 def _origin(op: Op, what: str, reason: str) -> Origin:
-    return Origin(op.location[0], op.location[1], what, reason)
+    return Origin.of(op.location, what, reason)
 
 
 # -- ops that relate no lengths ------------------------------------------------------------
