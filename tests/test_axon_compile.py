@@ -161,8 +161,13 @@ def test_a_slice_of_a_symbolic_dim_keeps_it_symbolic(backend, rng):
     for shape in [(2, 3), (4, 7)]:
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(feed(graph, ["y"], backend, x)[0], x[:, 1:3] * 2)
-    with pytest.raises(ng.ShapeCheckError, match="slice"):
+    with pytest.raises(ng.ShapeCheckError) as info:
         feed(graph, ["y"], backend, np.ones((2, 2), np.float32))
+    # The plain condition, not the clamped length of a Python slice.
+    assert "T = 2 from x fed" in info.value.message
+    assert "but T must be >= 3 (from slice" in info.value.message
+    assert "takes 1:3 of T" in info.value.message
+    assert "min(" not in info.value.message
 
 
 
@@ -180,6 +185,46 @@ def test_a_reshape_valid_under_a_divisibility_check_is_checked_when_fed(backend)
         np.testing.assert_array_equal(feed(graph, ["y"], backend, x)[0], x.reshape(-1, 4))
     with pytest.raises(ng.ShapeCheckError, match=r"B\*T = 9"):
         feed(graph, ["y"], backend, np.ones((3, 3), np.float32))
+
+
+POOLED = """val x = input : f32[N, 1, H, W]
+val y = 2.0 * (pool 3 3 x)
+val z = slice 3 2 5 y
+"""
+
+
+def test_a_check_failing_when_fed_quotes_the_axon_construct(backend):
+    graph = axon.compile(POOLED).graph()
+    with pytest.raises(ng.ShapeCheckError) as info:
+        feed(graph, ["z"], backend, np.ones((1, 1, 2, 20), np.float32))
+    message = info.value.message
+    assert "but H must be >= 3 (from pooling at <axon>:2:15 (" in message
+    assert message.endswith("\n  <axon>:2:15: pooling\n"
+                            "    val y = 2.0 * (pool 3 3 x)\n"
+                            "                  ^^^^^^^^^^^^")
+    with pytest.raises(ng.ShapeCheckError) as info:  # W//3 = 4 columns, the slice needs 5
+        feed(graph, ["z"], backend, np.ones((1, 1, 3, 14), np.float32))
+    message = info.value.message
+    assert "W = 14 from x fed" in message
+    assert "but W must be >= 15 (from slice at <axon>:3:9 (takes 2:5 of W//3))" in message
+    assert message.endswith("\n  <axon>:3:9: slice\n"
+                            "    val z = slice 3 2 5 y\n"
+                            "            ^^^^^^^^^^^^^")
+    x = np.arange(15 * 6, dtype=np.float32).reshape(1, 1, 6, 15)
+    pooled = x.reshape(1, 1, 2, 3, 5, 3).max(axis=(3, 5))
+    np.testing.assert_array_equal(feed(graph, ["z"], backend, x)[0], 2 * pooled[..., 2:5])
+
+
+def test_run_refuses_data_that_does_not_fit_with_an_axon_shape_error():
+    program = axon.compile(POOLED)
+    with pytest.raises(AxonShapeError) as info:
+        program.run({"x": np.ones((1, 1, 2, 20), np.float32)})
+    graph = program.graph()
+    with pytest.raises(ng.ShapeCheckError) as fed:
+        feed(graph, ["z"], "numpy", np.ones((1, 1, 2, 20), np.float32))
+    # The same text, but for the Python line that fed the data.
+    assert info.value.message.split(", but ")[1] == fed.value.message.split(", but ")[1]
+    assert info.value.positions == ((2, 15),)
 
 
 def test_a_parameter_of_symbolic_shape_still_asks_for_its_size():

@@ -150,7 +150,7 @@ def test_a_forward_slice_of_a_symbolic_length_needs_no_length_and_its_adjoint_ru
             expected[1:3] = [10.0, 20.0]
             for got, want in zip(compute(xv), (xv[1:3], xv[1:], expected)):
                 np.testing.assert_array_equal(got, want)
-        with pytest.raises(ng.ShapeCheckError, match=r"its dim 0 \(T\) is 2\), but .* from slice at"):
+        with pytest.raises(ng.ShapeCheckError, match=r"its dim 0 \(T\) is 2\), but T must be >= 3 \(from slice at"):
             compute(np.zeros(2))
     backwards = ng.tensor_slice(x, [slice(None, None, -1)], axes=[ng.make_axis(Dim("T"), "V")])
     with pytest.raises(ng.AxisLengthError, match="only forward slices"):

@@ -43,6 +43,8 @@ class Origin:
         Why it holds ("contracts D").
     column : int, optional
         A column in the line, for front ends that know it (0: none).
+    excerpt : str, optional
+        The line with carets under the construct, for front ends that have it.
     """
 
     file: str
@@ -50,6 +52,26 @@ class Origin:
     what: str = ""
     reason: str = ""
     column: int = 0
+    excerpt: str = ""
+
+    @classmethod
+    def of(cls, location: Tuple[str, int], what: str = "", reason: str = "") -> "Origin":
+        """The origin at an op's `location`, with its column and excerpt where it has them
+        (a `debug_info.SourcePosition` from a front end).
+
+        Parameters
+        ----------
+        location : (str, int)
+            A file and line, such as `Op.location`.
+        what, reason : str, optional
+            As for the constructor.
+
+        Returns
+        -------
+        Origin
+        """
+        return cls(location[0], location[1], what, reason, getattr(location, "column", 0),
+                   getattr(location, "excerpt", ""))
 
     @classmethod
     def here(cls, what: str = "", reason: str = "") -> "Origin":

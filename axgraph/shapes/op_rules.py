@@ -89,7 +89,7 @@ def constraints_of(op: Op, length_of: LengthOf) -> List[Constraint]:
 
 
 def _origin(op: Op, what: str, reason: str) -> Origin:
-    return Origin(op.location[0], op.location[1], what, reason)
+    return Origin.of(op.location, what, reason)
 
 
 # -- ops that relate no lengths ------------------------------------------------------------
@@ -166,8 +166,21 @@ def _slice(op: Op, length_of: LengthOf) -> Iterator[Constraint]:
         else:
             yield _index_in_range(op, axis, item, length_of)
     for (axis, item), new in zip(kept, op.axes):
-        yield Equal(length_of(new), slice_length(length_of(axis), item),
-                    _origin(op, "slice", f"takes {_show(item)} of {axis.name}"))
+        origin = _origin(op, "slice", f"takes {_show(item)} of {axis.name}")
+        if _takes_a_known_run(item, length_of(new)):
+            # The same condition, said plainly: the slice's length is then exactly
+            # stop - start when, and only when, the axis reaches stop.
+            yield AtLeast(length_of(axis), item.stop, origin)
+        else:
+            yield Equal(length_of(new), slice_length(length_of(axis), item), origin)
+
+
+def _takes_a_known_run(item: slice, length: DimLike) -> bool:
+    """Whether `item` is `start:stop` (0 <= start < stop, step 1) and its result is the
+    int `stop - start`: then it fits exactly when its axis is at least `stop` long."""
+    start, stop, step = item.start or 0, item.stop, item.step
+    return (step in (None, 1) and isinstance(start, int) and isinstance(stop, int)
+            and 0 <= start < stop and isinstance(length, int) and length == stop - start)
 
 
 @rule(shape_ops.SliceAdjointOp, says="the region written holds the delta; indices in range")

@@ -265,6 +265,8 @@ class Solution:
             message = f"sizes do not fit: {self.conflicts[0].message}"
         else:
             message = "sizes do not fit:\n" + "\n".join(f"  - {c.message}" for c in self.conflicts)
+        quoted = sorted({o for c in self.conflicts for o in c.origins if o.excerpt})
+        message += "".join(f"\n  {o.place}: {o.what}\n{o.excerpt}" for o in quoted)
         raise error_class(message, location, conflicts=self.conflicts)
 
     def constraints(self) -> List[Tuple[Constraint, Blame]]:

@@ -26,6 +26,7 @@ from typing import Dict, Iterator, List, Mapping, MutableMapping, Optional, Sequ
 
 import numpy as np
 
+from ...debug_info import SourcePosition, source_position
 from ...dims import DimLike, free_symbols, subs
 from ...errors import AxgraphError
 from ...op_graph import tensors
@@ -224,9 +225,15 @@ class Lowering:
 
     @contextmanager
     def at(self, span: Span) -> Iterator[None]:
+        """Lower a construct at `span`: the ops built meanwhile record its position, so
+        checks made when data is fed quote the program, not the Python line compiling it."""
+        source = self.inference.source
+        position = SourcePosition(source.name or "<axon>", span.line, span.column,
+                                  source.excerpt(span))
         previous, self.span = self.span, span
         try:
-            yield
+            with source_position(position):
+                yield
         finally:
             self.span = previous
 

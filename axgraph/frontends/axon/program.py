@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import dims as dims_module
 from ...dims import Dim, DimLike, free_symbols
-from ...errors import ShapeError
+from ...errors import ShapeCheckError, ShapeError
 from ...op_graph.op import Op
 from .errors import AxonShapeError, AxonTypeError
 from .infer import Binding, Inferencer, display_type, format_residual, residual_terms
@@ -426,7 +426,8 @@ class Program:
         Raises
         ------
         AxonShapeError
-            An input is missing or unknown, or the arrays' shapes do not fit the program.
+            An input is missing or unknown, or the arrays' shapes do not fit the program
+            (a check made when they are fed included: its message quotes the construct).
         """
         from ...transformers import make_transformer
 
@@ -452,7 +453,10 @@ class Program:
         with make_transformer(backend) as transformer:
             computation = transformer.computation(list(graph.values.values()),
                                                   *[graph.inputs[n] for n in names])
-            results = computation(*arrays)
+            try:
+                results = computation(*arrays)
+            except ShapeCheckError as error:
+                raise _fed_error(error) from None
         return dict(zip(graph.values, results))
 
     def _symbolic_or_none(self, seed: int, params: Optional[Mapping[str, np.ndarray]] = None
@@ -544,3 +548,12 @@ def compile(source: SourceLike, **input_shapes: ShapeLike) -> Program:
     program = Program(_infer(source, input_shapes))
     program._symbolic_or_none(0)  # surfaces errors of lowering now, not at first use
     return program
+
+
+def _fed_error(error: ShapeCheckError) -> AxonShapeError:
+    """The feed-time check `run` met, as an AxonShapeError with the same text, positioned at
+    the program's constructs it quotes (a graph fed by hand raises the ShapeCheckError)."""
+    fed = AxonShapeError(error.message, [])
+    fed.positions = tuple(sorted({(o.line, o.column) for c in error.conflicts
+                                  for o in c.origins if o.column}))
+    return fed
