@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from contextlib import contextmanager
 from types import FrameType
 from typing import Iterator, Optional, Tuple
@@ -38,7 +39,14 @@ class SourcePosition(tuple):
         return (SourcePosition, (self[0], self[1], self.column, self.excerpt))
 
 
-_source_position: Optional[SourcePosition] = None
+class _Current(threading.local):
+    """The position set by `source_position`, per thread (one thread's front end must not
+    relabel the ops another thread builds at the same time)."""
+
+    position: Optional[SourcePosition] = None
+
+
+_current = _Current()
 
 
 @contextmanager
@@ -50,12 +58,11 @@ def source_position(position: SourcePosition) -> Iterator[None]:
     position : SourcePosition
         Where, in the front end's source, the block's objects come from.
     """
-    global _source_position
-    previous, _source_position = _source_position, position
+    previous, _current.position = _current.position, position
     try:
         yield
     finally:
-        _source_position = previous
+        _current.position = previous
 
 
 def user_location(skip: int = 1, constructing: object = None) -> Tuple[str, int]:
@@ -65,8 +72,8 @@ def user_location(skip: int = 1, constructing: object = None) -> Tuple[str, int]
     user's own subclass constructor is not where the user made the object. Inside
     `source_position`, it is that position instead.
     """
-    if _source_position is not None:
-        return _source_position
+    if _current.position is not None:
+        return _current.position
     frame: Optional[FrameType] = sys._getframe(skip)
     while frame is not None and (
             frame.f_code.co_filename.startswith(_PACKAGE_DIR)

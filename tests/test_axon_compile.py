@@ -489,3 +489,27 @@ def test_run_checks_its_inputs(rng):
     program = axon.compile("val y = x * 2.0", x="f32[n]")
     with pytest.raises(AxonShapeError, match=r"missing \['x'\], unknown \['z'\]"):
         program.run({"z": np.zeros(3)})
+
+
+def test_a_source_position_relabels_only_the_ops_its_own_thread_builds():
+    import threading
+
+    from axgraph.debug_info import SourcePosition, source_position, user_location
+
+    inside, outside = [], []
+    entered, release = threading.Event(), threading.Event()
+
+    def front_end():
+        with source_position(SourcePosition("<axon>", 7, 3)):
+            entered.set()
+            release.wait(5)
+            inside.append(user_location())
+
+    worker = threading.Thread(target=front_end)
+    worker.start()
+    entered.wait(5)
+    outside.append(user_location())          # another thread meanwhile: its own line
+    release.set()
+    worker.join(5)
+    assert inside == [("<axon>", 7)]
+    assert outside[0][0] == __file__
