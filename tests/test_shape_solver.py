@@ -310,7 +310,8 @@ def _run_in_order(constraints):
     order = {id(w): i for i, w in enumerate(works)}
     try:
         module._canonical_key = lambda work: order[id(work)]
-        return solver.run(works)
+        solver.advance(works)
+        return solver.finish()
     finally:
         module._canonical_key = original
 

@@ -25,14 +25,14 @@ from .constraints import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, 
                           format_shape)
 from .prover import (Verdict, interval, prove_at_least, prove_divides, prove_equal,
                      prove_nonnegative, simplify)
-from .solver import Conflict, Quotient, Residual, Solution, quotient, solve
+from .solver import Conflict, Quotient, Residual, Solution, Solver, quotient, solve
 
 # infer_shapes and ShapeReport (also importable from here) are documented as ng.infer_shapes
 # and ng.ShapeReport
 __all__ = ["AtLeast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
            "format_shape", "Verdict", "interval",
            "prove_at_least", "prove_divides", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
-           "Quotient", "Residual", "Solution", "quotient", "solve"]
+           "Quotient", "Residual", "Solution", "Solver", "quotient", "solve"]
 
 
 def __getattr__(name: str):

@@ -129,6 +129,12 @@ class _Work:
         self.blame = blame | {constraint.origin}
         self.key = next(self._serials)
 
+    def copy(self) -> "_Work":
+        """The same work (same key), to change apart from this one."""
+        other = _Work.__new__(_Work)
+        other.constraint, other.blame, other.key = self.constraint, self.blame, self.key
+        return other
+
 
 #: What a step did: used the constraint up, or kept it (with or without progress).
 _DONE, _KEPT, _NARROWED = "done", "kept", "narrowed"
@@ -341,9 +347,11 @@ class Solution:
         ShapeCheckError
             A fact breaks this solution.
         """
-        works = [_Work(c, blame) for c, blame in self.constraints()]
-        works.extend(_Work(fact, _NO_BLAME) for fact in facts)
-        solution = _Solver(self.variables).run(works)
+        solver = Solver(self.variables.values())
+        for constraint, blame in self.constraints():
+            solver.add(constraint, blame)
+        solver.add_all(facts)
+        solution = solver.solution
         solution.raise_conflicts(ShapeCheckError, location)
         return solution
 
@@ -398,16 +406,202 @@ def solve(constraints: Iterable[Constraint], variables: Iterable[Variable] = ())
     >>> solution.bindings == {"M": 2, "N": 3}
     True
     """
-    works = []
-    for constraint in constraints:
+    return Solver(variables).add_all(constraints).solution
+
+
+class Solver:
+    """The shape solver, told constraints one at a time: its `solution` is always the fixed
+    point of everything added so far.
+
+    A front end that generates constraints as it walks a program adds them as it goes and
+    reads the verdict whenever it needs one; `fork` copies the state to try something (a
+    let-bound function's body) without touching the original, and `take_residuals` hands
+    the undecided checks on some variables over to whoever generalises them. Each batch
+    of constraints added between two readings is taken in canonical order, and the
+    verdicts (conflict or not, which sizes fit) do not depend on how constraints were split
+    into batches or ordered (only the wording of a conflict may name another first).
+
+    Parameters
+    ----------
+    variables : iterable of Variable, optional
+        How to treat some size variables; any other is rigid, with the domain its Dim
+        declares. More can be declared with `declare`.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> from axgraph.shapes import Equal, Origin, Solver
+    >>> N, M = ng.dim("N"), ng.dim("M")
+    >>> solver = Solver()
+    >>> solver.add(Equal(N + M, 5, Origin("model.py", 3))).solution.bindings
+    {'M': Dim('-N + 5')}
+    >>> solver.add(Equal(N - M, 1, Origin("model.py", 4))).solution.bindings == {"M": 2, "N": 3}
+    True
+    """
+
+    def __init__(self, variables: Iterable[Variable] = ()) -> None:
+        self._state = _Solver({})
+        self._new: List[_Work] = []
+        self._solution: Optional[Solution] = None
+        for variable in variables:
+            self.declare(variable)
+
+    def declare(self, variable: Variable) -> "Solver":
+        """Describe one size variable (its kind and domain).
+
+        Parameters
+        ----------
+        variable : Variable
+            The description.
+
+        Returns
+        -------
+        Solver
+            This solver, to chain calls.
+
+        Raises
+        ------
+        AxgraphTypeError
+            `variable` is not a Variable.
+        AxgraphValueError
+            A constraint added already mentions the variable: its kind and domain
+            decide how those were solved, so they come first.
+        """
+        from ..debug_info import user_location
+        if not isinstance(variable, Variable):
+            from ..errors import AxgraphTypeError
+            raise AxgraphTypeError(f"declare takes a Variable, not {variable!r:.80}",
+                                   user_location())
+        if self._state.mentions_variable(variable.name) or any(
+                variable.name in _variables_of(work.constraint) for work in self._new):
+            from ..errors import AxgraphValueError
+            raise AxgraphValueError(f"declare variable {variable.name} before adding a "
+                                    f"constraint that mentions it", user_location())
+        self._state.declare(variable)
+        self._solution = None
+        return self
+
+    def add(self, constraint: Constraint, blame: Iterable[Origin] = ()) -> "Solver":
+        """Add one constraint.
+
+        Parameters
+        ----------
+        constraint : Equal, AtLeast, Divides or SameShape
+            The constraint, with its origin.
+        blame : iterable of Origin, optional
+            More origins it depends on (a generalised function's constraint copied to a
+            use of it: the use), named with its own in any conflict.
+
+        Returns
+        -------
+        Solver
+            This solver, to chain calls.
+
+        Raises
+        ------
+        AxgraphTypeError
+            `constraint` is not a constraint.
+        """
         if not isinstance(constraint, (Equal, AtLeast, Divides, SameShape)):
             from ..debug_info import user_location
             from ..errors import AxgraphTypeError
             raise AxgraphTypeError(f"solve takes constraints (Equal, AtLeast, Divides, "
                                    f"SameShape), not {constraint!r:.80}", user_location())
-        works.append(_Work(constraint, _NO_BLAME))
-    table = {variable.name: variable for variable in variables}
-    return _Solver(table).run(works)
+        self._new.append(_Work(constraint, frozenset(blame)))
+        self._solution = None
+        return self
+
+    def add_all(self, constraints: Iterable[Constraint]) -> "Solver":
+        """`add` each of `constraints` (one batch, taken in canonical order).
+
+        Parameters
+        ----------
+        constraints : iterable of Equal, AtLeast, Divides or SameShape
+            The constraints.
+
+        Returns
+        -------
+        Solver
+            This solver, to chain calls.
+
+        Raises
+        ------
+        AxgraphTypeError
+            An item is not a constraint.
+        """
+        for constraint in constraints:
+            self.add(constraint)
+        return self
+
+    def _settle(self) -> _Solver:
+        if self._new:
+            works, self._new = self._new, []
+            self._state.advance(works)
+        return self._state
+
+    @property
+    def solution(self) -> Solution:
+        """The `Solution` of every constraint added so far (worked to a fixed point now)."""
+        if self._solution is None:
+            self._solution = self._settle().finish()
+        return self._solution
+
+    @property
+    def ok(self) -> bool:
+        """Whether no constraint added so far was refuted."""
+        return not self._settle().conflicts
+
+    @property
+    def conflicts(self) -> Tuple[Conflict, ...]:
+        """The constraints refuted so far, each with every origin behind it."""
+        return self.solution.conflicts
+
+    @property
+    def residuals(self) -> Tuple[Residual, ...]:
+        """The constraints neither proved nor refuted so far."""
+        return self.solution.residuals
+
+    def fork(self) -> "Solver":
+        """An independent copy: constraints added to one are not seen by the other.
+
+        Returns
+        -------
+        Solver
+            The copy, with the same bindings, bounds, conflicts and pending constraints.
+        """
+        other = Solver.__new__(Solver)
+        other._state = self._settle().copy()
+        other._new = []
+        other._solution = self._solution
+        return other
+
+    def take_residuals(self, names: Iterable[str]) -> List[Residual]:
+        """Remove and return the undecided constraints that mention any of the size or shape
+        variables `names`: a front end that generalises those variables keeps them with
+        the generalised type, to check again at each use.
+
+        Parameters
+        ----------
+        names : iterable of str
+            Size variables and shape variables (by name).
+
+        Returns
+        -------
+        list of Residual
+            The constraints taken, with what is known substituted in, sorted by origin.
+        """
+        wanted = set(names)
+        state = self._settle()
+        taken: List[Tuple[_Work, Residual]] = []
+        kept: List[Tuple[_Work, Residual]] = []
+        for work in state.pending:
+            residual = state._residual(work)
+            mentioned = _variables_of(work.constraint) | _variables_of(residual.constraint)
+            (taken if mentioned & wanted else kept).append((work, residual))
+        state.pending = [work for work, _ in kept]
+        self._solution = None
+        return sorted((residual for _, residual in taken),
+                      key=lambda r: (sorted(r.origins), str(r.constraint)))
 
 
 _quotient_serials = itertools.count(1)
@@ -489,15 +683,31 @@ class _Solver:
         self.new_work: List[_Work] = []
         #: What elimination already derived or reported, so it is not derived again.
         self.eliminated: Set[str] = set()
+        #: The constraints deferred at the last fixed point, retried with each new one.
+        self.pending: List[_Work] = []
+        for variable in variables.values():
+            self.declare(variable)
 
     # -- the loop ---------------------------------------------------------------------------
-    def run(self, works: List[_Work]) -> Solution:
+    def declare(self, variable: Variable) -> None:
+        """Tell the solver how to treat a variable (before any constraint mentions it)."""
+        self.variables[variable.name] = variable
+        self.bounds[variable.name] = (variable.min, variable.max)
+
+    def mentions_variable(self, name: str) -> bool:
+        """Whether some constraint already given mentions the size variable `name`."""
+        return name in self.atoms or name in self.bindings
+
+    def advance(self, works: List[_Work]) -> None:
+        """Work `works`, with the constraints still deferred, to a fixed point.
+
+        New works are taken in canonical order, so a batch of constraints gives the same
+        result whatever order it was listed in.
+        """
         works = sorted(works, key=_canonical_key)
         for work in works:
             self._note_atoms(work.constraint)
-        for name, variable in self.variables.items():
-            self.bounds[name] = (variable.min, variable.max)
-        queue, deferred = works, []
+        queue, deferred = self.pending + works, []
         while True:
             progress = False
             for work in queue:
@@ -518,15 +728,42 @@ class _Solver:
                 self.new_work = []
                 continue
             break
+        self.pending = deferred
+
+    def residuals(self) -> List[Residual]:
+        """The deferred constraints at the fixed point, as residual checks (each once)."""
         residuals, seen = [], set()
-        for work in deferred:
+        for work in self.pending:
             residual = self._final(work)
             if residual is not None and (str(residual.constraint), residual.origins) not in seen:
                 seen.add((str(residual.constraint), residual.origins))
                 residuals.append(residual)
         residuals.sort(key=lambda r: (sorted(r.origins), str(r.constraint)))
+        return residuals
+
+    def finish(self) -> Solution:
+        """The solution at the fixed point `advance` reached."""
         conflicts = sorted(self.conflicts, key=lambda c: (sorted(c.origins), c.message))
-        return Solution(self, residuals, conflicts)
+        return Solution(self, self.residuals(), conflicts)
+
+    def copy(self) -> "_Solver":
+        """An independent copy of this state: what one changes, the other does not see."""
+        other = _Solver.__new__(_Solver)
+        other.variables = dict(self.variables)
+        other.bindings = dict(self.bindings)
+        other.why = dict(self.why)
+        other.mentions = {name: set(users) for name, users in self.mentions.items()}
+        other.bounds = dict(self.bounds)
+        other.bound_source = dict(self.bound_source)
+        other.shapes = dict(self.shapes)
+        other.shape_why = dict(self.shape_why)
+        other.quotients = dict(self.quotients)
+        other.conflicts = list(self.conflicts)
+        other.atoms = dict(self.atoms)
+        other.new_work = [work.copy() for work in self.new_work]
+        other.eliminated = set(self.eliminated)
+        other.pending = [work.copy() for work in self.pending]
+        return other
 
     def _note_atoms(self, constraint: Constraint) -> None:
         for value in _dims_of(constraint):
@@ -1022,10 +1259,15 @@ class _Solver:
     # -- the end --------------------------------------------------------------------------------
     def _final(self, work: _Work) -> Optional[Residual]:
         """Decide a deferred constraint with everything known at the end: None when it is
-        proved or refuted (a conflict), else the residual."""
+        proved or refuted (a conflict), else the residual. An inequality kept only because
+        it set a bound is dropped once the bounded variable is bound (nothing is left in it
+        to check)."""
         outcome = self._step(work)
         self.new_work = []  # at the fixed point a step adds nothing new
-        return None if outcome == _DONE else self._residual(work)
+        if outcome == _DONE:
+            return None
+        residual = self._residual(work)
+        return residual if _variables_of(residual.constraint) else None
 
     def _residual(self, work: _Work) -> Residual:
         constraint = work.constraint
@@ -1062,6 +1304,14 @@ def _dims_of(constraint: Constraint) -> Tuple[DimLike, ...]:
         return (constraint.divisor, constraint.dividend)
     return tuple(item for item in constraint.left + constraint.right
                  if not isinstance(item, ShapeVar))
+
+
+def _variables_of(constraint: Constraint) -> Set[str]:
+    """The names of the size and shape variables a constraint mentions."""
+    found: Set[str] = set().union(*(free_symbols(d) for d in _dims_of(constraint)))
+    if isinstance(constraint, SameShape):
+        found.update(_shape_vars(constraint.left) + _shape_vars(constraint.right))
+    return found
 
 
 def _span(low: object, high: object) -> str:
