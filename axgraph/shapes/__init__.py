@@ -25,7 +25,6 @@ from .constraints import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, 
                           format_shape)
 from .prover import (Verdict, interval, prove_at_least, prove_divides, prove_equal,
                      prove_nonnegative, simplify)
-from .solver import Conflict, Quotient, Residual, Solution, Solver, quotient, solve
 
 # infer_shapes and ShapeReport (also importable from here) are documented as ng.infer_shapes
 # and ng.ShapeReport
@@ -35,6 +34,11 @@ __all__ = ["AtLeast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Va
            "Quotient", "Residual", "Solution", "Solver", "quotient", "solve"]
 
 
+#: Imported on first use: `import axgraph` needs the prover (the op modules use it), not the
+#: solver, which only solving a graph, checking feeds and the Axon front end need.
+_SOLVER_NAMES = ("Conflict", "Quotient", "Residual", "Solution", "Solver", "quotient", "solve")
+
+
 def __getattr__(name: str):
     # infer_shapes reads the axes graph, whose op modules use the prover: imported on first
     # use, so that `axgraph.shapes.prover` is importable from the op modules themselves
@@ -42,4 +46,8 @@ def __getattr__(name: str):
         from . import inference
 
         return getattr(inference, name)
+    if name in _SOLVER_NAMES:
+        from . import solver
+
+        return getattr(solver, name)
     raise AttributeError(f"module 'axgraph.shapes' has no attribute {name!r}")

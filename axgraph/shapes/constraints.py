@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Tuple, Union
+from typing import Iterable, Optional, Sequence, Tuple, Union
 
 from ..debug_info import user_location
 from ..dims import Dim, DimLike, _as_dim_like
@@ -107,6 +107,11 @@ class Origin:
     def __str__(self) -> str:
         head = f"{self.what} at {self.place}" if self.what else self.place
         return f"{head} ({self.reason})" if self.reason else head
+
+
+def places(origins: Iterable[Origin]) -> str:
+    """The origins as a readable list, sorted: "dot at m.py:3, cast_axes at m.py:5"."""
+    return ", ".join(str(o) for o in sorted(set(origins)))
 
 
 @dataclass(frozen=True, order=True)

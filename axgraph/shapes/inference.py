@@ -11,7 +11,8 @@ that inferred it and the line feeding it.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
+from typing import (TYPE_CHECKING, Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
+                    TypeVar, Union)
 
 import numpy as np
 
@@ -21,10 +22,12 @@ from ..debug_info import user_location
 from ..dims import DimLike, free_symbols
 from ..errors import AxgraphTypeError, ShapeCheckError
 from ..op_graph.op import Op, upstream_ops
-from .constraints import Constraint, Equal, Origin, Variable
+from .constraints import Constraint, Equal, Origin, Variable, places
 from .op_rules import constraints_of
 from .prover import simplify
-from .solver import Residual, Solution, places, solve
+
+if TYPE_CHECKING:  # the solver itself is imported when a graph is first solved
+    from .solver import Residual, Solution
 
 
 #: A fed op (a placeholder), as a mapping's key.
@@ -350,6 +353,8 @@ def infer_shapes(results: Union[Op, Iterable[Op]], raise_conflicts: bool = True)
                                   about=f"the length of axis {axis.name} made at "
                                         f"{Origin(location[0], location[1]).place}",
                                   age=axis._serial))
+    from .solver import solve
+
     solution = solve(constraints, variables)
     if raise_conflicts:
         solution.raise_conflicts(location=user_location())

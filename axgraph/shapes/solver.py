@@ -39,17 +39,12 @@ from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, fre
                     from_terms, subs)
 from ..errors import ShapeCheckError, ShapeConflictError
 from .constraints import (AtLeast, Constraint, Divides, Equal, Origin, SameShape, Shape,
-                          ShapeItem, ShapeVar, Variable, format_shape)
+                          ShapeItem, ShapeVar, Variable, format_shape, places)
 from .monotone import least_solution, non_decreasing
 from .prover import Verdict, interval, prove_divides, prove_nonnegative
 
 Blame = FrozenSet[Origin]
 _NO_BLAME: Blame = frozenset()
-
-
-def places(origins: Iterable[Origin]) -> str:
-    """The origins as a readable list, sorted: "dot at m.py:3, cast_axes at m.py:5"."""
-    return ", ".join(str(o) for o in sorted(set(origins)))
 
 
 @dataclass(frozen=True)
