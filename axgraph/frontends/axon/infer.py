@@ -375,6 +375,16 @@ class Inferencer:
             return self.scoped("type", t.name, lambda: self.fresh.type(t.name[1:]))
         if isinstance(t, s.FunctionTypeExpr):
             return FunctionType(self.annotation(t.arg), self.annotation(t.result))
+        if isinstance(t, s.ForallTypeExpr):
+            for name in t.names:
+                size = self.dim(name)
+                assert isinstance(size, Dim)
+                blame = self.blame(name.span, f"`forall {name.name}`: a rigid size")
+                try:
+                    self.solver.make_rigid(size.name, blame)
+                except Conflict as conflict:
+                    raise self.error(conflict) from None
+            return self.annotation(t.body)
         return TupleType(tuple(self.annotation(item) for item in t.items))
 
     def shape(self, items: Sequence[s.ShapeItem]) -> Shape:

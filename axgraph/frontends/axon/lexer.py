@@ -12,10 +12,10 @@ from typing import List
 from .errors import AxonSyntaxError
 from .source import Source, Span
 
-KEYWORDS = frozenset({"val", "fun", "fn", "let", "in", "end"})
+KEYWORDS = frozenset({"val", "fun", "fn", "let", "in", "end", "forall"})
 
 #: Symbols, longest first so `=>` is not read as `=` then `>`.
-SYMBOLS = ("=>", "->", "(", ")", "[", "]", ",", ":", "=", "+", "-", "*", "/", "@", "~", ";", "_")
+SYMBOLS = ("=>", "->", "(", ")", "[", "]", ",", ":", "=", "+", "-", "*", "/", "@", "~", ";", "_", ".")
 
 
 @dataclass(frozen=True)

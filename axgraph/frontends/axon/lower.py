@@ -303,6 +303,8 @@ class Lowering:
             return self.fresh.type()
         if isinstance(t, s.FunctionTypeExpr):
             return self.fresh.type()  # a function's type is not checked again here
+        if isinstance(t, s.ForallTypeExpr):
+            return self.annotation_type(t.body, scope, unbound)
         return TupleType(tuple(self.annotation_type(item, scope, unbound) for item in t.items))
 
     def shape(self, items: Sequence[s.ShapeItem], scope: SizeEnv, unbound: Dict) -> tuple:

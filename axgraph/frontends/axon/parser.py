@@ -231,6 +231,17 @@ class _Parser:
 
     # -- types ------------------------------------------------------------------------------------
     def type(self) -> s.TypeExpr:
+        start = self.token
+        if self.accept("forall"):
+            names = []
+            while self.token.kind == "name":
+                token = self.advance()
+                names.append(s.DimName(token.text, token.span))
+            if not names:
+                raise self.fail("a size name after `forall`")
+            self.expect(".", "after the names of `forall`")
+            body = self.type()
+            return s.ForallTypeExpr(tuple(names), body, start.span.to(body.span))
         left = self.tuple_type()
         if self.accept("->"):
             right = self.type()

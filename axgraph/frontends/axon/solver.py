@@ -155,8 +155,19 @@ class Solver:
         # blame carried by a free variable: how a generalized function linked its copies
         self.var_blame: Dict[object, Blame] = {}
         self.bound_checks: Dict[str, AtLeast] = {}
+        # size variables a `forall` made rigid, with the blame of the `forall`
+        self.rigid: Dict[str, Blame] = {}
 
     # -- the interface ----------------------------------------------------------------------------
+    def make_rigid(self, name: str, blame: Blame) -> None:
+        """Mark size variable `name` rigid (a `forall`): an equation is solved for any other
+        variable first, and one that would make it a particular size, or another size's
+        value, is a Conflict naming `blame` too."""
+        if name in self.dims:
+            value, bound = self.dims[name]
+            raise self._rigid_conflict(name, value, bound | blame)
+        self.rigid[name] = self.rigid.get(name, NO_BLAME) | blame
+
     def add(self, *constraints: Constraint) -> None:
         """Queue constraints; `solve` works them off."""
         self.queue.extend(constraints)
@@ -513,7 +524,8 @@ class Solver:
             raise self._differ(left, right, blame)
         bare: Dict[str, DimLike] = {}
         for side, other in ((left, right), (right, left)):
-            if isinstance(side, Dim) and side.is_symbol and side.name not in free_symbols(other):
+            if isinstance(side, Dim) and side.is_symbol and side.name not in free_symbols(other) \
+                    and side.name not in self.rigid:
                 bare[side.name] = other
         if bare:  # a variable standing alone is bound to the other side, which keeps its names
             name = min(bare, key=_variable_order)
@@ -524,7 +536,7 @@ class Solver:
             if prove_equal(difference, 0, self.bounds) is Verdict.REFUTED:
                 raise self._differ(left, right, blame)  # never zero for any sizes
             return False  # not linear in any one variable: wait for more bindings
-        best = min(solutions, key=_elimination_order)
+        best = min(solutions, key=lambda s: (s.name in self.rigid,) + _elimination_order(s))
         if not best.exact and isinstance(best.numerator, int):
             namer = self._namer()
             raise Conflict("shape", f"dims differ: {format_dim(left, namer)} vs "
@@ -541,7 +553,17 @@ class Solver:
         return Conflict("shape", f"dims differ: {format_dim(left, namer)} vs "
                                  f"{format_dim(right, namer)}", blame)
 
+    def _rigid_conflict(self, name: str, value: DimLike, blame: Blame) -> Conflict:
+        """`name` would be `value`; the blame names every `forall` involved."""
+        for other in free_symbols(value) & self.rigid.keys():
+            blame = blame | self.rigid[other]
+        namer = self._namer()
+        return Conflict("shape", f"size {namer.size(name)} is rigid (`forall`), but would be "
+                                 f"{format_dim(value, namer)}", blame)
+
     def _bind_dim(self, name: str, value: DimLike, blame: Blame) -> None:
+        if name in self.rigid:
+            raise self._rigid_conflict(name, value, blame | self.rigid[name])
         if isinstance(value, int) and value < 1:
             namer = self._namer()
             raise Conflict("shape", f"size {namer.size(name)} would be {value}; sizes are at "

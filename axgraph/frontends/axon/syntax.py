@@ -94,7 +94,17 @@ class TupleTypeExpr:
     span: Span
 
 
-TypeExpr = Union[TensorTypeExpr, TypeVarExpr, FunctionTypeExpr, TupleTypeExpr]
+@dataclass(eq=False)
+class ForallTypeExpr:
+    """`forall n m. t`: the sizes named are rigid in the declaration (never made a
+    particular size), `t` the type."""
+
+    names: Tuple[DimName, ...]
+    body: "TypeExpr"
+    span: Span
+
+
+TypeExpr = Union[TensorTypeExpr, TypeVarExpr, FunctionTypeExpr, TupleTypeExpr, ForallTypeExpr]
 
 # -- patterns -------------------------------------------------------------------------------------
 
