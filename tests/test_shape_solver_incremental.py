@@ -128,3 +128,20 @@ def test_a_fork_reaches_the_same_verdict_as_adding_to_the_original(constraints, 
     alone = Solver().add_all(constraints)
     assert fork.ok == alone.ok
     assert base.ok == solve(shuffled[:half]).ok
+
+
+def test_a_quotient_is_solved_again_when_its_sizes_arrive_later():
+    D, L = symbols("D L")
+    solver = Solver([Variable("K", "flexible", min=0)]).add(Equal(K * D, L, at(1)))
+    (quotient,) = solver.solution.quotients
+    assert (quotient.name, quotient.dividend, quotient.divisor) == ("K", L, D)
+    solver.add(Equal(D, 4, at(2)))
+    solver.add(Equal(L, 12, at(3)))
+    # as a batch with D and L known from the start: K is the exact quotient
+    assert solver.solution.bindings["K"] == 3 == solve(
+        [Equal(K * D, L, at(1)), Equal(D, 4, at(2)), Equal(L, 12, at(3))],
+        [Variable("K", "flexible", min=0)]).bindings["K"]
+    assert solver.solution.quotients == () and solver.residuals == ()
+    assert solver.solution.binding_origins["K"] == {at(1), at(2), at(3)}
+    solver.add(Equal(K, 4, at(4)))
+    assert not solver.ok and {at(1), at(4)} <= solver.conflicts[0].origins

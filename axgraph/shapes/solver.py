@@ -146,7 +146,8 @@ class Solution:
     Parameters
     ----------
     solver : _Solver
-        The state of a finished solve.
+        The state of a finished solve, which the solution keeps (to check facts against
+        it later) and nothing else changes.
     residuals : sequence of Residual
         The constraints left undecided.
     conflicts : sequence of Conflict
@@ -175,6 +176,7 @@ class Solution:
 
     def __init__(self, solver: "_Solver", residuals: Sequence[Residual],
                  conflicts: Sequence[Conflict]) -> None:
+        self._state = solver
         self.bindings: Dict[str, DimLike] = dict(solver.bindings)
         self.binding_origins: Dict[str, Blame] = dict(solver.why)
         self.shapes: Dict[str, Shape] = dict(solver.shapes)
@@ -342,11 +344,10 @@ class Solution:
         ShapeCheckError
             A fact breaks this solution.
         """
-        solver = Solver(self.variables.values())
-        for constraint, blame in self.constraints():
-            solver.add(constraint, blame)
-        solver.add_all(facts)
-        solution = solver.solution
+        state = self._state.copy()  # the solve goes on from where it stopped, facts added
+        state.conflicts = []
+        state.advance([_work(fact) for fact in facts])
+        solution = state.finish()
         solution.raise_conflicts(ShapeCheckError, location)
         return solution
 
@@ -401,7 +402,7 @@ def solve(constraints: Iterable[Constraint], variables: Iterable[Variable] = ())
     >>> solution.bindings == {"M": 2, "N": 3}
     True
     """
-    return Solver(variables).add_all(constraints).solution
+    return Solver(variables).add_all(constraints)._settle().finish()  # the state is its own
 
 
 class Solver:
@@ -497,12 +498,7 @@ class Solver:
         AxgraphTypeError
             `constraint` is not a constraint.
         """
-        if not isinstance(constraint, (Equal, AtLeast, Divides, SameShape)):
-            from ..debug_info import user_location
-            from ..errors import AxgraphTypeError
-            raise AxgraphTypeError(f"solve takes constraints (Equal, AtLeast, Divides, "
-                                   f"SameShape), not {constraint!r:.80}", user_location())
-        self._new.append(_Work(constraint, frozenset(blame)))
+        self._new.append(_work(constraint, blame))
         self._solution = None
         return self
 
@@ -537,8 +533,8 @@ class Solver:
     @property
     def solution(self) -> Solution:
         """The `Solution` of every constraint added so far (worked to a fixed point now)."""
-        if self._solution is None:
-            self._solution = self._settle().finish()
+        if self._solution is None:  # the solution keeps a copy: later additions do not touch it
+            self._solution = self._settle().copy().finish()
         return self._solution
 
     @property
@@ -629,6 +625,16 @@ def quotient(dividend: DimLike, divisor: DimLike, origin: Origin
     variable = Variable(name, "derived", origin, min=0, about=f"({dividend})/({divisor})")
     q = Dim(name)
     return q, [Equal(divisor * q, dividend, origin)], variable
+
+
+def _work(constraint: Constraint, blame: Iterable[Origin] = ()) -> _Work:
+    """A constraint as a work item, after checking it is one."""
+    if not isinstance(constraint, (Equal, AtLeast, Divides, SameShape)):
+        from ..debug_info import user_location
+        from ..errors import AxgraphTypeError
+        raise AxgraphTypeError(f"solve takes constraints (Equal, AtLeast, Divides, "
+                               f"SameShape), not {constraint!r:.80}", user_location())
+    return _Work(constraint, frozenset(blame))
 
 
 def _primary(blame: Blame) -> Origin:
@@ -852,6 +858,13 @@ class _Solver:
         if quotient is not None:
             self._push(Equal(value * quotient.divisor, quotient.dividend, origin=_primary(
                 quotient.origins)), quotient.origins | blame)
+        # a quotient whose dividend or divisor this binding changes is solved again (it may
+        # now divide exactly): what a batch with the binding already known would find
+        for stale in [q for q in self.quotients.values()
+                      if name in free_symbols(q.dividend) | free_symbols(q.divisor)]:
+            del self.quotients[stale.name]
+            self._push(Equal(Dim(stale.name) * stale.divisor, stale.dividend,
+                             origin=_primary(stale.origins)), stale.origins)
         return _DONE
 
     def _domain_message(self, name: str, value: int, blame: Blame, low: float,
