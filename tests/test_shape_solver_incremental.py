@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import axgraph as ng
-from axgraph.dims import symbols
+from axgraph.dims import Dim, symbols
 from axgraph.shapes import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, Solver,
                             Variable, solve)
 
@@ -145,3 +145,53 @@ def test_a_quotient_is_solved_again_when_its_sizes_arrive_later():
     assert solver.solution.binding_origins["K"] == {at(1), at(2), at(3)}
     solver.add(Equal(K, 4, at(4)))
     assert not solver.ok and {at(1), at(4)} <= solver.conflicts[0].origins
+
+
+@st.composite
+def _shape_systems(draw):
+    """SameShape constraints over shape variables *a, *b and sizes N, M, K that one
+    assignment satisfies, plus perhaps one that may contradict it."""
+    ranks = {"a": draw(st.integers(0, 2)), "b": draw(st.integers(0, 2))}
+    sizes = {name: draw(st.integers(1, 4)) for name in _NAMES}
+    values = {var: tuple(draw(st.integers(1, 4)) for _ in range(rank))
+              for var, rank in ranks.items()}
+    constraints = []
+    for line in range(draw(st.integers(1, 5))):
+        var = draw(st.sampled_from(["a", "b"]))
+        dims = [Dim(draw(st.sampled_from(_NAMES))) for _ in range(draw(st.integers(0, 2)))]
+        left = (ShapeVar(var), *dims) if draw(st.booleans()) else (*dims, ShapeVar(var))
+        concrete = []
+        for item in left:
+            concrete.extend(values[var] if isinstance(item, ShapeVar) else
+                            (item.evaluate(sizes),))
+        right = tuple(concrete)
+        if draw(st.booleans()):  # two shape variables: waits until one's rank is known
+            other = "b" if var == "a" else "a"
+            left, right = left + (ShapeVar(other),), right + values[other]
+        if draw(st.integers(0, 5)) == 0 and right:  # now and then, a wrong size
+            right = (right[0] + 1 if isinstance(right[0], int) else right[0],) + right[1:]
+        constraints.append(SameShape(left, right, at(line + 1)))
+    return constraints
+
+
+def _shape_verdict(solution):
+    known = {}
+    for var in ("a", "b"):
+        shape = solution.shape((ShapeVar(var),))
+        if all(isinstance(item, int) for item in shape):
+            known[var] = shape
+    sizes = {n: v for n, v in solution.bindings.items() if isinstance(v, int)}
+    return solution.ok, known if solution.ok else None, sizes if solution.ok else None
+
+
+@settings(max_examples=40, deadline=None)
+@given(_shape_systems(), st.randoms(use_true_random=False))
+def test_shapes_added_one_by_one_in_any_order_give_the_batch_verdict(constraints, chooser):
+    reference = solve(constraints)
+    shuffled = list(constraints)
+    chooser.shuffle(shuffled)
+    solver = Solver()
+    for constraint in shuffled:
+        solver.add(constraint)
+        solver.ok  # noqa: B018 (settle after each one, as a front end reading verdicts)
+    assert _shape_verdict(solver.solution) == _shape_verdict(reference)
