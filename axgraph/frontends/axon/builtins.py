@@ -101,12 +101,17 @@ def _binary(op: Callable):
 
 def _aligned(ctx, value: TensorValue, dims, target):
     """`value`'s op on the result's axes, aligned at the last dim; a dim of 1 facing a
-    longer one is dropped (the op broadcasts it back by axes)."""
+    longer one is dropped (the op broadcasts it back by axes). Inference made every other
+    pair of dims one, except a dim marked `#` facing another: which of the two that is
+    (drop it, or pair it) depends on whether it is 1, so its size must be known."""
     offset = len(dims) - len(value.dims)
     op, mapping = value.op, {}
     for i, (dim, axis) in enumerate(zip(value.dims, value.axes)):
-        if dim == 1 and dims[offset + i] != 1:
+        facing = dims[offset + i]
+        if dim == 1 and facing != 1:
             op = shape_ops.slice_along_axis(op, axis, 0)
+        elif dim != facing and not (isinstance(dim, int) and isinstance(facing, int)):
+            ctx.needs_sizes("broadcasting a dim marked `#` (it may be 1)")
         else:
             mapping[axis] = target[offset + i]
     return relabel(op, mapping)

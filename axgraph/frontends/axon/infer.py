@@ -23,8 +23,8 @@ from . import syntax as s
 from .builtins import BUILTINS, OPERATORS, Builtin
 from .errors import AxonShapeError, AxonTypeError, Cause
 from .printing import Namer, format_dim, format_shape, format_type
-from .solver import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides, SameSize,
-                     ShapeEq, Solver, TypeEq, constraint_terms, constraint_vars, rename_constraint,
+from .solver import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides, OneOrEqual,
+                     SameSize, ShapeEq, Solver, TypeEq, constraint_terms, constraint_vars, rename_constraint,
                      with_blame)
 from .source import Source, Span
 from .types import (DTYPES, DTypeVar, Elem, Fresh, FunctionType, Shape, ShapeVar, TensorType,
@@ -230,6 +230,8 @@ class Inferencer:
                 rename.shapes[var] = self.fresh.shape(var.hint)
             else:
                 rename.dims[var] = self.fresh.dim(self.fresh.hints.get(var, "d"))
+                if var in self.fresh.marked:
+                    self.fresh.marked.add(rename.dims[var].name)
         use = self.blame(span, f"`{name}` used here")
         for var, blame in scheme.links.items():
             self.solver.var_blame[rename.copy(var)] = blame | use
@@ -404,8 +406,12 @@ class Inferencer:
             return self.fresh.dim("d")
         if isinstance(d, s.DimName):
             if self.scope is self.program_scope:
-                return self.scoped("dim", d.name, lambda: Dim(d.name))
-            return self.scoped("dim", d.name, lambda: self.fresh.dim(d.name))
+                size = self.scoped("dim", d.name, lambda: Dim(d.name))
+            else:
+                size = self.scoped("dim", d.name, lambda: self.fresh.dim(d.name))
+            if d.marked:
+                self.fresh.marked.add(size.name)
+            return size
         left, right = self.dim(d.left), self.dim(d.right)
         return left + right if d.op == "+" else left - right if d.op == "-" else left * right
 
@@ -504,6 +510,9 @@ def format_residual(c: Constraint, namer: Namer) -> str:
     if isinstance(c, Broadcast):
         return (f"{format_shape(c.out, namer)} == broadcast({format_shape(c.left, namer)}, "
                 f"{format_shape(c.right, namer)})")
+    if isinstance(c, OneOrEqual):
+        dim = format_dim(c.dim, namer)
+        return f"{dim} == 1 or {dim} == {format_dim(c.other, namer)}"
     if isinstance(c, TypeEq):
         return f"{format_type(c.left, namer)} == {format_type(c.right, namer)}"
     raise TypeError(f"not a constraint: {c!r}")

@@ -15,7 +15,7 @@ from .source import Source, Span
 KEYWORDS = frozenset({"val", "fun", "fn", "let", "in", "end", "forall"})
 
 #: Symbols, longest first so `=>` is not read as `=` then `>`.
-SYMBOLS = ("=>", "->", "(", ")", "[", "]", ",", ":", "=", "+", "-", "*", "/", "@", "~", ";", "_", ".")
+SYMBOLS = ("=>", "->", "(", ")", "[", "]", ",", ":", "=", "+", "-", "*", "/", "@", "~", ";", "_", ".", "#")
 
 
 @dataclass(frozen=True)

@@ -290,6 +290,10 @@ class _Parser:
             star = self.advance()
             name = self.expect_name("a shape variable's name after `*`")
             return s.ShapeSplat(name.text, star.span.to(name.span))
+        if self.token.is_("#"):
+            mark = self.advance()
+            name = self.expect_name("a size name after `#`")
+            return s.DimName(name.text, mark.span.to(name.span), marked=True)
         return self.dim(0)
 
     def dim(self, least: int) -> s.DimExpr:

@@ -110,7 +110,16 @@ class Broadcast:
     blame: Blame = NO_BLAME
 
 
-Constraint = Union[TypeEq, ShapeEq, DimEq, AtLeast, Divides, SameSize, Broadcast]
+@dataclass(frozen=True)
+class OneOrEqual:
+    """`dim` is 1 or equal to `other`: a dim marked `#` broadcast against `other`."""
+
+    dim: DimLike
+    other: DimLike
+    blame: Blame = NO_BLAME
+
+
+Constraint = Union[TypeEq, ShapeEq, DimEq, AtLeast, Divides, SameSize, Broadcast, OneOrEqual]
 
 
 class Conflict(Exception):
@@ -356,6 +365,9 @@ class Solver:
         if isinstance(c, Divides):
             d1, b1 = self.resolve_dim(c.value)
             return replace(c, value=d1, blame=c.blame | b1)
+        if isinstance(c, OneOrEqual):
+            (d1, b1), (d2, b2) = self.resolve_dim(c.dim), self.resolve_dim(c.other)
+            return OneOrEqual(d1, d2, c.blame | b1 | b2)
         (s1, b1), (s2, b2) = self.resolve_shape(c.left), self.resolve_shape(c.right)
         out, b3 = self.resolve_shape(c.out)
         return Broadcast(s1, s2, out, c.blame | b1 | b2 | b3)
@@ -391,6 +403,8 @@ class Solver:
             return self._divides(c)
         if isinstance(c, SameSize):
             return self._same_size(c)
+        if isinstance(c, OneOrEqual):
+            return self._one_or_equal(c)
         raise TypeError(f"not a constraint: {c!r}")
 
     def _namer(self, *terms: Type) -> Namer:
@@ -570,6 +584,8 @@ class Solver:
                                     f"least 1", blame)
         self.dims[name] = (value, blame)
         self.version += 1
+        if name in self.fresh.marked and isinstance(value, Dim) and value.is_symbol:
+            self.fresh.marked.add(value.name)  # the same size: it may still be 1
         if name in self.bound_checks:  # its bound is now a check on what it is bound to
             self.queue.append(self.bound_checks.pop(name))
             del self.bounds[name]
@@ -585,6 +601,17 @@ class Solver:
             namer = self._namer()
             self.queue.append(AtLeast(value, 1, blame, f"size {namer.size(name)} = "
                                                        f"{format_dim(value, namer)} must be at least 1"))
+
+    def _one_or_equal(self, c: OneOrEqual) -> bool:
+        (dim, db), (other, ob) = self.resolve_dim(c.dim), self.resolve_dim(c.other)
+        if dim == 1 or dimalg.cancel(dim - other) == 0:
+            return True
+        if isinstance(dim, int) and isinstance(other, int):
+            namer = self._namer()
+            raise Conflict("shape", f"dims differ: {format_dim(dim, namer)} vs "
+                                    f"{format_dim(other, namer)} (a dim marked `#` broadcasts "
+                                    f"only where it is 1)", c.blame | db | ob)
+        return False
 
     def _at_least(self, c: AtLeast) -> bool:
         (value, vb), (least, lb) = self.resolve_dim(c.value), self.resolve_dim(c.least)
@@ -675,6 +702,10 @@ class Solver:
                 tail.insert(0, b)
             elif isinstance(b, int) and b == 1:
                 tail.insert(0, a)
+            elif self._marked(a) != self._marked(b):  # one may be 1: the other is the result
+                marked, other = (a, b) if self._marked(a) else (b, a)
+                self.queue.append(OneOrEqual(_as_dim(marked), _as_dim(other), blame))
+                tail.insert(0, other)
             else:
                 equations.append(DimEq(_as_dim(a), _as_dim(b), blame))
                 tail.insert(0, a)
@@ -683,6 +714,11 @@ class Solver:
         self.queue.extend(equations)
         self.queue.append(ShapeEq(c.out, tuple(prefix + tail), blame))
         return True
+
+
+    def _marked(self, elem: Elem) -> bool:
+        """Whether `elem` is a size variable marked `#` (it may be 1)."""
+        return isinstance(elem, Dim) and elem.is_symbol and elem.name in self.fresh.marked
 
 
 def _as_dim(elem: Elem) -> DimLike:
@@ -743,6 +779,8 @@ def constraint_terms(c: Constraint) -> Iterable[Term]:
         return (c.value,)
     if isinstance(c, Broadcast):
         return (c.left, c.right, c.out)
+    if isinstance(c, OneOrEqual):
+        return (c.dim, c.other)
     raise TypeError(f"not a constraint: {c!r}")
 
 
@@ -756,6 +794,8 @@ def rename_constraint(c: Constraint, rename) -> Constraint:
         return replace(c, value=rename(c.value))
     if isinstance(c, Broadcast):
         return replace(c, left=rename(c.left), right=rename(c.right), out=rename(c.out))
+    if isinstance(c, OneOrEqual):
+        return replace(c, dim=rename(c.dim), other=rename(c.other))
     raise TypeError(f"not a constraint: {c!r}")
 
 

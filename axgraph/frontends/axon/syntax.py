@@ -15,10 +15,12 @@ from .source import Span
 
 @dataclass(eq=False)
 class DimName:
-    """A size named in an annotation (`k`)."""
+    """A size named in an annotation (`k`); `#k` marks it as one that may be 1 and then
+    broadcasts."""
 
     name: str
     span: Span
+    marked: bool = False
 
 
 @dataclass(eq=False)

@@ -13,7 +13,7 @@ the user wrote) for printing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, Set, Tuple, Union
 
 import numpy as np
 
@@ -95,6 +95,8 @@ class Fresh:
     def __init__(self) -> None:
         self.counter = 0
         self.hints: Dict[str, str] = {}
+        #: Size variables marked `#`: they may be 1, and then broadcast.
+        self.marked: Set[str] = set()
 
     def _next(self) -> int:
         self.counter += 1
