@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 import axgraph as ng
 from axgraph.dims import Dim, symbols
-from axgraph.shapes import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, Solver,
-                            Variable, solve)
+from axgraph.shapes import (AtLeast, Broadcast, Divides, Equal, Origin, SameShape, ShapeVar,
+                            Solver, Variable, solve)
 
 from test_shape_solver import _NAMES, _holds, _satisfies, _systems
 
@@ -195,3 +195,76 @@ def test_shapes_added_one_by_one_in_any_order_give_the_batch_verdict(constraints
         solver.add(constraint)
         solver.ok  # noqa: B018 (settle after each one, as a front end reading verdicts)
     assert _shape_verdict(solver.solution) == _shape_verdict(reference)
+
+
+# -- broadcasting ----------------------------------------------------------------------------
+
+def test_a_broadcast_pairs_dims_from_the_right_and_only_the_literal_1_broadcasts():
+    out = ShapeVar("out")
+    solution = solve([Broadcast((N, 1, 3), (4, 3), (out,), at(1))])
+    assert solution.shape((out,)) == (N, 4, 3) and solution.ok
+    # two sizes facing each other are one size, never "perhaps 1"
+    solution = solve([Broadcast((N, 3), (M,), (out,), at(1))])
+    assert solution.bindings == {"M": 3} and solution.shape((out,)) == (N, 3)
+    (conflict,) = solve([Broadcast((N, 3), (4,), (out,), at(2))]).conflicts
+    assert conflict.origins == {at(2)}
+
+
+def test_a_broadcast_waits_for_the_rank_of_a_shape_variable():
+    a, out = ShapeVar("a"), ShapeVar("out")
+    solver = Solver().add(Broadcast((a, 3), (4, 3), (out,), at(1)))
+    assert [str(r.constraint) for r in solver.residuals] == [
+        "[*out] == broadcast([*a, 3], [4, 3])"]
+    solver.add(SameShape((a,), (N, 1), at(2)))
+    assert solver.solution.shape((out,)) == (N, 4, 3) and solver.residuals == ()
+    assert solver.solution.shape_origins["out"] == {at(1), at(2)}
+    # the same shape variable on both sides broadcasts with itself
+    same = solve([Broadcast((a, 1), (a, K), (out,), at(3))])
+    assert same.shape((out,)) == (a, K)
+
+
+def test_a_broadcast_is_decided_after_the_equations_that_fix_its_dims():
+    out = ShapeVar("out")
+    # decided first, N against 5 would pin N = 5; the equation N == 1 comes first
+    solution = solve([Broadcast((N,), (5,), (out,), at(1)), Equal(N, 1, at(2))])
+    assert solution.ok and solution.shape((out,)) == (5,)
+
+
+@st.composite
+def _broadcast_systems(draw):
+    """Broadcasts over *a, N, M and literals, with the shapes of *a given by SameShape."""
+    constraints = []
+    outs = []
+    for line in range(draw(st.integers(1, 4))):
+        def operand():
+            items = [draw(st.sampled_from([1, 3, 4, N, M])) for _ in range(draw(st.integers(0, 2)))]
+            if draw(st.booleans()):
+                items.insert(0, ShapeVar("a"))
+            return tuple(items)
+        out = ShapeVar(f"out{line}")
+        outs.append(out)
+        constraints.append(Broadcast(operand(), operand(), (out,), at(line + 1)))
+    if draw(st.booleans()):
+        constraints.append(SameShape((ShapeVar("a"),), tuple(
+            draw(st.sampled_from([1, 3, N])) for _ in range(draw(st.integers(0, 2)))), at(9)))
+    if draw(st.booleans()):
+        constraints.append(Equal(N, draw(st.sampled_from([1, 3, 4])), at(10)))
+    return constraints, outs
+
+
+@settings(max_examples=40, deadline=None)
+@given(_broadcast_systems(), st.randoms(use_true_random=False))
+def test_broadcasts_in_any_order_and_batches_give_the_batch_verdict(system, chooser):
+    constraints, outs = system
+    reference = solve(constraints)
+    shuffled = list(constraints)
+    chooser.shuffle(shuffled)
+    solver = Solver()
+    for constraint in shuffled:
+        solver.add(constraint)
+        solver.ok  # noqa: B018 (settle after each one)
+    got = solver.solution
+    assert got.ok == reference.ok
+    if got.ok:
+        assert got.bindings == reference.bindings
+        assert [got.shape((o,)) for o in outs] == [reference.shape((o,)) for o in outs]

@@ -5,30 +5,33 @@ expressions (`2*T`), or left open (an axis made without a length). This
 package reasons about them without data:
 
 * `constraints`: what the solver is told (`Equal`, `AtLeast`, `Divides`,
-  `SameShape` over dims and shape variables), each with its `Origin`;
+  `SameShape` and `Broadcast` over dims and shape variables), each with its
+  `Origin`;
 * `prover`: proved / refuted / unknown answers to `e >= 0`, equality and
   divisibility, from bounds;
 * `monotone`: the least size satisfying a check that only grows with it;
 * `solver`: `solve(constraints) -> Solution`, a worklist to a fixed point
-  with bindings, residual checks and conflicts that name every line;
+  with bindings, residual checks and conflicts that name every line, and
+  `Solver`, the same told one constraint at a time;
 * `op_rules`: the constraints each kind of axes op makes;
 * `inference`: `infer_shapes(results)` over an axes graph, and the checks
   of fed data (`ng.infer_shapes`, `ng.ShapeReport`).
 
 A front end that generates its own constraints (a language with shape
 variables and appended shapes) uses `solve` directly: make `Equal`,
-`SameShape` (shapes are sequences of dims and `ShapeVar`s), `AtLeast` and
-`Divides` objects with an `Origin` each, describe the variables (`Variable`:
-rigid, flexible or derived), and read the `Solution`.
+`SameShape` (shapes are sequences of dims and `ShapeVar`s), `Broadcast`,
+`AtLeast` and `Divides` objects with an `Origin` each, describe the variables
+(`Variable`: rigid, flexible or derived), and read the `Solution` (or add them
+to a `Solver` one by one).
 """
-from .constraints import (AtLeast, Divides, Equal, Origin, SameShape, ShapeVar, Variable,
-                          format_shape)
+from .constraints import (AtLeast, Broadcast, Divides, Equal, Origin, SameShape, ShapeVar,
+                          Variable, format_shape)
 from .prover import (Verdict, interval, prove_at_least, prove_divides, prove_equal,
                      prove_nonnegative, simplify)
 
 # infer_shapes and ShapeReport (also importable from here) are documented as ng.infer_shapes
 # and ng.ShapeReport
-__all__ = ["AtLeast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
+__all__ = ["AtLeast", "Broadcast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
            "format_shape", "Verdict", "interval",
            "prove_at_least", "prove_divides", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
            "Quotient", "Residual", "Solution", "Solver", "quotient", "solve"]

@@ -1,8 +1,8 @@
 """What the shape solver is told: constraints on dims and shapes, each with its origin.
 
 A constraint says two dims are equal (`Equal`), one is at least another
-(`AtLeast`), one divides another (`Divides`), or two shapes are the same
-(`SameShape`). A shape is a sequence whose items are dims or shape variables
+(`AtLeast`), one divides another (`Divides`), two shapes are the same
+(`SameShape`), or one shape is the broadcast of two others (`Broadcast`). A shape is a sequence whose items are dims or shape variables
 (`ShapeVar`): `[ShapeVar("b"), m, k]` is the Axon type `[*b, m, k]`, and
 appending shapes is concatenating the sequences (`S ++ [n]`). Every
 constraint carries an `Origin`, the user's file and line and what made it,
@@ -282,7 +282,39 @@ class SameShape:
         return f"{format_shape(self.left)} == {format_shape(self.right)}"
 
 
-Constraint = Union[Equal, AtLeast, Divides, SameShape]
+@dataclass(frozen=True)
+class Broadcast:
+    """`out` is the broadcast of shapes `left` and `right`, aligned at their last dims.
+
+    Only the literal 1 broadcasts: any other two dims facing each other are equal (a size
+    variable is never taken to "perhaps be 1"). The solver decides a broadcast last, once
+    nothing else makes progress, and only when where each dim stands is known (a shape
+    variable facing a dim waits for its rank).
+
+    Parameters
+    ----------
+    left, right, out : sequence of (int, Dim or ShapeVar)
+        The operands' shapes and the result's.
+    origin : Origin
+        Where the constraint comes from.
+    """
+
+    left: Shape
+    right: Shape
+    out: Shape
+    origin: Origin
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "left", as_shape(self.left))
+        object.__setattr__(self, "right", as_shape(self.right))
+        object.__setattr__(self, "out", as_shape(self.out))
+
+    def __str__(self) -> str:
+        return (f"{format_shape(self.out)} == broadcast({format_shape(self.left)}, "
+                f"{format_shape(self.right)})")
+
+
+Constraint = Union[Equal, AtLeast, Divides, SameShape, Broadcast]
 
 #: The kinds of size variable (see the module's docstring).
 KINDS = ("rigid", "flexible", "derived")

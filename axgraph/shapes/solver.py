@@ -32,13 +32,12 @@ import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import (Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
-                    Union)
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, free_symbols,
                     from_terms, subs)
 from ..errors import ShapeCheckError, ShapeConflictError
-from .constraints import (AtLeast, Constraint, Divides, Equal, Origin, SameShape, Shape,
+from .constraints import (AtLeast, Broadcast, Constraint, Divides, Equal, Origin, SameShape, Shape,
                           ShapeItem, ShapeVar, Variable, format_shape, places)
 from .monotone import least_solution, non_decreasing
 from .prover import Verdict, interval, prove_divides, prove_nonnegative
@@ -416,6 +415,8 @@ class Solver:
     of constraints added between two readings is taken in canonical order, and the
     verdicts (conflict or not, which sizes fit) do not depend on how constraints were split
     into batches or ordered (only the wording of a conflict may name another first).
+    Broadcasts are decided afresh at each reading, on what is known by then, and for good
+    only by `take_residuals`.
 
     Parameters
     ----------
@@ -540,7 +541,7 @@ class Solver:
     @property
     def ok(self) -> bool:
         """Whether no constraint added so far was refuted."""
-        return not self._settle().conflicts
+        return self.solution.ok
 
     @property
     def conflicts(self) -> Tuple[Conflict, ...]:
@@ -567,9 +568,10 @@ class Solver:
         return other
 
     def take_residuals(self, names: Iterable[str]) -> List[Residual]:
-        """Remove and return the undecided constraints that mention any of the size or shape
-        variables `names`: a front end that generalises those variables keeps them with
-        the generalised type, to check again at each use.
+        """Decide what can be decided (broadcasts included, for good), then remove and
+        return the undecided constraints that mention any of the size or shape variables
+        `names`: a front end that generalises those variables keeps them with the
+        generalised type, to check again at each use.
 
         Parameters
         ----------
@@ -583,6 +585,7 @@ class Solver:
         """
         wanted = set(names)
         state = self._settle()
+        state.advance([], broadcasts=True)
         taken: List[Tuple[_Work, Residual]] = []
         kept: List[Tuple[_Work, Residual]] = []
         for work in state.pending:
@@ -629,11 +632,11 @@ def quotient(dividend: DimLike, divisor: DimLike, origin: Origin
 
 def _work(constraint: Constraint, blame: Iterable[Origin] = ()) -> _Work:
     """A constraint as a work item, after checking it is one."""
-    if not isinstance(constraint, (Equal, AtLeast, Divides, SameShape)):
+    if not isinstance(constraint, (Equal, AtLeast, Divides, SameShape, Broadcast)):
         from ..debug_info import user_location
         from ..errors import AxgraphTypeError
         raise AxgraphTypeError(f"solve takes constraints (Equal, AtLeast, Divides, "
-                               f"SameShape), not {constraint!r:.80}", user_location())
+                               f"SameShape, Broadcast), not {constraint!r:.80}", user_location())
     return _Work(constraint, frozenset(blame))
 
 
@@ -699,11 +702,14 @@ class _Solver:
         """Whether some constraint already given mentions the size variable `name`."""
         return name in self.atoms or name in self.bindings
 
-    def advance(self, works: List[_Work]) -> None:
-        """Work `works`, with the constraints still deferred, to a fixed point.
+    def advance(self, works: List[_Work], broadcasts: bool = False) -> None:
+        """Work `works`, with the constraints still deferred, to a fixed point; with
+        `broadcasts`, decide the broadcasts too, one at a time when nothing else moves.
 
         New works are taken in canonical order, so a batch of constraints gives the same
-        result whatever order it was listed in.
+        result whatever order it was listed in. Deciding a broadcast commits to what is
+        known then (a size not yet known to be 1 is paired, not broadcast), so only a
+        state that is final (or that a front end generalizes) decides them.
         """
         works = sorted(works, key=_canonical_key)
         for work in works:
@@ -728,6 +734,11 @@ class _Solver:
                 queue, deferred = deferred + derived + self.new_work, []
                 self.new_work = []
                 continue
+            decided = self._decide_a_broadcast(deferred) if broadcasts else None
+            if decided is not None:
+                queue = [work for work in deferred if work is not decided] + self.new_work
+                deferred, self.new_work = [], []
+                continue
             break
         self.pending = deferred
 
@@ -743,7 +754,8 @@ class _Solver:
         return residuals
 
     def finish(self) -> Solution:
-        """The solution at the fixed point `advance` reached."""
+        """The solution: the fixed point, broadcasts decided. The state belongs to it."""
+        self.advance([], broadcasts=True)
         conflicts = sorted(self.conflicts, key=lambda c: (sorted(c.origins), c.message))
         return Solution(self, self.residuals(), conflicts)
 
@@ -781,6 +793,8 @@ class _Solver:
             return self._at_least(work)
         if isinstance(constraint, Divides):
             return self._divides(work)
+        if isinstance(constraint, Broadcast):
+            return _KEPT  # decided last, by _decide_a_broadcast
         return self._same_shape(work)
 
     # -- facts ------------------------------------------------------------------------------
@@ -1212,6 +1226,59 @@ class _Solver:
         self.shape_why[name] = blame
         return _DONE
 
+    # -- broadcasting ------------------------------------------------------------------------------
+    def _decide_a_broadcast(self, deferred: List[_Work]) -> Optional[_Work]:
+        """Decide the first broadcast (in canonical order) whose dims can be paired; the
+        work decided, or None when none can be."""
+        broadcasts = sorted((w for w in deferred if isinstance(w.constraint, Broadcast)),
+                            key=_canonical_key)
+        for work in broadcasts:
+            if self._broadcast(work):
+                return work
+        return None
+
+    def _broadcast(self, work: _Work) -> bool:
+        """Pair the dims of a broadcast from the right: a literal 1 takes the other dim,
+        any other pair is an equation; a shape variable ends the pairing where both sides
+        have the same rest, else the broadcast waits. Whether it was decided."""
+        constraint = work.constraint
+        assert isinstance(constraint, Broadcast)
+        used: Set[Origin] = set()
+        for name in _shape_vars(constraint.left + constraint.right):
+            used |= self.shape_why.get(name, _NO_BLAME)
+        left = list(_expand(constraint.left, self.shapes))
+        right = list(_expand(constraint.right, self.shapes))
+        blame = work.blame | frozenset(used)
+        tail: List[ShapeItem] = []
+        equations: List[Tuple[DimLike, DimLike]] = []
+        while left and right:
+            a, b = left[-1], right[-1]
+            if isinstance(a, ShapeVar) or isinstance(b, ShapeVar):
+                if a == b:  # a shape broadcasts with itself
+                    tail.insert(0, left.pop())
+                    right.pop()
+                    continue
+                if left == right:
+                    break  # the same rest on both sides
+                return False  # where each side's dims stand is not known yet
+            left.pop()
+            right.pop()
+            a, a_blame = self._subst(a)
+            b, b_blame = self._subst(b)
+            blame = blame | a_blame | b_blame
+            if a == 1:
+                tail.insert(0, b)
+            elif b == 1:
+                tail.insert(0, a)
+            else:
+                equations.append((a, b))
+                tail.insert(0, a)
+        for a, b in equations:
+            self._push(Equal(a, b, constraint.origin), blame)
+        rest = left or right
+        self._push(SameShape(constraint.out, tuple(rest + tail), constraint.origin), blame)
+        return True
+
     # -- several equations at once -----------------------------------------------------------------
     def _eliminate(self, deferred: List[_Work]) -> List[_Work]:
         """Gaussian elimination over the deferred equations that are linear: each variable it
@@ -1280,11 +1347,14 @@ class _Solver:
     def _residual(self, work: _Work) -> Residual:
         constraint = work.constraint
         used: Set[Origin] = set()
-        if isinstance(constraint, SameShape):
-            substituted: Constraint = SameShape(
-                tuple(_expand(constraint.left, self.shapes)),
-                tuple(_expand(constraint.right, self.shapes)), constraint.origin)
-            for name in _shape_vars(constraint.left) + _shape_vars(constraint.right):
+        substituted: Constraint
+        if isinstance(constraint, (SameShape, Broadcast)):
+            left = _expand(constraint.left, self.shapes)
+            right = _expand(constraint.right, self.shapes)
+            substituted = Broadcast(left, right, _expand(constraint.out, self.shapes),
+                                    constraint.origin) if isinstance(constraint, Broadcast) \
+                else SameShape(left, right, constraint.origin)
+            for name in _shape_vars(_shapes_of(constraint)):
                 used |= self.shape_why.get(name, _NO_BLAME)
         else:
             sides = []
@@ -1310,15 +1380,22 @@ def _dims_of(constraint: Constraint) -> Tuple[DimLike, ...]:
         return (constraint.value, constraint.bound)
     if isinstance(constraint, Divides):
         return (constraint.divisor, constraint.dividend)
-    return tuple(item for item in constraint.left + constraint.right
-                 if not isinstance(item, ShapeVar))
+    return tuple(item for item in _shapes_of(constraint) if not isinstance(item, ShapeVar))
+
+
+def _shapes_of(constraint: Constraint) -> Shape:
+    """The items of the shapes a constraint relates, one after the other."""
+    if isinstance(constraint, Broadcast):
+        return constraint.left + constraint.right + constraint.out
+    if isinstance(constraint, SameShape):
+        return constraint.left + constraint.right
+    return ()
 
 
 def _variables_of(constraint: Constraint) -> Set[str]:
     """The names of the size and shape variables a constraint mentions."""
     found: Set[str] = set().union(*(free_symbols(d) for d in _dims_of(constraint)))
-    if isinstance(constraint, SameShape):
-        found.update(_shape_vars(constraint.left) + _shape_vars(constraint.right))
+    found.update(_shape_vars(_shapes_of(constraint)))
     return found
 
 
@@ -1429,10 +1506,3 @@ def _row_reduce(rows: List[Tuple[Dict[str, Fraction], Fraction, Blame, Origin]]
                        other_origin)
         pivot_row += 1
     return rows
-
-
-def as_constraint_list(items: Union[Constraint, Iterable[Constraint]]) -> List[Constraint]:
-    """One constraint or several, as a list."""
-    if isinstance(items, (Equal, AtLeast, Divides, SameShape)):
-        return [items]
-    return list(items)
