@@ -3,6 +3,8 @@
 This module is the public namespace and only re-exports; each name lives in
 the module of its concept (see docs/architecture.md).
 """
+from typing import TYPE_CHECKING
+
 from .autodiff import deriv
 from .dims import dim
 from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, PaddedAxis,
@@ -36,8 +38,10 @@ from .op_graph.shape_ops import (axes_with_order, broadcast, cast_axes, concat_a
 from .op_graph.tensors import (AssignableTensorOp, as_op, as_ops, constant, constant_storage,
                                constant_value, is_constant, is_constant_scalar, persistent_tensor,
                                placeholder, temporary, variable)
-from .shapes.inference import ShapeReport, infer_shapes
 from .tensor_description import TensorDescription, reduce_strides
+
+if TYPE_CHECKING:  # imported on first use (module __getattr__ below)
+    from .shapes.inference import ShapeReport, infer_shapes
 from .transformers import make_transformer, transformer_choices
 from .transformers.nptransform import NumPyTransformer
 
@@ -74,4 +78,9 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    # shape inference (its constraints and op rules) too: the ops only need the prover
+    if name in ("ShapeReport", "infer_shapes"):
+        from .shapes import inference
+
+        return getattr(inference, name)
     raise AttributeError(f"module 'axgraph' has no attribute {name!r}")

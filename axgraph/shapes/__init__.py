@@ -24,8 +24,6 @@ variables and appended shapes) uses `solve` directly: make `Equal`,
 (`Variable`: rigid, flexible or derived), and read the `Solution` (or add them
 to a `Solver` one by one).
 """
-from .constraints import (AtLeast, Broadcast, Divides, Equal, Origin, SameShape, ShapeVar,
-                          Variable, format_shape)
 from .prover import (Verdict, interval, prove_at_least, prove_divides, prove_equal,
                      prove_nonnegative, simplify)
 
@@ -38,19 +36,21 @@ __all__ = ["AtLeast", "Broadcast", "Divides", "Equal", "Origin", "SameShape", "S
 
 
 #: Imported on first use: `import axgraph` needs the prover (the op modules use it), not the
-#: solver, which only solving a graph, checking feeds and the Axon front end need.
-_SOLVER_NAMES = ("Conflict", "Quotient", "Residual", "Solution", "Solver", "quotient", "solve")
+#: constraints or the solver, which only solving a graph, checking feeds and the Axon front
+#: end need.
+_LAZY = {"constraints": ("AtLeast", "Broadcast", "Divides", "Equal", "Origin", "SameShape",
+                         "ShapeVar", "Variable", "format_shape"),
+         "solver": ("Conflict", "Quotient", "Residual", "Solution", "Solver", "quotient",
+                    "solve"),
+         "inference": ("ShapeReport", "infer_shapes")}
 
 
 def __getattr__(name: str):
     # infer_shapes reads the axes graph, whose op modules use the prover: imported on first
     # use, so that `axgraph.shapes.prover` is importable from the op modules themselves
-    if name in ("ShapeReport", "infer_shapes"):
-        from . import inference
+    for module, names in _LAZY.items():
+        if name in names:
+            import importlib
 
-        return getattr(inference, name)
-    if name in _SOLVER_NAMES:
-        from . import solver
-
-        return getattr(solver, name)
+            return getattr(importlib.import_module(f".{module}", __name__), name)
     raise AttributeError(f"module 'axgraph.shapes' has no attribute {name!r}")

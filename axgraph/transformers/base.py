@@ -30,7 +30,6 @@ from ..ordered_set import OrderedSet
 from ..op_graph.execution_order import schedule
 from ..op_graph.tensors import AssignableTensorOp
 from ..serialization import get_values, set_values
-from ..shapes.inference import feed_checks
 
 
 class LengthBindings:
@@ -144,6 +143,8 @@ class Computation:
             a for op in self.ops + list(self.parameters) for a in op.axes))
         #: What fed sizes must satisfy beyond binding (lengths the graph infers or pins,
         #: residual checks), or None when every length is fixed; refuted lengths raise here.
+        from ..shapes.inference import feed_checks  # shape inference loads on first use
+
         self._feed_checks = feed_checks(self.ops + list(self.parameters))
         #: (dtype, shape) of positional arrays that passed the checks as they are (exact
         #: type, C order), to the lengths they bound: a repeat call skips the checks.
