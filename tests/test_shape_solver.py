@@ -411,3 +411,19 @@ def test_every_conflict_is_listed():
     text = str(info.value)
     assert text.count("\n  - ") == 2 and "model.py:3" in text and "model.py:2" in text
     assert "conflict:" in str(solution)
+
+
+def test_a_length_to_infer_is_a_floor_with_a_divisibility_check_when_division_is_inexact():
+    open_length = [Variable("K", "flexible", min=0)]
+    solution = solve([Equal(2 * K, 3 * M, at(4, "cast_axes"))], open_length)
+    assert solution.inferred == {"K": M + M // 2}
+    assert residual_texts(solution) == ["3*M % 2 == 0"]
+    for m in range(1, 9):  # the floor is exact where the check passes, by hand
+        if 3 * m % 2 == 0:
+            assert solution.check({"M": m}, at(9, "fed")).bindings["K"] == 3 * m // 2
+        else:
+            with pytest.raises(ng.ShapeCheckError, match="model.py:4"):
+                solution.check({"M": m}, at(9, "fed"))
+    # a declared size is never solved by a floor: the equation stays a check
+    declared = solve([Equal(2 * K, 3 * M, at(4))])
+    assert declared.bindings == {} and residual_texts(declared) == ["2*K == 3*M"]

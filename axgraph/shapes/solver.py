@@ -937,6 +937,8 @@ class _Solver:
             outcome = self._solve_symbolic_coefficient(difference, blame, work)
         if outcome is None:
             outcome = self._solve_linear(difference, blame, work, flexible_only=False)
+        if outcome is None:
+            outcome = self._solve_by_floor(difference, blame, work)
         if outcome is not None:
             return outcome
         narrowed = self._floor_equation(difference, blame, work)
@@ -1037,6 +1039,18 @@ class _Solver:
                 constraint = work.constraint
                 return self._conflict(work, f"{constraint} from {constraint.origin} has no "
                                             f"whole-number solution ({difference} == 0)", blame)
+        return None
+
+    def _solve_by_floor(self, difference: Dim, blame: Blame, work: _Work) -> Optional[str]:
+        """`c*v + R == 0` for a flexible v where c does not divide R: v = (-R)//c, with the
+        check that c divides -R (`2*K == 3*M` gives `K = M + M//2` and `3*M % 2 == 0`)."""
+        for _, name, coeff, rest in self._candidates(difference):
+            if self._kind(name) != "flexible" or not isinstance(rest, Dim):
+                continue
+            numerator = -rest if coeff > 0 else rest
+            value = numerator // abs(coeff)
+            self._push(Divides(abs(coeff), numerator, work.constraint.origin), blame)
+            return self._bind(name, value, blame, work)
         return None
 
     def _solve_symbolic_coefficient(self, difference: Dim, blame: Blame,
