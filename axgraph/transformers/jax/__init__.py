@@ -1,0 +1,1 @@
+"""The JAX transformer's package (sharding by axis identity lives in `sharding`)."""
