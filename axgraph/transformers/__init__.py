@@ -22,6 +22,8 @@ from .base import Computation, Transformer
 _REGISTRY: Dict[str, Union[str, type]] = {
     "numpy": "axgraph.transformers.nptransform:NumPyTransformer",
     "cpu": "axgraph.transformers.cpu.transformer:CpuTransformer",
+    "jax": "axgraph.transformers.jax.transformer:JaxTransformer",
+    "gpu": "axgraph.transformers.jax.transformer:GpuTransformer",
 }
 
 
