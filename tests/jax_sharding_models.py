@@ -7,6 +7,7 @@ after the same steps on the same batch agree.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
@@ -41,7 +42,8 @@ def digits_step(hidden: int = 48, batch: int = 32) -> DigitsStep:
     train_x = train_x.reshape(len(train_x), -1)[:batch]
     train_set = ArrayIterator({"image": train_x, "label": train_y[:batch]}, batch)
     inputs, step, _, _ = build(train_set, 16, hidden=hidden)
-    hidden_bias = next(op for op in schedule([step]) if op.name == "Affine_0_b")
+    hidden_bias = next(op for op in schedule([step])
+                       if re.fullmatch(r"Affine_\d+_b", op.name) and op.axes.lengths == (hidden,))
     (H,) = hidden_bias.axes
     return DigitsStep(inputs["image"], inputs["label"], step, inputs["label"].axes[0], H,
                       next(iter(train_set)))
@@ -63,7 +65,18 @@ def train(transformer, model: DigitsStep, steps: int = STEPS, local_batch=None
         losses.append(float(loss))
     stored = [t for t in computation.persistent_tensors if not t.constant]
     values = get_values(transformer, stored)
-    return losses, {t.name: values[t] for t in stored}
+    return losses, {canonical_name(t.name, stored): values[t] for t in stored}
+
+
+def canonical_name(name: str, tensors) -> str:
+    """`name` with its layer numbered as in a fresh process (Affine_0, Affine_1): each model
+    built in one process gets new layer numbers."""
+    layers = []
+    for tensor in tensors:
+        match = re.match(r"Affine_(\d+)_", tensor.name)
+        if match and match[1] not in layers:
+            layers.append(match[1])
+    return re.sub(r"Affine_(\d+)_", lambda m: f"Affine_{layers.index(m[1])}_", name, count=1)
 
 
 def reference(hidden: int = 48, batch: int = 32, steps: int = STEPS):

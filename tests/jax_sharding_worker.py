@@ -11,7 +11,8 @@ this script with the flag set rather than touching the pytest process:
 devices, tensor-parallel on its hidden axis, 4x2 mixed, the char LSTM example
 on its batch axis, and the errors of bad mappings. "multi": one of two
 processes joined by jax.distributed (8 devices each): data-parallel over all
-16 devices, 8x2 mixed, and the same with process-local batches. Each writes
+16 devices, 8x2 mixed, the same with process-local batches, and 8x2 with the
+"model" axis spanning the two processes (no process holds a whole weight). Each writes
 OUT_DIR/<name>.npz (the stored tensors of each run) and OUT_DIR/<name>.json
 (losses, placements, error messages) for the test to compare with the NumPy
 reference.
@@ -31,43 +32,68 @@ import numpy as np  # noqa: E402
 
 import axgraph as ng  # noqa: E402
 from axgraph.errors import AxgraphError  # noqa: E402
-from jax_sharding_models import digits_step, train  # noqa: E402
+from axgraph.transformers import set_transformer_factory  # noqa: E402
+from jax_sharding_models import canonical_name, digits_step, train  # noqa: E402
 
 
-def mesh(shape, devices=None):
-    devices = np.array(jax.devices() if devices is None else devices)
+def mesh(shape, across=False):
+    """A ("data", "model") mesh of the first devices; `across`: the devices of one process
+    lie along "data" (so "model" spans the processes) rather than along "model"."""
     count = int(np.prod(shape))
-    return jax.sharding.Mesh(devices[:count].reshape(shape), ("data", "model"))
+    devices = np.array(jax.devices()[:count])
+    grid = devices.reshape(shape[::-1]).T if across else devices.reshape(shape)
+    return jax.sharding.Mesh(grid, ("data", "model"))
+
+
+def fed_specs(transformer):
+    """The PartitionSpec of each placeholder the transformer's computations were fed."""
+    specs = {}
+    for _, executable in transformer._compiled.values():
+        for axes, what in executable.placement.parameters:
+            if what.startswith("placeholder"):
+                specs[what] = [None if s is None else str(s)
+                               for s in transformer.sharding.spec(axes)]
+    return specs
 
 
 def placements(transformer, names):
     """For each stored tensor named: its PartitionSpec and its shards' shapes on this process."""
     found = {}
+    stored = list(transformer.state)
     for tensor, value in transformer.state.items():
-        if tensor.name in names:
+        name = canonical_name(tensor.name, stored)
+        if name in names:
             array = getattr(value, "array", value)  # a GlobalValue holds a jax Array
-            found[tensor.name] = {
+            found[name] = {
                 "spec": [None if s is None else str(s) for s in array.sharding.spec],
                 "shards": sorted({tuple(s.data.shape) for s in array.addressable_shards}),
-                "devices": len(array.sharding.device_set)}
+                "devices": len(array.sharding.device_set),
+                # distinct parts of the array, on all processes and on this one
+                "parts": len({str(i) for i in
+                              array.sharding.devices_indices_map(array.shape).values()}),
+                "parts_here": len({str(s.index) for s in array.addressable_shards})}
     return found
 
 
 WEIGHTS = ("Affine_0_W", "Affine_0_b", "Affine_1_W", "Affine_1_b")
 
 
-def run_mlp(shape, mapped, local=False):
+def run_mlp(shape, mapped, local=False, across=False):
     """Ten steps of the digits MLP on a mesh of `shape`, axes `mapped` ("N", "H") split."""
     model = digits_step()
     axes = {"N": (model.N, "data"), "H": (model.H, "model")}
     mapping = dict(axes[name] for name in mapped)
-    with ng.make_transformer("jax", mesh=mesh(shape), axis_mapping=mapping) as transformer:
+    with ng.make_transformer("jax", mesh=mesh(shape, across),
+                             axis_mapping=mapping) as transformer:
         local_batch = None
         if local:
             rows = transformer.sharding.process_slice(model.N, model.N.length)
             local_batch = (model.batch["image"][:, rows], model.batch["label"][rows])
         losses, values = train(transformer, model, local_batch=local_batch)
-        report = {"losses": losses, "placements": placements(transformer, WEIGHTS)}
+        report = {"losses": losses, "placements": placements(transformer, WEIGHTS),
+                  "fed": sorted(fed_specs(transformer).values(), key=str)}
+        if local:
+            report["rows"] = [rows.start, rows.stop]
     return report, values
 
 
@@ -114,16 +140,18 @@ def run_lstm():
         close = transformer.close
 
         def close_after_looking():
-            made.append(placements(transformer, {"LSTM_0_W_i", "LSTM_0_U_i", "LookupTable_0_W"}))
+            made.append({"placements": placements(transformer, {"LSTM_0_W_i", "LSTM_0_U_i",
+                                                                "LookupTable_0_W"}),
+                         "fed": sorted(fed_specs(transformer).values(), key=str)})
             close()
 
         transformer.close = close_after_looking  # type: ignore[method-assign]
         return transformer
 
-    ng.set_transformer_factory(factory)
-    result = char_lstm.train(epochs=1, steps=3, seq_len=8, batch=8, hidden=16, embed=8,
+    set_transformer_factory(factory)
+    result = char_lstm.train(epochs=2, steps=2, seq_len=8, batch=8, hidden=16, embed=8,
                              backend=None, sample_length=0, verbose=False, batch_axis=N)
-    return {"losses": result["losses"], "placements": made[-1]}
+    return {"losses": result["losses"], **made[-1]}
 
 
 def main(argv) -> int:
@@ -143,6 +171,7 @@ def main(argv) -> int:
         runs["data16"] = run_mlp((16, 1), ["N"])
         runs["mixed8x2"] = run_mlp((8, 2), ["N", "H"])
         runs["local8x2"] = run_mlp((8, 2), ["N", "H"], local=True)
+        runs["across8x2"] = run_mlp((8, 2), ["N", "H"], across=True)
         extra = {"process": jax.process_index(), "devices": jax.device_count()}
         name = f"multi{process_id}"
     np.savez(out / f"{name}.npz", **{f"{run}/{tensor}": value for run, (_, values) in runs.items()

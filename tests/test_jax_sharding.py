@@ -148,6 +148,9 @@ def _assert_same_training(report, values, run, expected):
 def test_sharded_training_ends_with_the_reference_weights(single, expected, run, devices, specs):
     report, values = single
     _assert_same_training(report, values, run, expected)
+    # the batch: image (F, N) and label (N,) split along N over "data" when N is mapped
+    fed = [[None, "data"], ["data"]] if run != "model8" else [[None, None], [None]]
+    assert sorted(report[run]["fed"], key=str) == sorted(fed, key=str)
     placed = report[run]["placements"]
     for name, spec in specs.items():
         assert placed[name]["spec"] == spec, name
@@ -178,9 +181,12 @@ def test_the_char_lstm_example_runs_split_on_its_batch_axis(single):
     from examples import char_lstm
 
     lstm = single[0]["lstm"]
-    reference_run = char_lstm.train(epochs=1, steps=3, seq_len=8, batch=8, hidden=16, embed=8,
+    reference_run = char_lstm.train(epochs=2, steps=2, seq_len=8, batch=8, hidden=16, embed=8,
                                     backend="numpy", sample_length=0, verbose=False)
+    assert len(lstm["losses"]) == 2
     np.testing.assert_allclose(lstm["losses"], reference_run["losses"], **TOLERANCE)
+    # the characters and their targets (REC, N) are fed split along N
+    assert lstm["fed"] == [[None, "data"], [None, "data"]]
     # weights have no batch axis: replicated on the 4 devices
     assert all(p["devices"] == 4 and set(p["spec"]) == {None} for p in lstm["placements"].values())
     assert lstm["placements"], "the worker found none of the LSTM's weights"
@@ -194,14 +200,15 @@ def _free_port() -> int:
 
 def test_two_processes_train_as_the_reference(tmp_path, expected):
     """Two processes of 8 devices each, joined by jax.distributed over a local port (gloo
-    collectives): data-parallel over 16 devices, 8x2 mixed, and 8x2 fed per process."""
+    collectives): data-parallel over 16 devices, 8x2 mixed, 8x2 fed per process, and 8x2
+    with the weights' halves in different processes (read back by gathering)."""
     port = str(_free_port())
     workers = [subprocess.Popen([sys.executable, str(WORKER), "multi", str(tmp_path), port,
                                  str(rank)], cwd=ROOT, env=_worker_env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for rank in (0, 1)]
     try:
-        outcomes = [worker.communicate(timeout=120) for worker in workers]
+        outcomes = [worker.communicate(timeout=90) for worker in workers]
     finally:
         for worker in workers:
             if worker.poll() is None:
@@ -212,8 +219,17 @@ def test_two_processes_train_as_the_reference(tmp_path, expected):
         report = json.loads((tmp_path / f"multi{rank}.json").read_text())
         values = dict(np.load(tmp_path / f"multi{rank}.npz"))
         assert (report["process"], report["devices"]) == (rank, 16)
-        for run in ("data16", "mixed8x2", "local8x2"):
+        for run in ("data16", "mixed8x2", "local8x2", "across8x2"):
             _assert_same_training(report, values, run, expected)
-        assert report["mixed8x2"]["placements"]["Affine_0_W"]["spec"] == ["model", None]
-        assert report["mixed8x2"]["placements"]["Affine_0_W"]["devices"] == 16
-        assert report["mixed8x2"]["placements"]["Affine_0_W"]["shards"] == [[24, 64]]
+            assert report[run]["fed"] == [["data"], [None, "data"]]
+            weight = report[run]["placements"]["Affine_0_W"]
+            assert weight["devices"] == 16
+            if run != "data16":
+                assert weight["spec"] == ["model", None] and weight["shards"] == [[24, 64]]
+        # each process fed its half of the batch, as process_slice said
+        assert report["local8x2"]["rows"] == [16 * rank, 16 * rank + 16]
+        # "model" within a process: each holds whole weights; across the two: halves only
+        mixed, across = (report[run]["placements"]["Affine_0_W"] for run in ("mixed8x2",
+                                                                            "across8x2"))
+        assert (mixed["parts"], mixed["parts_here"]) == (2, 2)
+        assert (across["parts"], across["parts_here"]) == (2, 1)

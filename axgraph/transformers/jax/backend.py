@@ -86,8 +86,10 @@ class Program:
         return [jax.ShapeDtypeStruct(ctx.shape(n.shape), n.element_type.dtype) for n in nodes]
 
 
-def _jit(program: Program, donated: Tuple[int, ...]):
+def _jit(program: Program, donated: Tuple[int, ...], placement=None):
     """The one place programs are handed to `jax.jit` (placement options join here)."""
+    if placement is not None:  # a sharded transformer's: arguments and results on a mesh
+        return placement.jit(program.trace, donated, len(program.random_nodes))
     return jax.jit(program.trace, donate_argnums=donated)
 
 
@@ -111,6 +113,9 @@ class JaxFunction:
         self._programs: "OrderedDict[Tuple, Program]" = OrderedDict()
         self._hits = self._misses = 0
         self.last_program: Optional[Program] = None
+        #: Where arguments and results live on a device mesh (`sharding.Placement`), set by
+        #: a sharded transformer before the first call; None: on `device`.
+        self.placement: Any = None
 
     # -- the cache of programs per binding ------------------------------------------------------
     def program(self, bindings: Dict[str, int]) -> Program:
@@ -181,10 +186,12 @@ class JaxFunction:
         ctx = TraceContext(program.bindings, {})
         drawn = [_draw(node, generator, ctx.shape(node.shape))
                  for node, generator in zip(program.random_nodes, draws)]
+        if self.placement is not None:
+            arguments, drawn = self.placement.place(arguments, drawn)
         donated = self._donated(program, arguments, donate) if donate else ()
         jitted = program.jitted.get(donated)
         if jitted is None:
-            jitted = program.jitted[donated] = _jit(program, donated)
+            jitted = program.jitted[donated] = _jit(program, donated, self.placement)
         with self._scope():
             results, flags = jitted(*arguments, *drawn)
             if flags:
@@ -234,7 +241,7 @@ class JaxFunction:
             raise ExecutionError(f"nothing has run yet, and {self.function.name} has size "
                                  f"variables {sorted(self.function.free_symbols)}: call it "
                                  f"first, or give their values (bindings=)", user_location())
-        jitted = program.jitted.get(()) or _jit(program, ())
+        jitted = program.jitted.get(()) or _jit(program, (), self.placement)
         with self._scope():
             return jitted.lower(*program.argument_specs())
 

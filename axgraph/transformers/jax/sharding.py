@@ -17,34 +17,23 @@ With several processes (`jax.distributed.initialize`), the mesh spans the
 devices of all of them. Each process feeds the same full arrays (or, with
 ``process_local=True``, its own slice of the mapped axes: `process_slice`
 says which) and receives the full results.
-
-jax is imported on first use, so that importing axgraph needs NumPy alone.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
+import jax
 import numpy as np
 
 from ...axes import Axis
 from ...debug_info import user_location
 from ...errors import AxgraphTypeError, AxgraphValueError
-from ..base import Computation, _checked_feed, _missing_feed_error
-
-if TYPE_CHECKING:  # pragma: no cover - for type hints only
-    import jax
-
+from ..base import _missing_feed_error
 
 class ShardingError(AxgraphValueError):
     """A mesh and axis mapping that cannot place a tensor: a mesh axis that does not
     exist, an axis whose length the mesh axis does not divide, one mesh axis asked
     to split two dimensions of one tensor."""
-
-
-def _jax():
-    import jax
-
-    return jax
 
 
 class AxisSharding:
@@ -79,7 +68,6 @@ class AxisSharding:
     """
 
     def __init__(self, mesh: "jax.sharding.Mesh", axis_mapping: Mapping[Axis, str]):
-        jax = _jax()
         location = user_location()
         if not isinstance(mesh, jax.sharding.Mesh):
             raise AxgraphTypeError(f"mesh= takes a jax.sharding.Mesh, not "
@@ -172,7 +160,7 @@ class AxisSharding:
         jax.sharding.PartitionSpec
             The mesh axis name at each split dimension, None elsewhere.
         """
-        return _jax().sharding.PartitionSpec(*self.mesh_axes(axes, what))
+        return jax.sharding.PartitionSpec(*self.mesh_axes(axes, what))
 
     def sharding(self, axes: Sequence[Axis], what: str = "a tensor"
                  ) -> "jax.sharding.NamedSharding":
@@ -190,7 +178,7 @@ class AxisSharding:
         jax.sharding.NamedSharding
             Its placement.
         """
-        return _jax().sharding.NamedSharding(self.mesh, self.spec(axes, what))
+        return jax.sharding.NamedSharding(self.mesh, self.spec(axes, what))
 
     def check_shape(self, axes: Sequence[Axis], shape: Sequence[int],
                     what: str = "a tensor") -> None:
@@ -252,24 +240,16 @@ class AxisSharding:
         ShardingError
             A split dimension the mesh axis does not divide.
         """
-        jax = _jax()
         sharding = self.sharding(axes, what)
         if isinstance(value, GlobalValue):
             value = value.array
-        if isinstance(value, jax.Array) and not process_local:
-            self.check_shape(axes, value.shape, what)
-            if value.sharding.is_equivalent_to(sharding, value.ndim):
-                return value
-            return jax.device_put(value, sharding)
-        array = np.asarray(value)
         if process_local:
+            array = np.asarray(value)
             global_shape = self.global_shape(axes, array.shape, what)
             self.check_shape(axes, global_shape, what)
             return jax.make_array_from_process_local_data(sharding, array, global_shape)
-        self.check_shape(axes, array.shape, what)
-        if jax.process_count() == 1:
-            return jax.device_put(array, sharding)
-        return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
+        self.check_shape(axes, np.shape(value), what)
+        return _put(value, sharding)
 
     def global_shape(self, axes: Sequence[Axis], local_shape: Sequence[int],
                      what: str = "a tensor") -> Tuple[int, ...]:
@@ -339,7 +319,6 @@ class AxisSharding:
         ShardingError
             The mesh axis does not divide `length`, or the positions are not contiguous.
         """
-        jax = _jax()
         self.check_shape([axis], [length], f"axis {axis.name}")
         sharding = self.sharding([axis], f"axis {axis.name}")
         indices = sharding.addressable_devices_indices_map((length,)).values()
@@ -369,7 +348,6 @@ def gathered(array: Any) -> np.ndarray:
         Its full value. With several processes, every process must call this for the
         same arrays in the same order (it is a collective).
     """
-    jax = _jax()
     if isinstance(array, jax.Array) and not array.is_fully_addressable \
             and not array.is_fully_replicated:
         from jax.experimental import multihost_utils
@@ -418,15 +396,12 @@ def stored(array: "jax.Array") -> Any:
     return array if array.is_fully_addressable else GlobalValue(array)
 
 
-class ShardedExecutable:
-    """A lowered computation jitted with every parameter and result placed by its axes.
+class Placement:
+    """The placements of one lowered computation: of each parameter of its core Function
+    (a fed placeholder or a stored tensor) and of each result, by their axes.
 
-    Called as the lowering transformer calls an executable (one argument per
-    parameter of the lowered function: a fed array or a stored value). Arguments
-    are placed on the mesh first (NumPy arrays split by their axes; stored jax
-    Arrays already are). It returns the computation's results as NumPy arrays
-    (gathered: every process gets the full value) and the new stored values as
-    jax Arrays that stay on their devices, split as their axes say.
+    The jax backend jits the computation's programs with these placements
+    (`jit`) and puts each call's arguments on the mesh first (`place`).
 
     Parameters
     ----------
@@ -436,107 +411,142 @@ class ShardedExecutable:
         The computation's core Function and how it maps to the axes graph.
     results : sequence of Op
         The computation's results (their axes give the results' placements).
-    traced : callable
-        The function's computation on jax arrays: one argument per parameter, a
-        tuple of one array per result; jax.jit traces it.
     """
 
-    def __init__(self, sharding: AxisSharding, lowered: Any, results: Sequence[Any],
-                 traced: Any):
-        jax = _jax()
+    def __init__(self, sharding: AxisSharding, lowered: Any, results: Sequence[Any]):
         self.sharding = sharding
         #: (axes, description) of each parameter of the function.
         self.parameters = [(t.axes, _describe(t)) for t in lowered.state_inputs]
         outputs = [(r.axes, f"result {r.name}") for r in results if r.is_tensor_op]
         state = [(t.axes, _describe(t)) for t in lowered.state_outputs]
         effects = len(lowered.function.results) - len(outputs) - len(state)
-        outputs += [((), "a print's effect")] * effects + state
-        #: The positions of the function's results that the caller gets as NumPy arrays.
-        self.shown = {p for p in lowered.result_positions if p is not None}
-        self._calls = 0
-        self.program = jax.jit(
-            traced,
-            in_shardings=tuple(sharding.sharding(axes, what) for axes, what in self.parameters),
-            out_shardings=tuple(sharding.sharding(axes, what) for axes, what in outputs))
+        #: (axes, description) of each result of the function: the computation's results, a
+        #: print's effect (replicated), the stored tensors' new values.
+        self.results = outputs + [((), "a print's effect")] * effects + state
+        self.replicated = jax.sharding.NamedSharding(sharding.mesh,
+                                                     jax.sharding.PartitionSpec())
 
-    def __call__(self, *arguments: Any, out: Any = None, donate: Any = None) -> Tuple[Any, ...]:
-        placed = [self.sharding.place(value, axes, what)
-                  for value, (axes, what) in zip(arguments, self.parameters)]
-        outputs = self.program(*placed)
-        self._calls += 1
-        finished = []
-        for position, value in enumerate(outputs):
-            if position in self.shown:
-                array = gathered(value)
-                target = None if out is None else out[position]
-                if target is not None:
-                    np.copyto(target, array)
-                    array = target
-                finished.append(array)
-            else:
-                finished.append(stored(value))
-        return tuple(finished)
+    def jit(self, trace: Any, donated: Tuple[int, ...], extra_arguments: int) -> Any:
+        """`jax.jit(trace)` with every argument and result placed.
 
-    def cache_info(self) -> Any:
-        """One jitted program per set of argument shapes, made by jax on demand: reported
-        as a backend that does not specialise (every call a hit)."""
-        from ...core.backend import unspecialized_cache_info
+        Parameters
+        ----------
+        trace : callable
+            Takes one array per parameter, then `extra_arguments` more (replicated);
+            returns (a tuple of one array per result, anything else, replicated).
+        donated : tuple of int
+            The arguments XLA may write results over.
+        extra_arguments : int
+            Arguments after the parameters (the host's random draws).
 
-        return unspecialized_cache_info(self._calls)
+        Returns
+        -------
+        callable
+            The jitted function.
+        """
+        sharding = self.sharding
+        parameters = tuple(sharding.sharding(a, w) for a, w in self.parameters)
+        results = tuple(sharding.sharding(a, w) for a, w in self.results)
+        return jax.jit(trace, donate_argnums=donated,
+                       in_shardings=parameters + (self.replicated,) * extra_arguments,
+                       out_shardings=(results, self.replicated))
+
+    def place(self, arguments: Sequence[Any], extra: Sequence[Any]) -> Tuple[tuple, tuple]:
+        """A call's arguments on the mesh: each parameter's split by its axes, the extra
+        ones (the random draws) replicated.
+
+        Raises
+        ------
+        ShardingError
+            A split dimension the mesh axis does not divide.
+        """
+        placed = tuple(self.sharding.place(value, axes, what)
+                       for value, (axes, what) in zip(arguments, self.parameters))
+        return placed, tuple(_put(value, self.replicated) for value in extra)
 
 
-class ShardedComputation(Computation):
-    """A computation of a sharded transformer: it also takes process-local batches.
+class ProcessLocalFeeds:
+    """Lets a computation of a sharded transformer take process-local batches.
 
     Called as any computation, each process passes the same full arrays. With
     ``process_local=True`` each process passes only its own part of every split
     dimension (`AxisSharding.process_slice` says which positions), as an input
     pipeline that shards the data provides it; the results are still full on
-    every process.
+    every process. Mixed into the jax transformer's computation class.
     """
 
     _process_local = False
 
-    def __init__(self, transformer: Any, results: Any, parameters: Sequence[Any],
-                 sharding: AxisSharding):
-        super().__init__(transformer, results, parameters)
-        #: The placements of the transformer that made this computation.
-        self.sharding = sharding
-
-    def __call__(self, *values, feed_dict=None, out=None, process_local: bool = False):
+    def __call__(self, *values, process_local: bool = False, **options):
         """Run once (see `Computation`); `process_local`: the values are this process's
         parts of the split dimensions rather than the full arrays."""
+        call = super().__call__  # type: ignore[misc]  # the computation class mixed with
         if not process_local:
-            return super().__call__(*values, feed_dict=feed_dict, out=out)
-        with self.transformer._lock:
+            return call(*values, **options)
+        with self.transformer._lock:  # type: ignore[attr-defined]
             self._process_local = True
             try:
-                return super().__call__(*values, feed_dict=feed_dict, out=out)
+                return call(*values, **options)
             finally:
                 self._process_local = False
 
     def _checked_feeds(self, values, feed_dict):
+        computation = cast(Any, self)
         if not self._process_local:
             return super()._checked_feeds(values, feed_dict)
-        sharding = self.sharding
-        feeds = self._collect_feeds(values, feed_dict or {})
-        placed = {p: sharding.place(_checked_feed(p, v), p.axes, _describe(p), process_local=True)
+        sharding: AxisSharding = computation.transformer.sharding
+        feeds = computation._collect_feeds(values, feed_dict or {})
+        placed = {p: sharding.place(computation._feed_value(p, v), p.axes, _describe(p),
+                                    process_local=True)
                   for p, v in feeds.items()}
-        bindings = self._bind(placed)
-        missing = [p for p in self._needed_feeds if p not in placed]
+        bindings = computation._bind(placed)
+        missing = [p for p in computation._needed_feeds if p not in placed]
         if missing:
-            raise _missing_feed_error(missing[0], self._needed_feeds[missing[0]])
+            raise _missing_feed_error(missing[0], computation._needed_feeds[missing[0]])
         return placed, bindings
+
+
+def sharding_of(mesh: Any, axis_mapping: Optional[Mapping[Axis, str]]
+                ) -> Optional[AxisSharding]:
+    """The transformer's placements from its `mesh=` and `axis_mapping=` options (None:
+    no mesh, everything on one device).
+
+    Raises
+    ------
+    AxgraphTypeError
+        An axis mapping without a mesh (or a bad mesh or mapping, see `AxisSharding`).
+    ShardingError
+        See `AxisSharding`.
+    """
+    if mesh is None:
+        if axis_mapping:
+            raise AxgraphTypeError("axis_mapping= places tensors on the devices of a mesh: give "
+                                   "mesh=jax.sharding.Mesh(devices, axis_names) too",
+                                   user_location())
+        return None
+    return AxisSharding(mesh, axis_mapping or {})
+
+
+def _put(value: Any, sharding: Any) -> "jax.Array":
+    """`value` (the same full array on every process) placed as `sharding` says."""
+    if isinstance(value, jax.Array):
+        if value.sharding.is_equivalent_to(sharding, value.ndim):
+            return value
+        return jax.device_put(value, sharding)
+    array = np.asarray(value)
+    if jax.process_count() == 1:
+        return jax.device_put(array, sharding)
+    return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
 
 
 def _describe(tensor: Any) -> str:
     kind = "placeholder" if tensor.input else "stored tensor"
-    return f"{kind} {tensor.name}"
+    return tensor.name if tensor.name.startswith(kind) else f"{kind} {tensor.name}"
 
 
 def _described_mesh(sizes: Mapping[str, int]) -> str:
     return "(" + ", ".join(f"{name!r}: {size}" for name, size in sizes.items()) + ")"
 
 
-__all__ = ["AxisSharding", "GlobalValue", "ShardedComputation", "ShardedExecutable",
-           "ShardingError", "gathered", "stored"]
+__all__ = ["AxisSharding", "GlobalValue", "Placement", "ProcessLocalFeeds", "ShardingError",
+           "gathered", "sharding_of", "stored"]

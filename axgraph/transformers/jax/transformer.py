@@ -24,6 +24,7 @@ from ..cpu.backend import CACHE_SIZE, checked_cache_size
 from ..lowering_transformer import LoweringTransformer
 from .backend import Cost, to_host
 from .devices import find_device
+from .sharding import GlobalValue, Placement, ProcessLocalFeeds, sharding_of, stored
 
 
 class JaxComputation(Computation):
@@ -112,6 +113,11 @@ class JaxComputation(Computation):
         return self.transformer.lowered(self).function
 
 
+class ShardedJaxComputation(ProcessLocalFeeds, JaxComputation):
+    """A computation of a transformer with a mesh: it also takes process-local batches
+    (``process_local=True``, see `sharding.ProcessLocalFeeds`)."""
+
+
 class JaxTransformer(LoweringTransformer):
     """The lowering transformer on the "jax" backend: programs compiled by `jax.jit`.
 
@@ -128,15 +134,27 @@ class JaxTransformer(LoweringTransformer):
     keep_on_device : bool, optional
         Whether calls return `jax.Array` results by default (default False:
         NumPy arrays); each call may say otherwise.
+    mesh : jax.sharding.Mesh, optional
+        Run on the devices of this mesh (of every process, after
+        `jax.distributed.initialize`), each tensor placed by its axes.
+    axis_mapping : dict of Axis to str, optional
+        With `mesh`: the mesh axis that splits each axis named (matched by
+        identity); other axes are replicated (docs/distributed.md).
 
     Raises
     ------
     DeviceNotFoundError
         JAX sees no device of `platform`; the message lists those it sees.
+    ShardingError
+        A mapping the mesh cannot follow (a mesh axis it does not have, an axis
+        length its mesh axis does not divide).
     """
 
     def __init__(self, optimize: bool = True, cache_size: Optional[int] = CACHE_SIZE,
-                 platform: Optional[str] = None, keep_on_device: bool = False):
+                 platform: Optional[str] = None, keep_on_device: bool = False,
+                 mesh: Any = None, axis_mapping: Optional[Mapping] = None):
+        #: Where each tensor lives on the mesh (None: no mesh, on `device`).
+        self.sharding = sharding_of(mesh, axis_mapping)
         #: The device computations run on (checked now: a missing GPU fails here).
         self.device = find_device(platform)
         super().__init__("jax", optimize=optimize, cache_size=checked_cache_size(cache_size),
@@ -144,14 +162,27 @@ class JaxTransformer(LoweringTransformer):
         self._keep_on_device = bool(keep_on_device)
 
     def _make_computation(self, results, parameters) -> Computation:
+        if self.sharding is not None:
+            return ShardedJaxComputation(self, results, parameters)
         return JaxComputation(self, results, parameters)
 
+    def _compile(self, computation: Computation):
+        found = super()._compile(computation)
+        if self.sharding is not None and found[1].placement is None:
+            found[1].placement = Placement(self.sharding, found[0], computation.results)
+        return found
+
     def _execute(self, run, arguments, targets, donate) -> tuple:
-        return run.run_on_device(*arguments, donate=donate)
+        if self.sharding is None:
+            return run.run_on_device(*arguments, donate=donate)
+        arguments = [a.array if isinstance(a, GlobalValue) else a for a in arguments]
+        return tuple(stored(value) for value in run.run_on_device(*arguments, donate=donate))
 
     def _returned(self, value: Any):
         if not self._keep_on_device:
             return to_host(value)
+        if isinstance(value, GlobalValue):
+            return value.array
         if any(value is stored for stored in self.state.values()):
             # the stored value is donated by a later call: the caller gets its own copy
             import jax.numpy as jnp
