@@ -106,6 +106,48 @@ def test_lowering_orders_each_dimension_as_its_tensor_axes():
     assert [a.length for a in weight.axes] == [48, 64]  # distinct: a transposition would show
 
 
+# -- the transformer's options, on one device ---------------------------------------------------
+
+def _affine():
+    """x (C, N) -> tanh(W x) over (H, N), with W (H, C - 1) stored: a result and a weight."""
+    C, N, H = ng.make_axis(3, name="C"), ng.make_axis(4, name="N"), ng.make_axis(2, name="H")
+    x = ng.placeholder([C, N])
+    weights = np.arange(6, dtype=np.float32).reshape(2, 3) / 10
+    W = ng.variable([H, C - 1], initial_value=weights)
+    return x, W, ng.tanh(ng.dot(W, x)), weights, N, H
+
+
+def test_a_mesh_transformer_computes_what_numpy_computes():
+    x, W, y, weights, N, H = _affine()
+    value = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
+    with ng.make_transformer("jax", mesh=one_device_mesh(),
+                             axis_mapping={N: "data", H: "model"}) as t:
+        f = t.computation(y, x)
+        result = f(value)
+        assert isinstance(result, np.ndarray)
+        np.testing.assert_allclose(result, np.tanh(weights @ value), rtol=1e-6)
+        on_device = f(value, keep_on_device=True)
+        assert isinstance(on_device, jax.Array)
+        assert tuple(on_device.sharding.spec) == ("model", "data")
+        local = f(value, process_local=True)  # one process: its slice is the whole batch
+        np.testing.assert_allclose(local, result, rtol=1e-6)
+        assert t.sharding.process_slice(N, 4) == slice(0, 4)
+        target = np.empty((2, 4), np.float32)
+        assert f(value, out=[target]) is target
+        np.testing.assert_allclose(target, result, rtol=1e-6)
+        np.testing.assert_array_equal(W.value.get(), weights)
+
+
+def test_axis_mapping_needs_a_mesh_and_a_mesh_is_a_mesh():
+    N = ng.make_axis(4, name="N")
+    with pytest.raises(AxgraphTypeError, match="give mesh="):
+        ng.make_transformer("jax", axis_mapping={N: "data"})
+    with pytest.raises(AxgraphTypeError, match="takes a jax.sharding.Mesh"):
+        ng.make_transformer("jax", mesh=[0, 1], axis_mapping={N: "data"})
+    with ng.make_transformer("jax") as plain:
+        assert plain.sharding is None
+
+
 # -- several devices, in processes of their own --------------------------------------------------
 
 def _worker_env():
