@@ -292,10 +292,11 @@ class JaxFunction:
 
 def _draw(node: Node, generator: np.random.Generator, shape) -> np.ndarray:
     """The host's draw of a random node (the interpreter's, value for value)."""
-    if isinstance(node, core.RandomUniform):
-        draw = generator.uniform(node.low, node.high, shape)
-    else:
+    if isinstance(node, core.RandomNormal):
         draw = generator.normal(node.mean, node.stddev, shape)
+    else:
+        assert isinstance(node, core.RandomUniform)  # Program.random_nodes holds no other
+        draw = generator.uniform(node.low, node.high, shape)
     return draw.astype(node.element_type.dtype)
 
 
@@ -317,7 +318,7 @@ def bind_jax_arguments(function: core.Function, arrays) -> Tuple[Tuple, Dict[str
     parameters = function.parameters
     if len(arrays) != len(parameters):
         return bind_arguments(function, arrays)  # its message
-    checked = []
+    checked: List[Any] = []
     for index, (array, parameter) in enumerate(zip(arrays, parameters)):
         if isinstance(array, jax.Array):
             if array.dtype != parameter.element_type.dtype:

@@ -15,7 +15,7 @@ are donated to XLA, which writes their new values over them.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
 from ...debug_info import user_location
 from ...errors import TransformerClosedError
@@ -36,7 +36,7 @@ class JaxComputation(Computation):
 
     def __call__(self, *values, feed_dict=None, out=None, keep_on_device: Optional[bool] = None):
         """Run once, as `Computation.__call__`; `keep_on_device=True` returns jax arrays."""
-        transformer = self.transformer
+        transformer = cast("JaxTransformer", self.transformer)
         with transformer._lock:
             saved = transformer._keep_on_device
             if keep_on_device is not None:
