@@ -88,6 +88,15 @@ def test_bad_mappings_raise_naming_what_is_wrong():
     assert issubclass(ShardingError, AxgraphError)
 
 
+def test_the_examples_in_the_docstrings_run_as_written():
+    import doctest
+
+    from axgraph.transformers.jax import sharding
+
+    failed, attempted = doctest.testmod(sharding, optionflags=doctest.ELLIPSIS)
+    assert attempted > 0 and failed == 0
+
+
 def test_lowering_orders_each_dimension_as_its_tensor_axes():
     """The placements assume dimension i of a lowered parameter or result is axes[i]: the
     lengths here are all different, so any other order would show."""

@@ -30,6 +30,7 @@ from ...debug_info import user_location
 from ...errors import AxgraphTypeError, AxgraphValueError
 from ..base import _missing_feed_error
 
+
 class ShardingError(AxgraphValueError):
     """A mesh and axis mapping that cannot place a tensor: a mesh axis that does not
     exist, an axis whose length the mesh axis does not divide, one mesh axis asked
@@ -63,8 +64,9 @@ class AxisSharding:
     >>> from axgraph.transformers.jax.sharding import AxisSharding
     >>> N, C = ng.make_axis(8, name="N"), ng.make_axis(3, name="C")
     >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("data", "model"))
-    >>> AxisSharding(mesh, {N: "data"}).spec([C, N])
-    PartitionSpec(None, 'data')
+    >>> sharding = AxisSharding(mesh, {N: "data"})
+    >>> sharding.mesh_axes([C, N]), tuple(sharding.spec([N, C]))
+    ([None, 'data'], ('data', None))
     """
 
     def __init__(self, mesh: "jax.sharding.Mesh", axis_mapping: Mapping[Axis, str]):
@@ -255,8 +257,8 @@ class AxisSharding:
                      what: str = "a tensor") -> Tuple[int, ...]:
         """The full shape of a tensor of which this process holds `local_shape`.
 
-        Each split dimension is as many times longer as there are process slices along
-        its mesh axis (`process_count_along`).
+        A split dimension is as many times longer as its mesh axis has positions for
+        each one this process's devices occupy (1 where they span the mesh axis).
 
         Parameters
         ----------
@@ -271,32 +273,34 @@ class AxisSharding:
         -------
         tuple of int
             The global shape.
+
+        Raises
+        ------
+        ShardingError
+            A split dimension of the local part that this process's devices cannot share
+            equally.
         """
-        return tuple(int(n) * (1 if m is None else self.process_count_along(m))
-                     for n, m in zip(local_shape, self.mesh_axes(axes, what)))
+        shape = []
+        for axis, length, mesh_axis in zip(axes, local_shape, self.mesh_axes(axes, what)):
+            if mesh_axis is None:
+                shape.append(int(length))
+                continue
+            held, size = self._held_positions(mesh_axis), self.mesh_sizes[mesh_axis]
+            if length % held:
+                raise ShardingError(
+                    f"the process-local part of {what} has {length} positions along axis "
+                    f"{axis.name}, which this process's {held} positions of mesh axis "
+                    f"{mesh_axis!r} cannot share equally: feed a multiple of {held}",
+                    user_location())
+            shape.append(int(length) * size // held)
+        return tuple(shape)
 
-    def process_count_along(self, mesh_axis: str) -> int:
-        """Into how many process slices the mesh axis `mesh_axis` cuts a dimension it splits.
-
-        Parameters
-        ----------
-        mesh_axis : str
-            A mesh axis name.
-
-        Returns
-        -------
-        int
-            1 when each process's devices span the whole mesh axis (one process, or
-            processes laid along another mesh axis).
-        """
+    def _held_positions(self, mesh_axis: str) -> int:
+        """How many positions along `mesh_axis` this process's devices occupy."""
         position = list(self.mesh_sizes).index(mesh_axis)
         devices = np.moveaxis(self.mesh.devices, position, 0)
-        owners = [frozenset(d.process_index for d in np.ravel(row)) for row in devices]
-        slices = 1
-        for previous, current in zip(owners, owners[1:]):
-            if current != previous:
-                slices += 1
-        return slices
+        me = jax.process_index()
+        return sum(any(d.process_index == me for d in np.ravel(row)) for row in devices)
 
     def process_slice(self, axis: Axis, length: int) -> slice:
         """The positions along `axis` that this process feeds with ``process_local=True``.
@@ -391,8 +395,19 @@ class GlobalValue:
 
 
 def stored(array: "jax.Array") -> Any:
-    """What the transformer's state keeps for `array`: the array itself when this process
-    can read it whole, else a `GlobalValue` that gathers it when read."""
+    """What the transformer's state keeps for `array`.
+
+    Parameters
+    ----------
+    array : jax.Array
+        A new stored value, as the program made it.
+
+    Returns
+    -------
+    jax.Array or GlobalValue
+        The array itself when this process can read it whole, else a `GlobalValue`
+        that gathers it when read.
+    """
     return array if array.is_fully_addressable else GlobalValue(array)
 
 
@@ -455,6 +470,18 @@ class Placement:
         """A call's arguments on the mesh: each parameter's split by its axes, the extra
         ones (the random draws) replicated.
 
+        Parameters
+        ----------
+        arguments : sequence of numpy.ndarray or jax.Array
+            One full array per parameter of the function.
+        extra : sequence of numpy.ndarray
+            The arguments after them (the host's random draws).
+
+        Returns
+        -------
+        (tuple of jax.Array, tuple of jax.Array)
+            The parameters' arrays and the extra ones, placed.
+
         Raises
         ------
         ShardingError
@@ -508,8 +535,19 @@ class ProcessLocalFeeds:
 
 def sharding_of(mesh: Any, axis_mapping: Optional[Mapping[Axis, str]]
                 ) -> Optional[AxisSharding]:
-    """The transformer's placements from its `mesh=` and `axis_mapping=` options (None:
-    no mesh, everything on one device).
+    """The transformer's placements from its `mesh=` and `axis_mapping=` options.
+
+    Parameters
+    ----------
+    mesh : jax.sharding.Mesh or None
+        The devices (None: no mesh, everything on one device).
+    axis_mapping : mapping of Axis to str, or None
+        The mesh axis splitting each axis named.
+
+    Returns
+    -------
+    AxisSharding or None
+        The placements, or None without a mesh.
 
     Raises
     ------
