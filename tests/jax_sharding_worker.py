@@ -124,6 +124,10 @@ def bad_mappings():
         fine = double(np.arange(8, dtype=np.float32))
         errors["fed_indivisible"] = error_of(lambda: double(np.ones(6, np.float32)))
     errors["fed_fine"] = fine.tolist()
+    # a print: JAX orders host callbacks only in a one-device program
+    with ng.make_transformer("jax", mesh=mesh((4, 1)), axis_mapping={B: "data"}) as t:
+        printing = t.computation(ng.PrintOp(x * 2, "doubled"), x)
+        errors["print"] = error_of(lambda: printing(np.ones(8, np.float32)))
     return errors
 
 

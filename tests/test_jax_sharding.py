@@ -111,7 +111,7 @@ def test_lowering_orders_each_dimension_as_its_tensor_axes():
     count = len(lowered.function.results) - len(lowered.state_outputs)
     for tensor, node in zip(lowered.state_outputs, lowered.function.results[count:]):
         assert tuple(node.shape) == tuple(a.length for a in tensor.axes), tensor.name
-    weight = next(t for t in lowered.state_inputs if t.name == "Affine_0_W")
+    weight = next(t for t in lowered.state_inputs if len(t.axes) == 2 and t.axes[0] is model.H)
     assert [a.length for a in weight.axes] == [48, 64]  # distinct: a transposition would show
 
 
@@ -226,6 +226,9 @@ def test_a_mapping_that_cannot_place_a_tensor_is_refused(single):
     assert errors["fed_indivisible"]["type"] == "ShardingError"
     assert "axis B of length 6" in errors["fed_indivisible"]["message"]
     assert "mesh axis 'data' of size 4" in errors["fed_indivisible"]["message"]
+    assert errors["print"]["type"] == "ShardingError"
+    assert "(a PrintOp) cannot run in a computation split over the mesh's 4 devices" in \
+        errors["print"]["message"]
 
 
 def test_the_char_lstm_example_runs_split_on_its_batch_axis(single):
