@@ -64,9 +64,12 @@ def test_variables_stay_on_the_device_and_donated_updates_give_the_right_values(
         train = t.computation([cost, update, w], x)
         held = []
         for _ in range(3):
+            before = t.state.get(w)
             _, _, weights = train(xv, keep_on_device=True)
             held.append(weights)
             assert isinstance(t.state[w], jax.Array)
+            if isinstance(before, jax.Array):  # the step wrote w's new value over it
+                assert before.is_deleted()
         final = w.value.get()
     wv = w0.copy()
     seen = []
@@ -119,6 +122,9 @@ def test_lowered_text_needs_the_lengths_fed_data_decides():
         with pytest.raises(ExecutionError, match="nothing has run yet"):
             double.lowered_text()
         assert "tensor<7xf32>" in double.lowered_text({"N": 7})
+        assert double.cache_info().misses == 0  # looking compiles nothing for the calls
+        double(np.ones(3, np.float32))
+        assert "tensor<3xf32>" in double.lowered_text()
 
 
 def test_gpu_names_the_devices_jax_sees_when_it_has_no_gpu():

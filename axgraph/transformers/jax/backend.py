@@ -57,9 +57,11 @@ class Program:
     """One binding's traced program: its jitted forms (one per set of donated arguments),
     the random nodes whose host draws it takes, and the checks its trace recorded."""
 
-    def __init__(self, function: core.Function, bindings: Dict[str, int]):
+    def __init__(self, function: core.Function, bindings: Dict[str, int],
+                 wide_floats: bool = True):
         self.function = function
         self.bindings = bindings
+        self.wide_floats = wide_floats
         self.random_nodes = [n for n in function.nodes
                              if isinstance(n, (core.RandomUniform, core.RandomNormal))]
         #: (node, message) of each check, in the order the trace made them.
@@ -70,7 +72,8 @@ class Program:
     def trace(self, *arguments):
         """The function's results from its arguments and the random draws (traced)."""
         count = len(self.function.parameters)
-        ctx = TraceContext(self.bindings, dict(zip(self.random_nodes, arguments[count:])))
+        ctx = TraceContext(self.bindings, dict(zip(self.random_nodes, arguments[count:])),
+                           self.wide_floats)
         values: Dict[Node, Any] = dict(zip(self.function.parameters, arguments[:count]))
         for node in self.function.nodes:
             if node not in values:
@@ -108,6 +111,8 @@ class JaxFunction:
         self.cache_size = checked_cache_size(cache_size)
         #: Where programs run (and NumPy arguments are put).
         self.device = find_device(platform)
+        #: Float sums accumulate in float64, but on a TPU (which has none).
+        self.wide_floats = self.device.platform != "tpu"
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         self._programs: "OrderedDict[Tuple, Program]" = OrderedDict()
@@ -124,7 +129,8 @@ class JaxFunction:
         program = self._programs.get(key)
         if program is None:
             self._misses += 1
-            program = self._programs[key] = Program(self.function, dict(bindings))
+            program = self._programs[key] = Program(self.function, dict(bindings),
+                                                    self.wide_floats)
             if self.cache_size is not None and len(self._programs) > self.cache_size:
                 self._programs.popitem(last=False)
         else:
@@ -231,12 +237,13 @@ class JaxFunction:
 
     # -- inspection ---------------------------------------------------------------------------------
     def _lowered(self, bindings: Optional[Mapping[str, int]]):
-        if bindings is not None:
-            program = self.program(dict(bindings))
-        elif self.last_program is not None:
+        if bindings is None and self.last_program is not None:
             program = self.last_program
-        elif not self.function.free_symbols:
-            program = self.program({})
+        elif bindings is not None or not self.function.free_symbols:
+            # looked at, not run: the cache and its counts are left as they are
+            bindings = dict(bindings or {})
+            program = self._programs.get(tuple(sorted(bindings.items()))) \
+                or Program(self.function, bindings, self.wide_floats)
         else:
             raise ExecutionError(f"nothing has run yet, and {self.function.name} has size "
                                  f"variables {sorted(self.function.free_symbols)}: call it "

@@ -58,9 +58,12 @@ class TraceContext:
     """What a kernel may ask besides its inputs: concrete shapes at the binding traced, the
     host's random draws, and where to record checks made on the values."""
 
-    def __init__(self, bindings: Mapping[str, int], draws: Mapping[Node, Any]):
+    def __init__(self, bindings: Mapping[str, int], draws: Mapping[Node, Any],
+                 wide_floats: bool = True):
         self.bindings = bindings
         self.draws = draws
+        #: Whether float64 may serve as a wider accumulator (not on TPUs, which lack it).
+        self.wide_floats = wide_floats
         self.checks: List[Check] = []
 
     def shape(self, shape) -> Tuple[int, ...]:
@@ -108,24 +111,52 @@ def _sigmoid(x):
 
 def _divide(a, b, node=None, ctx=None):
     if not jnp.issubdtype(a.dtype, jnp.integer):
-        return jnp.true_divide(a, b)
+        return jnp.true_divide(a, _as_computed(b))
     if ctx is not None:
         ctx.check(node, jnp.any(b == 0), "integer division by zero")
     safe = jnp.where(b == 0, jnp.ones_like(b), b)
     return lax.div(a, safe)  # truncation toward zero, the core rule
 
 
+def _as_computed(divisor):
+    """The divisor of a correctly rounded division, hidden from XLA's rewrites: it turns
+    `a / c` into `a * (1 / c)` for a constant c and `1 / sqrt(x)` into `rsqrt(x)`, each an
+    ulp away from IEEE division (Divide and Rsqrt declare "correct" rounding: the same
+    bits on every backend). The barrier costs no fusion: XLA fuses the division with
+    a constant divisor all the same."""
+    return lax.optimization_barrier(divisor)
+
+
 def _rsqrt(x):
-    return jnp.divide(jnp.ones((), x.dtype), jnp.sqrt(x))
+    return jnp.divide(jnp.ones((), x.dtype), _as_computed(jnp.sqrt(x)))
 
 
-#: The jax form of each reference function that is not a NumPy ufunc (the ufuncs are
-#: called by name in jax.numpy). A form taking `node` and `ctx` gets them (for checks).
+def _erf(x):
+    """As the reference computes it: in float64, rounded once to x's type (XLA's float32
+    erf is an ulp off at some values, erf(-1) among them)."""
+    return lax.erf(x.astype(np.float64)).astype(x.dtype)
+
+
+def _log1p(x):
+    """log(1 + x) within a few ulps in every float type: XLA's float64 log1p is ~100 ulps
+    off around -0.4, so float64 takes Kahan's form, log(u) * x / (u - 1) with u = 1 + x
+    (x itself where u rounds to 1, u where it is +inf)."""
+    if x.dtype != np.float64:
+        return jnp.log1p(x)
+    u = _as_computed(1 + x)  # XLA would simplify (1 + x) - 1 to x
+    kahan = jnp.log(u) * x / _as_computed(u - 1)
+    return jnp.where(u == 1, x, jnp.where(u == np.inf, u, kahan))
+
+
+#: The jax form of each reference function that jax.numpy's function of the same name
+#: does not match (the other ufuncs are called by name in jax.numpy), and of each reference
+#: function that is not a ufunc. A form taking `node` and `ctx` gets them (for checks).
 REFERENCE_FORMS: Dict[Callable, Callable] = {
+    np.log1p: _log1p,
     reference.sigmoid: _sigmoid,
     reference.divide: _divide,
     reference.select: jnp.where,
-    reference.erf: lambda x: lax.erf(x).astype(x.dtype),
+    reference.erf: _erf,
     reference.rsqrt: _rsqrt,
 }
 
@@ -135,21 +166,38 @@ def elementwise_form(op_class: type) -> Optional[Callable]:
     function = numpy_function(op_class)
     if function is None:
         return None
+    if function in REFERENCE_FORMS:
+        return REFERENCE_FORMS[function]
     if isinstance(function, np.ufunc):
         return getattr(jnp, function.__name__, None)
-    return REFERENCE_FORMS.get(function)
+    return None
 
 
-@kernel(Node, when=lambda op_class: elementwise_form(op_class) is not None)
+@kernel(Node, when=lambda op_class: numpy_function(op_class) is not None)
 def _elementwise(node: Node, ctx: TraceContext, *inputs):
-    """Every elementwise op whose reference function has a jax form."""
+    """Every elementwise op that declares its reference function: its jax form, or else
+    the reference itself, run on the host (an op added outside the library runs here as
+    declared, at the cost of a round trip)."""
     form = elementwise_form(type(node))
+    if form is None:
+        return _on_host(node, numpy_function(type(node)), inputs)
     if form is _divide:
         return _divide(*inputs, node=node, ctx=ctx)
     if form is jnp.power and jnp.issubdtype(inputs[0].dtype, jnp.integer):
         ctx.check(node, jnp.any(inputs[1] < 0),
                   "Integers to negative integer powers are not allowed.")
     return form(*inputs).astype(dtype_of(node))  # type: ignore[misc]  # the entry's condition
+
+
+def _on_host(node: Node, function, inputs):
+    """`function` of the inputs' values, computed by NumPy on the host during the call."""
+    def run(*values):
+        with np.errstate(all="ignore"):
+            result = np.asarray(function(*[np.asarray(v) for v in values]))
+        return result.astype(dtype_of(node), copy=False)
+
+    shape = jax.ShapeDtypeStruct(tuple(inputs[0].shape), dtype_of(node))
+    return jax.pure_callback(run, shape, *inputs, vmap_method="broadcast_all")
 
 
 @kernel(ops.Convert)
@@ -229,9 +277,13 @@ def _reduce(node, ctx, x):
     if reduction_identity(type(node)) is None and _empty_reduction(node, x, node.axes):
         raise ExecutionError(f"{node.op.lower()} over an empty dim")
     ufunc = getattr(jnp, node.reduce_ufunc.__name__)
+    if node.wide_accumulator and jnp.issubdtype(x.dtype, jnp.floating) and ctx.wide_floats:
+        # rounding errors add up over many values: XLA adds them in order, where NumPy
+        # sums pairwise, so floats accumulate in float64 and round once
+        x = x.astype(np.float64)
     # integers wrap and booleans saturate alike in a wider type: the same values as NumPy's
     # reduction in x's own type
-    return ufunc.reduce(x, axis=tuple(node.axes)).astype(x.dtype)
+    return ufunc.reduce(x, axis=tuple(node.axes)).astype(dtype_of(node))
 
 
 @kernel(ops.ArgMax, ops.ArgMin)
