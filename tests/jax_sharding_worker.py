@@ -90,7 +90,14 @@ def run_mlp(shape, mapped, local=False, across=False):
             rows = transformer.sharding.process_slice(model.N, model.N.length)
             local_batch = (model.batch["image"][:, rows], model.batch["label"][rows])
         losses, values = train(transformer, model, local_batch=local_batch)
+        # a result split along N (over processes too): every process gets it whole
+        per_example = transformer.computation(ng.sum(model.image * 2, out_axes=[model.N]),
+                                              model.image)
+        image = model.batch["image"]
+        summed = per_example(image[:, rows], process_local=True) if local else per_example(image)
         report = {"losses": losses, "placements": placements(transformer, WEIGHTS),
+                  "per_example_error": float(np.abs(summed - 2 * image.sum(0)).max()),
+                  "per_example_shape": list(summed.shape),
                   "fed": sorted(fed_specs(transformer).values(), key=str)}
         if local:
             report["rows"] = [rows.start, rows.stop]

@@ -183,6 +183,8 @@ def expected():
 
 def _assert_same_training(report, values, run, expected):
     losses, tensors = expected
+    assert report[run]["per_example_shape"] == [32]
+    assert report[run]["per_example_error"] < 1e-4
     np.testing.assert_allclose(report[run]["losses"], losses, **TOLERANCE)
     for name, value in tensors.items():
         np.testing.assert_allclose(values[f"{run}/{name}"], value, err_msg=f"{run}: {name}",
