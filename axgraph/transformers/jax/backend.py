@@ -195,6 +195,10 @@ class JaxFunction:
         if self.placement is not None:
             arguments, drawn = self.placement.place(arguments, drawn)
         donated = self._donated(program, arguments, donate) if donate else ()
+        if donated:  # the caller's NumPy arrays are copied to buffers XLA may write over
+            arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
+                              if j in donated and not isinstance(a, jax.Array) else a
+                              for j, a in enumerate(arguments))
         jitted = program.jitted.get(donated)
         if jitted is None:
             jitted = program.jitted[donated] = _jit(program, donated, self.placement)
@@ -215,14 +219,15 @@ class JaxFunction:
 
     def _donated(self, program: Program, arguments: Tuple, donate: Mapping[int, int]
                  ) -> Tuple[int, ...]:
-        """The arguments XLA may write results over: device arrays of a result's shape and
-        type, passed once (a NumPy argument's memory is the caller's, never donated)."""
+        """The arguments XLA may write results over: those of a result's shape and type,
+        passed once. The same whether an argument is a NumPy array (the first call, state
+        fresh from its initializer) or a device array, so that one program serves both."""
         ctx = TraceContext(program.bindings, {})
         taken = []
         for k, j in donate.items():
             array = arguments[j]
             result = self.function.results[k]
-            if isinstance(array, jax.Array) and array.dtype == result.element_type.dtype \
+            if array.dtype == result.element_type.dtype \
                     and tuple(array.shape) == ctx.shape(result.shape) \
                     and sum(a is array for a in arguments) == 1:
                 taken.append(j)
