@@ -188,14 +188,14 @@ class JaxFunction:
         drawn = [_draw(node, generator, ctx.shape(node.shape))
                  for node, generator in zip(program.random_nodes, draws)]
         donated = self._donated(program, arguments, donate) if donate else ()
-        if donated:  # the caller's NumPy arrays are copied to buffers XLA may write over
-            arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
-                              if j in donated and not isinstance(a, jax.Array) else a
-                              for j, a in enumerate(arguments))
         jitted = program.jitted.get(donated)
         if jitted is None:
             jitted = program.jitted[donated] = _jit(program, donated)
-        with self._scope():
+        with self._scope():  # (64-bit types kept: NumPy float64 stays float64 on the device)
+            if donated:  # the caller's NumPy arrays are copied to buffers XLA may write over
+                arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
+                                  if j in donated and not isinstance(a, jax.Array) else a
+                                  for j, a in enumerate(arguments))
             results, flags = jitted(*arguments, *drawn)
             if flags:
                 self._raise_failed_checks(program, jax.device_get(flags))

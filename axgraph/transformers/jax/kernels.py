@@ -118,13 +118,13 @@ def _divide(a, b, node=None, ctx=None):
     return lax.div(a, safe)  # truncation toward zero, the core rule
 
 
-def _as_computed(divisor):
-    """The divisor of a correctly rounded division, hidden from XLA's rewrites: it turns
-    `a / c` into `a * (1 / c)` for a constant c and `1 / sqrt(x)` into `rsqrt(x)`, each an
-    ulp away from IEEE division (Divide and Rsqrt declare "correct" rounding: the same
-    bits on every backend). The barrier costs no fusion: XLA fuses the division with
-    a constant divisor all the same."""
-    return lax.optimization_barrier(divisor)
+def _as_computed(value):
+    """`value`, hidden from XLA's algebraic rewrites of what uses it: XLA turns `a / c`
+    into `a * (1 / c)` for a constant c, `1 / sqrt(x)` into `rsqrt(x)` and `(1 + x) - 1`
+    into `x`, each an ulp (or all digits) away from the IEEE operations the reference
+    performs (Divide and Rsqrt declare "correct" rounding: the same bits on every
+    backend). A division by a constant still fuses with its operands."""
+    return lax.optimization_barrier(value)
 
 
 def _rsqrt(x):
