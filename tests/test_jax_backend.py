@@ -55,7 +55,7 @@ def test_variables_stay_on_the_device_and_donated_updates_give_the_right_values(
     F = ng.make_axis(length=4, name="F")
     N = ng.make_axis(length=6, name="N")
     x = ng.placeholder([F, N], dtype=np.float64, name="x")
-    w0 = np.array([0.5, -1.0, 2.0, 0.25])
+    w0 = np.array([0.3, -1.1, 2.0, 0.25])  # not float32 values: float64 must stay float64
     w = ng.variable([F], initial_value=w0, dtype=np.float64, name="w")
     cost = ng.sum(ng.tanh(ng.dot(w, x)) ** 2, out_axes=())
     update = ng.assign(w, w - 0.1 * ng.deriv(cost, w))
@@ -192,3 +192,20 @@ def test_prints_run_in_program_order(capsys):
         t.computation(second, x)(np.array([1.0, 2.0], np.float32))
         out = capsys.readouterr().out
     assert out.index("first: [2. 4.]") < out.index("second: [3. 5.]")
+
+
+def test_a_failed_check_leaves_the_stored_values_as_they_were():
+    """A call that raises after running (a label out of range) donated nothing: the
+    variable it would have updated keeps its value, and the next call updates it."""
+    C = ng.make_axis(length=3, name="C")
+    N = ng.make_axis(length=2, name="N")
+    labels = ng.placeholder([N], dtype=np.int32, name="labels")
+    counts = ng.variable([C], initial_value=np.zeros(3), dtype=np.float64, name="counts")
+    tally = ng.assign(counts, counts + ng.sum(ng.one_hot(labels, axis=C), out_axes=[C]))
+    with ng.make_transformer("jax") as t:
+        step = t.computation(tally, labels)
+        step(np.array([0, 2], np.int32))
+        with pytest.raises(ExecutionError, match=r"one-hot values must lie in \[0, 3\)"):
+            step(np.array([1, 3], np.int32))
+        step(np.array([2, 2], np.int32))
+        np.testing.assert_array_equal(counts.value.get(), [1.0, 0.0, 3.0])

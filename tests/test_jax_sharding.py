@@ -147,6 +147,20 @@ def test_a_mesh_transformer_computes_what_numpy_computes():
         np.testing.assert_array_equal(W.value.get(), weights)
 
 
+def test_float64_stays_float64_on_a_mesh():
+    """Arguments are placed inside the backend's 64-bit scope: float64 is not narrowed."""
+    N = ng.make_axis(3, name="N")
+    x = ng.placeholder([N], dtype=np.float64)
+    total = ng.variable([N], initial_value=np.zeros(3), dtype=np.float64)
+    value = np.array([1 + 2.0 ** -40, 1 / 3, -2.5])
+    with ng.make_transformer("jax", mesh=one_device_mesh(), axis_mapping={N: "data"}) as t:
+        add = t.computation(ng.sequential([ng.assign(total, total + x), total * 1]), x)
+        add(value)
+        result = add(value)
+    assert result.dtype == np.float64
+    np.testing.assert_array_equal(result, value + value)
+
+
 def test_axis_mapping_needs_a_mesh_and_a_mesh_is_a_mesh():
     N = ng.make_axis(4, name="N")
     with pytest.raises(AxgraphTypeError, match="give mesh="):

@@ -68,6 +68,17 @@ class Program:
         self.checks: List[Tuple[Node, str]] = []
         self.jitted: Dict[Tuple[int, ...], Any] = {}
         self.has_host_calls = any(isinstance(n, HostCall) for n in function.nodes)
+        self._may_fail: Optional[bool] = None
+
+    def may_fail(self, scope) -> bool:
+        """Whether a call can end in an ExecutionError from a check on the values (found by
+        tracing, in `scope`, without compiling): such a call must not donate, or the
+        stored values it would leave unchanged are gone."""
+        if self._may_fail is None:
+            with scope:
+                jax.eval_shape(self.trace, *self.argument_specs())
+            self._may_fail = bool(self.checks)
+        return self._may_fail
 
     def trace(self, *arguments):
         """The function's results from its arguments and the random draws (traced)."""
@@ -161,8 +172,7 @@ class JaxFunction:
         program, arguments = self._prepare(arrays)
         if out is not None:  # checked before anything runs
             ctx = TraceContext(program.bindings, {})
-            out = checked_outs(self.function, out, [a for a in arguments
-                                                    if isinstance(a, np.ndarray)],
+            out = checked_outs(self.function, out, arguments,
                                [ctx.shape(r.shape) for r in self.function.results])
         results = self._run(program, arguments, donate)
         if out is None:
@@ -188,21 +198,21 @@ class JaxFunction:
         return self.program(bindings), arguments
 
     def _run(self, program: Program, arguments: Tuple, donate) -> Tuple[Any, ...]:
-        draws = [self._generators[node] for node in program.random_nodes]
         ctx = TraceContext(program.bindings, {})
-        drawn = [_draw(node, generator, ctx.shape(node.shape))
-                 for node, generator in zip(program.random_nodes, draws)]
-        if self.placement is not None:
-            arguments, drawn = self.placement.place(arguments, drawn)
-        donated = self._donated(program, arguments, donate) if donate else ()
-        if donated:  # the caller's NumPy arrays are copied to buffers XLA may write over
-            arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
-                              if j in donated and not isinstance(a, jax.Array) else a
-                              for j, a in enumerate(arguments))
+        drawn = [_draw(node, self._generators[node], ctx.shape(node.shape))
+                 for node in program.random_nodes]
+        donated = () if not donate or program.may_fail(self._scope()) \
+            else self._donated(program, arguments, donate)
         jitted = program.jitted.get(donated)
         if jitted is None:
             jitted = program.jitted[donated] = _jit(program, donated, self.placement)
-        with self._scope():
+        with self._scope():  # (64-bit types kept: NumPy float64 stays float64 on the device)
+            if self.placement is not None:  # on a mesh: each argument split by its axes
+                arguments, drawn = self.placement.place(arguments, drawn)
+            elif donated:  # the caller's NumPy arrays are copied to buffers XLA may write over
+                arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
+                                  if j in donated and not isinstance(a, jax.Array) else a
+                                  for j, a in enumerate(arguments))
             results, flags = jitted(*arguments, *drawn)
             if flags:
                 self._raise_failed_checks(program, jax.device_get(flags))

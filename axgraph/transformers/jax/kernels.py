@@ -109,22 +109,20 @@ def _sigmoid(x):
     return jnp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
-def _divide(a, b, node=None, ctx=None):
+def _divide(a, b):
     if not jnp.issubdtype(a.dtype, jnp.integer):
         return jnp.true_divide(a, _as_computed(b))
-    if ctx is not None:
-        ctx.check(node, jnp.any(b == 0), "integer division by zero")
-    safe = jnp.where(b == 0, jnp.ones_like(b), b)
+    safe = jnp.where(b == 0, jnp.ones_like(b), b)  # (a zero divisor fails its check)
     return lax.div(a, safe)  # truncation toward zero, the core rule
 
 
-def _as_computed(divisor):
-    """The divisor of a correctly rounded division, hidden from XLA's rewrites: it turns
-    `a / c` into `a * (1 / c)` for a constant c and `1 / sqrt(x)` into `rsqrt(x)`, each an
-    ulp away from IEEE division (Divide and Rsqrt declare "correct" rounding: the same
-    bits on every backend). The barrier costs no fusion: XLA fuses the division with
-    a constant divisor all the same."""
-    return lax.optimization_barrier(divisor)
+def _as_computed(value):
+    """`value`, hidden from XLA's algebraic rewrites of what uses it: XLA turns `a / c`
+    into `a * (1 / c)` for a constant c, `1 / sqrt(x)` into `rsqrt(x)` and `(1 + x) - 1`
+    into `x`, each an ulp (or all digits) away from the IEEE operations the reference
+    performs (Divide and Rsqrt declare "correct" rounding: the same bits on every
+    backend). A division by a constant still fuses with its operands."""
+    return lax.optimization_barrier(value)
 
 
 def _rsqrt(x):
@@ -150,7 +148,7 @@ def _log1p(x):
 
 #: The jax form of each reference function that jax.numpy's function of the same name
 #: does not match (the other ufuncs are called by name in jax.numpy), and of each reference
-#: function that is not a ufunc. A form taking `node` and `ctx` gets them (for checks).
+#: function that is not a ufunc.
 REFERENCE_FORMS: Dict[Callable, Callable] = {
     np.log1p: _log1p,
     reference.sigmoid: _sigmoid,
@@ -181,12 +179,20 @@ def _elementwise(node: Node, ctx: TraceContext, *inputs):
     form = elementwise_form(type(node))
     if form is None:
         return _on_host(node, numpy_function(type(node)), inputs)
-    if form is _divide:
-        return _divide(*inputs, node=node, ctx=ctx)
-    if form is jnp.power and jnp.issubdtype(inputs[0].dtype, jnp.integer):
-        ctx.check(node, jnp.any(inputs[1] < 0),
-                  "Integers to negative integer powers are not allowed.")
-    return form(*inputs).astype(dtype_of(node))  # type: ignore[misc]  # the entry's condition
+    check = INTEGER_CHECKS.get(form)
+    if check is not None and jnp.issubdtype(inputs[0].dtype, jnp.integer):
+        fails, message = check
+        ctx.check(node, fails(*inputs), message)
+    return form(*inputs).astype(dtype_of(node))
+
+
+#: What the reference refuses of integer operands (NumPy's and its own errors), by jax form:
+#: (the traced condition over the operands, the message).
+INTEGER_CHECKS: Dict[Callable, Tuple[Callable, str]] = {
+    _divide: (lambda a, b: jnp.any(b == 0), "integer division by zero"),
+    jnp.power: (lambda a, b: jnp.any(b < 0), "Integers to negative integer powers are not "
+                                             "allowed."),
+}
 
 
 def _on_host(node: Node, function, inputs):
