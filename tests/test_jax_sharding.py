@@ -157,8 +157,10 @@ def test_float64_stays_float64_on_a_mesh():
         add = t.computation(ng.sequential([ng.assign(total, total + x), total * 1]), x)
         add(value)
         result = add(value)
-    assert result.dtype == np.float64
+        local = add(value, process_local=True)  # placed by the process-local path
+    assert result.dtype == local.dtype == np.float64
     np.testing.assert_array_equal(result, value + value)
+    np.testing.assert_array_equal(local, 3 * value)
 
 
 def test_axis_mapping_needs_a_mesh_and_a_mesh_is_a_mesh():

@@ -250,7 +250,8 @@ class AxisSharding:
             array = np.asarray(value)
             global_shape = self.global_shape(axes, array.shape, what)
             self.check_shape(axes, global_shape, what)
-            return jax.make_array_from_process_local_data(sharding, array, global_shape)
+            with jax.enable_x64(True):  # float64 and int64 data keep their types
+                return jax.make_array_from_process_local_data(sharding, array, global_shape)
         self.check_shape(axes, np.shape(value), what)
         return _put(value, sharding)
 
@@ -590,15 +591,15 @@ def _refuse_host_calls(function: Any, devices: int) -> None:
 
 
 def _put(value: Any, sharding: Any) -> "jax.Array":
-    """`value` (the same full array on every process) placed as `sharding` says."""
-    if isinstance(value, jax.Array):
-        if value.sharding.is_equivalent_to(sharding, value.ndim):
-            return value
-        return jax.device_put(value, sharding)
-    array = np.asarray(value)
-    if jax.process_count() == 1:
-        return jax.device_put(array, sharding)
-    return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
+    """`value` (the same full array on every process) placed as `sharding` says, its
+    element type kept (float64 too)."""
+    if isinstance(value, jax.Array) and value.sharding.is_equivalent_to(sharding, value.ndim):
+        return value
+    with jax.enable_x64(True):
+        if isinstance(value, jax.Array) or jax.process_count() == 1:
+            return jax.device_put(value, sharding)
+        array = np.asarray(value)
+        return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
 
 
 def _describe(tensor: Any) -> str:
