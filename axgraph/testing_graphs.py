@@ -900,10 +900,13 @@ def configurations(backends: Optional[Sequence[str]] = None) -> List[Configurati
 
     Per backend: its default, optimize=False, and each pass of its pipeline
     left out in turn; the cpu backend also without fusion and with every group
-    fused, on each engine available ("c" needs a C compiler).
+    fused, on each engine available ("c" needs a C compiler). The passes are
+    the same on every lowering backend, so "jax" (whose programs each cost a
+    compilation by XLA) runs only its default and optimize=False; "gpu", the jax
+    backend on a GPU, is left out unless asked for (the machine may have none).
     """
     found = []
-    for backend in backends or [b for b in transformer_choices() if b != "numpy"]:
+    for backend in backends or [b for b in transformer_choices() if b not in ("numpy", "gpu")]:
         variants = [Configuration(backend, backend)]
         if backend == "cpu":
             from .transformers.cpu.fusion import available_engines
@@ -924,7 +927,9 @@ def configurations(backends: Optional[Sequence[str]] = None) -> List[Configurati
         if names:
             variants.append(Configuration(f"{backend} optimize=False", backend,
                                           (("optimize", False),)))
-        variants += [replace(main, name=f"{main.name} without {n}", without=n) for n in names]
+        if backend not in ("jax", "gpu"):
+            variants += [replace(main, name=f"{main.name} without {n}", without=n)
+                         for n in names]
         found += variants
     return found
 

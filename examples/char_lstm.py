@@ -16,7 +16,7 @@ import collections
 import math
 import sys
 import time
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -59,8 +59,14 @@ def sample(predict, codes: np.ndarray, alphabet: str, length: int, context: int,
 
 def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
           hidden: int = 128, embed: int = 32, learning_rate: float = 3e-3, seed: int = 0,
-          backend: str = "cpu", sample_length: int = 300, verbose: bool = True) -> Dict:
-    """Train for epochs x steps minibatches; returns losses, entropy, a sample and seconds."""
+          backend: Optional[str] = "cpu", sample_length: int = 300, verbose: bool = True,
+          batch_axis: Optional[ng.Axis] = None) -> Dict:
+    """Train for epochs x steps minibatches; returns losses, entropy, a sample and seconds.
+
+    `backend` None takes the transformer factory's (`ng.set_transformer_factory`);
+    `batch_axis` is the axis the batches are fed along (new if None), for a transformer
+    that places tensors by their axes.
+    """
     text = load_help_text()
     alphabet = "".join(sorted(set(text)))
     lookup = {ch: i for i, ch in enumerate(alphabet)}
@@ -71,7 +77,8 @@ def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
     V = ng.make_axis(len(alphabet), name="V")  # the next-character classes
     train_set = ArrayIterator({"chars": inputs, "next": targets}, batch,
                               total_iterations=steps, shuffle=True, seed=seed)
-    placeholders = train_set.make_placeholders(axes={"chars": [REC], "next": [REC]})
+    placeholders = train_set.make_placeholders(batch_axis=batch_axis,
+                                               axes={"chars": [REC], "next": [REC]})
     model = Sequential([
         LookupTable(len(alphabet), embed, init=Uniform(-0.1, 0.1, seed=seed)),
         LSTM(hidden, init=GlorotUniform(seed=seed + 1), return_sequence=True),

@@ -17,7 +17,7 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-BACKENDS = ["numpy", "interpreter", "cpu"]
+BACKENDS = ["numpy", "interpreter", "cpu", "jax"]
 #: Every engine an op can run on: name -> make_transformer arguments
 #: (fuse_min_elements=1 fuses every group however small; C for floats where a compiler works).
 ENGINES = {
@@ -26,6 +26,7 @@ ENGINES = {
     "cpu": ("cpu", {"fuse": False}),
     "cpu-fused": ("cpu", {"fuse_min_elements": 1}),
     "cpu-fused-numpy": ("cpu", {"fuse_min_elements": 1, "engine": "numpy"}),
+    "jax": ("jax", {}),
 }
 
 

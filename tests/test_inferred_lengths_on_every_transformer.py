@@ -9,7 +9,7 @@ import pytest
 
 import axgraph as ng
 
-BACKENDS = ["numpy", "interpreter", "cpu"]
+BACKENDS = ["numpy", "interpreter", "cpu", "jax"]
 
 
 def line_of(marker):

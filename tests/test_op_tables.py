@@ -29,6 +29,7 @@ from axgraph.op_graph import reductions as red
 from axgraph.op_table import OpTable
 from axgraph.transformers import reference_kernels
 from axgraph.transformers.cpu import codegen, fusion, kernel_c, kernel_blocked_numpy
+from axgraph.transformers.jax.kernels import KERNELS as jax_kernels
 from axgraph.transformers.cpu.backend import CpuFunction
 from axgraph.passes import algebraic, sinking
 from axgraph.transformers.cpu import schedule
@@ -109,6 +110,7 @@ BACKENDS = {
     "cpu": (core.CORE_OPS, codegen.CODE.missing),
     "cpu-fused-c": (ELEMENTWISE, fused_c_missing),
     "cpu-fused-numpy": (ELEMENTWISE, fused_numpy_missing),
+    "jax": (tuple(op for op in core.CORE_OPS if op is not core.Parameter), jax_kernels.missing),
 }
 PAIRS = [(backend, op) for backend, (ops, _) in BACKENDS.items() for op in ops]
 

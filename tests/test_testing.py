@@ -153,7 +153,9 @@ def test_derivative_binds_unset_lengths_from_the_values(backend, rng):
     expected = np.zeros((3, 2, 3, 2))
     for a, n in np.ndindex(3, 2):
         expected[a, n, a, n] = 1 - np.tanh(xv[a, n]) ** 2
-    np.testing.assert_allclose(jacobian, expected, rtol=1e-14)
+    # 1 - tanh² near tanh = ±1 magnifies the last-place rounding of tanh (libm's, XLA's)
+    # a hundredfold
+    np.testing.assert_allclose(jacobian, expected, rtol=1e-13)
 
 
 def test_numeric_derivative_is_the_full_jacobian(backend, rng, axes):

@@ -176,6 +176,7 @@ class Backend(Protocol):
 _BACKENDS: Dict[str, Union[str, Backend]] = {
     "interpreter": "axgraph.core.interpreter:InterpreterBackend",
     "cpu": "axgraph.transformers.cpu.backend:CpuBackend",
+    "jax": "axgraph.transformers.jax.backend:JaxBackend",
 }
 
 

@@ -22,6 +22,8 @@ from .base import Computation, Transformer
 _REGISTRY: Dict[str, Union[str, type]] = {
     "numpy": "axgraph.transformers.nptransform:NumPyTransformer",
     "cpu": "axgraph.transformers.cpu.transformer:CpuTransformer",
+    "jax": "axgraph.transformers.jax.transformer:JaxTransformer",
+    "gpu": "axgraph.transformers.jax.transformer:GpuTransformer",
 }
 
 
@@ -42,8 +44,9 @@ def transformer_choices() -> List[str]:
     """The transformer names `make_transformer` accepts.
 
     Registered transformers ("numpy", the reference interpreter; "cpu", the
-    compiling backend) and every backend registered with the core IR, whose
-    transformer lowers the axes graph to it.
+    compiling backend; "jax", compiled by XLA, and "gpu", the same on a GPU) and
+    every backend registered with the core IR, whose transformer lowers the axes
+    graph to it.
 
     Returns
     -------
@@ -141,12 +144,15 @@ def make_transformer(name: Optional[str] = None, **options) -> Transformer:
     name : str, optional
         One of `transformer_choices()`: "numpy" (the reference interpreter),
         "cpu" (compiled C kernels), "interpreter" (the core IR interpreter),
-        or another registered backend. None: one from the factory set by
+        "jax" (compiled by XLA on the CPU, GPU or TPU JAX finds; the optional
+        extra ``axgraph[jax]``), "gpu" (the jax transformer on a GPU), or
+        another registered backend. None: one from the factory set by
         `set_transformer_factory` (the NumPy reference unless set).
     **options
         Keyword options of that transformer (for "cpu": ``fuse``, ``engine``,
         ``optimize``, ``fuse_min_elements``, ``cache_size``: the programs kept, one per
-        binding of the lengths fed, 8 by default; see ``computation.cache_info()``).
+        binding of the lengths fed, 8 by default; see ``computation.cache_info()``; for
+        "jax": ``optimize``, ``cache_size``, ``platform``, ``keep_on_device``).
 
     Returns
     -------

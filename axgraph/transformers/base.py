@@ -279,7 +279,7 @@ class Computation:
             if bindings is not None:
                 return dict(zip(self.parameters, values)), bindings
         feeds = self._collect_feeds(values, feed_dict or {})
-        checked = {placeholder: _checked_feed(placeholder, value)
+        checked = {placeholder: self._feed_value(placeholder, value)
                    for placeholder, value in feeds.items()}
         bindings = self._bind(checked)
         missing = [p for p in self._needed_feeds if p not in checked]
@@ -290,6 +290,11 @@ class Computation:
                 self._known_feeds.clear()
             self._known_feeds[tuple((v.dtype, v.shape) for v in values)] = bindings
         return checked, bindings
+
+    def _feed_value(self, placeholder: AssignableTensorOp, value) -> Any:
+        """The value fed to `placeholder`, converted and checked (a transformer keeping
+        values on a device takes its own arrays as they are)."""
+        return _checked_feed(placeholder, value)
 
     def _bind(self, feeds: Dict[AssignableTensorOp, np.ndarray]) -> LengthBindings:
         """The lengths the fed arrays give the axes (FeedError where they conflict)."""

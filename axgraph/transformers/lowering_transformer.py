@@ -101,17 +101,30 @@ class LoweringTransformer(Transformer):
             capabilities = self.backend.capabilities
             # Without caller_outputs the computation copies results into `out` itself.
             targets = _function_outs(lowered, out) if capabilities.caller_outputs else None
-            donate = (lowered.replaced_state or None) if capabilities.donation else None
-            outputs = run(*arguments, out=targets, donate=donate)
+            donate = None
+            if capabilities.donation:  # a fed array is the caller's: never written over
+                donate = {k: j for k, j in lowered.replaced_state.items()
+                          if lowered.state_inputs[j] not in feeds} or None
+            outputs = self._execute(run, arguments, targets, donate)
             count = len(outputs) - len(lowered.state_outputs)
             for tensor, value in zip(lowered.state_outputs, outputs[count:]):
                 if tensor not in feeds:  # a fed placeholder's value lasts for this call
                     state[tensor] = value
-            return [None if position is None else outputs[position]
+            return [None if position is None else self._returned(outputs[position])
                     for position in lowered.result_positions]
         finally:
             for tensor in temporaries:
                 self.state.pop(tensor, None)
+
+    def _execute(self, run: core.Executable, arguments: list, targets: Optional[list],
+                 donate: Optional[Dict[int, int]]) -> tuple:
+        """One call of the executable: every result, the stored tensors' new values last.
+        A backend keeping values on a device overrides it (and `_returned`)."""
+        return run(*arguments, out=targets, donate=donate)
+
+    def _returned(self, value):
+        """A result as the caller gets it (the executable's array, by default)."""
+        return value
 
     def _initialize_tensors(self, tensors: List[AssignableTensorOp],
                             bindings: LengthBindings) -> None:
@@ -136,7 +149,7 @@ class LoweringTransformer(Transformer):
         assert value_op is not None  # only tensors initialized by an op come here
         lowered = lower(schedule([value_op]), [value_op])
         (value,) = core.compile(lowered.function, "interpreter")(
-            *[self.state[t] for t in lowered.state_inputs])[:1]
+            *[np.asarray(self.state[t]) for t in lowered.state_inputs])[:1]
         return tensor.array_from_initial_op(value, bindings.lengths(tensor.axes, tensor))
 
     def close(self) -> None:

@@ -62,13 +62,13 @@ def checked_cache_size(cache_size: Optional[int]) -> Optional[int]:
     if cache_size is None:
         return None
     if isinstance(cache_size, bool) or not isinstance(cache_size, (int, np.integer)):
-        raise AxgraphTypeError(f"cache_size is the number of programs the cpu backend keeps, one "
-                               f"per binding of the size variables: an int >= 1, or None for no "
+        raise AxgraphTypeError(f"cache_size is the number of programs a compiling backend "
+                               f"keeps, one per binding of the size variables: an int >= 1, or None for no "
                                f"limit; not {type(cache_size).__name__} {cache_size!r:.40}",
                                user_location())
     if cache_size < 1:
-        raise AxgraphValueError(f"cache_size={cache_size}: the cpu backend keeps at least the "
-                                f"program it is running, so cache_size must be >= 1 (or None "
+        raise AxgraphValueError(f"cache_size={cache_size}: a compiling backend keeps at least "
+                                f"the program it is running, so cache_size must be >= 1 (or None "
                                 f"for no limit)", user_location())
     return int(cache_size)
 

@@ -1,0 +1,397 @@
+"""The "jax" backend: each core Function traced into `jax.numpy` and compiled by `jax.jit`.
+
+Arguments are checked and sizes bound as on every backend (`Function.bind`);
+each distinct binding of the size variables gets its own jitted program,
+traced from the kernels of axgraph/transformers/jax/kernels.py at those sizes
+and kept in a least-recently-used cache of `cache_size` entries, as the cpu
+backend keeps its programs (`cache_info()` shows them). A call may pass
+NumPy arrays or `jax.Array` values; results come back as NumPy arrays
+(`__call__`) or stay on the device (`run_on_device`). Donated arguments
+(`donate=`, taken for arguments that are `jax.Array` values of a result's
+shape and type) are given to XLA to write results over.
+
+Float64 and int64: JAX computes in 32 bits unless `jax_enable_x64` is set.
+Every trace and call here runs inside the scoped `jax.enable_x64(True)`
+context, so a graph's float64 and int64 values keep their types exactly, and
+the setting of the user's own JAX code (outside these calls) is left alone.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+
+import jax
+import numpy as np
+
+from ... import core
+from ...core.backend import Backend, CacheInfo, Capabilities, bind_arguments, checked_outs
+from ...core.host import HostCall
+from ...core.node import Node
+from ...debug_info import user_location
+from ...errors import ExecutionError, FeedError, ShapeError, no_kernel_error
+from ..cpu.backend import CACHE_SIZE, checked_cache_size
+from .devices import find_device
+from .kernels import KERNELS, TraceContext, run_kernel
+
+
+class Cost(NamedTuple):
+    """XLA's estimate of what one call of a compiled program costs.
+
+    Attributes
+    ----------
+    flops : float
+        Floating-point operations (a multiply-add counts two).
+    bytes_accessed : float
+        Bytes read and written in memory.
+    transcendentals : float
+        Transcendental function evaluations (exp, log, tanh, ...).
+    """
+
+    flops: float
+    bytes_accessed: float
+    transcendentals: float
+
+
+class Program:
+    """One binding's traced program: its jitted forms (one per set of donated arguments),
+    the random nodes whose host draws it takes, and the checks its trace recorded."""
+
+    def __init__(self, function: core.Function, bindings: Dict[str, int],
+                 wide_floats: bool = True):
+        self.function = function
+        self.bindings = bindings
+        self.wide_floats = wide_floats
+        self.random_nodes = [n for n in function.nodes
+                             if isinstance(n, (core.RandomUniform, core.RandomNormal))]
+        #: (node, message) of each check, in the order the trace made them.
+        self.checks: List[Tuple[Node, str]] = []
+        self.jitted: Dict[Tuple[int, ...], Any] = {}
+        self.has_host_calls = any(isinstance(n, HostCall) for n in function.nodes)
+        self._may_fail: Optional[bool] = None
+
+    def may_fail(self, scope) -> bool:
+        """Whether a call can end in an ExecutionError from a check on the values (found by
+        tracing, in `scope`, without compiling): such a call must not donate, or the
+        stored values it would leave unchanged are gone."""
+        if self._may_fail is None:
+            with scope:
+                jax.eval_shape(self.trace, *self.argument_specs())
+            self._may_fail = bool(self.checks)
+        return self._may_fail
+
+    def trace(self, *arguments):
+        """The function's results from its arguments and the random draws (traced)."""
+        count = len(self.function.parameters)
+        ctx = TraceContext(self.bindings, dict(zip(self.random_nodes, arguments[count:])),
+                           self.wide_floats)
+        values: Dict[Node, Any] = dict(zip(self.function.parameters, arguments[:count]))
+        for node in self.function.nodes:
+            if node not in values:
+                values[node] = run_kernel(node, ctx, [values[i] for i in node.inputs])
+        self.checks = [(check.node, check.message) for check in ctx.checks]
+        flags = tuple((check.flag, check.values) for check in ctx.checks)
+        return tuple(values[r] for r in self.function.results), flags
+
+    def argument_specs(self) -> List[Any]:
+        """The shape and type of every argument at this binding (to lower without data)."""
+        ctx = TraceContext(self.bindings, {})
+        nodes = list(self.function.parameters) + self.random_nodes
+        return [jax.ShapeDtypeStruct(ctx.shape(n.shape), n.element_type.dtype) for n in nodes]
+
+
+def _jit(program: Program, donated: Tuple[int, ...], placement=None):
+    """The one place programs are handed to `jax.jit` (placement options join here)."""
+    if placement is not None:  # a sharded transformer's: arguments and results on a mesh
+        return placement.jit(program.trace, donated, len(program.random_nodes))
+    return jax.jit(program.trace, donate_argnums=donated)
+
+
+class JaxFunction:
+    """A core Function compiled with `jax.jit`: `fn(*arrays, out=None, donate=None)`."""
+
+    def __init__(self, function: core.Function, cache_size: Optional[int] = CACHE_SIZE,
+                 platform: Optional[str] = None):
+        self.function = function
+        for node in function.nodes:  # refused now, not at the first call
+            if not isinstance(node, core.Parameter) and KERNELS.lookup(type(node)) is None:
+                raise no_kernel_error(ExecutionError, f"the core op {node.op}", node.location,
+                                      "jax kernel for it",
+                                      f"register one with @axgraph.transformers.jax.kernels."
+                                      f"kernel({node.op})")
+        self.cache_size = checked_cache_size(cache_size)
+        #: Where programs run (and NumPy arguments are put).
+        self.device = find_device(platform)
+        #: Float sums accumulate in float64, but on a TPU (which has none).
+        self.wide_floats = self.device.platform != "tpu"
+        self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
+                            if isinstance(node, (core.RandomUniform, core.RandomNormal))}
+        self._programs: "OrderedDict[Tuple, Program]" = OrderedDict()
+        self._hits = self._misses = 0
+        self.last_program: Optional[Program] = None
+        #: Where arguments and results live on a device mesh (`sharding.Placement`), set by
+        #: a sharded transformer before the first call; None: on `device`.
+        self.placement: Any = None
+
+    # -- the cache of programs per binding ------------------------------------------------------
+    def program(self, bindings: Dict[str, int]) -> Program:
+        """The program for `bindings` (made on first use), now the most recently used."""
+        key = tuple(sorted(bindings.items()))
+        program = self._programs.get(key)
+        if program is None:
+            self._misses += 1
+            program = self._programs[key] = Program(self.function, dict(bindings),
+                                                    self.wide_floats)
+            if self.cache_size is not None and len(self._programs) > self.cache_size:
+                self._programs.popitem(last=False)
+        else:
+            self._hits += 1
+            self._programs.move_to_end(key)
+        self.last_program = program
+        return program
+
+    def cache_info(self) -> CacheInfo:
+        """The programs kept per binding of the size variables, and how calls fared.
+
+        Returns
+        -------
+        CacheInfo
+            Calls that found their binding's program built (hits), calls that built
+            one (misses), `cache_size`, and the bindings kept, least recently used
+            first.
+        """
+        return CacheInfo(hits=self._hits, misses=self._misses, maxsize=self.cache_size,
+                         currsize=len(self._programs),
+                         keys=tuple(dict(key) for key in self._programs))
+
+    # -- calls ------------------------------------------------------------------------------------
+    def __call__(self, *arrays, out=None, donate: Optional[Mapping[int, int]] = None
+                 ) -> Tuple[np.ndarray, ...]:
+        """Run on `arrays` (NumPy or jax arrays); the results as fresh NumPy arrays, or
+        written into the caller's `out=` arrays (None entries: fresh ones)."""
+        program, arguments = self._prepare(arrays)
+        if out is not None:  # checked before anything runs
+            ctx = TraceContext(program.bindings, {})
+            out = checked_outs(self.function, out, arguments,
+                               [ctx.shape(r.shape) for r in self.function.results])
+        results = self._run(program, arguments, donate)
+        if out is None:
+            return tuple(to_host(r) for r in results)
+        returned = []
+        for target, value in zip(out, results):
+            if target is None:
+                returned.append(to_host(value))
+            else:
+                np.copyto(target, np.asarray(value))
+                returned.append(target)
+        return tuple(returned)
+
+    def run_on_device(self, *arrays, donate: Optional[Mapping[int, int]] = None
+                      ) -> Tuple[Any, ...]:
+        """Run on `arrays` (NumPy or jax arrays); the results as `jax.Array` values, left
+        on the device for the next call to take as they are."""
+        program, arguments = self._prepare(arrays)
+        return self._run(program, arguments, donate)
+
+    def _prepare(self, arrays) -> Tuple[Program, Tuple]:
+        arguments, bindings = bind_jax_arguments(self.function, arrays)
+        return self.program(bindings), arguments
+
+    def _run(self, program: Program, arguments: Tuple, donate) -> Tuple[Any, ...]:
+        ctx = TraceContext(program.bindings, {})
+        drawn = [_draw(node, self._generators[node], ctx.shape(node.shape))
+                 for node in program.random_nodes]
+        donated = () if not donate or program.may_fail(self._scope()) \
+            else self._donated(program, arguments, donate)
+        jitted = program.jitted.get(donated)
+        if jitted is None:
+            jitted = program.jitted[donated] = _jit(program, donated, self.placement)
+        with self._scope():  # (64-bit types kept: NumPy float64 stays float64 on the device)
+            if self.placement is not None:  # on a mesh: each argument split by its axes
+                arguments, drawn = self.placement.place(arguments, drawn)
+            elif donated:  # the caller's NumPy arrays are copied to buffers XLA may write over
+                arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
+                                  if j in donated and not isinstance(a, jax.Array) else a
+                                  for j, a in enumerate(arguments))
+            results, flags = jitted(*arguments, *drawn)
+            if flags:
+                self._raise_failed_checks(program, jax.device_get(flags))
+            if program.has_host_calls:  # the prints are done when the call returns
+                jax.effects_barrier()
+        return tuple(results)
+
+    def _scope(self):
+        """The context of every trace and call: 64-bit types on, on this device."""
+        stack = contextlib.ExitStack()
+        stack.enter_context(jax.enable_x64(True))
+        stack.enter_context(jax.default_device(self.device))
+        return stack
+
+    def _donated(self, program: Program, arguments: Tuple, donate: Mapping[int, int]
+                 ) -> Tuple[int, ...]:
+        """The arguments XLA may write results over: those of a result's shape and type,
+        passed once. The same whether an argument is a NumPy array (the first call, state
+        fresh from its initializer) or a device array, so that one program serves both."""
+        ctx = TraceContext(program.bindings, {})
+        taken = []
+        for k, j in donate.items():
+            array = arguments[j]
+            result = self.function.results[k]
+            if array.dtype == result.element_type.dtype \
+                    and tuple(array.shape) == ctx.shape(result.shape) \
+                    and sum(a is array for a in arguments) == 1:
+                taken.append(j)
+        return tuple(sorted(set(taken)))
+
+    @staticmethod
+    def _raise_failed_checks(program: Program, flags) -> None:
+        for (node, message), (flag, values) in zip(program.checks, flags):
+            if bool(flag):
+                text = message.format(*[np.asarray(v).item() for v in values])
+                raise ExecutionError(f"{node.op} {node.name}: {text}", node.location)
+
+    # -- inspection ---------------------------------------------------------------------------------
+    def _lowered(self, bindings: Optional[Mapping[str, int]]):
+        if bindings is None and self.last_program is not None:
+            program = self.last_program
+        elif bindings is not None or not self.function.free_symbols:
+            # looked at, not run: the cache and its counts are left as they are
+            bindings = dict(bindings or {})
+            program = self._programs.get(tuple(sorted(bindings.items()))) \
+                or Program(self.function, bindings, self.wide_floats)
+        else:
+            raise ExecutionError(f"nothing has run yet, and {self.function.name} has size "
+                                 f"variables {sorted(self.function.free_symbols)}: call it "
+                                 f"first, or give their values (bindings=)", user_location())
+        jitted = program.jitted.get(()) or _jit(program, (), self.placement)
+        with self._scope():
+            return jitted.lower(*program.argument_specs())
+
+    def lowered_text(self, bindings: Optional[Mapping[str, int]] = None) -> str:
+        """The StableHLO module of the last call's program (or of `bindings`' program).
+
+        Parameters
+        ----------
+        bindings : dict of str to int, optional
+            The size variables' values; default: those of the last call (none needed
+            for a function without size variables).
+
+        Returns
+        -------
+        str
+            The MLIR text JAX hands to XLA (``func.func public @main``, ``stablehlo.*``).
+
+        Raises
+        ------
+        ExecutionError
+            Nothing has run yet and the function has size variables.
+        """
+        return self._lowered(bindings).as_text()
+
+    def cost(self, bindings: Optional[Mapping[str, int]] = None) -> Cost:
+        """XLA's estimate of one call's cost (flops, bytes accessed, transcendentals).
+
+        Parameters
+        ----------
+        bindings : dict of str to int, optional
+            As for `lowered_text`.
+
+        Returns
+        -------
+        Cost
+            What XLA's cost analysis of the compiled program reports (0 where it
+            reports nothing).
+        """
+        with self._scope():
+            analysis = self._lowered(bindings).compile().cost_analysis()
+        if isinstance(analysis, (list, tuple)):  # one entry per program in older versions
+            analysis = analysis[0] if analysis else {}
+        analysis = analysis or {}
+        return Cost(flops=float(analysis.get("flops", 0.0)),
+                    bytes_accessed=float(analysis.get("bytes accessed", 0.0)),
+                    transcendentals=float(analysis.get("transcendentals", 0.0)))
+
+
+def _draw(node: Node, generator: np.random.Generator, shape) -> np.ndarray:
+    """The host's draw of a random node (the interpreter's, value for value)."""
+    if isinstance(node, core.RandomNormal):
+        draw = generator.normal(node.mean, node.stddev, shape)
+    else:
+        assert isinstance(node, core.RandomUniform)  # Program.random_nodes holds no other
+        draw = generator.uniform(node.low, node.high, shape)
+    return draw.astype(node.element_type.dtype)
+
+
+def to_host(value) -> np.ndarray:
+    """A result as a NumPy array of its own (writeable, not a view of device memory)."""
+    return np.array(value, copy=True)
+
+
+def bind_jax_arguments(function: core.Function, arrays) -> Tuple[Tuple, Dict[str, int]]:
+    """`core.bind_arguments`, also taking `jax.Array` values (kept on their device).
+
+    Raises
+    ------
+    FeedError
+        As `core.bind_arguments`: a count, an element type or a shape that does not fit.
+    """
+    if not any(isinstance(a, jax.Array) for a in arrays):
+        return bind_arguments(function, arrays)
+    parameters = function.parameters
+    if len(arrays) != len(parameters):
+        return bind_arguments(function, arrays)  # its message
+    checked: List[Any] = []
+    for index, (array, parameter) in enumerate(zip(arrays, parameters)):
+        if isinstance(array, jax.Array):
+            if array.dtype != parameter.element_type.dtype:
+                raise FeedError(f"{function.describe_parameter(index)} takes "
+                                f"{parameter.type_str()}; got {array.dtype} {array.shape} "
+                                f"(element types are never converted)", user_location())
+            checked.append(array)
+        else:
+            checked.extend(bind_arguments(core.Function([parameter], [parameter]),
+                                          [array])[0])
+    try:
+        bindings = function.bind([a.shape for a in checked])
+    except ShapeError as error:
+        raise FeedError(error.message, user_location()) from None
+    return tuple(checked), bindings
+
+
+class JaxBackend(Backend):
+    """Compiles core Functions with `jax.jit`: a program per binding of the size variables,
+    on the CPU, GPU or TPU that JAX finds."""
+
+    capabilities = Capabilities(donation=True)
+
+    def compile(self, function: core.Function, cache_size: Optional[int] = CACHE_SIZE,
+                platform: Optional[str] = None) -> JaxFunction:
+        """`function` ready to call; a program is traced and jitted per binding of its size
+        variables.
+
+        Parameters
+        ----------
+        function : core.Function
+            The function to compile.
+        cache_size : int or None, optional
+            The most programs kept, one per binding of the size variables, the least
+            recently used dropped first (default 8; None: no limit).
+        platform : str, optional
+            "cpu", "gpu" or "tpu": run on the first device of that platform. None
+            (default): JAX's default device.
+
+        Returns
+        -------
+        JaxFunction
+            The executable; `cache_info()` reports its programs.
+
+        Raises
+        ------
+        ExecutionError
+            A node's op has no jax kernel.
+        AxgraphTypeError, AxgraphValueError
+            `cache_size` is not an int >= 1 or None.
+        DeviceNotFoundError
+            JAX sees no device of `platform`.
+        """
+        return JaxFunction(function, cache_size=cache_size, platform=platform)

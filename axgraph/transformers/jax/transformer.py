@@ -1,0 +1,211 @@
+"""The "jax" transformer (and "gpu", the same on a GPU): axes graphs compiled by XLA.
+
+    with ng.make_transformer("jax") as t:
+        step = t.computation([loss, update], x, y)
+        step(xv, yv)                        # NumPy results
+        step(xv, yv, keep_on_device=True)   # jax.Array results, for the next call
+        print(step.lowered_text())          # the StableHLO XLA compiles
+        print(step.cost())                  # XLA's flop and byte estimate
+        print(step.cache_info())            # its programs, one per binding of lengths
+
+Variables and other stored tensors stay on the device between calls (as
+`jax.Array` values in `transformer.state`; reading them, `op.value` or
+serialization, copies them to the host), and the ones a computation replaces
+are donated to XLA, which writes their new values over them.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, cast
+
+from ...debug_info import user_location
+from ...errors import TransformerClosedError
+from ..base import Computation, _checked_feed
+from ..cpu.backend import CACHE_SIZE, checked_cache_size
+from ..lowering_transformer import LoweringTransformer
+from .backend import Cost, to_host
+from .devices import find_device
+from .sharding import GlobalValue, Placement, ProcessLocalFeeds, sharding_of, stored
+
+
+class JaxComputation(Computation):
+    """A computation that can leave its results on the device and show what XLA runs.
+
+    Its calls take a `keep_on_device` keyword (default: the transformer's): True
+    returns `jax.Array` results, which a later call takes back as they are.
+    """
+
+    def __call__(self, *values, feed_dict=None, out=None, keep_on_device: Optional[bool] = None):
+        """Run once, as `Computation.__call__`; `keep_on_device=True` returns jax arrays."""
+        transformer = cast("JaxTransformer", self.transformer)
+        with transformer._lock:
+            saved = transformer._keep_on_device
+            if keep_on_device is not None:
+                transformer._keep_on_device = bool(keep_on_device)
+            try:
+                return super().__call__(*values, feed_dict=feed_dict, out=out)
+            finally:
+                transformer._keep_on_device = saved
+
+    def _feed_value(self, placeholder, value):
+        """A `jax.Array` of the placeholder's exact type is used as it is (no host round
+        trip); anything else is converted and checked as on every transformer."""
+        import jax
+
+        if isinstance(value, jax.Array) and value.dtype == placeholder.dtype:
+            return value
+        return _checked_feed(placeholder, value)
+
+    def _executable(self):
+        if self.transformer.closed:
+            raise TransformerClosedError(
+                "this computation's jax transformer is closed; its compiled programs went "
+                "with it", user_location())
+        return self.transformer._compile(self)[1]
+
+    def lowered_text(self, bindings: Optional[Mapping[str, int]] = None) -> str:
+        """The StableHLO module XLA compiles for this computation (its last call's lengths).
+
+        Parameters
+        ----------
+        bindings : dict of str to int, optional
+            The lengths of the axes fed data sizes, by size variable (as
+            `cache_info().keys` names them); default: those of the last call.
+
+        Returns
+        -------
+        str
+            The MLIR text (``func.func public @main(...)`` over ``stablehlo`` ops).
+
+        Raises
+        ------
+        ExecutionError
+            Nothing has run yet and some length comes from fed data.
+        TransformerClosedError
+            The transformer is closed.
+        """
+        return self._executable().lowered_text(bindings)
+
+    def cost(self, bindings: Optional[Mapping[str, int]] = None) -> Cost:
+        """XLA's estimate of one call: ``Cost(flops, bytes_accessed, transcendentals)``.
+
+        Parameters
+        ----------
+        bindings : dict of str to int, optional
+            As for `lowered_text`.
+
+        Returns
+        -------
+        Cost
+            The estimate of XLA's cost analysis of the compiled program.
+
+        Raises
+        ------
+        ExecutionError
+            Nothing has run yet and some length comes from fed data.
+        TransformerClosedError
+            The transformer is closed.
+        """
+        return self._executable().cost(bindings)
+
+    @property
+    def function(self):
+        """The optimized core Function this computation runs."""
+        return self.transformer.lowered(self).function
+
+
+class ShardedJaxComputation(ProcessLocalFeeds, JaxComputation):
+    """A computation of a transformer with a mesh: it also takes process-local batches
+    (``process_local=True``, see `sharding.ProcessLocalFeeds`)."""
+
+
+class JaxTransformer(LoweringTransformer):
+    """The lowering transformer on the "jax" backend: programs compiled by `jax.jit`.
+
+    Parameters
+    ----------
+    optimize : bool, optional
+        Run the pass pipeline before compiling (default True).
+    cache_size : int or None, optional
+        The programs kept per computation, one per binding of the lengths fed
+        data gives (default 8; None: no limit).
+    platform : str, optional
+        "cpu", "gpu" or "tpu": run on that platform's first device. None
+        (default): JAX's default device (an accelerator when JAX finds one).
+    keep_on_device : bool, optional
+        Whether calls return `jax.Array` results by default (default False:
+        NumPy arrays); each call may say otherwise.
+    mesh : jax.sharding.Mesh, optional
+        Run on the devices of this mesh (of every process, after
+        `jax.distributed.initialize`), each tensor placed by its axes.
+    axis_mapping : dict of Axis to str, optional
+        With `mesh`: the mesh axis that splits each axis named (matched by
+        identity); other axes are replicated (docs/distributed.md).
+
+    Raises
+    ------
+    DeviceNotFoundError
+        JAX sees no device of `platform`; the message lists those it sees.
+    ShardingError
+        A mapping the mesh cannot follow (a mesh axis it does not have, an axis
+        length its mesh axis does not divide).
+    """
+
+    def __init__(self, optimize: bool = True, cache_size: Optional[int] = CACHE_SIZE,
+                 platform: Optional[str] = None, keep_on_device: bool = False,
+                 mesh: Any = None, axis_mapping: Optional[Mapping] = None):
+        #: Where each tensor lives on the mesh (None: no mesh, on `device`).
+        self.sharding = sharding_of(mesh, axis_mapping)
+        #: The device computations run on (checked now: a missing GPU fails here).
+        self.device = find_device(platform)
+        super().__init__("jax", optimize=optimize, cache_size=checked_cache_size(cache_size),
+                         platform=platform)
+        self._keep_on_device = bool(keep_on_device)
+
+    def _make_computation(self, results, parameters) -> Computation:
+        if self.sharding is not None:
+            return ShardedJaxComputation(self, results, parameters)
+        return JaxComputation(self, results, parameters)
+
+    def _compile(self, computation: Computation):
+        found = super()._compile(computation)
+        if self.sharding is not None and found[1].placement is None:
+            found[1].placement = Placement(self.sharding, found[0], computation.results)
+        return found
+
+    def _execute(self, run, arguments, targets, donate) -> tuple:
+        if self.sharding is None:
+            return run.run_on_device(*arguments, donate=donate)
+        arguments = [a.array if isinstance(a, GlobalValue) else a for a in arguments]
+        return tuple(stored(value) for value in run.run_on_device(*arguments, donate=donate))
+
+    def _returned(self, value: Any):
+        if not self._keep_on_device:
+            return to_host(value)
+        if isinstance(value, GlobalValue):
+            return value.array
+        if any(value is stored for stored in self.state.values()):
+            # the stored value is donated by a later call: the caller gets its own copy
+            import jax.numpy as jnp
+
+            return jnp.array(value, copy=True)
+        return value
+
+
+class GpuTransformer(JaxTransformer):
+    """The "gpu" transformer (Nervana Graph v0.4's name): the jax transformer on a GPU.
+
+    Parameters
+    ----------
+    optimize, cache_size, keep_on_device
+        As for `JaxTransformer`.
+
+    Raises
+    ------
+    DeviceNotFoundError
+        JAX sees no GPU; the message lists the devices it sees.
+    """
+
+    def __init__(self, optimize: bool = True, cache_size: Optional[int] = CACHE_SIZE,
+                 keep_on_device: bool = False):
+        super().__init__(optimize=optimize, cache_size=cache_size, platform="gpu",
+                         keep_on_device=keep_on_device)
