@@ -1,0 +1,108 @@
+"""MLP training steps on the jax transformer against hand-written `jax.jit` code doing the same step.
+
+    python -m benchmarks.jax_mlp [--quick] [--rounds N]
+
+Target (issue 26): axgraph on "jax" <= 1.05x the hand-written `jax.jit` step, for the
+784-512-512-10 step at batch 128 and the overhead-bound 64-32-10 step at batch 32: the graph
+adds no per-call overhead beyond argument checks.
+
+Both sides do the math of `benchmarks.mlp` (ReLU MLP, softmax cross-entropy, plain SGD) on
+the same initial parameters and batch, checked against its float64 NumPy reference before
+timing. The hand-written step is `value_and_grad` inside one `jax.jit` with the parameters
+donated, its batch already on the device, and waits for the step to finish. axgraph's is the
+graph of `benchmarks.mlp` on `make_transformer("jax")`, fed the same device arrays; two
+columns: with `keep_on_device=True` (the loss stays a device array, waited for as the
+hand-written one is: the like-for-like figure the target reads) and with the default NumPy
+results (one scalar copied to the host per step). JAX runs on whatever device it finds
+first (a GPU where there is one); the device is printed.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Dict, List
+
+import numpy as np
+
+from . import common
+from .mlp import BIG, SMALL, JaxJit, Trainer, build_axgraph_graph, check_trainer, make_problem
+from .mlp import reference_run
+
+HAND, KEPT, HOST = "jax.jit by hand", "axgraph jax, keep_on_device", "axgraph jax, NumPy loss"
+COLUMNS = [HAND, KEPT, HOST]
+TARGET = 1.05
+
+
+class AxgraphJax(Trainer):
+    """The `benchmarks.mlp` graph on the jax transformer, fed device arrays."""
+
+    def __init__(self, problem, keep_on_device: bool):
+        import jax
+
+        import axgraph as ng
+
+        self.jax = jax
+        step, x, labels, variables = build_axgraph_graph(problem)
+        self.transformer = ng.make_transformer("jax")
+        self.computation = self.transformer.computation(step, x, labels)
+        self.read = self.transformer.computation(variables)
+        self.feeds = (jax.device_put(problem.x), jax.device_put(problem.labels.astype(np.int32)))
+        self.keep_on_device = keep_on_device
+
+    def __call__(self):
+        loss = self.computation(*self.feeds, keep_on_device=self.keep_on_device)
+        if self.keep_on_device:
+            self.jax.block_until_ready(loss)
+        return loss
+
+    def params(self) -> List[np.ndarray]:
+        return [np.asarray(v) for v in self.read()]
+
+
+def contestants(case: str) -> Dict[str, common.Setup]:
+    """Each contestant's setup over a fresh problem (its own copy of the parameters)."""
+    return {HAND: lambda: JaxJit(make_problem(case)),
+            KEPT: lambda: AxgraphJax(make_problem(case), keep_on_device=True),
+            HOST: lambda: AxgraphJax(make_problem(case), keep_on_device=False)}
+
+
+def main(argv=None) -> int:
+    p = common.parser(__doc__.splitlines()[0])
+    args = p.parse_args(argv)
+    common.require("jax", "jax")
+    import jax
+
+    settings, _, _, load = common.start_run(args, HAND)
+    print(f"JAX {jax.__version__} on {jax.devices()[0].platform}: {jax.devices()[0]}")
+    timings: Dict[str, Dict[str, common.Timing]] = {}
+    notes: List[str] = []
+    for case in (BIG, SMALL):
+        reference = reference_run(make_problem(case))
+        runners = {}
+        for name, setup in contestants(case).items():
+            trainer = setup()
+            problem = check_trainer(trainer, reference)
+            if problem:
+                notes.append(f"{case}: {name} EXCLUDED, wrong result: {problem}")
+            else:
+                runners[name] = trainer
+        print(f"timing {case}: {', '.join(runners)} ...", flush=True)
+        timings[case] = settings.time(runners)
+    print()
+    print(common.ratio_table("MLP training step (forward + backward + SGD), float32, on JAX",
+                             timings, COLUMNS, HAND))
+    notes.append("background: " + load.report())
+    print()
+    print("Notes:")
+    for note in notes:
+        print("  " + note)
+    verdicts = [common.Verdict(f"{case}: axgraph jax (keep_on_device) / jax.jit by hand",
+                               common.ratio(t, KEPT, HAND), TARGET,
+                               why_missing="a contestant failed its check")
+                for case, t in timings.items()]
+    print()
+    common.print_verdicts(verdicts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
