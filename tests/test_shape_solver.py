@@ -140,8 +140,18 @@ def test_rigid_and_flexible_variables():
 def test_inequalities_narrow_bounds_and_the_strongest_is_kept():
     solution = solve([AtLeast(H - 2, 1, at(1)), AtLeast(H - 4, 1, at(2)), AtLeast(H // 2, 1, at(3))])
     assert solution.bounds["H"] == (5, math.inf)
-    assert residual_texts(solution) == ["H - 4 >= 1"]
+    assert residual_texts(solution) == ["H >= 5"]
     assert solve([AtLeast(H, 1, at(1))]).residuals == ()          # proved by the domain
+
+
+def test_a_check_on_one_size_is_reported_as_its_bound():
+    # each check says exactly "H >= its least value" (or "at most"), from the line that set it
+    solution = solve([AtLeast((H - 3) // 2, 4, at(1)), AtLeast(20 - 3 * T, 2, at(2)),
+                      AtLeast(H - 2 * T, 1, at(3))])
+    assert min(h for h in range(1, 40) if (h - 3) // 2 >= 4) == 11
+    assert max(t for t in range(1, 40) if 20 - 3 * t >= 2) == 6
+    found = {str(r.constraint): r.origins for r in solution.residuals}
+    assert found == {"H >= 11": {at(1)}, "6 >= T": {at(2)}, "H - 2*T >= 1": {at(3)}}
 
 
 def test_a_check_on_several_floors_of_one_size_narrows_to_the_least_size_that_fits():

@@ -1379,10 +1379,26 @@ class _Solver:
             if isinstance(constraint, Equal):
                 substituted = Equal(sides[0], sides[1], constraint.origin)
             elif isinstance(constraint, AtLeast):
-                substituted = AtLeast(sides[0], sides[1], constraint.origin)
+                substituted = self._as_bound(work, AtLeast(sides[0], sides[1], constraint.origin))
             else:
                 substituted = Divides(sides[0], sides[1], constraint.origin)
         return Residual(substituted, work.blame | frozenset(used))
+
+
+    def _as_bound(self, work: _Work, check: AtLeast) -> AtLeast:
+        """`check` in its strongest form: an inequality in one variable that set that
+        variable's bound says exactly the bound (`H - 4 >= 1` is `H >= 5`), so that is
+        what it reports."""
+        names = free_symbols(check.value - check.bound)
+        if len(names) != 1:
+            return check
+        name = next(iter(names))
+        low, high = self._bounds_of(name)
+        if self.bound_source.get((name, 0), (None,))[0] == work.key:
+            return AtLeast(Dim(name), low, check.origin)
+        if self.bound_source.get((name, 1), (None,))[0] == work.key and not math.isinf(high):
+            return AtLeast(int(high), Dim(name), check.origin)
+        return check
 
 
 # -- helpers on expressions ------------------------------------------------------------------------
