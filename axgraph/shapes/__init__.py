@@ -32,7 +32,7 @@ from .prover import (Verdict, interval, prove_at_least, prove_divides, prove_equ
 __all__ = ["AtLeast", "Broadcast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
            "format_shape", "Verdict", "interval",
            "prove_at_least", "prove_divides", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
-           "Quotient", "Residual", "Solution", "Solver", "quotient", "solve"]
+           "CONFLICT_KINDS", "Quotient", "Residual", "Solution", "Solver", "quotient", "solve"]
 
 
 #: Imported on first use: `import axgraph` needs the prover (the op modules use it), not the
@@ -40,7 +40,7 @@ __all__ = ["AtLeast", "Broadcast", "Divides", "Equal", "Origin", "SameShape", "S
 #: end need.
 _LAZY = {"constraints": ("AtLeast", "Broadcast", "Divides", "Equal", "Origin", "SameShape",
                          "ShapeVar", "Variable", "format_shape"),
-         "solver": ("Conflict", "Quotient", "Residual", "Solution", "Solver", "quotient",
+         "solver": ("CONFLICT_KINDS", "Conflict", "Quotient", "Residual", "Solution", "Solver", "quotient",
                     "solve"),
          "inference": ("ShapeReport", "infer_shapes")}
 

@@ -46,6 +46,23 @@ Blame = FrozenSet[Origin]
 _NO_BLAME: Blame = frozenset()
 
 
+#: What a `Conflict` found, with the `operands` each kind carries (values as known then).
+CONFLICT_KINDS = {
+    "mismatch": "two dims that must be equal are not: (left, right)",
+    "apart": "two dims that must be equal never are, whatever the sizes: (left, right)",
+    "domain": "a size would lie outside its domain: (name, value, least, most)",
+    "fraction": "a size would have to be a fraction: (name, value as a Fraction)",
+    "no_whole_solution": "a linear equation has no whole-number solution: (difference,)",
+    "floor": "a floor would have to be a fraction: (difference,)",
+    "bounds": "bounds leave a size no value: (name, (least, most) asked, (least, most) known)",
+    "at_least": "an inequality fails: (value, bound)",
+    "divides": "a size is not a multiple of another: (divisor, dividend)",
+    "rank": "two shapes that must be one differ in rank: (left, right)",
+    "cycle": "a shape would contain itself: (shape variable name, shape)",
+    "system": "linear equations together have no (whole) solution: (name, value) or ()",
+}
+
+
 @dataclass(frozen=True)
 class Conflict:
     """A constraint the solver refuted, with every origin that led to it.
@@ -58,11 +75,18 @@ class Conflict:
         Every origin that contributed (the blame set).
     constraint : Equal, AtLeast, Divides or SameShape
         The constraint refuted, as it was given.
+    kind : str
+        What was found, one of `CONFLICT_KINDS`: a front end words its own message from
+        it and `operands` (the message is the solver's wording).
+    operands : tuple
+        The values the kind names (see `CONFLICT_KINDS`), as known when it was found.
     """
 
     message: str
     origins: Blame
     constraint: Constraint
+    kind: str
+    operands: Tuple[object, ...]
 
     def __str__(self) -> str:
         return self.message
@@ -837,12 +861,13 @@ class _Solver:
         self._note_atoms(constraint)
         self.new_work.append(_Work(constraint, blame))
 
-    def _conflict(self, work: _Work, message: str, blame: Blame) -> str:
+    def _conflict(self, work: _Work, message: str, blame: Blame, kind: str,
+                  operands: Tuple[object, ...]) -> str:
         blame = blame | work.blame
         missing = [o for o in sorted(blame) if str(o) not in message]
         if missing:
             message += f" (also from {places(missing)})"
-        self.conflicts.append(Conflict(message, blame, work.constraint))
+        self.conflicts.append(Conflict(message, blame, work.constraint, kind, operands))
         return _DONE
 
     def _bind(self, name: str, value: DimLike, blame: Blame, work: _Work) -> str:
@@ -851,7 +876,7 @@ class _Solver:
         if isinstance(value, int):
             if not low <= value <= high:
                 return self._conflict(work, self._domain_message(name, value, blame, low, high),
-                                      blame | bound_blame)
+                                      blame | bound_blame, "domain", (name, value, low, high))
         else:
             origin = work.constraint.origin
             if low > -math.inf:
@@ -908,7 +933,8 @@ class _Solver:
             return self._conflict(
                 work, f"{work.constraint} from {work.constraint.origin} needs {name} in "
                       f"{_span(low, high)}, but {name} is in {_span(old_low, old_high)} "
-                      f"from {places(other) if other else 'its domain'}", blame | other)
+                      f"from {places(other) if other else 'its domain'}", blame | other,
+                "bounds", (name, (low, high), (old_low, old_high)))
         self.bounds[name] = (int(new_low), new_high if math.isinf(new_high) else int(new_high))
         if new_low != old_low:
             self.bound_source[(name, 0)] = (work.key, blame)
@@ -929,7 +955,8 @@ class _Solver:
         if isinstance(difference, int):
             if difference:
                 return self._conflict(work, self._mismatch(constraint, left, right, left_blame,
-                                                           right_blame), blame)
+                                                           right_blame), blame,
+                                      "mismatch", (left, right))
             return _DONE
         # a length to infer first, even by a quotient, before pinning a declared size
         outcome = self._solve_linear(difference, blame, work, flexible_only=True)
@@ -950,7 +977,7 @@ class _Solver:
             return self._conflict(work, f"{constraint} from {constraint.origin} cannot hold: "
                                         f"{left} - ({right}) lies in {_span(low, high)}"
                                         + self._given(difference, left_blame | right_blame),
-                                  blame | other)
+                                  blame | other, "apart", (left, right))
         return _KEPT
 
     def _mismatch(self, constraint: Equal, left: DimLike, right: DimLike, left_blame: Blame,
@@ -1026,7 +1053,7 @@ class _Solver:
             return self._conflict(work, f"{name} would have to be {Fraction(-rest, coeff)}, not a "
                                         f"whole number: {constraint} from {constraint.origin}"
                                         + self._given(difference, blame - {constraint.origin}),
-                                  blame)
+                                  blame, "fraction", (name, Fraction(-rest, coeff)))
         if _is_linear(difference):
             g = 0
             constant = 0
@@ -1038,7 +1065,8 @@ class _Solver:
             if constant % g:
                 constraint = work.constraint
                 return self._conflict(work, f"{constraint} from {constraint.origin} has no "
-                                            f"whole-number solution ({difference} == 0)", blame)
+                                            f"whole-number solution ({difference} == 0)", blame,
+                                      "no_whole_solution", (difference,))
         return None
 
     def _solve_by_floor(self, difference: Dim, blame: Blame, work: _Work) -> Optional[str]:
@@ -1088,7 +1116,8 @@ class _Solver:
         if rest % coeff:
             constraint = work.constraint
             return self._conflict(work, f"{constraint} from {constraint.origin} cannot hold: "
-                                        f"the floor would be {-rest}/{coeff}", blame)
+                                        f"the floor would be {-rest}/{coeff}", blame,
+                                  "floor", (difference,))
         t = -rest // coeff
         low, high = _linear_range(a, b, k * t, k * t + k - 1)
         return self._narrow(name, low, high, work, blame)
@@ -1120,7 +1149,7 @@ class _Solver:
         if used:
             text += f" given {self._values(constraint, used)}"
         text += self._given(difference, _NO_BLAME) if other else ""
-        return self._conflict(work, text, work.blame | used | other)
+        return self._conflict(work, text, work.blame | used | other, "at_least", (value, bound))
 
     def _narrow_by_inequality(self, difference: DimLike, blame: Blame, work: _Work) -> str:
         if not isinstance(difference, Dim):
@@ -1167,7 +1196,7 @@ class _Solver:
                    f"{constraint.origin}"
             if used:
                 text += f": it is {dividend} and {divisor} given {self._values(constraint, used)}"
-            return self._conflict(work, text, used)
+            return self._conflict(work, text, used, "divides", (divisor, dividend))
         return _KEPT
 
     # -- shapes -----------------------------------------------------------------------------------
@@ -1197,14 +1226,16 @@ class _Solver:
         left_vars, right_vars = _shape_vars(tuple(left)), _shape_vars(tuple(right))
         if not left_vars and not right_vars:
             if left or right:
-                return self._conflict(work, self._rank_message(constraint, used), blame)
+                return self._conflict(work, self._rank_message(constraint, used), blame, "rank",
+                                      self._whole_shapes(constraint))
             return _DONE
         for side, other in ((left, right), (right, left)):
             if len(side) == 1 and isinstance(side[0], ShapeVar):
                 return self._bind_shape(side[0].name, tuple(other), blame, work)
         for side, other, side_vars in ((left, right, left_vars), (right, left, right_vars)):
             if not _shape_vars(tuple(other)) and len(side) - len(side_vars) > len(other):
-                return self._conflict(work, self._rank_message(constraint, used), blame)
+                return self._conflict(work, self._rank_message(constraint, used), blame, "rank",
+                                      self._whole_shapes(constraint))
             if not _shape_vars(tuple(other)) and len(side_vars) == len(side):
                 # only variables left, the other side all dims: each empty if it is empty
                 if not other:
@@ -1216,6 +1247,13 @@ class _Solver:
             work.blame = blame
             return _NARROWED
         return _KEPT
+
+    def _whole_shapes(self, constraint: SameShape) -> Tuple[Shape, Shape]:
+        """Both sides of a shape equation as known now, every known dim substituted."""
+        def known(shape: Shape) -> Shape:
+            return tuple(item if isinstance(item, ShapeVar) else self._subst(item)[0]
+                         for item in _expand(shape, self.shapes))
+        return known(constraint.left), known(constraint.right)
 
     def _rank_message(self, constraint: SameShape, used: Set[Origin]) -> str:
         left = _expand(constraint.left, self.shapes)
@@ -1231,7 +1269,7 @@ class _Solver:
         if ShapeVar(name) in shape:
             return self._conflict(work, f"shape variable *{name} would have to contain itself: "
                                         f"*{name} == {format_shape(shape)} from "
-                                        f"{work.constraint.origin}", blame)
+                                        f"{work.constraint.origin}", blame, "cycle", (name, shape))
         for other in list(self.shapes):
             if ShapeVar(name) in self.shapes[other]:
                 self.shapes[other] = _expand(self.shapes[other], {name: shape})
@@ -1329,7 +1367,7 @@ class _Solver:
                 if constant:
                     fake = _Work(Equal(0, 0, origin), blame)
                     self._conflict(fake, f"the equations from {places(blame)} together have no "
-                                         f"solution", blame)
+                                         f"solution", blame, "system", ())
                     return []
                 continue
             if len(coefficients) == 1:
@@ -1340,7 +1378,8 @@ class _Solver:
                 if solved.denominator != 1:
                     fake = _Work(Equal(0, 0, origin), blame)
                     self._conflict(fake, f"the equations from {places(blame)} together make "
-                                         f"{name} = {solved}, not a whole number", blame)
+                                         f"{name} = {solved}, not a whole number", blame,
+                                   "system", (name, solved))
                     return []
                 derived.append(_Work(Equal(Dim(name), int(solved), origin), blame))
         return derived
