@@ -28,6 +28,7 @@ never on the order they were listed in.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -37,8 +38,9 @@ from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence,
 from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, free_symbols,
                     from_terms, subs)
 from ..errors import ShapeCheckError, ShapeConflictError
-from .constraints import (AtLeast, Broadcast, Constraint, Divides, Equal, Origin, SameShape, Shape,
-                          ShapeItem, ShapeVar, Variable, format_shape, places)
+from .constraints import (AtLeast, Broadcast, Constraint, Divides, Equal, OneOrEqual, Origin,
+                          SameShape, SameSize, Shape, ShapeItem, ShapeVar, Variable,
+                          format_shape, places)
 from .monotone import least_solution, non_decreasing
 from .prover import Verdict, interval, prove_divides, prove_nonnegative
 
@@ -60,6 +62,8 @@ CONFLICT_KINDS = {
     "rank": "two shapes that must be one differ in rank: (left, right)",
     "cycle": "a shape would contain itself: (shape variable name, shape)",
     "system": "linear equations together have no (whole) solution: (name, value) or ()",
+    "one_or_equal": "a size that may be 1 is neither 1 nor the size it faces: (dim, other)",
+    "universal": "a size that holds for every value would be one: (name, value)",
 }
 
 
@@ -135,6 +139,9 @@ class Quotient:
         return f"{self.name} = ({self.dividend})/({self.divisor})"
 
 
+_CONSTRAINT_TYPES = (Equal, AtLeast, Divides, SameShape, Broadcast, SameSize, OneOrEqual)
+
+
 class _Work:
     """A constraint in the worklist, with its blame set (its own origin and those of every
     fact substituted into it)."""
@@ -158,7 +165,7 @@ class _Work:
 _DONE, _KEPT, _NARROWED = "done", "kept", "narrowed"
 
 #: Which variable an equation eliminates first: one to infer before one the user declared.
-_KIND_RANK = {"flexible": 0, "derived": 1, "rigid": 2}
+_KIND_RANK = {"flexible": 0, "derived": 1, "rigid": 2, "universal": 3}
 
 
 class Solution:
@@ -656,11 +663,12 @@ def quotient(dividend: DimLike, divisor: DimLike, origin: Origin
 
 def _work(constraint: Constraint, blame: Iterable[Origin] = ()) -> _Work:
     """A constraint as a work item, after checking it is one."""
-    if not isinstance(constraint, (Equal, AtLeast, Divides, SameShape, Broadcast)):
+    if not isinstance(constraint, _CONSTRAINT_TYPES):
         from ..debug_info import user_location
         from ..errors import AxgraphTypeError
-        raise AxgraphTypeError(f"solve takes constraints (Equal, AtLeast, Divides, "
-                               f"SameShape, Broadcast), not {constraint!r:.80}", user_location())
+        names = ", ".join(kind.__name__ for kind in _CONSTRAINT_TYPES)
+        raise AxgraphTypeError(f"solve takes constraints ({names}), not {constraint!r:.80}",
+                               user_location())
     return _Work(constraint, frozenset(blame))
 
 
@@ -819,6 +827,10 @@ class _Solver:
             return self._divides(work)
         if isinstance(constraint, Broadcast):
             return _KEPT  # decided last, by _decide_a_broadcast
+        if isinstance(constraint, SameSize):
+            return self._same_size(work)
+        if isinstance(constraint, OneOrEqual):
+            return self._one_or_equal(work)
         return self._same_shape(work)
 
     # -- facts ------------------------------------------------------------------------------
@@ -871,6 +883,9 @@ class _Solver:
         return _DONE
 
     def _bind(self, name: str, value: DimLike, blame: Blame, work: _Work) -> str:
+        if self._kind(name) == "universal":
+            return self._conflict(work, f"{name} holds for every size, but {name} = {value} "
+                                        f"from {places(blame)}", blame, "universal", (name, value))
         low, high = self._bounds_of(name)
         bound_blame = self._bound_blame(Dim(name))
         if isinstance(value, int):
@@ -891,6 +906,10 @@ class _Solver:
                     self.mentions.setdefault(symbol, set()).add(other)
         self.bindings[name] = value
         self.why[name] = blame
+        if self._may_be_one(Dim(name)) and isinstance(value, Dim) and value.is_symbol \
+                and not self._may_be_one(value):  # the same size: it may still be 1
+            self.variables[value.name] = dataclasses.replace(
+                self.variables.get(value.name) or Variable(value.name), broadcasts=True)
         for symbol in free_symbols(value):
             self.mentions.setdefault(symbol, set()).add(name)
         quotient = self.quotients.pop(name, None)
@@ -1086,7 +1105,7 @@ class _Solver:
         """`v*C + R == 0` for a flexible (or derived) v and a symbolic C free of flexible
         variables: v = -R/C, by exact division or as a quotient with a divisibility check."""
         for name in sorted(free_symbols(difference)):
-            if self._kind(name) == "rigid" or name in self.quotients:
+            if self._kind(name) in ("rigid", "universal") or name in self.quotients:
                 continue
             split = _split_linear(difference, name)
             if split is None:
@@ -1278,6 +1297,42 @@ class _Solver:
         self.shape_why[name] = blame
         return _DONE
 
+    def _same_size(self, work: _Work) -> str:
+        """Equal products once both sides hold the same shape variables (they cancel)."""
+        constraint = work.constraint
+        assert isinstance(constraint, SameSize)
+        used: Set[Origin] = set()
+        for name in _shape_vars(constraint.left + constraint.right):
+            used |= self.shape_why.get(name, _NO_BLAME)
+        left = _expand(constraint.left, self.shapes)
+        right = _expand(constraint.right, self.shapes)
+        if sorted(_shape_vars(left)) != sorted(_shape_vars(right)):
+            return _KEPT  # which dims a shape variable holds is not known yet
+        self._push(Equal(_product(left), _product(right), constraint.origin),
+                   work.blame | frozenset(used))
+        return _DONE
+
+    def _one_or_equal(self, work: _Work) -> str:
+        """Proved when the dim is 1 or the other; an equation once it cannot be 1."""
+        constraint = work.constraint
+        assert isinstance(constraint, OneOrEqual)
+        dim, dim_blame = self._subst(constraint.dim)
+        other, other_blame = self._subst(constraint.other)
+        blame = work.blame | dim_blame | other_blame
+        if dim == 1 or dim - other == 0:
+            return _DONE
+        if isinstance(dim, int) and isinstance(other, int):
+            return self._conflict(work, f"{constraint} from {constraint.origin} cannot hold: "
+                                        f"it is {dim} and {other}"
+                                        + self._given(constraint.dim - constraint.other,
+                                                      dim_blame | other_blame),
+                                  blame, "one_or_equal", (dim, other))
+        bounds = self._prover_bounds(dim)
+        if other == 1 or prove_nonnegative(dim - 2, bounds) is Verdict.PROVED:
+            self._push(Equal(dim, other, constraint.origin), blame | self._bound_blame(dim))
+            return _DONE
+        return _KEPT
+
     # -- broadcasting ------------------------------------------------------------------------------
     def _decide_a_broadcast(self, deferred: List[_Work]) -> Optional[_Work]:
         """Decide the first broadcast (in canonical order) whose dims can be paired; the
@@ -1290,9 +1345,11 @@ class _Solver:
         return None
 
     def _broadcast(self, work: _Work) -> bool:
-        """Pair the dims of a broadcast from the right: a literal 1 takes the other dim,
-        any other pair is an equation; a shape variable ends the pairing where both sides
-        have the same rest, else the broadcast waits. Whether it was decided."""
+        """Pair the dims of a broadcast from the right: a literal 1 takes the other dim, a
+        size that may be 1 (`Variable.broadcasts`) facing one that may not takes the other
+        with the check it is 1 or the other, any other pair is an equation; a shape
+        variable ends the pairing where both sides have the same rest, else the broadcast
+        waits. Whether it was decided."""
         constraint = work.constraint
         assert isinstance(constraint, Broadcast)
         used: Set[Origin] = set()
@@ -1303,6 +1360,7 @@ class _Solver:
         blame = work.blame | frozenset(used)
         tail: List[ShapeItem] = []
         equations: List[Tuple[DimLike, DimLike]] = []
+        checks: List[OneOrEqual] = []
         while left and right:
             a, b = left[-1], right[-1]
             if isinstance(a, ShapeVar) or isinstance(b, ShapeVar):
@@ -1322,14 +1380,27 @@ class _Solver:
                 tail.insert(0, b)
             elif b == 1:
                 tail.insert(0, a)
+            elif self._may_be_one(a) != self._may_be_one(b):
+                one, other = (a, b) if self._may_be_one(a) else (b, a)
+                checks.append(OneOrEqual(one, other, constraint.origin))
+                tail.insert(0, other)
             else:
                 equations.append((a, b))
                 tail.insert(0, a)
         for a, b in equations:
             self._push(Equal(a, b, constraint.origin), blame)
+        for check in checks:
+            self._push(check, blame)
         rest = left or right
         self._push(SameShape(constraint.out, tuple(rest + tail), constraint.origin), blame)
         return True
+
+    def _may_be_one(self, dim: DimLike) -> bool:
+        """Whether `dim` is a size variable that may be 1 and broadcast."""
+        if not isinstance(dim, Dim) or not dim.is_symbol:
+            return False
+        variable = self.variables.get(dim.name)
+        return variable is not None and variable.broadcasts
 
     # -- several equations at once -----------------------------------------------------------------
     def _eliminate(self, deferred: List[_Work]) -> List[_Work]:
@@ -1401,12 +1472,14 @@ class _Solver:
         constraint = work.constraint
         used: Set[Origin] = set()
         substituted: Constraint
-        if isinstance(constraint, (SameShape, Broadcast)):
+        if isinstance(constraint, (SameShape, Broadcast, SameSize)):
             left = _expand(constraint.left, self.shapes)
             right = _expand(constraint.right, self.shapes)
-            substituted = Broadcast(left, right, _expand(constraint.out, self.shapes),
-                                    constraint.origin) if isinstance(constraint, Broadcast) \
-                else SameShape(left, right, constraint.origin)
+            if isinstance(constraint, Broadcast):
+                substituted = Broadcast(left, right, _expand(constraint.out, self.shapes),
+                                        constraint.origin)
+            else:
+                substituted = type(constraint)(left, right, constraint.origin)
             for name in _shape_vars(_shapes_of(constraint)):
                 used |= self.shape_why.get(name, _NO_BLAME)
         else:
@@ -1419,10 +1492,11 @@ class _Solver:
                 substituted = Equal(sides[0], sides[1], constraint.origin)
             elif isinstance(constraint, AtLeast):
                 substituted = self._as_bound(work, AtLeast(sides[0], sides[1], constraint.origin))
+            elif isinstance(constraint, OneOrEqual):
+                substituted = OneOrEqual(sides[0], sides[1], constraint.origin)
             else:
                 substituted = Divides(sides[0], sides[1], constraint.origin)
         return Residual(substituted, work.blame | frozenset(used))
-
 
     def _as_bound(self, work: _Work, check: AtLeast) -> AtLeast:
         """`check` in its strongest form: an inequality in one variable that set that
@@ -1449,6 +1523,8 @@ def _dims_of(constraint: Constraint) -> Tuple[DimLike, ...]:
         return (constraint.value, constraint.bound)
     if isinstance(constraint, Divides):
         return (constraint.divisor, constraint.dividend)
+    if isinstance(constraint, OneOrEqual):
+        return (constraint.dim, constraint.other)
     return tuple(item for item in _shapes_of(constraint) if not isinstance(item, ShapeVar))
 
 
@@ -1456,7 +1532,7 @@ def _shapes_of(constraint: Constraint) -> Shape:
     """The items of the shapes a constraint relates, one after the other."""
     if isinstance(constraint, Broadcast):
         return constraint.left + constraint.right + constraint.out
-    if isinstance(constraint, SameShape):
+    if isinstance(constraint, (SameShape, SameSize)):
         return constraint.left + constraint.right
     return ()
 
@@ -1466,6 +1542,15 @@ def _variables_of(constraint: Constraint) -> Set[str]:
     found: Set[str] = set().union(*(free_symbols(d) for d in _dims_of(constraint)))
     found.update(_shape_vars(_shapes_of(constraint)))
     return found
+
+
+def _product(shape: Shape) -> DimLike:
+    """The product of a shape's dims (its shape variables left out)."""
+    total: DimLike = 1
+    for item in shape:
+        if not isinstance(item, ShapeVar):
+            total = total * item
+    return total
 
 
 def _span(low: object, high: object) -> str:
