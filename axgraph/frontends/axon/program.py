@@ -384,7 +384,7 @@ class Program:
         if not bindings:
             return
         checks = SharedChecks(inferencer.origins, inferencer.source.name or "<axon>",
-                              inferencer.fresh.hints)
+                              inferencer.fresh)
         for residual in inferencer.solver.residuals():
             checks.add(substituted(residual, bindings))
         conflicts = checks.conflicts()

@@ -19,11 +19,16 @@ from .errors import Cause
 from .printing import Namer, format_dim, format_shape
 from .solver import (AtLeast, Blame, Broadcast, Constraint, DimEq, Divides, OneOrEqual, SameSize,
                      ShapeEq, constraint_terms, rename_constraint)
-from .types import Shape, ShapeVar
+from .types import Fresh, Shape, ShapeVar, is_internal
 
 
 class SharedChecks:
-    """Axon conditions on sizes, checked by one shared `Solver`.
+    """Axon conditions on sizes, told one by one to a shared `Solver`.
+
+    Each size variable is declared when a condition first mentions it: one the inference
+    made is a length to solve for (flexible; the newest is eliminated first, so older
+    ones stay), one the user named is a size of the program (rigid: pinned only where
+    nothing else will do); either may be 1 where it was marked `#`.
 
     Parameters
     ----------
@@ -31,44 +36,40 @@ class SharedChecks:
         The positions a blame set's numbers stand for (`Inferencer.origins`).
     file : str
         The program's name, for the origins (`<axon>` when it has none).
-    hints : mapping of str to str
-        The display hint of each internal size variable, for messages.
+    fresh : Fresh
+        The supply of variables: their display hints, and which are marked `#`.
     """
 
-    def __init__(self, causes: Sequence[Cause], file: str, hints: Mapping[str, str]):
+    def __init__(self, causes: Sequence[Cause], file: str, fresh: Fresh):
         self._causes = causes
         self._file = file
-        self._hints = hints
+        self._fresh = fresh
         self._positions: Dict[shared.Origin, int] = {}
         self._what: Dict[object, str] = {}
         self._shape_vars: Dict[str, ShapeVar] = {}
-        self._pending: List[Constraint] = []
+        self._declared: Set[str] = set()
+        self.solver = SharedSolver()
 
     def add(self, constraint: Constraint) -> None:
-        """Queue an Axon condition (a dim, shape, bound, divisibility, reshape, broadcast or
-        `#` condition) to be checked by `conflicts`."""
-        self._pending.append(constraint)
+        """Tell the solver an Axon condition (a dim, shape, bound, divisibility, reshape,
+        broadcast or `#` condition)."""
+        for term in constraint_terms(constraint):
+            for item in (term if isinstance(term, tuple) else (term,)):
+                if isinstance(item, (int, Dim)):
+                    for name in sorted(free_symbols(item) - self._declared):
+                        self._declared.add(name)
+                        self.solver.declare(shared.Variable(
+                            name, "flexible" if is_internal(name) else "rigid",
+                            age=int(name[1:]) if is_internal(name) else 0,
+                            broadcasts=name in self._fresh.marked))
+        origins = [self._origin(index) for index in sorted(constraint.blame)]
+        if not origins:
+            origins = [shared.Origin(self._file, 0, "the sizes given")]
+        self.solver.add(self._translate(constraint, origins[0]), origins[1:])
 
     def conflicts(self) -> List[SharedConflict]:
-        """Solve every condition queued; the conflicts found, in the order of their positions.
-
-        Every size variable is one to solve for (the conditions are on sizes still open,
-        whose values some fit and some do not).
-        """
-        variables: Set[str] = set()
-        for constraint in self._pending:
-            for term in constraint_terms(constraint):
-                for item in (term if isinstance(term, tuple) else (term,)):
-                    if isinstance(item, (int, Dim)):
-                        variables |= free_symbols(item)
-        solver = SharedSolver(shared.Variable(name, "flexible") for name in sorted(variables))
-        for constraint in self._pending:
-            origins = [self._origin(index) for index in sorted(constraint.blame)]
-            if not origins:
-                origins = [shared.Origin(self._file, 0, "the sizes given")]
-            translated = self._translate(constraint, origins[0])
-            solver.add(translated, origins[1:])
-        return list(solver.conflicts)
+        """The conditions refuted so far, in the order of their positions."""
+        return sorted(self.solver.conflicts, key=lambda c: sorted(self.blame(c)))
 
     def blame(self, conflict: SharedConflict) -> Blame:
         """The Axon positions behind a conflict (the numbers of its blame set)."""
@@ -76,14 +77,14 @@ class SharedChecks:
 
     def message(self, conflict: SharedConflict) -> str:
         """A conflict in Axon's words, with Axon's display names."""
-        namer = Namer(self._hints)
+        namer = Namer(self._fresh.hints)
         operands = conflict.operands
 
         def dim(value: object) -> str:
             return format_dim(value, namer)  # type: ignore[arg-type]
 
         def shape(value: object) -> str:
-            return format_shape(self._axon_shape(value), namer)  # type: ignore[arg-type]
+            return format_shape(self.from_shared_shape(value), namer)  # type: ignore[arg-type]
 
         what = self._what.get(conflict.constraint, "")
         if conflict.kind in ("mismatch", "apart"):
@@ -118,7 +119,8 @@ class SharedChecks:
         self._positions[origin] = index
         return origin
 
-    def _shape(self, shape: Shape) -> shared.Shape:
+    def to_shared_shape(self, shape: Shape) -> shared.Shape:
+        """An Axon shape in the shared solver's terms (shape variable `*b` #4 as `*s4`)."""
         items: List[shared.ShapeItem] = []
         for item in shape:
             if isinstance(item, ShapeVar):
@@ -129,7 +131,8 @@ class SharedChecks:
                 items.append(item)
         return tuple(items)
 
-    def _axon_shape(self, shape: Iterable[shared.ShapeItem]) -> Shape:
+    def from_shared_shape(self, shape: Iterable[shared.ShapeItem]) -> Shape:
+        """A shape from the shared solver in Axon's terms."""
         return tuple(self._shape_vars[item.name] if isinstance(item, shared.ShapeVar) else item
                      for item in shape)
 
@@ -146,12 +149,14 @@ class SharedChecks:
         elif isinstance(c, OneOrEqual):
             result = shared.OneOrEqual(c.dim, c.other, origin)
         elif isinstance(c, ShapeEq):
-            result = shared.SameShape(self._shape(c.left), self._shape(c.right), origin)
+            result = shared.SameShape(self.to_shared_shape(c.left),
+                                      self.to_shared_shape(c.right), origin)
         elif isinstance(c, SameSize):
-            result = shared.SameSize(self._shape(c.left), self._shape(c.right), origin)
+            result = shared.SameSize(self.to_shared_shape(c.left),
+                                     self.to_shared_shape(c.right), origin)
         elif isinstance(c, Broadcast):
-            result = shared.Broadcast(self._shape(c.left), self._shape(c.right),
-                                      self._shape(c.out), origin)
+            result = shared.Broadcast(self.to_shared_shape(c.left), self.to_shared_shape(c.right),
+                                      self.to_shared_shape(c.out), origin)
         else:
             raise TypeError(f"not a condition on sizes: {c!r}")
         return result
