@@ -29,7 +29,7 @@ def conflicts(*conditions, hints=None):
 @pytest.mark.parametrize("conditions, message, positions", [
     ([DimEq(N, 3, frozenset({0})), DimEq(N, 4, frozenset({1}))], "dims differ: 3 vs 4", {0, 1}),
     ([AtLeast(H - 2, 1, frozenset({2}), "H is too small"), DimEq(H, 2, frozenset({0}))],
-     "size H is too small: 2 < 3", {0, 2}),
+     "H is too small: 0 < 1", {0, 2}),   # the check that bounded H, in its own words
     ([substituted(AtLeast(H - 2, 1, frozenset({2}), "H is too small"), {"H": 2})],
      "H is too small: 0 < 1", {2}),
     ([DimEq(N + 3, 1, frozenset({1}))], "size N would be -2; sizes are at least 1", {1}),

@@ -58,11 +58,14 @@ def test_one_or_equal_holds_exactly_when_the_size_is_1_or_the_other(n, m, holds)
         assert solution.conflicts[0].origins == {at(1), at(2), at(3)}
 
 
-def test_one_or_equal_is_a_check_until_the_size_cannot_be_1():
+def test_one_or_equal_is_a_check_until_both_sizes_are_known():
     solver = Solver().add(OneOrEqual(N, M, at(1)))
     assert checks(solver.solution) == ["N == 1 or N == M"]
-    solver.add(Equal(N, 5, at(2)))  # not 1: it is the other
-    assert solver.solution.bindings == {"N": 5, "M": 5} and solver.residuals == ()
+    solver.add(Equal(N, 5, at(2)))  # not 1, but nothing is inferred from the check
+    assert solver.solution.bindings == {"N": 5} and checks(solver.solution) == [
+        "5 == 1 or 5 == M"]
+    assert solver.fork().add(Equal(M, 5, at(3))).residuals == ()
+    assert solver.add(Equal(M, 4, at(3))).conflicts[0].kind == "one_or_equal"
 
 
 def test_a_size_that_may_be_1_takes_the_other_side_of_a_broadcast():

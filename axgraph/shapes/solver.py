@@ -52,7 +52,8 @@ _NO_BLAME: Blame = frozenset()
 CONFLICT_KINDS = {
     "mismatch": "two dims that must be equal are not: (left, right)",
     "apart": "two dims that must be equal never are, whatever the sizes: (left, right)",
-    "domain": "a size would lie outside its domain: (name, value, least, most)",
+    "domain": "a size would lie outside its domain: (name, value, least, most, the constraint "
+              "that set the bound it breaks, or None: its declared domain)",
     "fraction": "a size would have to be a fraction: (name, value as a Fraction)",
     "no_whole_solution": "a linear equation has no whole-number solution: (difference,)",
     "floor": "a floor would have to be a fraction: (difference,)",
@@ -711,6 +712,8 @@ class _Solver:
         self.bounds: Dict[str, Tuple[int, float]] = {}
         #: (name, 0 for the lowest / 1 for the highest) -> (key of the work that set it, blame).
         self.bound_source: Dict[Tuple[str, int], Tuple[int, Blame]] = {}
+        #: The same keys -> the constraint that set that bound (as it was given).
+        self.bound_constraint: Dict[Tuple[str, int], Constraint] = {}
         self.shapes: Dict[str, Shape] = {}
         self.shape_why: Dict[str, Blame] = {}
         self.quotients: Dict[str, Quotient] = {}
@@ -800,6 +803,7 @@ class _Solver:
         other.mentions = {name: set(users) for name, users in self.mentions.items()}
         other.bounds = dict(self.bounds)
         other.bound_source = dict(self.bound_source)
+        other.bound_constraint = dict(self.bound_constraint)
         other.shapes = dict(self.shapes)
         other.shape_why = dict(self.shape_why)
         other.quotients = dict(self.quotients)
@@ -858,7 +862,10 @@ class _Solver:
         return frozenset(blame)
 
     def _is_bound_source(self, work: _Work) -> bool:
-        return any(key == work.key for key, _ in self.bound_source.values())
+        """Whether `work` set the bound of a variable still unsolved (once a variable is
+        bound, the inequality that bounded it is an ordinary check on its value)."""
+        return any(key == work.key for (name, _), (key, _) in self.bound_source.items()
+                   if name not in self.bindings)
 
     def _subst(self, value: DimLike) -> Tuple[DimLike, Blame]:
         names = free_symbols(value) & self.bindings.keys()
@@ -890,8 +897,10 @@ class _Solver:
         bound_blame = self._bound_blame(Dim(name))
         if isinstance(value, int):
             if not low <= value <= high:
+                bounded_by = self.bound_constraint.get((name, 0 if value < low else 1))
                 return self._conflict(work, self._domain_message(name, value, blame, low, high),
-                                      blame | bound_blame, "domain", (name, value, low, high))
+                                      blame | bound_blame, "domain",
+                                      (name, value, low, high, bounded_by))
         else:
             origin = work.constraint.origin
             if low > -math.inf:
@@ -957,8 +966,10 @@ class _Solver:
         self.bounds[name] = (int(new_low), new_high if math.isinf(new_high) else int(new_high))
         if new_low != old_low:
             self.bound_source[(name, 0)] = (work.key, blame)
+            self.bound_constraint[(name, 0)] = work.constraint
         if new_high != old_high:
             self.bound_source[(name, 1)] = (work.key, blame)
+            self.bound_constraint[(name, 1)] = work.constraint
         if new_low == new_high:
             self._bind(name, int(new_low), blame | self._bound_blame(Dim(name)), work)
         return _NARROWED
@@ -985,6 +996,9 @@ class _Solver:
             outcome = self._solve_linear(difference, blame, work, flexible_only=False)
         if outcome is None:
             outcome = self._solve_by_floor(difference, blame, work)
+        if outcome is None:  # only a universal size is left to solve for: a conflict
+            outcome = self._solve_linear(difference, blame, work, flexible_only=False,
+                                         universal=True)
         if outcome is not None:
             return outcome
         narrowed = self._floor_equation(difference, blame, work)
@@ -1054,8 +1068,10 @@ class _Solver:
         return found
 
     def _solve_linear(self, difference: Dim, blame: Blame, work: _Work,
-                      flexible_only: bool) -> Optional[str]:
+                      flexible_only: bool, universal: bool = False) -> Optional[str]:
         candidates = self._candidates(difference)
+        if not universal:
+            candidates = [c for c in candidates if self._kind(c[1]) != "universal"]
         for _, name, coeff, rest in candidates:
             if flexible_only and self._kind(name) != "flexible":
                 continue
@@ -1313,7 +1329,8 @@ class _Solver:
         return _DONE
 
     def _one_or_equal(self, work: _Work) -> str:
-        """Proved when the dim is 1 or the other; an equation once it cannot be 1."""
+        """Proved when the dim is 1 or the other, refuted when both are known and it is
+        neither; else a check (it is never turned into an equation: the sizes decide)."""
         constraint = work.constraint
         assert isinstance(constraint, OneOrEqual)
         dim, dim_blame = self._subst(constraint.dim)
@@ -1327,10 +1344,6 @@ class _Solver:
                                         + self._given(constraint.dim - constraint.other,
                                                       dim_blame | other_blame),
                                   blame, "one_or_equal", (dim, other))
-        bounds = self._prover_bounds(dim)
-        if other == 1 or prove_nonnegative(dim - 2, bounds) is Verdict.PROVED:
-            self._push(Equal(dim, other, constraint.origin), blame | self._bound_blame(dim))
-            return _DONE
         return _KEPT
 
     # -- broadcasting ------------------------------------------------------------------------------
@@ -1373,6 +1386,7 @@ class _Solver:
                 return False  # where each side's dims stand is not known yet
             left.pop()
             right.pop()
+            marks = (self._may_be_one(a), self._may_be_one(b))  # of the sizes, not their values
             a, a_blame = self._subst(a)
             b, b_blame = self._subst(b)
             blame = blame | a_blame | b_blame
@@ -1380,8 +1394,8 @@ class _Solver:
                 tail.insert(0, b)
             elif b == 1:
                 tail.insert(0, a)
-            elif self._may_be_one(a) != self._may_be_one(b):
-                one, other = (a, b) if self._may_be_one(a) else (b, a)
+            elif marks[0] != marks[1]:
+                one, other = (a, b) if marks[0] else (b, a)
                 checks.append(OneOrEqual(one, other, constraint.origin))
                 tail.insert(0, other)
             else:

@@ -24,8 +24,9 @@ from .builtins import BUILTINS, OPERATORS, Builtin
 from .errors import AxonShapeError, AxonTypeError, Cause
 from .printing import Namer, format_dim, format_shape, format_type
 from .solver import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides, OneOrEqual,
-                     SameSize, ShapeEq, Solver, TypeEq, constraint_terms, constraint_vars, rename_constraint,
+                     SameSize, ShapeEq, TypeEq, constraint_terms, constraint_vars, rename_constraint,
                      with_blame)
+from .unify import Unifier
 from .source import Source, Span
 from .types import (DTYPES, DTypeVar, Elem, Fresh, FunctionType, Shape, ShapeVar, TensorType,
                     TupleType, Type, TypeVar, Var, free_vars, is_internal, map_dims)
@@ -74,8 +75,8 @@ class Inferencer:
     def __init__(self, source: Source, inputs: Mapping[str, Type], fresh: Fresh):
         self.source = source
         self.fresh = fresh
-        self.solver = Solver(fresh)
         self.origins: List[Cause] = []
+        self.solver = Unifier(fresh, self.origins, source.name or "<axon>")
         self.inputs = dict(inputs)
         self.program_scope: Dict[Tuple[str, str], object] = {}
         self.scope = self.program_scope
@@ -110,8 +111,12 @@ class Inferencer:
             raise self.error(conflict) from None
 
     def add(self, *constraints) -> None:
-        """Queue constraints for the next solve."""
-        self.solver.add(*constraints)
+        """Unify types now and tell the solver the conditions on sizes; a contradiction
+        in the structure of types becomes an error at once."""
+        try:
+            self.solver.add(*constraints)
+        except Conflict as conflict:
+            raise self.error(conflict) from None
 
     # -- the program ------------------------------------------------------------------------------
     def program(self, program: s.Program) -> None:

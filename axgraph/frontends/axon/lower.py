@@ -103,12 +103,12 @@ class Lowering:
         found: Dict[Tuple[str, str], object] = {}
         for key, value in self.inference.program_scope.items():
             if key[0] == "dim":
-                found[key] = self.concrete(solver.resolve_dim(value)[0])  # type: ignore[arg-type]
+                found[key] = self.concrete(solver.resolve_dim(value))  # type: ignore[arg-type]
             elif key[0] == "shape":
-                shape = solver.resolve_shape((value,))[0]  # type: ignore[arg-type]
+                shape = solver.resolve_shape((value,))  # type: ignore[arg-type]
                 found[key] = tuple(e if isinstance(e, ShapeVar) else self.concrete(e) for e in shape)
             elif key[0] == "dtype":
-                found[key] = solver.resolve_dtype(value)[0]  # type: ignore[arg-type]
+                found[key] = solver.resolve_dtype(value)  # type: ignore[arg-type]
         return found
 
     def concrete(self, dim: DimLike) -> DimLike:

@@ -18,7 +18,7 @@ from ...shapes.solver import Solver as SharedSolver
 from .errors import Cause
 from .printing import Namer, format_dim, format_shape
 from .solver import (AtLeast, Blame, Broadcast, Constraint, DimEq, Divides, OneOrEqual, SameSize,
-                     ShapeEq, constraint_terms, rename_constraint)
+                     ShapeEq, constraint_terms, constraint_vars, rename_constraint)
 from .types import Fresh, Shape, ShapeVar, is_internal
 
 
@@ -26,9 +26,9 @@ class SharedChecks:
     """Axon conditions on sizes, told one by one to a shared `Solver`.
 
     Each size variable is declared when a condition first mentions it: one the inference
-    made is a length to solve for (flexible; the newest is eliminated first, so older
-    ones stay), one the user named is a size of the program (rigid: pinned only where
-    nothing else will do); either may be 1 where it was marked `#`.
+    made is a length to solve for (flexible), one the user named is a size of the
+    program (rigid: pinned only where nothing else will do); of two of a kind the newer
+    is eliminated, so the older name stays; either may be 1 where it was marked `#`.
 
     Parameters
     ----------
@@ -49,6 +49,18 @@ class SharedChecks:
         self._shape_vars: Dict[str, ShapeVar] = {}
         self._declared: Set[str] = set()
         self.solver = SharedSolver()
+        #: Blame a variable carries wherever it is used: how a generalized function linked
+        #: its copies (a size by name, a shape variable).
+        self.var_blame: Dict[object, Blame] = {}
+        #: Sizes a `forall` made rigid, with the blame of the `forall`.
+        self.rigid: Dict[str, Blame] = {}
+
+    def make_universal(self, name: str, blame: Blame) -> None:
+        """Declare size `name` rigid (`forall`): the solver never binds it."""
+        if name not in self._declared:
+            self._declared.add(name)
+            self.solver.declare(shared.Variable(name, "universal"))
+        self.rigid[name] = self.rigid.get(name, frozenset()) | blame
 
     def add(self, constraint: Constraint) -> None:
         """Tell the solver an Axon condition (a dim, shape, bound, divisibility, reshape,
@@ -60,9 +72,12 @@ class SharedChecks:
                         self._declared.add(name)
                         self.solver.declare(shared.Variable(
                             name, "flexible" if is_internal(name) else "rigid",
-                            age=int(name[1:]) if is_internal(name) else 0,
+                            age=int(name[1:]) if is_internal(name) else len(self._declared),
                             broadcasts=name in self._fresh.marked))
-        origins = [self._origin(index) for index in sorted(constraint.blame)]
+        blame = constraint.blame
+        for var in constraint_vars(constraint):
+            blame = blame | self.var_blame.get(var, frozenset())
+        origins = [self._origin(index) for index in sorted(blame)]
         if not origins:
             origins = [shared.Origin(self._file, 0, "the sizes given")]
         self.solver.add(self._translate(constraint, origins[0]), origins[1:])
@@ -72,8 +87,52 @@ class SharedChecks:
         return sorted(self.solver.conflicts, key=lambda c: sorted(self.blame(c)))
 
     def blame(self, conflict: SharedConflict) -> Blame:
-        """The Axon positions behind a conflict (the numbers of its blame set)."""
-        return frozenset(self._positions[o] for o in conflict.origins if o in self._positions)
+        """The Axon positions behind a conflict (the numbers of its blame set, and the
+        `forall` of a rigid size it involves)."""
+        found = self.positions(conflict.origins)
+        if conflict.kind == "universal":
+            name, value = conflict.operands
+            for size in {str(name)} | free_symbols(value):  # type: ignore[arg-type]
+                found = found | self.rigid.get(size, frozenset())
+        return found
+
+    def positions(self, origins: Iterable[shared.Origin]) -> Blame:
+        """The Axon positions some origins stand for."""
+        return frozenset(self._positions[o] for o in origins if o in self._positions)
+
+    def residuals(self) -> List[Constraint]:
+        """The conditions neither proved nor refuted, as Axon conditions."""
+        return [self.from_shared(r.constraint, r.origins) for r in self.solver.residuals]
+
+    def take_residuals(self, names: Iterable[str]) -> List[Constraint]:
+        """Remove and return the undecided conditions on some size variables and shape
+        variables (in the solver's names): they go with a generalized type."""
+        return [self.from_shared(r.constraint, r.origins)
+                for r in self.solver.take_residuals(names)]
+
+    def from_shared(self, c: shared.Constraint, origins: Iterable[shared.Origin]) -> Constraint:
+        """A shared constraint as the Axon condition it stands for, blamed on the positions
+        of `origins`."""
+        blame = self.positions(origins)
+        if isinstance(c, shared.Equal):
+            return DimEq(c.left, c.right, blame)
+        if isinstance(c, shared.AtLeast):
+            what = ""
+            if isinstance(c.value, Dim) and c.value.is_symbol:
+                what = f"size {Namer(self._fresh.hints).size(c.value.name)} is too small"
+            return AtLeast(c.value, c.bound, blame, self._what.get(c, what))
+        if isinstance(c, shared.Divides):
+            assert isinstance(c.divisor, int)  # Axon divides by literal sizes only
+            return Divides(c.divisor, c.dividend, blame, self._what.get(c, ""))
+        if isinstance(c, shared.OneOrEqual):
+            return OneOrEqual(c.dim, c.other, blame)
+        if isinstance(c, shared.SameShape):
+            return ShapeEq(self.from_shared_shape(c.left), self.from_shared_shape(c.right), blame)
+        if isinstance(c, shared.SameSize):
+            return SameSize(self.from_shared_shape(c.left), self.from_shared_shape(c.right), blame)
+        assert isinstance(c, shared.Broadcast)
+        return Broadcast(self.from_shared_shape(c.left), self.from_shared_shape(c.right),
+                         self.from_shared_shape(c.out), blame)
 
     def message(self, conflict: SharedConflict) -> str:
         """A conflict in Axon's words, with Axon's display names."""
@@ -100,13 +159,23 @@ class SharedChecks:
         if conflict.kind == "rank":
             return f"ranks differ: {shape(operands[0])} vs {shape(operands[1])}"
         if conflict.kind == "domain":
-            name, value, least, most = operands
+            name, value, least, most, bounded_by = operands
             size = namer.size(str(name))
+            if isinstance(bounded_by, shared.AtLeast) and bounded_by in self._what:
+                # the inequality that bounded the size fails: word it as that check
+                solution = self.solver.solution
+                values: Dict[str, DimLike] = {str(name): value}  # type: ignore[dict-item]
+                return (f"{self._what[bounded_by]}: "
+                        f"{dim(subs(solution.value(bounded_by.value), values))} < "
+                        f"{dim(subs(solution.value(bounded_by.bound), values))}")
             if value < 1:  # type: ignore[operator]
                 return f"size {size} would be {value}; sizes are at least 1"
             if value < least:  # type: ignore[operator]
                 return f"size {size} is too small: {value} < {least}"
             return f"size {size} is too large: {value} > {most}"
+        if conflict.kind == "universal":
+            return (f"size {namer.size(str(operands[0]))} is rigid (`forall`), but would be "
+                    f"{dim(operands[1])}")
         if conflict.kind == "fraction":
             return (f"{namer.size(str(operands[0]))} would have to be {operands[1]}, not a "
                     f"whole number")

@@ -8,15 +8,15 @@ variables through both.
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
 
-from ...dims import DimLike
+from ...dims import Dim, DimLike, free_symbols
 from .printing import Namer, format_type
 from .shared import SharedChecks
 from .errors import Cause
-from .solver import NO_BLAME, Blame, Conflict, Constraint, ShapeEq, TypeEq
-from .types import (DType, DTypeVar, Fresh, FunctionType, Shape, TensorType, TupleType, Type,
-                    TypeVar, type_vars)
+from .solver import NO_BLAME, Blame, Conflict, Constraint, ShapeEq, TypeEq, rename_constraint
+from .types import (DType, DTypeVar, Fresh, FunctionType, Shape, ShapeVar, TensorType, TupleType,
+                    Type, TypeVar, Var, shape_vars, type_vars)
 
 
 class Unifier:
@@ -37,6 +37,13 @@ class Unifier:
         self.types: Dict[TypeVar, Tuple[Type, Blame]] = {}
         self.dtypes: Dict[DTypeVar, Tuple[DType, Blame]] = {}
         self.checks = SharedChecks(causes, file, fresh)
+        #: Blame a free variable carries wherever it is used (see `links`).
+        self.var_blame = self.checks.var_blame
+
+    def make_rigid(self, name: str, blame: Blame) -> None:
+        """Mark size variable `name` rigid (a `forall`): never bound to a size or to another
+        size; a condition that would is a Conflict naming `blame` too."""
+        self.checks.make_universal(name, blame)
 
     def add(self, *constraints: Constraint) -> None:
         """Unify the types of each `TypeEq` now (a Conflict if their structure differs);
@@ -108,6 +115,8 @@ class Unifier:
         while isinstance(t, TypeVar) and t in self.types:
             t, more = self.types[t]
             blame = blame | more
+        if isinstance(t, TypeVar):
+            blame = blame | self.var_blame.get(t, NO_BLAME)
         return t, blame
 
     def _dtype_head(self, dtype: DType) -> Tuple[DType, Blame]:
@@ -115,7 +124,42 @@ class Unifier:
         while isinstance(dtype, DTypeVar) and dtype in self.dtypes:
             dtype, more = self.dtypes[dtype]
             blame = blame | more
+        if isinstance(dtype, DTypeVar):
+            blame = blame | self.var_blame.get(dtype, NO_BLAME)
         return dtype, blame
+
+    # -- generalization ---------------------------------------------------------------------------
+    def take_residuals(self, variables: Set[Var]) -> List[Constraint]:
+        """Remove and return the undecided conditions that mention any of `variables`: they
+        go with a generalized type scheme, checked at each use."""
+        names = [var for var in variables if isinstance(var, str)]
+        names += [f"s{var.id}" for var in variables if isinstance(var, ShapeVar)]
+        return self.checks.take_residuals(names)
+
+    def residuals(self) -> List[Constraint]:
+        """The conditions on sizes neither proved nor refuted: checks for run time."""
+        return self.checks.residuals()
+
+    def links(self, variables: Set[Var]) -> Dict[Var, Blame]:
+        """For each variable, the blame of the bindings that put it where it stands: what a
+        generalized function's copies of it inherit at each use."""
+        found: Dict[Var, Blame] = {v: self.var_blame.get(v, NO_BLAME) for v in variables}
+        solution = self.checks.solver.solution
+        for name, value in solution.bindings.items():
+            blame = self.checks.positions(solution.binding_origins.get(name, ()))
+            for symbol in free_symbols(value) & variables:
+                found[symbol] = found[symbol] | blame
+        for name, shape in solution.shapes.items():
+            blame = self.checks.positions(solution.shape_origins.get(name, ()))
+            for var in set(shape_vars(self.checks.from_shared_shape(shape))) & variables:
+                found[var] = found[var] | blame
+        for bound, blame in self.types.values():
+            for var in set(type_vars(bound)) & variables:
+                found[var] = found[var] | blame
+        for dtype, blame in self.dtypes.values():
+            if dtype in variables:
+                found[dtype] = found[dtype] | blame
+        return found
 
     # -- reading back -------------------------------------------------------------------------------
     def resolve_dim(self, dim: DimLike) -> DimLike:
@@ -130,6 +174,16 @@ class Unifier:
     def resolve_dtype(self, dtype: DType) -> DType:
         """An element type under the bindings."""
         return self._dtype_head(dtype)[0]
+
+    def resolve_constraint(self, c: Constraint) -> Constraint:
+        """A condition with its terms resolved."""
+        def resolve(term):
+            if isinstance(term, tuple):
+                return self.resolve_shape(term)
+            if isinstance(term, (int, Dim)):
+                return self.resolve_dim(term)
+            return self.resolve(term)
+        return rename_constraint(c, resolve)
 
     def resolve(self, t: Type) -> Type:
         """`t` with every bound variable replaced."""
