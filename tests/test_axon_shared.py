@@ -6,7 +6,7 @@ import pytest
 
 from axgraph.dims import Dim
 from axgraph.frontends.axon.shared import SharedChecks, substituted
-from axgraph.frontends.axon.solver import (AtLeast, Broadcast, Conflict, DimEq, Divides,
+from axgraph.frontends.axon.conditions import (AtLeast, Broadcast, Conflict, DimEq, Divides,
                                            OneOrEqual, SameSize, ShapeEq, TypeEq)
 from axgraph.frontends.axon.source import Span
 from axgraph.frontends.axon.types import Fresh, FunctionType, ShapeVar, TensorType

@@ -1,7 +1,8 @@
 """Hindley-Milner inference with shapes: constraint generation, then solving.
 
 Walking the syntax tree only *generates* constraints, each tagged with the position
-that produced it (an annotation, an argument, an operator); the solver (`solver.py`)
+that produced it (an annotation, an argument, an operator); the `Unifier` (`unify.py`,
+types here, shapes and sizes in the shared shape solver)
 decides them. They meet at generalization points, as in HM(X): the constraints of a
 `fun` (or of a `val` whose right side is a value) are solved, then the type is
 generalized over the variables the environment does not mention (types, element types,
@@ -23,7 +24,7 @@ from . import syntax as s
 from .builtins import BUILTINS, OPERATORS, Builtin
 from .errors import AxonShapeError, AxonTypeError, Cause
 from .printing import Namer, format_dim, format_shape, format_type
-from .solver import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides, OneOrEqual,
+from .conditions import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides, OneOrEqual,
                      SameSize, ShapeEq, TypeEq, constraint_terms, constraint_vars, rename_constraint,
                      with_blame)
 from .unify import Unifier

@@ -36,7 +36,7 @@ from .builtins import BUILTINS, OPERATORS, Builtin
 from .errors import AxonShapeError, AxonTypeError
 from .infer import Effect, Inferencer
 from .printing import Namer, format_dim
-from .solver import Conflict, Constraint, TypeEq
+from .conditions import Conflict, Constraint, TypeEq
 from .unify import Unifier
 from .source import Span
 from .types import DTYPES, FunctionType, ShapeVar, TensorType, TupleType, Type, TypeVar

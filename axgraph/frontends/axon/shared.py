@@ -17,7 +17,7 @@ from ...shapes.solver import Conflict as SharedConflict
 from ...shapes.solver import Solver as SharedSolver
 from .errors import Cause
 from .printing import Namer, format_dim, format_shape
-from .solver import (AtLeast, Blame, Broadcast, Constraint, DimEq, Divides, OneOrEqual, SameSize,
+from .conditions import (AtLeast, Blame, Broadcast, Constraint, DimEq, Divides, OneOrEqual, SameSize,
                      ShapeEq, constraint_terms, constraint_vars, rename_constraint)
 from .types import Fresh, Shape, ShapeVar, is_internal
 
@@ -161,7 +161,7 @@ class SharedChecks:
         if conflict.kind == "domain":
             name, value, least, most, bounded_by = operands
             size = namer.size(str(name))
-            if isinstance(bounded_by, shared.AtLeast) and bounded_by in self._what:
+            if isinstance(bounded_by, shared.AtLeast) and self._what.get(bounded_by):
                 # the inequality that bounded the size fails: word it as that check
                 solution = self.solver.solution
                 values: Dict[str, DimLike] = {str(name): value}  # type: ignore[dict-item]
