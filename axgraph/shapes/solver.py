@@ -78,7 +78,7 @@ class Conflict:
         What cannot hold, and the values and lines that say so.
     origins : frozenset of Origin
         Every origin that contributed (the blame set).
-    constraint : Equal, AtLeast, Divides or SameShape
+    constraint : Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
         The constraint refuted, as it was given.
     kind : str
         What was found, one of `CONFLICT_KINDS`: a front end words its own message from
@@ -103,7 +103,7 @@ class Residual:
 
     Parameters
     ----------
-    constraint : Equal, AtLeast, Divides or SameShape
+    constraint : Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
         The constraint with what the solver knows substituted in.
     origins : frozenset of Origin
         Every origin it depends on.
@@ -406,7 +406,7 @@ def solve(constraints: Iterable[Constraint], variables: Iterable[Variable] = ())
 
     Parameters
     ----------
-    constraints : iterable of Equal, AtLeast, Divides or SameShape
+    constraints : iterable of Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
         The constraints, each with its origin.
     variables : iterable of Variable, optional
         How to treat some size variables (kind, domain, where declared); any other
@@ -515,7 +515,7 @@ class Solver:
 
         Parameters
         ----------
-        constraint : Equal, AtLeast, Divides or SameShape
+        constraint : Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
             The constraint, with its origin.
         blame : iterable of Origin, optional
             More origins it depends on (a generalised function's constraint copied to a
@@ -540,7 +540,7 @@ class Solver:
 
         Parameters
         ----------
-        constraints : iterable of Equal, AtLeast, Divides or SameShape
+        constraints : iterable of Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
             The constraints.
 
         Returns
