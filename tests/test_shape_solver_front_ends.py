@@ -7,8 +7,9 @@ from fractions import Fraction
 
 import pytest
 
+import axgraph as ng
 from axgraph.dims import symbols
-from axgraph.shapes import (Broadcast, Equal, OneOrEqual, Origin, SameShape, SameSize, ShapeVar,
+from axgraph.shapes import (AtLeast, Broadcast, Equal, OneOrEqual, Origin, SameShape, SameSize, ShapeVar,
                             Solver, Variable, solve)
 
 N, M, K, A, B = symbols("N M K A B")
@@ -113,3 +114,15 @@ def test_a_universal_size_made_one_value_or_another_size_is_a_conflict(constrain
     (conflict,) = solution.conflicts
     assert conflict.kind == "universal" and conflict.operands in found
     assert conflict.origins == {at(2)}
+
+
+def test_a_size_already_used_can_still_be_made_universal_while_nothing_binds_it():
+    solver = Solver([Variable("M", "flexible")]).add(AtLeast(N, 2, at(1)))
+    solver.add(Equal(M, N + 1, at(2))).make_universal("N")
+    assert solver.ok and solver.solution.bindings == {"M": N + 1}
+    assert solver.solution.kind("N") == "universal"
+    refused = solver.fork().add(Equal(N, 3, at(3)))  # now nothing may make N one size
+    assert [(c.kind, c.operands) for c in refused.conflicts] == [("universal", ("N", 3))]
+    bound = Solver().add(Equal(K, 4, at(1)))
+    with pytest.raises(ng.AxgraphValueError, match="K is bound already"):
+        bound.make_universal("K")

@@ -510,6 +510,39 @@ class Solver:
         self._solution = None
         return self
 
+    def make_universal(self, name: str) -> "Solver":
+        """Make size variable `name` universal from now on, although constraints mention it
+        already (a `forall` met after the size was used): nothing may bind it any more. That
+        only takes choices away, so it is sound while no constraint binds it.
+
+        Parameters
+        ----------
+        name : str
+            The size variable.
+
+        Returns
+        -------
+        Solver
+            This solver, to chain calls.
+
+        Raises
+        ------
+        AxgraphValueError
+            A constraint added already binds the variable.
+        """
+        state = self._settle()
+        if name in state.bindings:
+            from ..debug_info import user_location
+            from ..errors import AxgraphValueError
+            raise AxgraphValueError(f"variable {name} is bound already ({name} = "
+                                    f"{state.bindings[name]}): it cannot be made universal",
+                                    user_location())
+        old = state.variables.get(name)
+        state.variables[name] = (dataclasses.replace(old, kind="universal") if old is not None
+                                 else Variable(name, "universal"))
+        self._solution = None
+        return self
+
     def add(self, constraint: Constraint, blame: Iterable[Origin] = ()) -> "Solver":
         """Add one constraint.
 

@@ -22,15 +22,15 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tupl
 from ...dims import Dim, DimLike, free_symbols, subs
 from . import syntax as s
 from .builtins import BUILTINS, OPERATORS, Builtin
+from .conditions import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides,
+                         OneOrEqual, SameSize, ShapeEq, TypeEq, constraint_terms, constraint_vars,
+                         rename_constraint, with_blame)
 from .errors import AxonShapeError, AxonTypeError, Cause
 from .printing import Namer, format_dim, format_shape, format_type
-from .conditions import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides, OneOrEqual,
-                     SameSize, ShapeEq, TypeEq, constraint_terms, constraint_vars, rename_constraint,
-                     with_blame)
-from .unify import Unifier
 from .source import Source, Span
 from .types import (DTYPES, DTypeVar, Elem, Fresh, FunctionType, Shape, ShapeVar, TensorType,
                     TupleType, Type, TypeVar, Var, free_vars, is_internal, map_dims)
+from .unify import Unifier
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,13 @@ from ...op_graph import tensors
 from ...op_graph.op import Op
 from . import syntax as s
 from .builtins import BUILTINS, OPERATORS, Builtin
+from .conditions import Conflict, Constraint, TypeEq
 from .errors import AxonShapeError, AxonTypeError
 from .infer import Effect, Inferencer
 from .printing import Namer, format_dim
-from .conditions import Conflict, Constraint, TypeEq
-from .unify import Unifier
 from .source import Span
 from .types import DTYPES, FunctionType, ShapeVar, TensorType, TupleType, Type, TypeVar
+from .unify import Unifier
 from .values import AxisTable, FunctionValue, TensorValue, TupleValue, Value, relabel
 
 

@@ -15,10 +15,11 @@ from ...dims import Dim, DimLike, free_symbols, subs
 from ...shapes import constraints as shared
 from ...shapes.solver import Conflict as SharedConflict
 from ...shapes.solver import Solver as SharedSolver
+from .conditions import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides,
+                         OneOrEqual, SameSize, ShapeEq, constraint_terms, constraint_vars,
+                         rename_constraint)
 from .errors import Cause
 from .printing import Namer, format_dim, format_shape
-from .conditions import (AtLeast, Blame, Broadcast, Constraint, DimEq, Divides, OneOrEqual, SameSize,
-                     ShapeEq, constraint_terms, constraint_vars, rename_constraint)
 from .types import Fresh, Shape, ShapeVar, is_internal
 
 
@@ -56,11 +57,21 @@ class SharedChecks:
         self.rigid: Dict[str, Blame] = {}
 
     def make_universal(self, name: str, blame: Blame) -> None:
-        """Declare size `name` rigid (`forall`): the solver never binds it."""
+        """Declare size `name` rigid (`forall`): the solver never binds it; a Conflict
+        if what is known already makes it a size or another size."""
+        self.rigid[name] = self.rigid.get(name, frozenset()) | blame
         if name not in self._declared:
             self._declared.add(name)
             self.solver.declare(shared.Variable(name, "universal"))
-        self.rigid[name] = self.rigid.get(name, frozenset()) | blame
+            return
+        solution = self.solver.solution
+        if name in solution.bindings:
+            value = solution.bindings[name]
+            raise Conflict("shape", f"size {Namer(self._fresh.hints).size(name)} is rigid "
+                                    f"(`forall`), but would be "
+                                    f"{format_dim(value, Namer(self._fresh.hints))}",
+                           blame | self.positions(solution.binding_origins.get(name, ())))
+        self.solver.make_universal(name)
 
     def add(self, constraint: Constraint) -> None:
         """Tell the solver an Axon condition (a dim, shape, bound, divisibility, reshape,

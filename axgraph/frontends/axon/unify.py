@@ -13,8 +13,8 @@ from typing import Dict, List, Sequence, Set, Tuple
 from ...dims import Dim, DimLike, free_symbols
 from .printing import Namer, format_type
 from .shared import SharedChecks
-from .errors import Cause
 from .conditions import NO_BLAME, Blame, Conflict, Constraint, ShapeEq, TypeEq, rename_constraint
+from .errors import Cause
 from .types import (DType, DTypeVar, Fresh, FunctionType, Shape, ShapeVar, TensorType, TupleType,
                     Type, TypeVar, Var, shape_vars, type_vars)
 
