@@ -126,3 +126,12 @@ def test_a_size_already_used_can_still_be_made_universal_while_nothing_binds_it(
     bound = Solver().add(Equal(K, 4, at(1)))
     with pytest.raises(ng.AxgraphValueError, match="K is bound already"):
         bound.make_universal("K")
+
+
+def test_a_size_already_used_can_be_marked_to_broadcast_later():
+    out = ShapeVar("out")
+    solver = Solver().add(AtLeast(N, 1, at(1))).add(Broadcast((N,), (M,), (out,), at(2)))
+    assert solver.fork().solution.bindings in ({"N": M}, {"M": N})  # unmarked: one size
+    solver.mark_broadcasts("N")
+    assert solver.solution.shapes == {"out": (M,)} and solver.solution.bindings == {}
+    assert checks(solver.solution) == ["N == 1 or N == M"]

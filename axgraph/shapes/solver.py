@@ -543,6 +543,29 @@ class Solver:
         self._solution = None
         return self
 
+    def mark_broadcasts(self, name: str) -> "Solver":
+        """Let size variable `name` be 1 and broadcast from now on (`Variable.broadcasts`),
+        although constraints mention it already (Axon's `#n` met after n was used).
+        Broadcasts are decided afresh at each reading, so every one not yet handed over by
+        `take_residuals` sees the mark.
+
+        Parameters
+        ----------
+        name : str
+            The size variable.
+
+        Returns
+        -------
+        Solver
+            This solver, to chain calls.
+        """
+        state = self._settle()
+        old = state.variables.get(name)
+        state.variables[name] = (dataclasses.replace(old, broadcasts=True) if old is not None
+                                 else Variable(name, broadcasts=True))
+        self._solution = None
+        return self
+
     def add(self, constraint: Constraint, blame: Iterable[Origin] = ()) -> "Solver":
         """Add one constraint.
 

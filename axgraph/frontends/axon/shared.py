@@ -49,6 +49,7 @@ class SharedChecks:
         self._what: Dict[object, str] = {}
         self._shape_vars: Dict[str, ShapeVar] = {}
         self._declared: Set[str] = set()
+        self._broadcasting: Set[str] = set()  # those declared to the solver as marked `#`
         self.solver = SharedSolver()
         #: Blame a variable carries wherever it is used: how a generalized function linked
         #: its copies (a size by name, a shape variable).
@@ -79,12 +80,8 @@ class SharedChecks:
         for term in constraint_terms(constraint):
             for item in (term if isinstance(term, tuple) else (term,)):
                 if isinstance(item, (int, Dim)):
-                    for name in sorted(free_symbols(item) - self._declared):
-                        self._declared.add(name)
-                        self.solver.declare(shared.Variable(
-                            name, "flexible" if is_internal(name) else "rigid",
-                            age=int(name[1:]) if is_internal(name) else len(self._declared),
-                            broadcasts=name in self._fresh.marked))
+                    for name in sorted(free_symbols(item)):
+                        self._declare(name)
         blame = constraint.blame
         for var in constraint_vars(constraint):
             blame = blame | self.var_blame.get(var, frozenset())
@@ -92,6 +89,21 @@ class SharedChecks:
         if not origins:
             origins = [shared.Origin(self._file, 0, "the sizes given")]
         self.solver.add(self._translate(constraint, origins[0]), origins[1:])
+
+    def _declare(self, name: str) -> None:
+        """Declare a size variable the first time it is met; mark it where it was marked
+        `#` since (a size may be marked after it was used)."""
+        marked = name in self._fresh.marked
+        if name not in self._declared:
+            self._declared.add(name)
+            self.solver.declare(shared.Variable(
+                name, "flexible" if is_internal(name) else "rigid",
+                age=int(name[1:]) if is_internal(name) else len(self._declared),
+                broadcasts=marked))
+        elif marked and name not in self._broadcasting:
+            self.solver.mark_broadcasts(name)
+        if marked:
+            self._broadcasting.add(name)
 
     def conflicts(self) -> List[SharedConflict]:
         """The conditions refuted so far, in the order of their positions."""
