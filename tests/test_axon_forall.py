@@ -86,3 +86,14 @@ val y = centre (input : f32[B, 3])
     x = rng.standard_normal((4, 3)).astype(np.float32)
     got = program.run({"y.input0": x}, "numpy")["y"]
     np.testing.assert_allclose(got, x - x.mean(axis=0, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_a_forall_after_the_size_is_used_still_makes_it_rigid():
+    # n is used by `x + zeros [3]` before the result's annotation says `forall n`
+    error = shape_error("fun h (x : f32[n]) = ((x + zeros [3]) : forall n. f32[n])")
+    assert error.headline == "size n is rigid (`forall`), but would be 3"
+    assert str(axon.infer("fun h (x : f32[n]) = ((x + x) : forall n. f32[n])")["h"]) == \
+        "f32[n] -> f32[n]"
+    later = shape_error("fun h (x : f32[n]) (y : f32[m]) = "
+                        "(let val z = (x : forall n. f32[n]) in z + zeros [3] end)")
+    assert later.headline == "size n is rigid (`forall`), but would be 3"

@@ -114,7 +114,7 @@ CASES = {
     "a column of ones broadcasts": ("val y = (input : f32[B, 1]) * (input : f32[B, n])",
                                     {"y": "f32[B, n]"}, []),
     "a scalar": ("val y = (input : f32[B, n]) * 2.0", {"y": "f32[B, n]"}, []),
-    "two names meet": ("val y = (input : f32[B, n]) + (input : f32[m])", {"y": "f32[B, m]"}, []),
+    "two names meet": ("val y = (input : f32[B, n]) + (input : f32[m])", {"y": "f32[B, n]"}, []),
     "a polymorphic sum carries its broadcast": (
         "fun add x y = x + y\nval a = add (input : f32[B, 3]) (input : f32[3])",
         {"add": "'t[*s] -> 't[*s2] -> 't[*s3] with [*s3] == broadcast([*s], [*s2])",

@@ -38,6 +38,13 @@ def test_the_condition_is_checked_at_each_use():
     assert {(1, 12), (1, 38), (2, 9), (2, 20), (2, 37)} <= set(error.positions)
 
 
+def test_a_mark_written_after_the_size_was_used_still_counts():
+    # `x + x` uses c before `(z : f32[#c])` marks it; `* w` then broadcasts c
+    result = axon.infer("fun f (x : f32[c]) (w : f32[k]) = "
+                        "let val z = x + x in (z : f32[#c]) * w end")
+    assert str(result["f"]) == "f32[c] -> f32[k] -> f32[k] with c == 1 or c == k"
+
+
 def test_two_marked_dims_are_made_one_size():
     result = axon.infer("fun f (x : f32[#n]) (y : f32[#m]) = x + y")
     assert str(result["f"]) == "f32[n] -> f32[n] -> f32[n]"

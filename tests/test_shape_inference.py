@@ -225,7 +225,7 @@ def test_a_valid_convolution_takes_two_away_and_needs_three():
     y = conv(feature_map())
     report = ng.infer_shapes(y)
     assert report.lengths(y) == (4, H - 2, W - 2, B)
-    assert residuals(report) == ["H - 2 >= 1", "W - 2 >= 1"]
+    assert residuals(report) == ["H >= 3", "W >= 3"]
 
 
 def test_a_padded_convolution_keeps_the_size():
@@ -243,7 +243,7 @@ def test_pooling_halves_and_needs_two():
     y = ng.pooling(None, feature_map(), window=2, strides=2)
     report = ng.infer_shapes(y)
     assert report.lengths(y) == (3, H // 2, W // 2, B)
-    assert residuals(report) == ["H//2 >= 1", "W//2 >= 1"]
+    assert residuals(report) == ["H >= 2", "W >= 2"]
     assert report.solution.bounds["H"] == (2, float("inf"))
 
 
@@ -262,7 +262,7 @@ def test_three_strided_convolutions_collapse_their_floors():
 def test_a_dilated_convolution():
     y = conv(feature_map(), dilation=2)
     report = ng.infer_shapes(y)
-    assert report.lengths(y)[1] == H - 4 and "H - 4 >= 1" in residuals(report)
+    assert report.lengths(y)[1] == H - 4 and "H >= 5" in residuals(report)
 
 
 def test_a_deconvolution_doubles_back():
@@ -280,7 +280,7 @@ def test_only_the_strongest_window_check_is_left():
         y = recast(conv(y))   # valid 3x3 three times: H - 6, so H >= 7
     report = ng.infer_shapes(y)
     assert report.lengths(y)[1:3] == (H - 6, W - 6)
-    assert residuals(report) == ["H - 6 >= 1", "W - 6 >= 1"]
+    assert residuals(report) == ["H >= 7", "W >= 7"]
     assert report.solution.bounds["H"] == (7, float("inf"))
 
 
@@ -374,7 +374,7 @@ def test_a_computation_refuses_contradicting_lengths_when_it_is_made():
 def test_the_report_prints_lengths_and_checks_with_their_lines():
     y = conv(feature_map())
     text = str(ng.infer_shapes(y))
-    assert "H - 2 >= 1" in text and f"test_shape_inference.py:{line_of('conv-call')}" in text
+    assert "H >= 3" in text and f"test_shape_inference.py:{line_of('conv-call')}" in text
     assert "[K: 4, P: H - 2, Q: W - 2, N: B]" in text
     assert "checks when data is fed:" in text
 
@@ -458,4 +458,4 @@ def test_the_benchmark_stack_halves_twice_in_64_blocks():
     report = ng.infer_shapes(result)
     assert ops == len(report.ops) and ops > 400
     assert report.lengths(result) == (8, Dim("H") // 4, Dim("W") // 4, Dim("N"))
-    assert residuals(report) == ["H//4 >= 1", "W//4 >= 1"]
+    assert residuals(report) == ["H >= 4", "W >= 4"]

@@ -4,6 +4,7 @@ domains, shapes with shape variables and appends, provenance in every message, c
 against values fed later, and verdicts that do not depend on the order of constraints."""
 import itertools
 import math
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -140,8 +141,18 @@ def test_rigid_and_flexible_variables():
 def test_inequalities_narrow_bounds_and_the_strongest_is_kept():
     solution = solve([AtLeast(H - 2, 1, at(1)), AtLeast(H - 4, 1, at(2)), AtLeast(H // 2, 1, at(3))])
     assert solution.bounds["H"] == (5, math.inf)
-    assert residual_texts(solution) == ["H - 4 >= 1"]
+    assert residual_texts(solution) == ["H >= 5"]
     assert solve([AtLeast(H, 1, at(1))]).residuals == ()          # proved by the domain
+
+
+def test_a_check_on_one_size_is_reported_as_its_bound():
+    # each check says exactly "H >= its least value" (or "at most"), from the line that set it
+    solution = solve([AtLeast((H - 3) // 2, 4, at(1)), AtLeast(20 - 3 * T, 2, at(2)),
+                      AtLeast(H - 2 * T, 1, at(3))])
+    assert min(h for h in range(1, 40) if (h - 3) // 2 >= 4) == 11
+    assert max(t for t in range(1, 40) if 20 - 3 * t >= 2) == 6
+    found = {str(r.constraint): r.origins for r in solution.residuals}
+    assert found == {"H >= 11": {at(1)}, "6 >= T": {at(2)}, "H - 2*T >= 1": {at(3)}}
 
 
 def test_a_check_on_several_floors_of_one_size_narrows_to_the_least_size_that_fits():
@@ -427,3 +438,38 @@ def test_a_length_to_infer_is_a_floor_with_a_divisibility_check_when_division_is
     # a declared size is never solved by a floor: the equation stays a check
     declared = solve([Equal(2 * K, 3 * M, at(4))])
     assert declared.bindings == {} and residual_texts(declared) == ["2*K == 3*M"]
+
+
+# -- conflicts a front end words itself -------------------------------------------------------------
+
+def _kinds_found(constraints, variables=()):
+    solution = solve(constraints, variables)
+    return [(c.kind, c.operands) for c in solution.conflicts]
+
+
+@pytest.mark.parametrize("constraints, expected", [
+    ([Equal(N, 3, at(1)), Equal(N, 4, at(2))], ("mismatch", (3, 4))),
+    ([Equal(2 * N, 3, at(1))], ("fraction", ("N", Fraction(3, 2)))),
+    ([Equal(2 * N + 2 * M, 3, at(1))], ("no_whole_solution", (2 * N + 2 * M - 3,))),
+    ([Equal(N, -2, at(1))], ("domain", ("N", -2, 1, math.inf, None))),
+    ([AtLeast(N, 5, at(1)), Equal(N, 3, at(2))],
+     ("domain", ("N", 3, 5, math.inf, AtLeast(N, 5, at(1))))),
+    ([Divides(4, N, at(1)), Equal(N, 6, at(2))], ("divides", (4, 6))),
+    ([SameShape((N, M), (3,), at(1))], ("rank", ((N, M), (3,)))),
+    ([AtLeast(H, 10, at(1)), Equal((H + 3) // 4, 2, at(2))],
+     ("bounds", ("H", (5, 8), (10, math.inf)))),
+    ([Equal(N * M, 0, at(1))], ("apart", (N * M, 0))),
+    ([Equal(2 * N + 3 * M, 8, at(1)), Equal(3 * N + 2 * M, 8, at(2))], ("system", ("M", Fraction(8, 5)))),
+])
+def test_each_conflict_says_what_it_found_and_on_which_values(constraints, expected):
+    # (H + 3)//4 == 2 holds exactly for H in 5..8; 2N + 3M == 3N + 2M == 8 gives N = M = 8/5
+    assert [h for h in range(1, 20) if (h + 3) // 4 == 2] == [5, 6, 7, 8]
+    found = _kinds_found(constraints)  # (the system makes both N and M 8/5: two conflicts)
+    assert found[0] == expected and {kind for kind, _ in found} == {expected[0]}
+
+
+def test_a_conflict_names_the_values_known_when_it_was_found():
+    # the rank conflict shows the shapes with the shape variable's binding spliced in
+    b = ShapeVar("b")
+    found = _kinds_found([SameShape((b, M), (K, T, 7), at(1)), SameShape((b,), (2,), at(2))])
+    assert found == [("rank", ((K, T), (2,)))]

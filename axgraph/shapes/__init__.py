@@ -5,8 +5,8 @@ expressions (`2*T`), or left open (an axis made without a length). This
 package reasons about them without data:
 
 * `constraints`: what the solver is told (`Equal`, `AtLeast`, `Divides`,
-  `SameShape` and `Broadcast` over dims and shape variables), each with its
-  `Origin`;
+  `OneOrEqual`, `SameShape`, `SameSize` and `Broadcast` over dims and shape
+  variables), each with its `Origin`;
 * `prover`: proved / refuted / unknown answers to `e >= 0`, equality and
   divisibility, from bounds;
 * `monotone`: the least size satisfying a check that only grows with it;
@@ -19,8 +19,8 @@ package reasons about them without data:
 
 A front end that generates its own constraints (a language with shape
 variables and appended shapes) uses `solve` directly: make `Equal`,
-`SameShape` (shapes are sequences of dims and `ShapeVar`s), `Broadcast`,
-`AtLeast` and `Divides` objects with an `Origin` each, describe the variables
+`SameShape` (shapes are sequences of dims and `ShapeVar`s), `SameSize`,
+`Broadcast`, `OneOrEqual`, `AtLeast` and `Divides` objects with an `Origin` each, describe the variables
 (`Variable`: rigid, flexible or derived), and read the `Solution` (or add them
 to a `Solver` one by one).
 """
@@ -29,18 +29,19 @@ from .prover import (Verdict, interval, prove_at_least, prove_divides, prove_equ
 
 # infer_shapes and ShapeReport (also importable from here) are documented as ng.infer_shapes
 # and ng.ShapeReport
-__all__ = ["AtLeast", "Broadcast", "Divides", "Equal", "Origin", "SameShape", "ShapeVar", "Variable",
+__all__ = ["AtLeast", "Broadcast", "Divides", "Equal", "OneOrEqual", "Origin", "SameShape",
+           "SameSize", "ShapeVar", "Variable",
            "format_shape", "Verdict", "interval",
            "prove_at_least", "prove_divides", "prove_equal", "prove_nonnegative", "simplify", "Conflict",
-           "Quotient", "Residual", "Solution", "Solver", "quotient", "solve"]
+           "CONFLICT_KINDS", "Quotient", "Residual", "Solution", "Solver", "quotient", "solve"]
 
 
 #: Imported on first use: `import axgraph` needs the prover (the op modules use it), not the
 #: constraints or the solver, which only solving a graph, checking feeds and the Axon front
 #: end need.
-_LAZY = {"constraints": ("AtLeast", "Broadcast", "Divides", "Equal", "Origin", "SameShape",
-                         "ShapeVar", "Variable", "format_shape"),
-         "solver": ("Conflict", "Quotient", "Residual", "Solution", "Solver", "quotient",
+_LAZY = {"constraints": ("AtLeast", "Broadcast", "Divides", "Equal", "OneOrEqual", "Origin",
+                         "SameShape", "SameSize", "ShapeVar", "Variable", "format_shape"),
+         "solver": ("CONFLICT_KINDS", "Conflict", "Quotient", "Residual", "Solution", "Solver", "quotient",
                     "solve"),
          "inference": ("ShapeReport", "infer_shapes")}
 

@@ -1,8 +1,10 @@
 """What the shape solver is told: constraints on dims and shapes, each with its origin.
 
 A constraint says two dims are equal (`Equal`), one is at least another
-(`AtLeast`), one divides another (`Divides`), two shapes are the same
-(`SameShape`), or one shape is the broadcast of two others (`Broadcast`). A shape is a sequence whose items are dims or shape variables
+(`AtLeast`), one divides another (`Divides`), a dim is 1 or another
+(`OneOrEqual`), two shapes are the same (`SameShape`) or hold as many elements
+(`SameSize`), or one shape is the broadcast of two others (`Broadcast`). A
+shape is a sequence whose items are dims or shape variables
 (`ShapeVar`): `[ShapeVar("b"), m, k]` is the Axon type `[*b, m, k]`, and
 appending shapes is concatenating the sequences (`S ++ [n]`). Every
 constraint carries an `Origin`, the user's file and line and what made it,
@@ -13,7 +15,8 @@ is an input the user declared (`ng.dim("B")`); the solver may find it must
 take one value (it is then *pinned*, and checked when data is fed) but never
 treats that as a free choice. A *flexible* one stands for a length left
 open (an axis made without one), which the solver *infers*. A *derived* one
-the solver makes itself (the quotient of a division by a symbolic size).
+the solver makes itself (the quotient of a division by a symbolic size). A
+*universal* one is a size a type holds for, whatever it is: never bound.
 """
 from __future__ import annotations
 
@@ -314,10 +317,59 @@ class Broadcast:
                 f"{format_shape(self.right)})")
 
 
-Constraint = Union[Equal, AtLeast, Divides, SameShape, Broadcast]
+@dataclass(frozen=True)
+class SameSize:
+    """Shapes `left` and `right` hold as many elements (a reshape): the products of their
+    dims are equal. Decided once both sides hold the same shape variables (they cancel).
+
+    Parameters
+    ----------
+    left, right : sequence of (int, Dim or ShapeVar)
+        The two shapes.
+    origin : Origin
+        Where the constraint comes from.
+    """
+
+    left: Shape
+    right: Shape
+    origin: Origin
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "left", as_shape(self.left))
+        object.__setattr__(self, "right", as_shape(self.right))
+
+    def __str__(self) -> str:
+        return f"size {format_shape(self.left)} == size {format_shape(self.right)}"
+
+
+@dataclass(frozen=True)
+class OneOrEqual:
+    """`dim` is 1 or equal to `other`: a size that may be 1 (it broadcasts) facing `other`.
+
+    Parameters
+    ----------
+    dim, other : int or Dim
+        The two dims.
+    origin : Origin
+        Where the constraint comes from.
+    """
+
+    dim: DimLike
+    other: DimLike
+    origin: Origin
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dim", _as_dim_like(self.dim, "dim of OneOrEqual"))
+        object.__setattr__(self, "other", _as_dim_like(self.other, "other dim of OneOrEqual"))
+
+    def __str__(self) -> str:
+        return f"{self.dim} == 1 or {self.dim} == {self.other}"
+
+
+Constraint = Union[Equal, AtLeast, Divides, SameShape, Broadcast, SameSize, OneOrEqual]
 
 #: The kinds of size variable (see the module's docstring).
-KINDS = ("rigid", "flexible", "derived")
+KINDS = ("rigid", "flexible", "derived", "universal")
 
 
 @dataclass(frozen=True)
@@ -330,7 +382,9 @@ class Variable:
         The variable's name (as in its Dims).
     kind : str, optional
         "rigid" (an input the user declared; default), "flexible" (a length left
-        open, to infer) or "derived" (made by the solver).
+        open, to infer), "derived" (made by the solver) or "universal" (a size a
+        type holds for whatever it is, Axon's `forall n`: never bound, so an
+        equation that would make it one value or another size is a conflict).
     origin : Origin, optional
         Where it was declared (an `ng.dim` call, the axis made without a length).
     min : int, optional
@@ -342,6 +396,11 @@ class Variable:
     age : int, optional
         Among variables an equation could be solved for, the newest (highest age) is
         chosen: a length an op computes is defined by its operands', not the other way.
+    broadcasts : bool, optional
+        Whether the size may be 1 and then broadcasts (Axon's `#n`): in a `Broadcast`,
+        facing a dim m that is no such size, the result is m, with the check
+        `OneOrEqual(n, m)` (default False: only the literal 1 broadcasts). A variable
+        it is bound to becomes one too.
 
     Raises
     ------
@@ -356,6 +415,7 @@ class Variable:
     max: float = math.inf
     about: str = field(default="", compare=False)
     age: int = field(default=0, compare=False)
+    broadcasts: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

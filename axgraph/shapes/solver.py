@@ -28,6 +28,7 @@ never on the order they were listed in.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -37,13 +38,34 @@ from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence,
 from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, free_symbols,
                     from_terms, subs)
 from ..errors import ShapeCheckError, ShapeConflictError
-from .constraints import (AtLeast, Broadcast, Constraint, Divides, Equal, Origin, SameShape, Shape,
-                          ShapeItem, ShapeVar, Variable, format_shape, places)
+from .constraints import (AtLeast, Broadcast, Constraint, Divides, Equal, OneOrEqual, Origin,
+                          SameShape, SameSize, Shape, ShapeItem, ShapeVar, Variable,
+                          format_shape, places)
 from .monotone import least_solution, non_decreasing
 from .prover import Verdict, interval, prove_divides, prove_nonnegative
 
 Blame = FrozenSet[Origin]
 _NO_BLAME: Blame = frozenset()
+
+
+#: What a `Conflict` found, with the `operands` each kind carries (values as known then).
+CONFLICT_KINDS = {
+    "mismatch": "two dims that must be equal are not: (left, right)",
+    "apart": "two dims that must be equal never are, whatever the sizes: (left, right)",
+    "domain": "a size would lie outside its domain: (name, value, least, most, the constraint "
+              "that set the bound it breaks, or None: its declared domain)",
+    "fraction": "a size would have to be a fraction: (name, value as a Fraction)",
+    "no_whole_solution": "a linear equation has no whole-number solution: (difference,)",
+    "floor": "a floor would have to be a fraction: (difference,)",
+    "bounds": "bounds leave a size no value: (name, (least, most) asked, (least, most) known)",
+    "at_least": "an inequality fails: (value, bound)",
+    "divides": "a size is not a multiple of another: (divisor, dividend)",
+    "rank": "two shapes that must be one differ in rank: (left, right)",
+    "cycle": "a shape would contain itself: (shape variable name, shape)",
+    "system": "linear equations together have no (whole) solution: (name, value) or ()",
+    "one_or_equal": "a size that may be 1 is neither 1 nor the size it faces: (dim, other)",
+    "universal": "a size that holds for every value would be one: (name, value)",
+}
 
 
 @dataclass(frozen=True)
@@ -56,13 +78,20 @@ class Conflict:
         What cannot hold, and the values and lines that say so.
     origins : frozenset of Origin
         Every origin that contributed (the blame set).
-    constraint : Equal, AtLeast, Divides or SameShape
+    constraint : Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
         The constraint refuted, as it was given.
+    kind : str
+        What was found, one of `CONFLICT_KINDS`: a front end words its own message from
+        it and `operands` (the message is the solver's wording).
+    operands : tuple
+        The values the kind names (see `CONFLICT_KINDS`), as known when it was found.
     """
 
     message: str
     origins: Blame
     constraint: Constraint
+    kind: str
+    operands: Tuple[object, ...]
 
     def __str__(self) -> str:
         return self.message
@@ -74,7 +103,7 @@ class Residual:
 
     Parameters
     ----------
-    constraint : Equal, AtLeast, Divides or SameShape
+    constraint : Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
         The constraint with what the solver knows substituted in.
     origins : frozenset of Origin
         Every origin it depends on.
@@ -111,6 +140,9 @@ class Quotient:
         return f"{self.name} = ({self.dividend})/({self.divisor})"
 
 
+_CONSTRAINT_TYPES = (Equal, AtLeast, Divides, SameShape, Broadcast, SameSize, OneOrEqual)
+
+
 class _Work:
     """A constraint in the worklist, with its blame set (its own origin and those of every
     fact substituted into it)."""
@@ -134,7 +166,7 @@ class _Work:
 _DONE, _KEPT, _NARROWED = "done", "kept", "narrowed"
 
 #: Which variable an equation eliminates first: one to infer before one the user declared.
-_KIND_RANK = {"flexible": 0, "derived": 1, "rigid": 2}
+_KIND_RANK = {"flexible": 0, "derived": 1, "rigid": 2, "universal": 3}
 
 
 class Solution:
@@ -374,7 +406,7 @@ def solve(constraints: Iterable[Constraint], variables: Iterable[Variable] = ())
 
     Parameters
     ----------
-    constraints : iterable of Equal, AtLeast, Divides or SameShape
+    constraints : iterable of Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
         The constraints, each with its origin.
     variables : iterable of Variable, optional
         How to treat some size variables (kind, domain, where declared); any other
@@ -478,12 +510,68 @@ class Solver:
         self._solution = None
         return self
 
+    def make_universal(self, name: str) -> "Solver":
+        """Make size variable `name` universal from now on, although constraints mention it
+        already (a `forall` met after the size was used): nothing may bind it any more. That
+        only takes choices away, so it is sound while no constraint binds it.
+
+        Parameters
+        ----------
+        name : str
+            The size variable.
+
+        Returns
+        -------
+        Solver
+            This solver, to chain calls.
+
+        Raises
+        ------
+        AxgraphValueError
+            A constraint added already binds the variable.
+        """
+        state = self._settle()
+        if name in state.bindings:
+            from ..debug_info import user_location
+            from ..errors import AxgraphValueError
+            raise AxgraphValueError(f"variable {name} is bound already ({name} = "
+                                    f"{state.bindings[name]}): it cannot be made universal",
+                                    user_location())
+        old = state.variables.get(name)
+        state.variables[name] = (dataclasses.replace(old, kind="universal") if old is not None
+                                 else Variable(name, "universal"))
+        self._solution = None
+        return self
+
+    def mark_broadcasts(self, name: str) -> "Solver":
+        """Let size variable `name` be 1 and broadcast from now on (`Variable.broadcasts`),
+        although constraints mention it already (Axon's `#n` met after n was used).
+        Broadcasts are decided afresh at each reading, so every one not yet handed over by
+        `take_residuals` sees the mark.
+
+        Parameters
+        ----------
+        name : str
+            The size variable.
+
+        Returns
+        -------
+        Solver
+            This solver, to chain calls.
+        """
+        state = self._settle()
+        old = state.variables.get(name)
+        state.variables[name] = (dataclasses.replace(old, broadcasts=True) if old is not None
+                                 else Variable(name, broadcasts=True))
+        self._solution = None
+        return self
+
     def add(self, constraint: Constraint, blame: Iterable[Origin] = ()) -> "Solver":
         """Add one constraint.
 
         Parameters
         ----------
-        constraint : Equal, AtLeast, Divides or SameShape
+        constraint : Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
             The constraint, with its origin.
         blame : iterable of Origin, optional
             More origins it depends on (a generalised function's constraint copied to a
@@ -508,7 +596,7 @@ class Solver:
 
         Parameters
         ----------
-        constraints : iterable of Equal, AtLeast, Divides or SameShape
+        constraints : iterable of Equal, AtLeast, Divides, SameShape, SameSize, OneOrEqual or Broadcast
             The constraints.
 
         Returns
@@ -632,11 +720,12 @@ def quotient(dividend: DimLike, divisor: DimLike, origin: Origin
 
 def _work(constraint: Constraint, blame: Iterable[Origin] = ()) -> _Work:
     """A constraint as a work item, after checking it is one."""
-    if not isinstance(constraint, (Equal, AtLeast, Divides, SameShape, Broadcast)):
+    if not isinstance(constraint, _CONSTRAINT_TYPES):
         from ..debug_info import user_location
         from ..errors import AxgraphTypeError
-        raise AxgraphTypeError(f"solve takes constraints (Equal, AtLeast, Divides, "
-                               f"SameShape, Broadcast), not {constraint!r:.80}", user_location())
+        names = ", ".join(kind.__name__ for kind in _CONSTRAINT_TYPES)
+        raise AxgraphTypeError(f"solve takes constraints ({names}), not {constraint!r:.80}",
+                               user_location())
     return _Work(constraint, frozenset(blame))
 
 
@@ -679,6 +768,8 @@ class _Solver:
         self.bounds: Dict[str, Tuple[int, float]] = {}
         #: (name, 0 for the lowest / 1 for the highest) -> (key of the work that set it, blame).
         self.bound_source: Dict[Tuple[str, int], Tuple[int, Blame]] = {}
+        #: The same keys -> the constraint that set that bound (as it was given).
+        self.bound_constraint: Dict[Tuple[str, int], Constraint] = {}
         self.shapes: Dict[str, Shape] = {}
         self.shape_why: Dict[str, Blame] = {}
         self.quotients: Dict[str, Quotient] = {}
@@ -768,6 +859,7 @@ class _Solver:
         other.mentions = {name: set(users) for name, users in self.mentions.items()}
         other.bounds = dict(self.bounds)
         other.bound_source = dict(self.bound_source)
+        other.bound_constraint = dict(self.bound_constraint)
         other.shapes = dict(self.shapes)
         other.shape_why = dict(self.shape_why)
         other.quotients = dict(self.quotients)
@@ -795,6 +887,10 @@ class _Solver:
             return self._divides(work)
         if isinstance(constraint, Broadcast):
             return _KEPT  # decided last, by _decide_a_broadcast
+        if isinstance(constraint, SameSize):
+            return self._same_size(work)
+        if isinstance(constraint, OneOrEqual):
+            return self._one_or_equal(work)
         return self._same_shape(work)
 
     # -- facts ------------------------------------------------------------------------------
@@ -822,7 +918,10 @@ class _Solver:
         return frozenset(blame)
 
     def _is_bound_source(self, work: _Work) -> bool:
-        return any(key == work.key for key, _ in self.bound_source.values())
+        """Whether `work` set the bound of a variable still unsolved (once a variable is
+        bound, the inequality that bounded it is an ordinary check on its value)."""
+        return any(key == work.key for (name, _), (key, _) in self.bound_source.items()
+                   if name not in self.bindings)
 
     def _subst(self, value: DimLike) -> Tuple[DimLike, Blame]:
         names = free_symbols(value) & self.bindings.keys()
@@ -837,21 +936,27 @@ class _Solver:
         self._note_atoms(constraint)
         self.new_work.append(_Work(constraint, blame))
 
-    def _conflict(self, work: _Work, message: str, blame: Blame) -> str:
+    def _conflict(self, work: _Work, message: str, blame: Blame, kind: str,
+                  operands: Tuple[object, ...]) -> str:
         blame = blame | work.blame
         missing = [o for o in sorted(blame) if str(o) not in message]
         if missing:
             message += f" (also from {places(missing)})"
-        self.conflicts.append(Conflict(message, blame, work.constraint))
+        self.conflicts.append(Conflict(message, blame, work.constraint, kind, operands))
         return _DONE
 
     def _bind(self, name: str, value: DimLike, blame: Blame, work: _Work) -> str:
+        if self._kind(name) == "universal":
+            return self._conflict(work, f"{name} holds for every size, but {name} = {value} "
+                                        f"from {places(blame)}", blame, "universal", (name, value))
         low, high = self._bounds_of(name)
         bound_blame = self._bound_blame(Dim(name))
         if isinstance(value, int):
             if not low <= value <= high:
+                bounded_by = self.bound_constraint.get((name, 0 if value < low else 1))
                 return self._conflict(work, self._domain_message(name, value, blame, low, high),
-                                      blame | bound_blame)
+                                      blame | bound_blame, "domain",
+                                      (name, value, low, high, bounded_by))
         else:
             origin = work.constraint.origin
             if low > -math.inf:
@@ -866,6 +971,10 @@ class _Solver:
                     self.mentions.setdefault(symbol, set()).add(other)
         self.bindings[name] = value
         self.why[name] = blame
+        if self._may_be_one(Dim(name)) and isinstance(value, Dim) and value.is_symbol \
+                and not self._may_be_one(value):  # the same size: it may still be 1
+            self.variables[value.name] = dataclasses.replace(
+                self.variables.get(value.name) or Variable(value.name), broadcasts=True)
         for symbol in free_symbols(value):
             self.mentions.setdefault(symbol, set()).add(name)
         quotient = self.quotients.pop(name, None)
@@ -908,12 +1017,15 @@ class _Solver:
             return self._conflict(
                 work, f"{work.constraint} from {work.constraint.origin} needs {name} in "
                       f"{_span(low, high)}, but {name} is in {_span(old_low, old_high)} "
-                      f"from {places(other) if other else 'its domain'}", blame | other)
+                      f"from {places(other) if other else 'its domain'}", blame | other,
+                "bounds", (name, (low, high), (old_low, old_high)))
         self.bounds[name] = (int(new_low), new_high if math.isinf(new_high) else int(new_high))
         if new_low != old_low:
             self.bound_source[(name, 0)] = (work.key, blame)
+            self.bound_constraint[(name, 0)] = work.constraint
         if new_high != old_high:
             self.bound_source[(name, 1)] = (work.key, blame)
+            self.bound_constraint[(name, 1)] = work.constraint
         if new_low == new_high:
             self._bind(name, int(new_low), blame | self._bound_blame(Dim(name)), work)
         return _NARROWED
@@ -929,7 +1041,8 @@ class _Solver:
         if isinstance(difference, int):
             if difference:
                 return self._conflict(work, self._mismatch(constraint, left, right, left_blame,
-                                                           right_blame), blame)
+                                                           right_blame), blame,
+                                      "mismatch", (left, right))
             return _DONE
         # a length to infer first, even by a quotient, before pinning a declared size
         outcome = self._solve_linear(difference, blame, work, flexible_only=True)
@@ -939,6 +1052,9 @@ class _Solver:
             outcome = self._solve_linear(difference, blame, work, flexible_only=False)
         if outcome is None:
             outcome = self._solve_by_floor(difference, blame, work)
+        if outcome is None:  # only a universal size is left to solve for: a conflict
+            outcome = self._solve_linear(difference, blame, work, flexible_only=False,
+                                         universal=True)
         if outcome is not None:
             return outcome
         narrowed = self._floor_equation(difference, blame, work)
@@ -950,7 +1066,7 @@ class _Solver:
             return self._conflict(work, f"{constraint} from {constraint.origin} cannot hold: "
                                         f"{left} - ({right}) lies in {_span(low, high)}"
                                         + self._given(difference, left_blame | right_blame),
-                                  blame | other)
+                                  blame | other, "apart", (left, right))
         return _KEPT
 
     def _mismatch(self, constraint: Equal, left: DimLike, right: DimLike, left_blame: Blame,
@@ -1008,8 +1124,10 @@ class _Solver:
         return found
 
     def _solve_linear(self, difference: Dim, blame: Blame, work: _Work,
-                      flexible_only: bool) -> Optional[str]:
+                      flexible_only: bool, universal: bool = False) -> Optional[str]:
         candidates = self._candidates(difference)
+        if not universal:
+            candidates = [c for c in candidates if self._kind(c[1]) != "universal"]
         for _, name, coeff, rest in candidates:
             if flexible_only and self._kind(name) != "flexible":
                 continue
@@ -1026,7 +1144,7 @@ class _Solver:
             return self._conflict(work, f"{name} would have to be {Fraction(-rest, coeff)}, not a "
                                         f"whole number: {constraint} from {constraint.origin}"
                                         + self._given(difference, blame - {constraint.origin}),
-                                  blame)
+                                  blame, "fraction", (name, Fraction(-rest, coeff)))
         if _is_linear(difference):
             g = 0
             constant = 0
@@ -1038,7 +1156,8 @@ class _Solver:
             if constant % g:
                 constraint = work.constraint
                 return self._conflict(work, f"{constraint} from {constraint.origin} has no "
-                                            f"whole-number solution ({difference} == 0)", blame)
+                                            f"whole-number solution ({difference} == 0)", blame,
+                                      "no_whole_solution", (difference,))
         return None
 
     def _solve_by_floor(self, difference: Dim, blame: Blame, work: _Work) -> Optional[str]:
@@ -1058,7 +1177,7 @@ class _Solver:
         """`v*C + R == 0` for a flexible (or derived) v and a symbolic C free of flexible
         variables: v = -R/C, by exact division or as a quotient with a divisibility check."""
         for name in sorted(free_symbols(difference)):
-            if self._kind(name) == "rigid" or name in self.quotients:
+            if self._kind(name) in ("rigid", "universal") or name in self.quotients:
                 continue
             split = _split_linear(difference, name)
             if split is None:
@@ -1088,7 +1207,8 @@ class _Solver:
         if rest % coeff:
             constraint = work.constraint
             return self._conflict(work, f"{constraint} from {constraint.origin} cannot hold: "
-                                        f"the floor would be {-rest}/{coeff}", blame)
+                                        f"the floor would be {-rest}/{coeff}", blame,
+                                  "floor", (difference,))
         t = -rest // coeff
         low, high = _linear_range(a, b, k * t, k * t + k - 1)
         return self._narrow(name, low, high, work, blame)
@@ -1120,7 +1240,7 @@ class _Solver:
         if used:
             text += f" given {self._values(constraint, used)}"
         text += self._given(difference, _NO_BLAME) if other else ""
-        return self._conflict(work, text, work.blame | used | other)
+        return self._conflict(work, text, work.blame | used | other, "at_least", (value, bound))
 
     def _narrow_by_inequality(self, difference: DimLike, blame: Blame, work: _Work) -> str:
         if not isinstance(difference, Dim):
@@ -1167,7 +1287,7 @@ class _Solver:
                    f"{constraint.origin}"
             if used:
                 text += f": it is {dividend} and {divisor} given {self._values(constraint, used)}"
-            return self._conflict(work, text, used)
+            return self._conflict(work, text, used, "divides", (divisor, dividend))
         return _KEPT
 
     # -- shapes -----------------------------------------------------------------------------------
@@ -1197,14 +1317,16 @@ class _Solver:
         left_vars, right_vars = _shape_vars(tuple(left)), _shape_vars(tuple(right))
         if not left_vars and not right_vars:
             if left or right:
-                return self._conflict(work, self._rank_message(constraint, used), blame)
+                return self._conflict(work, self._rank_message(constraint, used), blame, "rank",
+                                      self._whole_shapes(constraint))
             return _DONE
         for side, other in ((left, right), (right, left)):
             if len(side) == 1 and isinstance(side[0], ShapeVar):
                 return self._bind_shape(side[0].name, tuple(other), blame, work)
         for side, other, side_vars in ((left, right, left_vars), (right, left, right_vars)):
             if not _shape_vars(tuple(other)) and len(side) - len(side_vars) > len(other):
-                return self._conflict(work, self._rank_message(constraint, used), blame)
+                return self._conflict(work, self._rank_message(constraint, used), blame, "rank",
+                                      self._whole_shapes(constraint))
             if not _shape_vars(tuple(other)) and len(side_vars) == len(side):
                 # only variables left, the other side all dims: each empty if it is empty
                 if not other:
@@ -1216,6 +1338,13 @@ class _Solver:
             work.blame = blame
             return _NARROWED
         return _KEPT
+
+    def _whole_shapes(self, constraint: SameShape) -> Tuple[Shape, Shape]:
+        """Both sides of a shape equation as known now, every known dim substituted."""
+        def known(shape: Shape) -> Shape:
+            return tuple(item if isinstance(item, ShapeVar) else self._subst(item)[0]
+                         for item in _expand(shape, self.shapes))
+        return known(constraint.left), known(constraint.right)
 
     def _rank_message(self, constraint: SameShape, used: Set[Origin]) -> str:
         left = _expand(constraint.left, self.shapes)
@@ -1231,7 +1360,7 @@ class _Solver:
         if ShapeVar(name) in shape:
             return self._conflict(work, f"shape variable *{name} would have to contain itself: "
                                         f"*{name} == {format_shape(shape)} from "
-                                        f"{work.constraint.origin}", blame)
+                                        f"{work.constraint.origin}", blame, "cycle", (name, shape))
         for other in list(self.shapes):
             if ShapeVar(name) in self.shapes[other]:
                 self.shapes[other] = _expand(self.shapes[other], {name: shape})
@@ -1239,6 +1368,39 @@ class _Solver:
         self.shapes[name] = shape
         self.shape_why[name] = blame
         return _DONE
+
+    def _same_size(self, work: _Work) -> str:
+        """Equal products once both sides hold the same shape variables (they cancel)."""
+        constraint = work.constraint
+        assert isinstance(constraint, SameSize)
+        used: Set[Origin] = set()
+        for name in _shape_vars(constraint.left + constraint.right):
+            used |= self.shape_why.get(name, _NO_BLAME)
+        left = _expand(constraint.left, self.shapes)
+        right = _expand(constraint.right, self.shapes)
+        if sorted(_shape_vars(left)) != sorted(_shape_vars(right)):
+            return _KEPT  # which dims a shape variable holds is not known yet
+        self._push(Equal(_product(left), _product(right), constraint.origin),
+                   work.blame | frozenset(used))
+        return _DONE
+
+    def _one_or_equal(self, work: _Work) -> str:
+        """Proved when the dim is 1 or the other, refuted when both are known and it is
+        neither; else a check (it is never turned into an equation: the sizes decide)."""
+        constraint = work.constraint
+        assert isinstance(constraint, OneOrEqual)
+        dim, dim_blame = self._subst(constraint.dim)
+        other, other_blame = self._subst(constraint.other)
+        blame = work.blame | dim_blame | other_blame
+        if dim == 1 or dim - other == 0:
+            return _DONE
+        if isinstance(dim, int) and isinstance(other, int):
+            return self._conflict(work, f"{constraint} from {constraint.origin} cannot hold: "
+                                        f"it is {dim} and {other}"
+                                        + self._given(constraint.dim - constraint.other,
+                                                      dim_blame | other_blame),
+                                  blame, "one_or_equal", (dim, other))
+        return _KEPT
 
     # -- broadcasting ------------------------------------------------------------------------------
     def _decide_a_broadcast(self, deferred: List[_Work]) -> Optional[_Work]:
@@ -1252,9 +1414,11 @@ class _Solver:
         return None
 
     def _broadcast(self, work: _Work) -> bool:
-        """Pair the dims of a broadcast from the right: a literal 1 takes the other dim,
-        any other pair is an equation; a shape variable ends the pairing where both sides
-        have the same rest, else the broadcast waits. Whether it was decided."""
+        """Pair the dims of a broadcast from the right: a literal 1 takes the other dim, a
+        size that may be 1 (`Variable.broadcasts`) facing one that may not takes the other
+        with the check it is 1 or the other, any other pair is an equation; a shape
+        variable ends the pairing where both sides have the same rest, else the broadcast
+        waits. Whether it was decided."""
         constraint = work.constraint
         assert isinstance(constraint, Broadcast)
         used: Set[Origin] = set()
@@ -1265,6 +1429,7 @@ class _Solver:
         blame = work.blame | frozenset(used)
         tail: List[ShapeItem] = []
         equations: List[Tuple[DimLike, DimLike]] = []
+        checks: List[OneOrEqual] = []
         while left and right:
             a, b = left[-1], right[-1]
             if isinstance(a, ShapeVar) or isinstance(b, ShapeVar):
@@ -1277,6 +1442,7 @@ class _Solver:
                 return False  # where each side's dims stand is not known yet
             left.pop()
             right.pop()
+            marks = (self._may_be_one(a), self._may_be_one(b))  # of the sizes, not their values
             a, a_blame = self._subst(a)
             b, b_blame = self._subst(b)
             blame = blame | a_blame | b_blame
@@ -1284,14 +1450,27 @@ class _Solver:
                 tail.insert(0, b)
             elif b == 1:
                 tail.insert(0, a)
+            elif marks[0] != marks[1]:
+                one, other = (a, b) if marks[0] else (b, a)
+                checks.append(OneOrEqual(one, other, constraint.origin))
+                tail.insert(0, other)
             else:
                 equations.append((a, b))
                 tail.insert(0, a)
         for a, b in equations:
             self._push(Equal(a, b, constraint.origin), blame)
+        for check in checks:
+            self._push(check, blame)
         rest = left or right
         self._push(SameShape(constraint.out, tuple(rest + tail), constraint.origin), blame)
         return True
+
+    def _may_be_one(self, dim: DimLike) -> bool:
+        """Whether `dim` is a size variable that may be 1 and broadcast."""
+        if not isinstance(dim, Dim) or not dim.is_symbol:
+            return False
+        variable = self.variables.get(dim.name)
+        return variable is not None and variable.broadcasts
 
     # -- several equations at once -----------------------------------------------------------------
     def _eliminate(self, deferred: List[_Work]) -> List[_Work]:
@@ -1329,7 +1508,7 @@ class _Solver:
                 if constant:
                     fake = _Work(Equal(0, 0, origin), blame)
                     self._conflict(fake, f"the equations from {places(blame)} together have no "
-                                         f"solution", blame)
+                                         f"solution", blame, "system", ())
                     return []
                 continue
             if len(coefficients) == 1:
@@ -1340,7 +1519,8 @@ class _Solver:
                 if solved.denominator != 1:
                     fake = _Work(Equal(0, 0, origin), blame)
                     self._conflict(fake, f"the equations from {places(blame)} together make "
-                                         f"{name} = {solved}, not a whole number", blame)
+                                         f"{name} = {solved}, not a whole number", blame,
+                                   "system", (name, solved))
                     return []
                 derived.append(_Work(Equal(Dim(name), int(solved), origin), blame))
         return derived
@@ -1362,12 +1542,14 @@ class _Solver:
         constraint = work.constraint
         used: Set[Origin] = set()
         substituted: Constraint
-        if isinstance(constraint, (SameShape, Broadcast)):
+        if isinstance(constraint, (SameShape, Broadcast, SameSize)):
             left = _expand(constraint.left, self.shapes)
             right = _expand(constraint.right, self.shapes)
-            substituted = Broadcast(left, right, _expand(constraint.out, self.shapes),
-                                    constraint.origin) if isinstance(constraint, Broadcast) \
-                else SameShape(left, right, constraint.origin)
+            if isinstance(constraint, Broadcast):
+                substituted = Broadcast(left, right, _expand(constraint.out, self.shapes),
+                                        constraint.origin)
+            else:
+                substituted = type(constraint)(left, right, constraint.origin)
             for name in _shape_vars(_shapes_of(constraint)):
                 used |= self.shape_why.get(name, _NO_BLAME)
         else:
@@ -1379,10 +1561,27 @@ class _Solver:
             if isinstance(constraint, Equal):
                 substituted = Equal(sides[0], sides[1], constraint.origin)
             elif isinstance(constraint, AtLeast):
-                substituted = AtLeast(sides[0], sides[1], constraint.origin)
+                substituted = self._as_bound(work, AtLeast(sides[0], sides[1], constraint.origin))
+            elif isinstance(constraint, OneOrEqual):
+                substituted = OneOrEqual(sides[0], sides[1], constraint.origin)
             else:
                 substituted = Divides(sides[0], sides[1], constraint.origin)
         return Residual(substituted, work.blame | frozenset(used))
+
+    def _as_bound(self, work: _Work, check: AtLeast) -> AtLeast:
+        """`check` in its strongest form: an inequality in one variable that set that
+        variable's bound says exactly the bound (`H - 4 >= 1` is `H >= 5`), so that is
+        what it reports."""
+        names = free_symbols(check.value - check.bound)
+        if len(names) != 1:
+            return check
+        name = next(iter(names))
+        low, high = self._bounds_of(name)
+        if self.bound_source.get((name, 0), (None,))[0] == work.key:
+            return AtLeast(Dim(name), low, check.origin)
+        if self.bound_source.get((name, 1), (None,))[0] == work.key and not math.isinf(high):
+            return AtLeast(int(high), Dim(name), check.origin)
+        return check
 
 
 # -- helpers on expressions ------------------------------------------------------------------------
@@ -1394,6 +1593,8 @@ def _dims_of(constraint: Constraint) -> Tuple[DimLike, ...]:
         return (constraint.value, constraint.bound)
     if isinstance(constraint, Divides):
         return (constraint.divisor, constraint.dividend)
+    if isinstance(constraint, OneOrEqual):
+        return (constraint.dim, constraint.other)
     return tuple(item for item in _shapes_of(constraint) if not isinstance(item, ShapeVar))
 
 
@@ -1401,7 +1602,7 @@ def _shapes_of(constraint: Constraint) -> Shape:
     """The items of the shapes a constraint relates, one after the other."""
     if isinstance(constraint, Broadcast):
         return constraint.left + constraint.right + constraint.out
-    if isinstance(constraint, SameShape):
+    if isinstance(constraint, (SameShape, SameSize)):
         return constraint.left + constraint.right
     return ()
 
@@ -1411,6 +1612,15 @@ def _variables_of(constraint: Constraint) -> Set[str]:
     found: Set[str] = set().union(*(free_symbols(d) for d in _dims_of(constraint)))
     found.update(_shape_vars(_shapes_of(constraint)))
     return found
+
+
+def _product(shape: Shape) -> DimLike:
+    """The product of a shape's dims (its shape variables left out)."""
+    total: DimLike = 1
+    for item in shape:
+        if not isinstance(item, ShapeVar):
+            total = total * item
+    return total
 
 
 def _span(low: object, high: object) -> str:

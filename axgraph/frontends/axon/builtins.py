@@ -20,7 +20,7 @@ from ... import axes as axes_module
 from ...dims import DimLike
 from ...op_graph import (convolution, dot, elementwise, nn, pooling, reductions, shape_ops,
                          tensors)
-from .solver import AtLeast, Broadcast, SameSize
+from .conditions import AtLeast, Broadcast, SameSize
 from .types import Fresh, FunctionType, Shape, TensorType, TupleType, Type
 from ...op_graph.op import Op
 from .values import TensorValue, TupleValue, relabel

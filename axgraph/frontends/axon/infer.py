@@ -1,7 +1,8 @@
 """Hindley-Milner inference with shapes: constraint generation, then solving.
 
 Walking the syntax tree only *generates* constraints, each tagged with the position
-that produced it (an annotation, an argument, an operator); the solver (`solver.py`)
+that produced it (an annotation, an argument, an operator); the `Unifier` (`unify.py`,
+types here, shapes and sizes in the shared shape solver)
 decides them. They meet at generalization points, as in HM(X): the constraints of a
 `fun` (or of a `val` whose right side is a value) are solved, then the type is
 generalized over the variables the environment does not mention (types, element types,
@@ -21,14 +22,15 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tupl
 from ...dims import Dim, DimLike, free_symbols, subs
 from . import syntax as s
 from .builtins import BUILTINS, OPERATORS, Builtin
+from .conditions import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides,
+                         OneOrEqual, SameSize, ShapeEq, TypeEq, constraint_terms, constraint_vars,
+                         rename_constraint, with_blame)
 from .errors import AxonShapeError, AxonTypeError, Cause
 from .printing import Namer, format_dim, format_shape, format_type
-from .solver import (AtLeast, Blame, Broadcast, Conflict, Constraint, DimEq, Divides, OneOrEqual,
-                     SameSize, ShapeEq, Solver, TypeEq, constraint_terms, constraint_vars, rename_constraint,
-                     with_blame)
 from .source import Source, Span
 from .types import (DTYPES, DTypeVar, Elem, Fresh, FunctionType, Shape, ShapeVar, TensorType,
                     TupleType, Type, TypeVar, Var, free_vars, is_internal, map_dims)
+from .unify import Unifier
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,8 @@ class Inferencer:
     def __init__(self, source: Source, inputs: Mapping[str, Type], fresh: Fresh):
         self.source = source
         self.fresh = fresh
-        self.solver = Solver(fresh)
         self.origins: List[Cause] = []
+        self.solver = Unifier(fresh, self.origins, source.name or "<axon>")
         self.inputs = dict(inputs)
         self.program_scope: Dict[Tuple[str, str], object] = {}
         self.scope = self.program_scope
@@ -110,8 +112,12 @@ class Inferencer:
             raise self.error(conflict) from None
 
     def add(self, *constraints) -> None:
-        """Queue constraints for the next solve."""
-        self.solver.add(*constraints)
+        """Unify types now and tell the solver the conditions on sizes; a contradiction
+        in the structure of types becomes an error at once."""
+        try:
+            self.solver.add(*constraints)
+        except Conflict as conflict:
+            raise self.error(conflict) from None
 
     # -- the program ------------------------------------------------------------------------------
     def program(self, program: s.Program) -> None:

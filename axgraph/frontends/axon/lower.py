@@ -33,12 +33,13 @@ from ...op_graph import tensors
 from ...op_graph.op import Op
 from . import syntax as s
 from .builtins import BUILTINS, OPERATORS, Builtin
+from .conditions import Conflict, Constraint, TypeEq
 from .errors import AxonShapeError, AxonTypeError
 from .infer import Effect, Inferencer
 from .printing import Namer, format_dim
-from .solver import Conflict, Solver, TypeEq
 from .source import Span
 from .types import DTYPES, FunctionType, ShapeVar, TensorType, TupleType, Type, TypeVar
+from .unify import Unifier
 from .values import AxisTable, FunctionValue, TensorValue, TupleValue, Value, relabel
 
 
@@ -102,12 +103,12 @@ class Lowering:
         found: Dict[Tuple[str, str], object] = {}
         for key, value in self.inference.program_scope.items():
             if key[0] == "dim":
-                found[key] = self.concrete(solver.resolve_dim(value)[0])  # type: ignore[arg-type]
+                found[key] = self.concrete(solver.resolve_dim(value))  # type: ignore[arg-type]
             elif key[0] == "shape":
-                shape = solver.resolve_shape((value,))[0]  # type: ignore[arg-type]
+                shape = solver.resolve_shape((value,))  # type: ignore[arg-type]
                 found[key] = tuple(e if isinstance(e, ShapeVar) else self.concrete(e) for e in shape)
             elif key[0] == "dtype":
-                found[key] = solver.resolve_dtype(value)[0]  # type: ignore[arg-type]
+                found[key] = solver.resolve_dtype(value)  # type: ignore[arg-type]
         return found
 
     def concrete(self, dim: DimLike) -> DimLike:
@@ -281,16 +282,15 @@ class Lowering:
         unbound: Dict[Tuple[str, str], object] = {}
         wanted = self.annotation_type(annotation, scope, unbound)
         actual = self.runtime_type(value)
-        solver = Solver(self.fresh)
-        solver.add(TypeEq(actual, wanted))
-        self.solve(solver, annotation.span)
+        unifier = Unifier(self.fresh)
+        self.solve(unifier, annotation.span, TypeEq(actual, wanted))
         for key, var in unbound.items():
             if key[0] == "dim":
-                scope[key] = solver.resolve_dim(var)[0]  # type: ignore[arg-type]
+                scope[key] = unifier.resolve_dim(var)  # type: ignore[arg-type]
             elif key[0] == "shape":
-                scope[key] = solver.resolve_shape((var,))[0]  # type: ignore[arg-type]
+                scope[key] = unifier.resolve_shape((var,))  # type: ignore[arg-type]
             elif key[0] == "dtype":
-                scope[key] = solver.resolve_dtype(var)[0]  # type: ignore[arg-type]
+                scope[key] = unifier.resolve_dtype(var)  # type: ignore[arg-type]
 
     def annotation_type(self, t: s.TypeExpr, scope: SizeEnv, unbound: Dict) -> Type:
         if isinstance(t, s.TensorTypeExpr):
@@ -344,9 +344,11 @@ class Lowering:
             return TupleType(tuple(self.runtime_type(item) for item in value.items))
         return self.fresh.type()
 
-    def solve(self, solver: Solver, span: Optional[Span]) -> None:
+    def solve(self, unifier: Unifier, span: Optional[Span], *constraints: Constraint) -> None:
+        """Unify and solve `constraints`: a conflict is an error at `span`."""
         try:
-            solver.solve()
+            unifier.add(*constraints)
+            unifier.solve()
         except Conflict as conflict:
             causes = [(span, "here")] if span else []
             kind = AxonTypeError if conflict.kind == "type" else AxonShapeError
@@ -420,14 +422,13 @@ class Lowering:
         dtype = next((a.dtype for a in args if isinstance(a, TensorValue)), "f32")
         args = [self.number(a.value, dtype) if isinstance(a, NumberValue) else a for a in args]
         t, constraints = builtin.scheme(self.fresh, statics)
-        solver = Solver(self.fresh)
-        solver.add(*constraints)
+        unifier = Unifier(self.fresh)
         for arg in args:
             assert isinstance(t, FunctionType)
-            solver.add(TypeEq(t.arg, self.runtime_type(arg)))
+            constraints.append(TypeEq(t.arg, self.runtime_type(arg)))
             t = t.result
-        self.solve(solver, span)
-        out = solver.resolve(t)
+        self.solve(unifier, span, *constraints)
+        out = unifier.resolve(t)
         with self.at(span):
             if isinstance(out, TensorType) and out.rank is not None:
                 self.determined(out.shape)  # type: ignore[arg-type]  # no shape variable left

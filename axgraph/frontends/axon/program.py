@@ -16,7 +16,7 @@ from .infer import Binding, Inferencer, display_type, format_residual, residual_
 from .lower import Lowering, NeedsSizes
 from .parser import parse, parse_type
 from .printing import Namer, format_type
-from .solver import Conflict, DimEq, Solver
+from .shared import SharedChecks, substituted
 from .source import Source
 from .types import Fresh, ShapeVar, TensorType, Type, is_internal
 from .values import TensorValue, TupleValue, arranged
@@ -369,35 +369,28 @@ class Program:
     def _bindings(self, sizes: Dict[str, int]) -> Dict[str, DimLike]:
         """Values of the solver's variables that make each given size what it is given."""
         known = self.inference._size_vars()
-        inferencer = self.inference._inferencer
-        solver = Solver(inferencer.fresh)
+        bindings: Dict[str, DimLike] = {}
         for name, value in sizes.items():
             if name not in known:
                 raise AxonShapeError(f"{name} is not a size of this program (its sizes: "
                                      f"{', '.join(sorted(known)) or 'none'})", [])
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise AxonShapeError(f"size {name} must be an int >= 1, not {value!r}", [])
-            solver.add(DimEq(Dim(known[name]), int(value)))
-        try:
-            solver.solve()
-        except Conflict as conflict:
-            raise AxonShapeError(f"the sizes {sizes} do not fit the program: {conflict.message}",
-                                 []) from None
-        return {name: value for name, (value, _) in solver.dims.items()}
+            bindings[known[name]] = int(value)
+        return bindings
 
     def _check_residuals(self, bindings: Mapping[str, DimLike], sizes: Mapping[str, int]) -> None:
         inferencer = self.inference._inferencer
         if not bindings:
             return
-        solver = Solver(inferencer.fresh)
-        for name, value in bindings.items():
-            solver.dims[name] = (value, frozenset())
-        solver.add(*inferencer.solver.residuals())
-        try:
-            solver.solve()
-        except Conflict as conflict:
-            raise AxonShapeError(f"{conflict.message} (with {_sizes_text(sizes)})",
-                                 inferencer.causes(conflict.blame), inferencer.source) from None
+        checks = SharedChecks(inferencer.origins, inferencer.source.name or "<axon>",
+                              inferencer.fresh)
+        for residual in inferencer.solver.residuals():
+            checks.add(substituted(residual, bindings))
+        conflicts = checks.conflicts()
+        if conflicts:
+            raise AxonShapeError(f"{checks.message(conflicts[0])} (with {_sizes_text(sizes)})",
+                                 inferencer.causes(checks.blame(conflicts[0])), inferencer.source)
 
     def run(self, inputs: Mapping[str, np.ndarray], backend: str = "numpy", seed: int = 0,
             params: Optional[Mapping[str, np.ndarray]] = None) -> Dict[str, np.ndarray]:
