@@ -98,9 +98,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     print("its checks when data is fed:")
     for residual in report.residuals:
         print(f"  {residual.constraint}")
-    for name, (low, _) in sorted(report.solution.bounds.items()):
-        if name in report.solution.narrowed:
-            print(f"  (so {name} >= {low})")
     target = next(seconds for ops, seconds in rows if ops >= TARGET_OPS)
     target_ops = next(ops for ops, seconds in rows if ops >= TARGET_OPS)
     verdict = "met" if target < TARGET_SECONDS else "MISSED"
