@@ -44,7 +44,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .dtypes import can_feed
+from .dtypes import can_feed, kind_of, unfit_values
 from .errors import SerializationError
 from .op_graph.op import Op
 from .op_graph.tensors import AssignableTensorOp
@@ -83,7 +83,7 @@ def _check_stored(op, writing: bool) -> AssignableTensorOp:
 def _checked_array(op: AssignableTensorOp, value) -> np.ndarray:
     """`value` as an array that fits op's axes and converts to its dtype without changing kind."""
     array = np.asarray(value)
-    if array.dtype.kind not in "biuf" or not can_feed(array.dtype, op.dtype):
+    if kind_of(array.dtype) not in "biuf" or not can_feed(array.dtype, op.dtype):
         raise SerializationError(f"{op.name} {op.axes} holds {op.dtype}; a {array.dtype} array "
                                  f"does not fit it")
     expected = op.axes.lengths
@@ -120,7 +120,13 @@ def set_values(transformer, values: Mapping[Op, np.ndarray]) -> None:
     arrays = {}
     for op, value in values.items():
         op = _check_stored(op, writing=True)
-        arrays[op] = np.array(_checked_array(op, value), dtype=op.dtype, copy=True)
+        array = _checked_array(op, value)
+        with np.errstate(over="ignore"):
+            arrays[op] = np.array(array, dtype=op.dtype, copy=True)
+        problem = unfit_values(array, arrays[op])
+        if problem is not None:
+            raise SerializationError(f"{op.name} {op.axes} holds {op.dtype}; the value holds "
+                                     f"{problem}, which does not fit")
     state.update(arrays)
     initialized.update(arrays)
 

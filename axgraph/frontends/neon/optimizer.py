@@ -42,6 +42,7 @@ Weight decay comes last where v0.4 had none.
 from __future__ import annotations
 
 import abc
+import functools
 
 import numbers
 from typing import Dict, List, Optional, Sequence, cast
@@ -50,6 +51,7 @@ import numpy as np
 
 from ... import autodiff
 from ...debug_info import user_location
+from ...dtypes import kind_of, result_type
 from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, DTypeError,
                       GraphError)
 from ...op_graph import control, elementwise as ew, nn, reductions as red
@@ -423,7 +425,7 @@ class Optimizer(abc.ABC):
         with Op.saved_user_deps():
             cost = _reduced_cost(cost)
             variables = _checked_variables(cost, variables)
-            dtype = np.result_type(*[v.dtype for v in variables])
+            dtype = functools.reduce(result_type, [v.dtype for v in variables])
             gradients = autodiff.deriv_many(cost, variables)
             iteration = persistent_tensor((), dtype=np.int32, initial_value=0,
                                           name=f"{self.name}_iteration")
@@ -488,7 +490,7 @@ def _checked_variables(cost: Op, variables: Optional[Sequence[Op]]) -> List[Assi
                 and not variable.constant and not variable.input):
             raise GraphError(f"optimizer: {getattr(variable, 'name', variable)!r} is not a variable "
                              f"(a persistent, non-constant stored tensor)", user_location())
-        if variable.dtype.kind != "f":
+        if kind_of(variable.dtype) != "f":
             raise DTypeError(f"optimizer: variable {variable.name} {variable.axes} has dtype "
                              f"{variable.dtype}; only floating-point variables can be trained",
                              user_location())
