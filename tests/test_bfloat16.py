@@ -231,3 +231,27 @@ def test_set_values_round_into_a_bfloat16_variable(engine):
     np.testing.assert_array_equal(engine.computation(w * 2)(), written.astype(BF16) * 2)
     with pytest.raises(SerializationError, match="1e[+]39 .beyond the largest bfloat16"):
         ng.serialization.set_values(engine, {w: np.array([0.0, 1e39, 0.0])})
+
+
+# -- every declared elementwise op ---------------------------------------------------------
+# NumPy's ufuncs on bfloat16 arrays (ml_dtypes) compute each element in float32 and round:
+# each op of the graph does the same, so they agree within an ulp or two.
+
+def test_every_elementwise_op_on_bfloat16(engine, rng):
+    from test_dtypes import BINARY, UNARY, numpy_value
+    B, J = axes((3, "B"), (5, "J"))
+    xv = bf16((rng.standard_normal((3, 5)) * 3).round(1))
+    yv = bf16(rng.uniform(0.5, 2.0, (3, 5)))
+    x, y = ng.placeholder([B, J], dtype="bfloat16"), ng.placeholder([B, J], dtype="bfloat16")
+    cases = [(name, make(x), numpy_value(numpy_of, xv)) for name, (make, numpy_of, _)
+             in UNARY.items()]
+    cases += [(name, make(x, y), numpy_value(numpy_of, xv, yv)) for name, (make, numpy_of, _)
+              in BINARY.items()]
+    values = engine.computation([op for _, op, _ in cases], x, y)(xv, yv)
+    for (name, op, expected), got in zip(cases, values):
+        assert got.dtype == op.dtype == expected.dtype, name
+        if expected.dtype == np.bool_:
+            np.testing.assert_array_equal(got, expected, err_msg=name)
+        else:
+            np.testing.assert_allclose(got.astype(np.float32), expected.astype(np.float32),
+                                       rtol=RTOL, atol=ATOL, equal_nan=True, err_msg=name)
