@@ -255,3 +255,23 @@ def test_every_elementwise_op_on_bfloat16(engine, rng):
         else:
             np.testing.assert_allclose(got.astype(np.float32), expected.astype(np.float32),
                                        rtol=RTOL, atol=ATOL, equal_nan=True, err_msg=name)
+
+
+def test_variables_files_hold_bfloat16(engine, tmp_path):
+    from axgraph.serialization import read_manifest, restore_variables, save_variables
+    K, H = axes((3, "K"), (2, "H"))
+    saved = bf16([[1.5, -2.25], [3.0e38, 1e-3], [0.0, 1.00390625]])
+    w = ng.variable([K, H], initial_value=saved, dtype="bfloat16", name="w")
+    engine.computation(w)
+    path = save_variables(tmp_path / "bf16.npz", [w], engine)
+    assert read_manifest(path)["variables"][0]["dtype"] == "bfloat16"
+    fresh = ng.variable([K, H], initial_value=0.0, dtype="bfloat16", name="w")
+    engine.computation(fresh)
+    restored = restore_variables(path, [fresh], engine)[fresh]
+    assert restored.dtype == BF16
+    np.testing.assert_array_equal(restored, saved)
+    np.testing.assert_array_equal(ng.serialization.get_values(engine, [fresh])[fresh], saved)
+    as_f32 = ng.variable([K, H], initial_value=0.0, name="w")
+    with pytest.raises(SerializationError, match="w: the file holds bfloat16 but the variable "
+                                                 "is float32"):
+        restore_variables(path, [as_f32], engine)
