@@ -275,3 +275,29 @@ def test_variables_files_hold_bfloat16(engine, tmp_path):
     with pytest.raises(SerializationError, match="w: the file holds bfloat16 but the variable "
                                                  "is float32"):
         restore_variables(path, [as_f32], engine)
+
+
+def test_adam_on_bfloat16_variables_keeps_float32_state(engine):
+    """beta_2 = 0.999 is 1 in bfloat16: the optimizer's state and scalars are float32, and
+    each update is rounded once into the bfloat16 variable (docs/dtypes.md)."""
+    from axgraph.frontends.neon import Adam
+    N, K = axes((3, "N"), (4, "K"))
+    data = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    start = np.array([0.5, -1.0, 0.25, 2.0], np.float32)
+    x = ng.placeholder([N, K], dtype="bfloat16")
+    w = ng.variable([K], initial_value=start, dtype="bfloat16")
+    cost = ng.mean(ng.square(ng.dot(x, w)), out_axes=())
+    step = engine.computation([cost, Adam(0.01)(cost)], x)
+    for _ in range(3):
+        step(data)
+    # Adam by hand in float32; the weights stored in bfloat16 after each step
+    xs, weights, m, v = bf16(data).astype(np.float32), start, np.zeros(4), np.zeros(4)
+    for t in range(1, 4):
+        y = xs @ weights
+        g = 2 * xs.T @ y / y.size
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        m_hat, v_hat = m / (1 - 0.9 ** t), v / (1 - 0.999 ** t)
+        weights = bf16(weights - 0.01 * m_hat / (np.sqrt(v_hat) + 1e-8)).astype(np.float32)
+    trained = ng.serialization.get_values(engine, [w])[w]
+    assert_bf16_close(trained, weights)
+    assert not np.array_equal(trained.astype(np.float32), bf16(start).astype(np.float32))

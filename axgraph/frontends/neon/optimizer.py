@@ -51,7 +51,7 @@ import numpy as np
 
 from ... import autodiff
 from ...debug_info import user_location
-from ...dtypes import kind_of, result_type
+from ...dtypes import DEFAULT_DTYPE, is_bfloat16, kind_of, result_type
 from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, DTypeError,
                       GraphError)
 from ...op_graph import control, elementwise as ew, nn, reductions as red
@@ -425,7 +425,7 @@ class Optimizer(abc.ABC):
         with Op.saved_user_deps():
             cost = _reduced_cost(cost)
             variables = _checked_variables(cost, variables)
-            dtype = functools.reduce(result_type, [v.dtype for v in variables])
+            dtype = _update_dtype(functools.reduce(result_type, [v.dtype for v in variables]))
             gradients = autodiff.deriv_many(cost, variables)
             iteration = persistent_tensor((), dtype=np.int32, initial_value=0,
                                           name=f"{self.name}_iteration")
@@ -471,12 +471,20 @@ class Optimizer(abc.ABC):
 
     def _state(self, variable: Op, what: str) -> AssignableTensorOp:
         """A zero-initialized persistent tensor shaped like `variable`."""
-        return persistent_tensor(variable.axes, dtype=variable.dtype, initial_value=0.0,
-                                 name=f"{variable.name}_{what}")
+        return persistent_tensor(variable.axes, dtype=_update_dtype(variable.dtype),
+                                 initial_value=0.0, name=f"{variable.name}_{what}")
 
     @abc.abstractmethod
     def _updates(self, variable: Op, grad: Op, rate: Op, shared: Dict[str, Op]) -> List[Op]:
         """The assigns that update `variable` (and its optimizer state) from its gradient."""
+
+
+def _update_dtype(dtype: np.dtype) -> np.dtype:
+    """The type an optimizer keeps its state and scalars in for variables of `dtype`:
+    float32 for bfloat16, whose 8-bit significand rounds beta_2 = 0.999 to 1 and drops
+    small updates (the update is rounded once, as it is written into the variable);
+    every other float type computes in itself."""
+    return np.dtype(DEFAULT_DTYPE) if is_bfloat16(dtype) else dtype
 
 
 def _checked_variables(cost: Op, variables: Optional[Sequence[Op]]) -> List[AssignableTensorOp]:
