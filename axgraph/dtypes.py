@@ -64,12 +64,34 @@ def bfloat16() -> np.dtype:
 
 
 def is_bfloat16(dtype: np.dtype) -> bool:
-    """Whether `dtype` is bfloat16 (asked without importing ml_dtypes)."""
+    """Whether `dtype` is bfloat16 (asked by name, without importing ml_dtypes).
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        Any dtype.
+
+    Returns
+    -------
+    bool
+        True for `ml_dtypes.bfloat16`.
+    """
     return dtype.name == "bfloat16"
 
 
 def kind_of(dtype: np.dtype) -> str:
-    """NumPy's kind letter ("b", "i", "u", "f"), with bfloat16 a float ("f"), not "V"."""
+    """NumPy's kind letter, with bfloat16 a float ("f") where NumPy says "V".
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        Any dtype.
+
+    Returns
+    -------
+    str
+        "b", "i", "u", "f" for the element types (others: NumPy's letter).
+    """
     return "f" if is_bfloat16(dtype) else dtype.kind
 
 
@@ -115,6 +137,16 @@ def result_type(x: np.dtype, y: np.dtype) -> np.dtype:
     significand holds them exactly), float16 and 16-bit integers as float32,
     wider integers as float64, and a wider float as that float: float16's rule
     with float16 and bfloat16 (neither holds the other) meeting in float32.
+
+    Parameters
+    ----------
+    x, y : numpy.dtype
+        The operands' element types.
+
+    Returns
+    -------
+    numpy.dtype
+        The type both are converted to: `np.result_type` where neither is bfloat16.
     """
     x_bf16, y_bf16 = is_bfloat16(x), is_bfloat16(y)
     if not (x_bf16 or y_bf16):
@@ -235,6 +267,18 @@ def unfit_values(array: np.ndarray, converted: np.ndarray) -> Optional[str]:
 
     Narrowing ints must not wrap (2**40 + 5 into int32 is not 5), and finite
     floats must not become infinite; rounding a float to fewer digits is fine.
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+        The values given (fed data, a value written into a variable).
+    converted : numpy.ndarray
+        `array` converted to the target type.
+
+    Returns
+    -------
+    str or None
+        The first value lost and why, or None when every value was kept.
     """
     if array.size == 0 or np.can_cast(array.dtype, converted.dtype, casting="safe"):
         return None
