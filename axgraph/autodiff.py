@@ -16,6 +16,7 @@ import math
 from typing import Callable, Dict, List, Optional, Sequence
 
 from .debug_info import user_location
+from .dtypes import kind_of
 from .errors import AxgraphTypeError, IncompatibleAxesError, NotDifferentiableError
 from .op_graph import control, convolution as conv, debug, dot as dot_ops, elementwise as ew
 from .op_graph import lookup, nn
@@ -381,7 +382,7 @@ def _fit_to(delta: Op, target: Op) -> Op:
 
 
 def _is_float(op: Op) -> bool:
-    return op.dtype.kind == "f"
+    return kind_of(op.dtype) == "f"
 
 
 def deriv(cost, wrt, error=None) -> Op:

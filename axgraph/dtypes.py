@@ -8,11 +8,18 @@ deliberate departures, both because float32 is this project's float:
 * a float made from bools or integers (`sqrt`, `exp`, `/`, `mean`, ...) is
   float32, where NumPy gives float16, float32 or float64 by the width;
 * a Python float meeting an integer tensor gives float32 (NumPy: float64).
+
+bfloat16 (from the optional ml_dtypes, which JAX ships with) is a float like
+the others: NumPy reports its kind as "V", so every kind test here goes
+through `kind_of`, and `promote` states its promotions (NumPy has none for
+most pairs) by the rule NumPy uses for float16: the narrowest float that
+holds both operands exactly.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Tuple, Union
+from typing import Optional, Tuple, Union
 
 import numpy as np
 
@@ -30,16 +37,77 @@ _DEFAULT_OF_KIND = {"b": BOOL_DTYPE, "u": DEFAULT_INT_DTYPE, "i": DEFAULT_INT_DT
                     "f": DEFAULT_DTYPE}
 
 
+#: The names that mean bfloat16 wherever a dtype is accepted.
+BFLOAT16_NAMES = ("bfloat16", "bf16")
+
+
+def bfloat16() -> np.dtype:
+    """The bfloat16 dtype of ml_dtypes, imported on first use.
+
+    Returns
+    -------
+    numpy.dtype
+        `numpy.dtype(ml_dtypes.bfloat16)`.
+
+    Raises
+    ------
+    DTypeError
+        ml_dtypes is not installed.
+    """
+    try:
+        ml_dtypes = importlib.import_module("ml_dtypes")
+    except ImportError:
+        raise DTypeError("bfloat16 needs the optional package ml_dtypes: pip install ml_dtypes "
+                         "(it comes with JAX: pip install 'axgraph[jax]')",
+                         user_location()) from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16(dtype: np.dtype) -> bool:
+    """Whether `dtype` is bfloat16 (asked by name, without importing ml_dtypes).
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        Any dtype.
+
+    Returns
+    -------
+    bool
+        True for `ml_dtypes.bfloat16`.
+    """
+    return dtype.name == "bfloat16"
+
+
+def kind_of(dtype: np.dtype) -> str:
+    """NumPy's kind letter, with bfloat16 a float ("f") where NumPy says "V".
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        Any dtype.
+
+    Returns
+    -------
+    str
+        "b", "i", "u", "f" for the element types (others: NumPy's letter).
+    """
+    return "f" if is_bfloat16(dtype) else dtype.kind
+
+
 def as_dtype(dtype, default=DEFAULT_DTYPE) -> np.dtype:
-    """A NumPy dtype from anything NumPy accepts; None gives `default`."""
+    """A NumPy dtype from anything NumPy accepts, or "bfloat16"; None gives `default`."""
     if dtype is None:
         return np.dtype(default)
+    if isinstance(dtype, str) and dtype in BFLOAT16_NAMES:
+        return bfloat16()
     try:
         result = np.dtype(dtype)
     except TypeError as error:
         raise DTypeError(f"{dtype!r} is not an element type: {error}", user_location()) from None
-    if result.kind not in "biuf":
-        raise DTypeError(f"element type {result} is not supported (bool, ints and floats are)",
+    if kind_of(result) not in "biuf":
+        raise DTypeError(f"element type {result} is not supported (bool, ints, floats and "
+                         f"bfloat16 are)",
                          user_location())
     return result
 
@@ -53,18 +121,48 @@ def promote(x: np.dtype, y: np.dtype, x_weak: bool = False, y_weak: bool = False
     the higher kind.
     """
     if not (x_weak or y_weak):
-        return np.result_type(x, y)
+        return result_type(x, y)
     if x_weak and y_weak:
-        return _DEFAULT_OF_KIND[max(x.kind, y.kind, key=_KIND_RANK.__getitem__)]
+        return _DEFAULT_OF_KIND[max(kind_of(x), kind_of(y), key=_KIND_RANK.__getitem__)]
     tensor, number = (y, x) if x_weak else (x, y)
-    if _KIND_RANK[number.kind] <= _KIND_RANK[tensor.kind]:
+    if _KIND_RANK[kind_of(number)] <= _KIND_RANK[kind_of(tensor)]:
         return tensor
-    return _DEFAULT_OF_KIND[number.kind]
+    return _DEFAULT_OF_KIND[kind_of(number)]
+
+
+def result_type(x: np.dtype, y: np.dtype) -> np.dtype:
+    """NumPy's common type of two tensor types, bfloat16 included.
+
+    bfloat16 meets bfloat16, bool, int8 and uint8 as bfloat16 (its 8-bit
+    significand holds them exactly), float16 and 16-bit integers as float32,
+    wider integers as float64, and a wider float as that float: float16's rule
+    with float16 and bfloat16 (neither holds the other) meeting in float32.
+
+    Parameters
+    ----------
+    x, y : numpy.dtype
+        The operands' element types.
+
+    Returns
+    -------
+    numpy.dtype
+        The type both are converted to: `np.result_type` where neither is bfloat16.
+    """
+    x_bf16, y_bf16 = is_bfloat16(x), is_bfloat16(y)
+    if not (x_bf16 or y_bf16):
+        return np.result_type(x, y)
+    if x_bf16 and y_bf16:
+        return x
+    bf16, other = (x, y) if x_bf16 else (y, x)
+    if other == np.float16:
+        return DEFAULT_DTYPE
+    common = np.result_type(np.float16, other)
+    return bf16 if common == np.float16 else common
 
 
 def float_dtype_for(dtype: np.dtype) -> np.dtype:
     """The float type a float-valued function of `dtype` returns: floats keep theirs."""
-    return dtype if dtype.kind == "f" else DEFAULT_DTYPE
+    return dtype if kind_of(dtype) == "f" else DEFAULT_DTYPE
 
 
 def accumulator_dtype(dtype: np.dtype) -> np.dtype:
@@ -108,7 +206,7 @@ class ElementRule:
         """
         if dtype is not None:
             operand = as_dtype(dtype)
-            if self.result == "float" and operand.kind != "f":
+            if self.result == "float" and kind_of(operand) != "f":
                 raise DTypeError(f"{what}: the result is a float; dtype={operand} is not a "
                                  f"float type")
         elif self.result == "float":
@@ -142,7 +240,8 @@ BOOLEANS_AS_INT8 = ElementRule(booleans=np.dtype(np.int8))
 
 def cast(array: np.ndarray, dtype, copy: bool = True) -> np.ndarray:
     """`array.astype(dtype)` without NumPy's overflow warning: float64 values beyond
-    float32's range round to +-inf, as IEEE arithmetic (and every backend) has them."""
+    float32's (or bfloat16's) range round to +-inf, as IEEE arithmetic (and every
+    backend) has them."""
     if array.dtype == dtype:
         return array.copy() if copy else array
     with np.errstate(over="ignore"):
@@ -155,4 +254,42 @@ def can_feed(value_dtype: np.dtype, target: np.dtype) -> bool:
     floats into ints are not). The values must also fit; see
     `transformers.base.unfit_values`.
     """
-    return np.can_cast(value_dtype, target, casting="same_kind")
+    return np.can_cast(_numpy_stand_in(value_dtype), _numpy_stand_in(target), casting="same_kind")
+
+
+def _numpy_stand_in(dtype: np.dtype) -> np.dtype:
+    """float16 for bfloat16 (both narrow floats), for NumPy's casting tables."""
+    return np.dtype(np.float16) if is_bfloat16(dtype) else dtype
+
+
+def unfit_values(array: np.ndarray, converted: np.ndarray) -> Optional[str]:
+    """A description of a value of `array` that its conversion did not keep, or None.
+
+    Narrowing ints must not wrap (2**40 + 5 into int32 is not 5), and finite
+    floats must not become infinite; rounding a float to fewer digits is fine.
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+        The values given (fed data, a value written into a variable).
+    converted : numpy.ndarray
+        `array` converted to the target type.
+
+    Returns
+    -------
+    str or None
+        The first value lost and why, or None when every value was kept.
+    """
+    if array.size == 0 or np.can_cast(array.dtype, converted.dtype, casting="safe"):
+        return None
+    if kind_of(converted.dtype) in "iu":
+        info = np.iinfo(converted.dtype)
+        low, high = array.min(), array.max()
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            return f"{bad} (outside {info.min}..{info.max})"
+        return None
+    overflowed = np.isinf(converted) & np.isfinite(array)
+    if overflowed.any():
+        return f"{array[overflowed].flat[0]} (beyond the largest {converted.dtype} value)"
+    return None

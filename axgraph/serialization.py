@@ -44,12 +44,12 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .dtypes import can_feed
+from .dtypes import can_feed, is_bfloat16, kind_of, unfit_values
 from .errors import SerializationError
 from .op_graph.op import Op
 from .op_graph.tensors import AssignableTensorOp
-from .variables_file import (DTYPES, FORMAT, MANIFEST_KEY, VERSION, open_variables_file,
-                             shown_path, write_variables_file)
+from .variables_file import (BFLOAT16, BFLOAT16_BITS, DTYPES, FORMAT, MANIFEST_KEY, VERSION,
+                             open_variables_file, shown_path, write_variables_file)
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Variables to restore (or save): a list of ops, known by their names, or a dict name -> op.
@@ -83,7 +83,7 @@ def _check_stored(op, writing: bool) -> AssignableTensorOp:
 def _checked_array(op: AssignableTensorOp, value) -> np.ndarray:
     """`value` as an array that fits op's axes and converts to its dtype without changing kind."""
     array = np.asarray(value)
-    if array.dtype.kind not in "biuf" or not can_feed(array.dtype, op.dtype):
+    if kind_of(array.dtype) not in "biuf" or not can_feed(array.dtype, op.dtype):
         raise SerializationError(f"{op.name} {op.axes} holds {op.dtype}; a {array.dtype} array "
                                  f"does not fit it")
     expected = op.axes.lengths
@@ -120,7 +120,13 @@ def set_values(transformer, values: Mapping[Op, np.ndarray]) -> None:
     arrays = {}
     for op, value in values.items():
         op = _check_stored(op, writing=True)
-        arrays[op] = np.array(_checked_array(op, value), dtype=op.dtype, copy=True)
+        array = _checked_array(op, value)
+        with np.errstate(over="ignore"):
+            arrays[op] = np.array(array, dtype=op.dtype, copy=True)
+        problem = unfit_values(array, arrays[op])
+        if problem is not None:
+            raise SerializationError(f"{op.name} {op.axes} holds {op.dtype}; the value holds "
+                                     f"{problem}, which does not fit")
     state.update(arrays)
     initialized.update(arrays)
 
@@ -196,7 +202,10 @@ def save_variables(path: PathLike, values: Union[Mapping[Op, np.ndarray], Variab
         array = _checked_array(op, value)
         key = f"v{index}"
         arrays[key] = np.asarray(array, dtype=op.dtype, order="C")     # keeps 0-d arrays 0-d
-        entries.append({"name": name, "key": key, "dtype": op.dtype.str,
+        dtype = op.dtype.str
+        if is_bfloat16(op.dtype):  # stored as its bits, which a .npy header can name
+            arrays[key], dtype = arrays[key].view(np.uint16).astype(BFLOAT16_BITS), BFLOAT16
+        entries.append({"name": name, "key": key, "dtype": dtype,
                         "shape": list(array.shape), "trainable": bool(op.trainable),
                         "axes": [_axis_entry(a, n) for a, n in zip(op.axes, array.shape)]})
     manifest = {"format": FORMAT, "version": VERSION, "variables": entries}
@@ -292,9 +301,9 @@ def _matched(entries: Mapping[str, dict], named: Mapping[str, Op],
         entry = entries.get(name)
         if entry is None:
             continue
-        dtype = DTYPES[entry["dtype"]]
-        if dtype.newbyteorder("<") != op.dtype.newbyteorder("<"):
-            problems.append(f"{name}: the file holds {dtype} but the variable is {op.dtype}")
+        held = BFLOAT16 if entry["dtype"] == BFLOAT16 else DTYPES[entry["dtype"]].name
+        if held != op.dtype.name:  # names ignore byte order
+            problems.append(f"{name}: the file holds {held} but the variable is {op.dtype}")
             continue
         try:
             orders[name] = _axis_order(name, entry, op)

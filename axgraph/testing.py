@@ -21,6 +21,7 @@ from .axes import Axes, AxesLike
 from .axis_dims import AxisDims
 from .debug_info import user_location
 from .dims import bind_shapes
+from .dtypes import is_bfloat16
 from .errors import AxisLengthError, DTypeError
 from .op_graph.op import Op
 from .op_graph.tensors import placeholder
@@ -30,6 +31,9 @@ from .transformers.base import LengthBindings
 #: Default tolerances by element type, used where a transformer states none.
 TOLERANCES = {np.dtype(np.float16): (1e-2, 1e-3), np.dtype(np.float32): (1e-5, 1e-6),
               np.dtype(np.float64): (1e-10, 1e-12)}
+#: bfloat16's (kept apart: its dtype exists only with ml_dtypes): an 8-bit significand
+#: rounds each result by up to 2**-9 of its size, and a few roundings add up.
+BFLOAT16_TOLERANCE = (2e-2, 1e-2)
 
 _active: List["ExecutorFactory"] = []
 
@@ -432,6 +436,7 @@ def assert_allclose(actual, desired, rtol: Optional[float] = None, atol: Optiona
         transformer = _active[-1].transformer
         default_rtol = getattr(transformer, "default_rtol", default_rtol)
         default_atol = getattr(transformer, "default_atol", default_atol)
+    actual, desired = _comparable(actual), _comparable(desired)
     np.testing.assert_allclose(actual, desired,
                                rtol=default_rtol if rtol is None else rtol,
                                atol=default_atol if atol is None else atol, err_msg=err_msg)
@@ -439,8 +444,16 @@ def assert_allclose(actual, desired, rtol: Optional[float] = None, atol: Optiona
 
 def _tolerance(value) -> tuple:
     """(rtol, atol) for values of `value`'s type (ints and bools as floats they fit)."""
-    dtype = np.result_type(np.asarray(value).dtype, np.float16)
-    return TOLERANCES.get(np.dtype(dtype), (1e-5, 1e-6))
+    dtype = np.asarray(value).dtype
+    if is_bfloat16(dtype):
+        return BFLOAT16_TOLERANCE
+    return TOLERANCES.get(np.result_type(dtype, np.float16), (1e-5, 1e-6))
+
+
+def _comparable(value) -> np.ndarray:
+    """`value` as an array NumPy's testing functions compare: bfloat16 as float32."""
+    array = np.asarray(value)
+    return array.astype(np.float32) if is_bfloat16(array.dtype) else array
 
 
 class RandomTensorGenerator:

@@ -49,6 +49,7 @@ from typing import Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from .dtypes import bfloat16
 from .errors import SerializationError
 
 FORMAT = "axgraph-variables"
@@ -62,6 +63,15 @@ DTYPES: Dict[str, np.dtype] = {
     for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
               np.uint64, np.float16, np.float32, np.float64)
     for order in ("<", ">")}
+#: bfloat16, which a .npy header cannot name: its manifest dtype, and the dtype its bits are
+#: stored as (read back as ml_dtypes.bfloat16).
+BFLOAT16 = "bfloat16"
+BFLOAT16_BITS = np.dtype("<u2")
+
+
+def stored_dtype(manifest_dtype: str) -> np.dtype:
+    """The dtype of the .npy member holding a variable of `manifest_dtype` (a checked one)."""
+    return BFLOAT16_BITS if manifest_dtype == BFLOAT16 else DTYPES[manifest_dtype]
 
 # Bounds on what a file may declare; save_variables refuses to write beyond them too.
 MAX_VARIABLES = 1 << 14
@@ -179,9 +189,10 @@ def _check_entry(entry, index: int) -> None:
     what = f"variable {entry['name']!r}"
     if not _KEY.fullmatch(entry["key"]):
         raise _Invalid(f"{what}: key {_short(entry['key'])} is not 'v' and a number")
-    if entry["dtype"] not in DTYPES:
+    if entry["dtype"] not in DTYPES and entry["dtype"] != BFLOAT16:
+        held = sorted({str(d) for d in DTYPES.values()} | {BFLOAT16})
         raise _Invalid(f"{what}: dtype {_short(entry['dtype'])} is not one a variables file "
-                       f"may hold ({', '.join(sorted({str(d) for d in DTYPES.values()}))})")
+                       f"may hold ({', '.join(held)})")
     shape, axes = entry["shape"], entry["axes"]
     if len(shape) > MAX_NDIM or len(axes) != len(shape):
         raise _Invalid(f"{what}: {len(shape)} dimensions and {len(axes)} axes; a variable has "
@@ -424,7 +435,7 @@ class VariablesFile:
         for name, entry in listed.items():
             info = members[name]
             self._check_stored(info, file_size)
-            data = _data_bytes(DTYPES[entry["dtype"]], entry["shape"])
+            data = _data_bytes(stored_dtype(entry["dtype"]), entry["shape"])
             if not data < info.file_size <= data + _NPY_PREFIX_MAX + MAX_NPY_HEADER_BYTES:
                 raise _Invalid(f"member {name} of variable {entry['name']!r} has {info.file_size} "
                                f"bytes, but {entry['dtype']} data of shape "
@@ -438,8 +449,11 @@ class VariablesFile:
         """The array of one manifest entry, checked against the entry before it is allocated."""
         with _refused_as(f"cannot read variables from {self.path}: variable {entry['name']!r}"):
             info = self._infos[entry["key"]]
-            return _read_npy(self._archive, info, DTYPES[entry["dtype"]], tuple(entry["shape"]),
-                             info.file_size)
+            array = _read_npy(self._archive, info, stored_dtype(entry["dtype"]),
+                              tuple(entry["shape"]), info.file_size)
+        if entry["dtype"] == BFLOAT16:
+            return array.astype(np.uint16).view(bfloat16())
+        return array
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from .. import dims
+from ..dtypes import is_bfloat16, kind_of
 from ..errors import AxgraphError, ExecutionError, no_kernel_error
 from ..op_table import OpTable
 from . import ops
@@ -156,7 +157,16 @@ def _pad(node, ctx, x):
 
 @kernel(ops.Dot)
 def _dot(node, ctx, a, b):
-    return np.tensordot(a, b, axes=(list(node.contract_a), list(node.contract_b)))
+    work = _computed_in(a.dtype)
+    result = np.tensordot(a.astype(work, copy=False), b.astype(work, copy=False),
+                          axes=(list(node.contract_a), list(node.contract_b)))
+    return result.astype(node.element_type.dtype, copy=False)
+
+
+def _computed_in(dtype: np.dtype) -> np.dtype:
+    """bfloat16 sums, products and dots run in float32 and round once at the end (as the
+    reference's do); every other type in itself."""
+    return np.dtype(np.float32) if is_bfloat16(dtype) else dtype
 
 
 @kernel(ops.Reduction, when=lambda op_class: reduction_ufunc(op_class) is not None)
@@ -165,7 +175,8 @@ def _reduce(node, ctx, x):
     (no promotion of small ints); an empty dim without the ufunc's identity is an error."""
     if reduction_identity(type(node)) is None and any(x.shape[a] == 0 for a in node.axes):
         raise ExecutionError(f"{node.op.lower()} over an empty dim")
-    return node.reduce_ufunc.reduce(x, axis=node.axes, dtype=x.dtype)
+    result = node.reduce_ufunc.reduce(x, axis=node.axes, dtype=_computed_in(x.dtype))
+    return np.asarray(result).astype(x.dtype, copy=False)
 
 
 @kernel(ops.ArgMax, ops.ArgMin)
@@ -282,7 +293,7 @@ def _convolution_backprop_filters(node, ctx, x, delta):
 
 
 def _lowest(dtype: np.dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return -np.inf if kind_of(dtype) == "f" else np.iinfo(dtype).min
 
 
 def _pool_geometry(node):
@@ -401,7 +412,7 @@ def _scatter_add(node, ctx, inputs, indices, updates):
 def _one_hot(node, ctx, x):
     shape = ctx.shape(node.shape)
     axis = node.one_hot_axis
-    if x.dtype.kind == "f" and not np.all(np.isfinite(x) & (x == np.round(x))):
+    if kind_of(x.dtype) == "f" and not np.all(np.isfinite(x) & (x == np.round(x))):
         raise ExecutionError("one-hot values must be whole numbers")
     _check_indices(x, shape[axis], "one-hot values")
     positions = np.arange(shape[axis]).reshape([-1 if i == axis else 1 for i in range(len(shape))])

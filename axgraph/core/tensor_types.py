@@ -9,13 +9,13 @@ symbolic `Dim` expressions.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Dict, FrozenSet, Iterable, Mapping, Tuple, Union
 
 import numpy as np
 
 from ..dims import Dim, DimLike, parse
 from ..debug_info import user_location
+from ..dtypes import bfloat16
 from ..errors import AxgraphTypeError, AxgraphValueError, DTypeError
 
 
@@ -117,12 +117,7 @@ _BY_DTYPE: Dict[np.dtype, ElementType] = {t.dtype: t for t in _BY_NAME.values()}
 def _bf16() -> ElementType:
     """bfloat16 from ml_dtypes, made once on first use; DTypeError without ml_dtypes."""
     if "bf16" not in _BY_NAME:
-        try:
-            ml_dtypes = importlib.import_module("ml_dtypes")
-        except ImportError:
-            raise DTypeError("element type bf16 needs the optional package ml_dtypes "
-                             "(pip install ml_dtypes)") from None
-        made = ElementType("bf16", ml_dtypes.bfloat16, "float")
+        made = ElementType("bf16", bfloat16(), "float")
         _BY_NAME["bf16"] = made
         _BY_DTYPE[made.dtype] = made
     return _BY_NAME["bf16"]

@@ -15,6 +15,7 @@ import numpy as np
 from .. import core
 from ..axes import Axes
 from ..dims import definitely_equal, known
+from ..dtypes import kind_of
 from ..errors import AxisLengthError, GraphError, no_kernel_error
 from ..op_graph import control, dot, elementwise as ew, random, reductions as red
 from ..op_graph import shape_ops as so
@@ -89,7 +90,7 @@ def _composite_unary(ctx, op, x):
 @rule(ew.UnaryElementWiseOp, when=_is_one_core_op)
 def _unary(ctx, op, x):
     x = ctx.convert(x, op.operand_dtype)
-    if op.ng is not None and op.operand_dtype.kind in op.ng.identity_for:
+    if op.ng is not None and kind_of(op.operand_dtype) in op.ng.identity_for:
         return x
     return op.core_op(x)
 
@@ -99,7 +100,7 @@ def _binary(ctx, op, x, y):
     x_op, y_op = op.args
     x = ctx.align(ctx.convert(x, op.operand_dtype), x_op.axes, op.axes)
     y = ctx.align(ctx.convert(y, op.operand_dtype), y_op.axes, op.axes)
-    logical = op.ng.logical if op.ng is not None and op.operand_dtype.kind == "b" else None
+    logical = op.ng.logical if op.ng is not None and kind_of(op.operand_dtype) == "b" else None
     return (logical or op.core_op)(x, y)
 
 
@@ -166,7 +167,7 @@ def _tensor_size(ctx, op):
 def _dot(ctx, op, x, y):
     x_op, y_op = op.args
     # booleans: NumPy's dot is an or of ands, i.e. a count of both-true pairs != 0
-    dtype = np.int64 if op.dtype.kind == "b" else op.dtype
+    dtype = np.int64 if kind_of(op.dtype) == "b" else op.dtype
     product = core.Dot(ctx.convert(x, dtype), ctx.convert(y, dtype),
                        positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce))
     return ctx.convert(product, op.dtype)

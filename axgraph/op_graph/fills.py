@@ -12,6 +12,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..debug_info import user_location
+from ..dtypes import kind_of
 from ..errors import DTypeError, GraphError
 from .control import AssignOp, SequentialOp
 from .op import Op
@@ -43,7 +44,7 @@ def _scalar_value(tensor: Op, scalar):
                          f"scalar; fill writes one number (use ng.assign for a computed value)",
                          user_location())
     array = np.asarray(scalar)
-    if array.dtype.kind not in "biuf":
+    if kind_of(array.dtype) not in "biuf":
         raise DTypeError(f"fill {tensor.name}: {scalar!r:.60} is not a number", user_location())
     if array.ndim:
         raise GraphError(f"fill {tensor.name}: a scalar is needed, not an array of shape "
@@ -140,7 +141,7 @@ def refill(tensor: Op, draw: Op, name: Optional[str] = None) -> Op:
     """`draw` written into `tensor` when that is a stored, writable tensor, with the
     tensor's new value as value; otherwise `draw` alone (Nervana Graph v0.4's
     `uniform(x)` / `normal(x)` took the axes of any op)."""
-    if not draw.dtype.kind == "f":
+    if kind_of(draw.dtype) != "f":
         raise DTypeError(f"random draws are floating-point; {tensor.name} holds "
                          f"{tensor.dtype}", user_location())
     if not tensor.is_assignable or getattr(tensor, "constant", False):

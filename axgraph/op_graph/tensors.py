@@ -29,7 +29,7 @@ import numpy as np
 from ..axes import Axes, AxesLike, make_axis
 from ..debug_info import user_location
 from ..dims import known
-from ..dtypes import cast
+from ..dtypes import cast, kind_of
 from ..errors import (AxgraphTypeError, AxisLengthError, DTypeError, FeedError, GraphError,
                       IncompatibleAxesError)
 from .op import Op, upstream_ops
@@ -278,9 +278,9 @@ def _checked_initial_value(tensor: AssignableTensorOp, value: InitialValue):
     if callable(value):
         return value
     array = np.asarray(value)
-    if array.dtype.kind not in "biuf":
+    if kind_of(array.dtype) not in "biuf":
         raise tensor.error(DTypeError, f"initial_value of dtype {array.dtype} is not numeric")
-    if tensor.dtype.kind in "biu" and array.dtype.kind == "f":
+    if kind_of(tensor.dtype) in "biu" and kind_of(array.dtype) == "f":
         with np.errstate(invalid="ignore"):
             exact = bool(np.all(np.isfinite(array) & (np.floor(array) == array)))
         if not exact:
@@ -391,7 +391,7 @@ def scalar_constant(value) -> AssignableTensorOp:
     It is stored at full precision (float64 / int64) so that `x * 0.1` is as
     exact in a float64 graph as NumPy's; ops give it the other operand's type.
     """
-    kind = np.asarray(value).dtype.kind
+    kind = kind_of(np.asarray(value).dtype)
     dtype = {"b": np.bool_, "i": np.int64, "u": np.int64}.get(kind, np.float64)
     return AssignableTensorOp((), dtype=dtype, initial_value=value, constant=True,
                               weak_dtype=True)

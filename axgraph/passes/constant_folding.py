@@ -31,6 +31,7 @@ from ..core.node import Node
 from ..core.ops import Constant
 from ..core.traits import is_elementwise
 from ..core.tensor_types import Shape
+from ..dtypes import kind_of
 from ..errors import AxgraphError
 from .manager import RulePass
 from .pattern import Any, Match, Predicate, RewriteRule, uniform_fill, uniform_value
@@ -40,7 +41,7 @@ _NO_BINDINGS = Context({}, {})
 
 
 def _numeric_kind(dtype: np.dtype) -> bool:
-    return dtype.kind in "biuf"
+    return kind_of(dtype) in "biuf"
 
 
 def _run_kernel(node: Node, values: Sequence[np.ndarray]) -> Optional[np.ndarray]:

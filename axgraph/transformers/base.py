@@ -23,7 +23,7 @@ from ..core.function import KNOWN_SHAPES
 from ..debug_info import user_location
 from ..core.backend import check_out_arrays
 from ..dims import bind_shapes
-from ..dtypes import can_feed
+from ..dtypes import can_feed, kind_of, unfit_values
 from ..errors import AxgraphTypeError, FeedError, GraphError, ShapeError, TransformerClosedError
 from ..op_graph.op import Op
 from ..ordered_set import OrderedSet
@@ -414,7 +414,7 @@ def _checked_feed(placeholder: AssignableTensorOp, value) -> np.ndarray:
     is checked with the others', in `Computation._bind`)."""
     array = np.asarray(value)
     expected = _Described(placeholder)
-    if array.dtype.kind not in "biuf" or not can_feed(array.dtype, placeholder.dtype):
+    if kind_of(array.dtype) not in "biuf" or not can_feed(array.dtype, placeholder.dtype):
         raise FeedError(f"{expected} takes {placeholder.dtype} values; got {array.dtype} "
                         f"({FEEDING_RULE})", user_location())
     # Used in place when already of the right type and layout (no copy per call):
@@ -434,27 +434,6 @@ def _checked_feed(placeholder: AssignableTensorOp, value) -> np.ndarray:
 FEEDING_RULE = ("fed data is converted with NumPy's same_kind casting: bools and ints into "
                 "float placeholders, wider into narrower of the same kind; floats into int "
                 "placeholders are refused, and so are values the placeholder's type cannot hold")
-
-
-def unfit_values(array: np.ndarray, converted: np.ndarray) -> Optional[str]:
-    """A description of a value of `array` that its conversion did not keep, or None.
-
-    Narrowing ints must not wrap (2**40 + 5 into int32 is not 5), and finite
-    floats must not become infinite; rounding a float to fewer digits is fine.
-    """
-    if array.size == 0 or np.can_cast(array.dtype, converted.dtype, casting="safe"):
-        return None
-    if converted.dtype.kind in "iu":
-        info = np.iinfo(converted.dtype)
-        low, high = array.min(), array.max()
-        if low < info.min or high > info.max:
-            bad = low if low < info.min else high
-            return f"{bad} (outside {info.min}..{info.max})"
-        return None
-    overflowed = np.isinf(converted) & np.isfinite(array)
-    if overflowed.any():
-        return f"{array[overflowed].flat[0]} (beyond the largest {converted.dtype} value)"
-    return None
 
 
 def _needed_feeds(ops: List[Op], results: Sequence[Op]) -> Dict[AssignableTensorOp, Op]:
@@ -752,7 +731,7 @@ class StoredValue:
     def __setitem__(self, key, value) -> None:
         name = self.tensor.name
         array = np.asarray(value)
-        if array.dtype.kind not in "biuf" or not can_feed(array.dtype, self.dtype):
+        if kind_of(array.dtype) not in "biuf" or not can_feed(array.dtype, self.dtype):
             raise FeedError(f"{name} holds {self.dtype}; {array.dtype} values do not fit it "
                             f"({FEEDING_RULE})", user_location())
         with self.transformer._lock:

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..axes import Axes
+from ..dtypes import is_bfloat16, kind_of
 from ..errors import ExecutionError, no_kernel_error
 from ..op_graph import control, debug, dot, elementwise as ew, nn, random, reductions as red
 from ..op_graph import shape_ops as so
@@ -63,7 +64,7 @@ def _safelog(x):
 
 
 def _floor(x):
-    return np.floor(x) if x.dtype.kind == "f" else x  # integers and booleans are whole
+    return np.floor(x) if kind_of(x.dtype) == "f" else x  # integers and booleans are whole
 
 
 def _relu(x):
@@ -118,6 +119,13 @@ REDUCTIONS: OpTable[Callable] = OpTable("reference reduction", {
     red.Sum: np.sum, red.Prod: np.prod, red.Max: np.max, red.Min: np.min})
 
 
+def _computed_in(dtype: np.dtype) -> np.dtype:
+    """The type a sum, product or dot of `dtype` values is computed in: bfloat16's in
+    float32, rounded once to bfloat16 at the end (the reference's definition, and what
+    accelerators do); every other type in itself, as NumPy computes it."""
+    return np.dtype(np.float32) if is_bfloat16(dtype) else dtype
+
+
 @kernel(*REDUCTIONS)
 def _reduce(op, ctx, x):
     (arg,) = op.args
@@ -125,9 +133,10 @@ def _reduce(op, ctx, x):
     if op.reduction_axes and 0 in x.shape and isinstance(op, (red.Max, red.Min)):
         raise ExecutionError(f"{op.name}: {type(op).__name__.lower()} over an empty axis",
                              op.location)
-    result = REDUCTIONS.lookup(type(op))(x.astype(op.dtype, copy=False), axis=positions)
+    work = _computed_in(op.dtype)
+    result = REDUCTIONS.lookup(type(op))(x.astype(work, copy=False), axis=positions)
     kept = arg.axes - op.reduction_axes
-    return align(np.asarray(result), kept, op.axes)
+    return align(np.asarray(result).astype(op.dtype, copy=False), kept, op.axes)
 
 
 @kernel(red.ArgMax, red.ArgMin)
@@ -153,9 +162,10 @@ def _dot(op, ctx, x, y):
     x_arg, y_arg = op.args
     x_positions = [x_arg.axes.index(a) for a in op.x_reduce]
     y_positions = [y_arg.axes.index(b) for b in op.y_reduce]
-    result = np.tensordot(x.astype(op.dtype, copy=False), y.astype(op.dtype, copy=False),
+    work = _computed_in(op.dtype)
+    result = np.tensordot(x.astype(work, copy=False), y.astype(work, copy=False),
                           axes=(x_positions, y_positions))
-    return np.asarray(result)
+    return np.asarray(result).astype(op.dtype, copy=False)
 
 
 # -- shape ops ------------------------------------------------------------------
@@ -210,7 +220,7 @@ def _pad(op, ctx, x):
 def _one_hot(op, ctx, x):
     classes = ctx.length(op.axis, op)
     labels = np.asarray(x)
-    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
+    if kind_of(labels.dtype) == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
         raise ExecutionError(f"{op.name}: one_hot labels must be whole numbers", op.location)
     labels = labels.astype(np.int64)
     if labels.size and (labels.min() < 0 or labels.max() >= classes):

@@ -7,6 +7,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ...dims import DimLike
+from ...dtypes import kind_of
 from ...errors import DTypeError, ShapeError
 from ..node import Node
 from ..tensor_types import ElementType, Shape, as_dim, i64
@@ -73,7 +74,7 @@ class Parameter(Node):
 
 def _exact_values(op: Node, et: ElementType, value: np.ndarray) -> np.ndarray:
     """`value` as `et`, refusing values that would change (floats into floats may round)."""
-    if value.dtype.kind not in "biuf":
+    if kind_of(value.dtype) not in "biuf":
         raise op._fail(DTypeError, f"value of dtype {value.dtype} is not numeric")
     if et.is_boolean:
         if value.dtype.kind != "b":
@@ -84,7 +85,7 @@ def _exact_values(op: Node, et: ElementType, value: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         converted = value.astype(et.dtype)
         exact = value.dtype.kind == "b" or bool(np.all(converted == value))
-    if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+    if kind_of(value.dtype) == "f" and not np.all(np.isfinite(value)):
         exact = False
     if not exact:
         raise op._fail(DTypeError, f"values are not all representable in {et}")

@@ -52,7 +52,7 @@ import numpy as np
 
 from ...axes import Axes, AxesLike, Axis, make_axis
 from ...debug_info import user_location
-from ...dtypes import DEFAULT_DTYPE
+from ...dtypes import DEFAULT_DTYPE, kind_of
 from ...errors import AxgraphError, AxisLengthError, IncompatibleAxesError
 from ...op_graph import control, lookup, nn, random
 from ...op_graph import convolution as conv
@@ -152,7 +152,7 @@ def feature_axes(axes: AxesLike) -> Axes:
 
 
 def _float_dtype(x: Op) -> np.dtype:
-    return x.dtype if x.dtype.kind == "f" else np.dtype(DEFAULT_DTYPE)
+    return x.dtype if kind_of(x.dtype) == "f" else np.dtype(DEFAULT_DTYPE)
 
 
 def channel_axis(axes: AxesLike) -> Optional[Axis]:

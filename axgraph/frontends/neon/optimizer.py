@@ -42,6 +42,7 @@ Weight decay comes last where v0.4 had none.
 from __future__ import annotations
 
 import abc
+import functools
 
 import numbers
 from typing import Dict, List, Optional, Sequence, cast
@@ -50,6 +51,7 @@ import numpy as np
 
 from ... import autodiff
 from ...debug_info import user_location
+from ...dtypes import DEFAULT_DTYPE, is_bfloat16, kind_of, result_type
 from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, DTypeError,
                       GraphError)
 from ...op_graph import control, elementwise as ew, nn, reductions as red
@@ -423,7 +425,7 @@ class Optimizer(abc.ABC):
         with Op.saved_user_deps():
             cost = _reduced_cost(cost)
             variables = _checked_variables(cost, variables)
-            dtype = np.result_type(*[v.dtype for v in variables])
+            dtype = _update_dtype(functools.reduce(result_type, [v.dtype for v in variables]))
             gradients = autodiff.deriv_many(cost, variables)
             iteration = persistent_tensor((), dtype=np.int32, initial_value=0,
                                           name=f"{self.name}_iteration")
@@ -469,12 +471,20 @@ class Optimizer(abc.ABC):
 
     def _state(self, variable: Op, what: str) -> AssignableTensorOp:
         """A zero-initialized persistent tensor shaped like `variable`."""
-        return persistent_tensor(variable.axes, dtype=variable.dtype, initial_value=0.0,
-                                 name=f"{variable.name}_{what}")
+        return persistent_tensor(variable.axes, dtype=_update_dtype(variable.dtype),
+                                 initial_value=0.0, name=f"{variable.name}_{what}")
 
     @abc.abstractmethod
     def _updates(self, variable: Op, grad: Op, rate: Op, shared: Dict[str, Op]) -> List[Op]:
         """The assigns that update `variable` (and its optimizer state) from its gradient."""
+
+
+def _update_dtype(dtype: np.dtype) -> np.dtype:
+    """The type an optimizer keeps its state and scalars in for variables of `dtype`:
+    float32 for bfloat16, whose 8-bit significand rounds beta_2 = 0.999 to 1 and drops
+    small updates (the update is rounded once, as it is written into the variable);
+    every other float type computes in itself."""
+    return np.dtype(DEFAULT_DTYPE) if is_bfloat16(dtype) else dtype
 
 
 def _checked_variables(cost: Op, variables: Optional[Sequence[Op]]) -> List[AssignableTensorOp]:
@@ -488,7 +498,7 @@ def _checked_variables(cost: Op, variables: Optional[Sequence[Op]]) -> List[Assi
                 and not variable.constant and not variable.input):
             raise GraphError(f"optimizer: {getattr(variable, 'name', variable)!r} is not a variable "
                              f"(a persistent, non-constant stored tensor)", user_location())
-        if variable.dtype.kind != "f":
+        if kind_of(variable.dtype) != "f":
             raise DTypeError(f"optimizer: variable {variable.name} {variable.axes} has dtype "
                              f"{variable.dtype}; only floating-point variables can be trained",
                              user_location())

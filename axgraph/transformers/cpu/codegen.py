@@ -17,6 +17,7 @@ from ... import core
 from ...core import interpreter
 from ...core.node import Node
 from ...core.traits import name_in, reduction_ufunc, takes_out
+from ...dtypes import is_bfloat16
 from ...errors import AxgraphError, ExecutionError, GraphError
 from ...op_table import OpTable
 from ...tensor_description import TensorDescription
@@ -220,6 +221,8 @@ class Program:
         elif self.shapes[node] != (m, n):  # the buffer seen as the (m, n) matrix, made once
             target = f"{out}_mn"
             self.namespace[target] = self.namespace[out].reshape(m, n)
+        if is_bfloat16(node.element_type.dtype):  # in float32, rounded once, as the reference
+            left, right = f"{left}.astype(np.float32)", f"{right}.astype(np.float32)"
         return f"np.matmul({left}, {right}, out={target})"
 
     def _view(self, node: Node) -> str:
@@ -340,8 +343,12 @@ def _reduce(p: Program, node: Node, index: int) -> str:
     wrapper costs more than a small reduction itself."""
     assert isinstance(node, core.Reduction) and node.reduce_ufunc is not None
     (x,), out = p._args(node), p.names[node]
-    return p._outer_sum(node, x, out, index) or \
-        f"np.{node.reduce_ufunc.__name__}.reduce({x}, axis={tuple(node.axes)}, out={out})"
+    reduce = f"np.{node.reduce_ufunc.__name__}.reduce({x}, axis={tuple(node.axes)}"
+    if is_bfloat16(node.element_type.dtype):
+        # NumPy would round every partial sum to bfloat16 (a long sum stalls); the
+        # reference computes in float32 and rounds once
+        return f"{out}[...] = {reduce}, dtype=np.float32)"
+    return p._outer_sum(node, x, out, index) or f"{reduce}, out={out})"
 
 
 @CODE.register(core.Dot)

@@ -36,6 +36,7 @@ import numpy as np
 from ... import core
 from ...core.node import Node
 from ...core.traits import name_in, numpy_denominator, numpy_function, takes_out, ufunc_name
+from ...dtypes import is_bfloat16
 from ...errors import ExecutionError
 from ...op_table import OpTable
 from . import parallel, runtime
@@ -76,7 +77,13 @@ def _literal(value: np.ndarray, dtype: np.dtype) -> str:
             text = repr(item)
     else:
         text = repr(item)
-    return f"np.asarray({text}, dtype=np.{dtype.name})"
+    return f"np.asarray({text}, dtype={_dtype_text(dtype)})"
+
+
+def _dtype_text(dtype: np.dtype) -> str:
+    """Python text for `dtype` in a kernel: `np.float32`; bfloat16 (not a NumPy
+    attribute) by its registered name."""
+    return f'np.dtype("{dtype.name}")' if is_bfloat16(dtype) else f"np.{dtype.name}"
 
 
 class _Writer:
@@ -129,7 +136,7 @@ class _Writer:
 
     def _scalar(self, dtype: np.dtype, value: int) -> str:
         name = f"k{len(self.constants)}"
-        self.constants.append(f"{name} = np.asarray({value}, dtype=np.{dtype.name})")
+        self.constants.append(f"{name} = np.asarray({value}, dtype={_dtype_text(dtype)})")
         return name
 
     def _allocate(self, dtype: np.dtype) -> int:
@@ -257,15 +264,15 @@ class _Writer:
         ufunc = reduction.reduce_ufunc.__name__
         element = final.element_type
         wide = reduction.wide_accumulator and element.is_float
-        acc = "float64" if wide else element.dtype.name
-        rows_reduce = f"np.{ufunc}.reduce(v, axis=1, dtype=np.{acc}, out=part[:r1 - r0])"
-        one_reduce = f"np.{ufunc}.reduce(v, dtype=np.{acc})"
+        acc = "np.float64" if wide else _dtype_text(element.dtype)
+        rows_reduce = f"np.{ufunc}.reduce(v, axis=1, dtype={acc}, out=part[:r1 - r0])"
+        one_reduce = f"np.{ufunc}.reduce(v, dtype={acc})"
         combine = f"total = s if total is None else np.{ufunc}(total, s)"
         lines += [
             "    o = out.reshape(-1)",
             "    if inner <= block_size:  # whole rows per block",
             "        rows = max(1, block_size // inner)",
-            f"        part = np.empty(rows, dtype=np.{acc})",
+            f"        part = np.empty(rows, dtype={acc})",
             "        for r0 in range(0, outer, rows):",
             "            r1 = min(r0 + rows, outer)",
             "            v = block(r0 * inner, r1 * inner, fin[:(r1 - r0) * inner])",

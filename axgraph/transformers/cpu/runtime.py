@@ -13,6 +13,7 @@ import numpy as np
 from ... import core
 # The reference's own out= kernels, called by the generated code as rt.<name>.
 from ...core.interpreter import gather, scatter_add  # noqa: F401
+from ...dtypes import kind_of
 from ...errors import ExecutionError
 from ...op_table import OpTable
 
@@ -171,7 +172,7 @@ def one_hot(x: np.ndarray, positions: np.ndarray, expanded: Sequence[int],
     """out[..., i, ...] = (x == i) along the axis `positions` runs on (x viewed with the
     `expanded` shape: a 1 there); values outside [0, n) or not whole raise."""
     if x.size:
-        if x.dtype.kind == "f" and not np.all(np.isfinite(x) & (x == np.round(x))):
+        if kind_of(x.dtype) == "f" and not np.all(np.isfinite(x) & (x == np.round(x))):
             raise ExecutionError("one-hot values must be whole numbers")
         low, high = x.min(), x.max()
         if low < 0 or high >= positions.size:
