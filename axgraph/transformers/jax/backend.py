@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ... import core
@@ -53,6 +54,23 @@ class Cost(NamedTuple):
     transcendentals: float
 
 
+class FailedCheckError(ExecutionError):
+    """A check on the values failed during a call (a label out of range, an integer
+    division by zero).
+
+    Attributes
+    ----------
+    kept_arguments : dict of int to jax.Array
+        By position, each argument the call donated, now held by this array with its
+        value unchanged (the donated array itself is gone).
+    """
+
+    def __init__(self, message: str, location: Optional[Tuple[str, int]],
+                 kept_arguments: Dict[int, Any]):
+        super().__init__(message, location)
+        self.kept_arguments = kept_arguments
+
+
 class Program:
     """One binding's traced program: its jitted forms (one per set of donated arguments),
     the random nodes whose host draws it takes, and the checks its trace recorded."""
@@ -64,24 +82,36 @@ class Program:
         self.wide_floats = wide_floats
         self.random_nodes = [n for n in function.nodes
                              if isinstance(n, (core.RandomUniform, core.RandomNormal))]
+        #: The shape of each random node's draw at this binding.
+        ctx = TraceContext(bindings, {})
+        self.draw_shapes = [ctx.shape(n.shape) for n in self.random_nodes]
+        #: (dtype, shape) of each result at this binding.
+        self.result_types = [(r.element_type.dtype, ctx.shape(r.shape))
+                             for r in function.results]
         #: (node, message) of each check, in the order the trace made them.
         self.checks: List[Tuple[Node, str]] = []
-        self.jitted: Dict[Tuple[int, ...], Any] = {}
+        self.jitted: Dict[Tuple[Tuple[int, int], ...], Any] = {}
         self.has_host_calls = any(isinstance(n, HostCall) for n in function.nodes)
-        self._may_fail: Optional[bool] = None
 
-    def may_fail(self, scope) -> bool:
-        """Whether a call can end in an ExecutionError from a check on the values (found by
-        tracing, in `scope`, without compiling): such a call must not donate, or the
-        stored values it would leave unchanged are gone."""
-        if self._may_fail is None:
-            with scope:
-                jax.eval_shape(self.trace, *self.argument_specs())
-            self._may_fail = bool(self.checks)
-        return self._may_fail
+    def traced(self, guarded: Tuple[Tuple[int, int], ...] = ()):
+        """The function to jit: `trace`, each result k of `guarded`'s (k, j) pairs keeping
+        argument j's value when a check fails (so j may be donated: a failed call hands
+        the stored value back unchanged)."""
+        def run(*arguments):
+            results, checks = self.trace(*arguments)
+            if not checks or not guarded:
+                return results, checks
+            passed = ~jnp.any(checks[0])
+            kept = list(results)
+            for k, j in guarded:
+                kept[k] = jnp.where(passed, results[k], arguments[j])
+            return tuple(kept), checks
+        return run
 
     def trace(self, *arguments):
-        """The function's results from its arguments and the random draws (traced)."""
+        """The function's results from its arguments and the random draws (traced), and
+        the checks: () when there are none, else (one bool per check, set where it
+        failed; the values each message shows)."""
         count = len(self.function.parameters)
         ctx = TraceContext(self.bindings, dict(zip(self.random_nodes, arguments[count:])),
                            self.wide_floats)
@@ -90,8 +120,11 @@ class Program:
             if node not in values:
                 values[node] = run_kernel(node, ctx, [values[i] for i in node.inputs])
         self.checks = [(check.node, check.message) for check in ctx.checks]
-        flags = tuple((check.flag, check.values) for check in ctx.checks)
-        return tuple(values[r] for r in self.function.results), flags
+        results = tuple(values[r] for r in self.function.results)
+        if not ctx.checks:
+            return results, ()
+        flags = jnp.stack([jnp.asarray(check.flag, bool) for check in ctx.checks])
+        return results, (flags, tuple(check.values for check in ctx.checks))
 
     def argument_specs(self) -> List[Any]:
         """The shape and type of every argument at this binding (to lower without data)."""
@@ -100,11 +133,13 @@ class Program:
         return [jax.ShapeDtypeStruct(ctx.shape(n.shape), n.element_type.dtype) for n in nodes]
 
 
-def _jit(program: Program, donated: Tuple[int, ...], placement=None):
-    """The one place programs are handed to `jax.jit` (placement options join here)."""
+def _jit(program: Program, guarded: Tuple[Tuple[int, int], ...], placement=None):
+    """The one place programs are handed to `jax.jit` (placement options join here), the
+    arguments j of `guarded`'s (result k, argument j) pairs donated."""
+    donated = tuple(j for _, j in guarded)
     if placement is not None:  # a sharded transformer's: arguments and results on a mesh
-        return placement.jit(program.trace, donated, len(program.random_nodes))
-    return jax.jit(program.trace, donate_argnums=donated)
+        return placement.jit(program.traced(guarded), donated, len(program.random_nodes))
+    return jax.jit(program.traced(guarded), donate_argnums=donated)
 
 
 class JaxFunction:
@@ -198,24 +233,25 @@ class JaxFunction:
         return self.program(bindings), arguments
 
     def _run(self, program: Program, arguments: Tuple, donate) -> Tuple[Any, ...]:
-        ctx = TraceContext(program.bindings, {})
-        drawn = [_draw(node, self._generators[node], ctx.shape(node.shape))
-                 for node in program.random_nodes]
-        donated = () if not donate or program.may_fail(self._scope()) \
-            else self._donated(program, arguments, donate)
-        jitted = program.jitted.get(donated)
+        drawn = [_draw(node, self._generators[node], shape)
+                 for node, shape in zip(program.random_nodes, program.draw_shapes)]
+        guarded = self._donated(program, arguments, donate) if donate else ()
+        jitted = program.jitted.get(guarded)
         if jitted is None:
-            jitted = program.jitted[donated] = _jit(program, donated, self.placement)
+            jitted = program.jitted[guarded] = _jit(program, guarded, self.placement)
         with self._scope():  # (64-bit types kept: NumPy float64 stays float64 on the device)
             if self.placement is not None:  # on a mesh: each argument split by its axes
                 arguments, drawn = self.placement.place(arguments, drawn)
-            elif donated:  # the caller's NumPy arrays are copied to buffers XLA may write over
+            elif guarded:  # the caller's NumPy arrays are copied to buffers XLA may write over
+                donated = {j for _, j in guarded}
                 arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
                                   if j in donated and not isinstance(a, jax.Array) else a
                                   for j, a in enumerate(arguments))
-            results, flags = jitted(*arguments, *drawn)
-            if flags:
-                self._raise_failed_checks(program, jax.device_get(flags))
+            results, checks = jitted(*arguments, *drawn)
+            if checks:
+                flags = np.asarray(checks[0])  # one small copy per call
+                if flags.any():
+                    self._raise_failed_check(program, flags, checks[1], results, guarded)
             if program.has_host_calls:  # the prints are done when the call returns
                 jax.effects_barrier()
         return tuple(results)
@@ -228,27 +264,29 @@ class JaxFunction:
         return stack
 
     def _donated(self, program: Program, arguments: Tuple, donate: Mapping[int, int]
-                 ) -> Tuple[int, ...]:
-        """The arguments XLA may write results over: those of a result's shape and type,
-        passed once. The same whether an argument is a NumPy array (the first call, state
-        fresh from its initializer) or a device array, so that one program serves both."""
-        ctx = TraceContext(program.bindings, {})
+                 ) -> Tuple[Tuple[int, int], ...]:
+        """The (result, argument) pairs whose argument XLA may write the result over: an
+        argument of the result's shape and type, passed once. The same whether an
+        argument is a NumPy array (the first call, state fresh from its initializer) or a
+        device array, so that one program serves both."""
         taken = []
         for k, j in donate.items():
             array = arguments[j]
-            result = self.function.results[k]
-            if array.dtype == result.element_type.dtype \
-                    and tuple(array.shape) == ctx.shape(result.shape) \
+            result = program.result_types[k]
+            if array.dtype == result[0] and tuple(array.shape) == result[1] \
                     and sum(a is array for a in arguments) == 1:
-                taken.append(j)
-        return tuple(sorted(set(taken)))
+                taken.append((k, j))
+        return tuple(sorted(taken, key=lambda pair: pair[1]))
 
     @staticmethod
-    def _raise_failed_checks(program: Program, flags) -> None:
-        for (node, message), (flag, values) in zip(program.checks, flags):
-            if bool(flag):
-                text = message.format(*[np.asarray(v).item() for v in values])
-                raise ExecutionError(f"{node.op} {node.name}: {text}", node.location)
+    def _raise_failed_check(program: Program, flags: np.ndarray, values, results,
+                            guarded: Tuple[Tuple[int, int], ...]) -> None:
+        """The first failed check's error."""
+        index = int(np.argmax(flags))
+        node, message = program.checks[index]
+        text = message.format(*[np.asarray(v).item() for v in values[index]])
+        raise FailedCheckError(f"{node.op} {node.name}: {text}", node.location,
+                               {j: results[k] for k, j in guarded})
 
     # -- inspection ---------------------------------------------------------------------------------
     def _lowered(self, bindings: Optional[Mapping[str, int]]):
