@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, cast
 
+import jax
+
 from ...debug_info import user_location
 from ...errors import TransformerClosedError
 from ..base import Computation, _checked_feed
@@ -46,11 +48,11 @@ class JaxComputation(Computation):
             finally:
                 transformer._keep_on_device = saved
 
+    _direct_feeds = (jax.Array,)
+
     def _feed_value(self, placeholder, value):
         """A `jax.Array` of the placeholder's exact type is used as it is (no host round
         trip); anything else is converted and checked as on every transformer."""
-        import jax
-
         if isinstance(value, jax.Array) and value.dtype == placeholder.dtype:
             return value
         return _checked_feed(placeholder, value)
