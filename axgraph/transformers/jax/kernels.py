@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.experimental import io_callback
 
 from ... import dims
 from ...core import ops
@@ -526,13 +527,16 @@ def _fused(node, ctx, *inputs):
 @kernel(HostCall)
 def _host_call(node, ctx, x, *after):
     """Run on the host by the interpreter's kernel of the call, in program order (an ordered
-    callback: a print shows when the program reaches it); the value passes through."""
+    callback: a print shows when the program reaches it, on a mesh too); the value passes
+    through."""
     run_on_host = INTERPRETER_KERNELS.lookup(type(node))
 
     def effect(*values):
         run_on_host(node, None, *[np.asarray(v) for v in values])
 
-    jax.debug.callback(effect, x, *after, ordered=True)
+    # io_callback, unlike jax.debug.callback, stays ordered in a program split over several
+    # devices: the callback gets each value whole, once.
+    io_callback(effect, None, x, *after, ordered=True)
     return x
 
 
