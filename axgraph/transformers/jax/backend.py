@@ -8,7 +8,9 @@ backend keeps its programs (`cache_info()` shows them). A call may pass
 NumPy arrays or `jax.Array` values; results come back as NumPy arrays
 (`__call__`) or stay on the device (`run_on_device`). Donated arguments
 (`donate=`, taken for arguments that are `jax.Array` values of a result's
-shape and type) are given to XLA to write results over.
+shape and type) are given to XLA to write results over; in a program with
+checks on the values each such result is the old value wherever a check failed,
+so a failed call raises `FailedCheckError` holding the arguments' values intact.
 
 Float64 and int64: JAX computes in 32 bits unless `jax_enable_x64` is set.
 Every trace and call here runs inside the scoped `jax.enable_x64(True)`
