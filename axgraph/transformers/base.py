@@ -109,7 +109,7 @@ class Computation:
 
     #: Array types other than NumPy's that `_feed_value` takes as they are when of the
     #: placeholder's exact type (a device transformer's own arrays).
-    _direct_feeds: Tuple[type, ...] = ()
+    _direct_feeds: Tuple[Any, ...] = ()
 
     def __init__(self, transformer: "Transformer", results,
                  parameters: Sequence[AssignableTensorOp]):
