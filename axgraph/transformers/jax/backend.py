@@ -110,7 +110,7 @@ class Program:
             results, checks = self.trace(*arguments)
             if not checks or not guarded:
                 return results, checks
-            passed = ~jnp.any(checks[0])
+            passed = checks[0] == 0
             kept = list(results)
             for k, j in guarded:
                 kept[k] = jnp.where(passed, results[k], arguments[j])
@@ -119,8 +119,8 @@ class Program:
 
     def trace(self, *arguments):
         """The function's results from its arguments and the random draws (traced), and
-        the checks: () when there are none, else (one bool per check, set where it
-        failed; the values each message shows)."""
+        the checks: () when there are none, else (the failed one: 0 when all passed, else
+        1 + the index of the first that failed; the values each message shows)."""
         count = len(self.function.parameters)
         ctx = TraceContext(self.bindings, dict(zip(self.random_nodes, arguments[count:])),
                            self.wide_floats)
@@ -133,7 +133,8 @@ class Program:
         if not ctx.checks:
             return results, ()
         flags = jnp.stack([jnp.asarray(check.flag, bool) for check in ctx.checks])
-        return results, (flags, tuple(check.values for check in ctx.checks))
+        failed = jnp.where(jnp.any(flags), jnp.argmax(flags) + 1, 0).astype(np.int32)
+        return results, (failed, tuple(check.values for check in ctx.checks))
 
     def argument_specs(self) -> List[Any]:
         """The shape and type of every argument at this binding (to lower without data)."""
@@ -271,7 +272,9 @@ class JaxFunction:
         jitted = program.jitted.get(guarded)
         if jitted is None:
             jitted = program.jitted[guarded] = _jit(program, guarded, self.placement)
-        with self._scope():  # (64-bit types kept: NumPy float64 stays float64 on the device)
+        # `_scope()`, written out (the cost of a call counts): 64-bit types kept, NumPy
+        # float64 stays float64 on the device
+        with jax.enable_x64(True), jax.default_device(self.device):
             if self.placement is not None:  # on a mesh: each argument split by its axes
                 arguments, drawn = self.placement.place(arguments, drawn)
             elif guarded:  # the caller's NumPy arrays are copied to buffers XLA may write over
@@ -281,9 +284,10 @@ class JaxFunction:
                                   for j, a in enumerate(arguments))
             results, checks = jitted(*arguments, *drawn)
             if checks:
-                flags = np.asarray(checks[0])  # one small copy per call
-                if flags.any():
-                    self._raise_failed_check(program, flags, checks[1], results, guarded)
+                failed = int(np.asarray(checks[0]))  # one small copy per call
+                if failed:
+                    self._raise_failed_check(program, failed - 1, checks[1], results,
+                                             guarded)
             if program.has_host_calls:  # the prints are done when the call returns
                 jax.effects_barrier()
         return tuple(results)
@@ -322,10 +326,9 @@ class JaxFunction:
         return tuple(sorted(taken, key=lambda pair: pair[1]))
 
     @staticmethod
-    def _raise_failed_check(program: Program, flags: np.ndarray, values, results,
+    def _raise_failed_check(program: Program, index: int, values, results,
                             guarded: Tuple[Tuple[int, int], ...]) -> None:
         """The first failed check's error."""
-        index = int(np.argmax(flags))
         node, message = program.checks[index]
         text = message.format(*[np.asarray(v).item() for v in values[index]])
         raise FailedCheckError(f"{node.op} {node.name}: {text}", node.location,
