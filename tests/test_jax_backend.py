@@ -195,8 +195,9 @@ def test_prints_run_in_program_order(capsys):
 
 
 def test_a_failed_check_leaves_the_stored_values_as_they_were():
-    """A call that raises after running (a label out of range) donated nothing: the
-    variable it would have updated keeps its value, and the next call updates it."""
+    """A call that raises after running (a label out of range) still donates the variable
+    (its old array is gone) but hands its value back unchanged, and the next call updates
+    it."""
     C = ng.make_axis(length=3, name="C")
     N = ng.make_axis(length=2, name="N")
     labels = ng.placeholder([N], dtype=np.int32, name="labels")
@@ -205,7 +206,10 @@ def test_a_failed_check_leaves_the_stored_values_as_they_were():
     with ng.make_transformer("jax") as t:
         step = t.computation(tally, labels)
         step(np.array([0, 2], np.int32))
+        before = t.state[counts]
         with pytest.raises(ExecutionError, match=r"one-hot values must lie in \[0, 3\)"):
             step(np.array([1, 3], np.int32))
+        assert before.is_deleted()  # donated, not copied
+        np.testing.assert_array_equal(counts.value.get(), [1.0, 0.0, 1.0])
         step(np.array([2, 2], np.int32))
         np.testing.assert_array_equal(counts.value.get(), [1.0, 0.0, 3.0])

@@ -244,9 +244,14 @@ def test_a_mapping_that_cannot_place_a_tensor_is_refused(single):
     assert errors["fed_indivisible"]["type"] == "ShardingError"
     assert "axis B of length 6" in errors["fed_indivisible"]["message"]
     assert "mesh axis 'data' of size 4" in errors["fed_indivisible"]["message"]
-    assert errors["print"]["type"] == "ShardingError"
-    assert "(a PrintOp) cannot run in a computation split over the mesh's 4 devices" in \
-        errors["print"]["message"]
+
+
+def test_prints_on_a_mesh_show_each_value_whole_once_in_program_order(single):
+    printed = single[0]["errors"]["print"]
+    doubled = 2 * np.arange(8.0)
+    assert printed["stdout"].splitlines() == [f"doubled: {doubled.astype(np.float32)}",
+                                              f"plus one: {(doubled + 1).astype(np.float32)}"]
+    assert printed["result"] == (doubled + 1).tolist()
 
 
 def test_the_char_lstm_example_runs_split_on_its_batch_axis(single):

@@ -81,6 +81,21 @@ def test_mnist_mlp_reaches_90_percent_on_stand_in_digits(run_program, tmp_path):
     np.testing.assert_allclose(history["cost/misclass_pct"][-1], result["misclass_pct"])
 
 
+def test_mnist_mlp_runs_on_jax_with_dash_b_as_v04_ran_on_gpu(run_program, tmp_path):
+    """`-b jax` (v0.4 programs said `-b gpu` for their GPU transformer) runs the same
+    program compiled by XLA, to the same accuracy."""
+    pytest.importorskip("jax")
+    program, _ = run_program("mnist_mlp", ["-z", "32", "-t", "120", "--iter_interval", "60",
+                                           "-b", "jax"])
+    assert program["args"].backend == "jax"
+    assert program["loss_computation"].comp_func.transformer.transformer_name == "jax"
+    costs = train_costs(program)
+    assert len(costs) == 120
+    assert costs[-20:].mean() < 0.25 * costs[:20].mean()
+    result = loop_eval(program["valid_set"], program["loss_computation"])
+    assert 1 - result["misclass_pct"] >= 0.90
+
+
 def test_cifar10_mlp_learns_on_stand_in_images(run_program, tmp_path):
     program, stderr = run_program("cifar10_mlp", ["-z", "16", "-t", "40",
                                                   "--iter_interval", "40"])

@@ -107,6 +107,10 @@ class Computation:
     transformer runs one call at a time (see `Transformer`).
     """
 
+    #: Array types other than NumPy's that `_feed_value` takes as they are when of the
+    #: placeholder's exact type (a device transformer's own arrays).
+    _direct_feeds: Tuple[Any, ...] = ()
+
     def __init__(self, transformer: "Transformer", results,
                  parameters: Sequence[AssignableTensorOp]):
         self.transformer = transformer
@@ -271,8 +275,10 @@ class Computation:
         """The fed arrays by placeholder, converted and checked, and the lengths they bind."""
         if not feed_dict and len(values) == len(self.parameters):
             try:
+                direct = self._direct_feeds
                 key = tuple((v.dtype, v.shape) for v in values
-                            if type(v) is np.ndarray and v.flags.c_contiguous)
+                            if (type(v) is np.ndarray and v.flags.c_contiguous)
+                            or isinstance(v, direct))
                 bindings = self._known_feeds.get(key) if len(key) == len(values) else None
             except TypeError:  # an unhashable dtype: no shortcut
                 bindings = None

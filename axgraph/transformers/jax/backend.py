@@ -8,7 +8,9 @@ backend keeps its programs (`cache_info()` shows them). A call may pass
 NumPy arrays or `jax.Array` values; results come back as NumPy arrays
 (`__call__`) or stay on the device (`run_on_device`). Donated arguments
 (`donate=`, taken for arguments that are `jax.Array` values of a result's
-shape and type) are given to XLA to write results over.
+shape and type) are given to XLA to write results over; in a program with
+checks on the values each such result is the old value wherever a check failed,
+so a failed call raises `FailedCheckError` holding the arguments' values intact.
 
 Float64 and int64: JAX computes in 32 bits unless `jax_enable_x64` is set.
 Every trace and call here runs inside the scoped `jax.enable_x64(True)`
@@ -22,6 +24,7 @@ from collections import OrderedDict
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ... import core
@@ -33,6 +36,10 @@ from ...errors import ExecutionError, FeedError, ShapeError, no_kernel_error
 from ..cpu.backend import CACHE_SIZE, checked_cache_size
 from .devices import find_device
 from .kernels import KERNELS, TraceContext, run_kernel
+
+
+#: The most argument shapes remembered per function (beyond them the memory starts over).
+KNOWN_ARGUMENTS = 64
 
 
 class Cost(NamedTuple):
@@ -53,6 +60,23 @@ class Cost(NamedTuple):
     transcendentals: float
 
 
+class FailedCheckError(ExecutionError):
+    """A check on the values failed during a call (a label out of range, an integer
+    division by zero).
+
+    Attributes
+    ----------
+    kept_arguments : dict of int to jax.Array
+        By position, each argument the call donated, now held by this array with its
+        value unchanged (the donated array itself is gone).
+    """
+
+    def __init__(self, message: str, location: Optional[Tuple[str, int]],
+                 kept_arguments: Dict[int, Any]):
+        super().__init__(message, location)
+        self.kept_arguments = kept_arguments
+
+
 class Program:
     """One binding's traced program: its jitted forms (one per set of donated arguments),
     the random nodes whose host draws it takes, and the checks its trace recorded."""
@@ -64,24 +88,39 @@ class Program:
         self.wide_floats = wide_floats
         self.random_nodes = [n for n in function.nodes
                              if isinstance(n, (core.RandomUniform, core.RandomNormal))]
+        #: The shape of each random node's draw at this binding.
+        ctx = TraceContext(bindings, {})
+        self.draw_shapes = [ctx.shape(n.shape) for n in self.random_nodes]
+        #: (dtype, shape) of each result at this binding.
+        self.result_types = [(r.element_type.dtype, ctx.shape(r.shape))
+                             for r in function.results]
         #: (node, message) of each check, in the order the trace made them.
         self.checks: List[Tuple[Node, str]] = []
-        self.jitted: Dict[Tuple[int, ...], Any] = {}
+        self.jitted: Dict[Tuple[Tuple[int, int], ...], Any] = {}
+        #: The (result, argument) pairs donated, by the `donate=` items of a call that
+        #: passes no array twice (the types and shapes are the binding's).
+        self.donated: Dict[tuple, Tuple[Tuple[int, int], ...]] = {}
         self.has_host_calls = any(isinstance(n, HostCall) for n in function.nodes)
-        self._may_fail: Optional[bool] = None
 
-    def may_fail(self, scope) -> bool:
-        """Whether a call can end in an ExecutionError from a check on the values (found by
-        tracing, in `scope`, without compiling): such a call must not donate, or the
-        stored values it would leave unchanged are gone."""
-        if self._may_fail is None:
-            with scope:
-                jax.eval_shape(self.trace, *self.argument_specs())
-            self._may_fail = bool(self.checks)
-        return self._may_fail
+    def traced(self, guarded: Tuple[Tuple[int, int], ...] = ()):
+        """The function to jit: `trace`, each result k of `guarded`'s (k, j) pairs keeping
+        argument j's value when a check fails (so j may be donated: a failed call hands
+        the stored value back unchanged)."""
+        def run(*arguments):
+            results, checks = self.trace(*arguments)
+            if not checks or not guarded:
+                return results, checks
+            passed = checks[0] == 0
+            kept = list(results)
+            for k, j in guarded:
+                kept[k] = jnp.where(passed, results[k], arguments[j])
+            return tuple(kept), checks
+        return run
 
     def trace(self, *arguments):
-        """The function's results from its arguments and the random draws (traced)."""
+        """The function's results from its arguments and the random draws (traced), and
+        the checks: () when there are none, else (the failed one: 0 when all passed, else
+        1 + the index of the first that failed; the values each message shows)."""
         count = len(self.function.parameters)
         ctx = TraceContext(self.bindings, dict(zip(self.random_nodes, arguments[count:])),
                            self.wide_floats)
@@ -90,8 +129,12 @@ class Program:
             if node not in values:
                 values[node] = run_kernel(node, ctx, [values[i] for i in node.inputs])
         self.checks = [(check.node, check.message) for check in ctx.checks]
-        flags = tuple((check.flag, check.values) for check in ctx.checks)
-        return tuple(values[r] for r in self.function.results), flags
+        results = tuple(values[r] for r in self.function.results)
+        if not ctx.checks:
+            return results, ()
+        flags = jnp.stack([jnp.asarray(check.flag, bool) for check in ctx.checks])
+        failed = jnp.where(jnp.any(flags), jnp.argmax(flags) + 1, 0).astype(np.int32)
+        return results, (failed, tuple(check.values for check in ctx.checks))
 
     def argument_specs(self) -> List[Any]:
         """The shape and type of every argument at this binding (to lower without data)."""
@@ -100,11 +143,13 @@ class Program:
         return [jax.ShapeDtypeStruct(ctx.shape(n.shape), n.element_type.dtype) for n in nodes]
 
 
-def _jit(program: Program, donated: Tuple[int, ...], placement=None):
-    """The one place programs are handed to `jax.jit` (placement options join here)."""
+def _jit(program: Program, guarded: Tuple[Tuple[int, int], ...], placement=None):
+    """The one place programs are handed to `jax.jit` (placement options join here), the
+    arguments j of `guarded`'s (result k, argument j) pairs donated."""
+    donated = tuple(j for _, j in guarded)
     if placement is not None:  # a sharded transformer's: arguments and results on a mesh
-        return placement.jit(program.trace, donated, len(program.random_nodes))
-    return jax.jit(program.trace, donate_argnums=donated)
+        return placement.jit(program.traced(guarded), donated, len(program.random_nodes))
+    return jax.jit(program.traced(guarded), donate_argnums=donated)
 
 
 class JaxFunction:
@@ -128,6 +173,9 @@ class JaxFunction:
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         self._programs: "OrderedDict[Tuple, Program]" = OrderedDict()
         self._hits = self._misses = 0
+        #: (type, dtype, shape) of each argument of calls whose arguments were taken as
+        #: they are, to the sizes they bound.
+        self._known_arguments: Dict[tuple, Dict[str, int]] = {}
         self.last_program: Optional[Program] = None
         #: Where arguments and results live on a device mesh (`sharding.Placement`), set by
         #: a sharded transformer before the first call; None: on `device`.
@@ -136,6 +184,10 @@ class JaxFunction:
     # -- the cache of programs per binding ------------------------------------------------------
     def program(self, bindings: Dict[str, int]) -> Program:
         """The program for `bindings` (made on first use), now the most recently used."""
+        last = self.last_program
+        if last is not None and last.bindings == bindings:  # the common case: as last time
+            self._hits += 1
+            return last
         key = tuple(sorted(bindings.items()))
         program = self._programs.get(key)
         if program is None:
@@ -194,28 +246,48 @@ class JaxFunction:
         return self._run(program, arguments, donate)
 
     def _prepare(self, arrays) -> Tuple[Program, Tuple]:
+        # A call whose arguments have the types and shapes of an earlier call's, each
+        # taken as it is (a jax.Array or C-ordered NumPy array of its parameter's exact
+        # type), binds the same sizes: the checks that call passed hold.
+        try:
+            key: Optional[tuple] = tuple((type(a), a.dtype, a.shape) for a in arrays)
+        except AttributeError:  # not an array: the full checks say so
+            key = None
+        bindings = self._known_arguments.get(key) if key is not None else None
+        if bindings is not None and len(arrays) == len(self.function.parameters) \
+                and all(type(a) is not np.ndarray or a.flags.c_contiguous for a in arrays):
+            return self.program(bindings), tuple(arrays)
         arguments, bindings = bind_jax_arguments(self.function, arrays)
+        if key is not None and all(a is b for a, b in zip(arguments, arrays)) \
+                and all(type(a) is not np.ndarray or a.flags.c_contiguous for a in arrays):
+            if len(self._known_arguments) >= KNOWN_ARGUMENTS:  # a stream of new shapes
+                self._known_arguments.clear()
+            self._known_arguments[key] = bindings
         return self.program(bindings), arguments
 
     def _run(self, program: Program, arguments: Tuple, donate) -> Tuple[Any, ...]:
-        ctx = TraceContext(program.bindings, {})
-        drawn = [_draw(node, self._generators[node], ctx.shape(node.shape))
-                 for node in program.random_nodes]
-        donated = () if not donate or program.may_fail(self._scope()) \
-            else self._donated(program, arguments, donate)
-        jitted = program.jitted.get(donated)
+        drawn = [_draw(node, self._generators[node], shape)
+                 for node, shape in zip(program.random_nodes, program.draw_shapes)]
+        guarded = self._donated(program, arguments, donate) if donate else ()
+        jitted = program.jitted.get(guarded)
         if jitted is None:
-            jitted = program.jitted[donated] = _jit(program, donated, self.placement)
-        with self._scope():  # (64-bit types kept: NumPy float64 stays float64 on the device)
+            jitted = program.jitted[guarded] = _jit(program, guarded, self.placement)
+        # `_scope()`, written out (the cost of a call counts): 64-bit types kept, NumPy
+        # float64 stays float64 on the device
+        with jax.enable_x64(True), jax.default_device(self.device):
             if self.placement is not None:  # on a mesh: each argument split by its axes
                 arguments, drawn = self.placement.place(arguments, drawn)
-            elif donated:  # the caller's NumPy arrays are copied to buffers XLA may write over
+            elif guarded:  # the caller's NumPy arrays are copied to buffers XLA may write over
+                donated = {j for _, j in guarded}
                 arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
                                   if j in donated and not isinstance(a, jax.Array) else a
                                   for j, a in enumerate(arguments))
-            results, flags = jitted(*arguments, *drawn)
-            if flags:
-                self._raise_failed_checks(program, jax.device_get(flags))
+            results, checks = jitted(*arguments, *drawn)
+            if checks:
+                failed = int(np.asarray(checks[0]))  # one small copy per call
+                if failed:
+                    self._raise_failed_check(program, failed - 1, checks[1], results,
+                                             guarded)
             if program.has_host_calls:  # the prints are done when the call returns
                 jax.effects_barrier()
         return tuple(results)
@@ -228,27 +300,39 @@ class JaxFunction:
         return stack
 
     def _donated(self, program: Program, arguments: Tuple, donate: Mapping[int, int]
-                 ) -> Tuple[int, ...]:
-        """The arguments XLA may write results over: those of a result's shape and type,
-        passed once. The same whether an argument is a NumPy array (the first call, state
-        fresh from its initializer) or a device array, so that one program serves both."""
-        ctx = TraceContext(program.bindings, {})
+                 ) -> Tuple[Tuple[int, int], ...]:
+        """The (result, argument) pairs whose argument XLA may write the result over: an
+        argument of the result's shape and type, passed once. The same whether an
+        argument is a NumPy array (the first call, state fresh from its initializer) or a
+        device array, so that one program serves both."""
+        if len({id(a) for a in arguments}) == len(arguments):  # none passed twice
+            key = tuple(donate.items())
+            found = program.donated.get(key)
+            if found is None:
+                found = program.donated[key] = self._donated_pairs(program, arguments, donate)
+            return found
+        return self._donated_pairs(program, arguments, donate)
+
+    @staticmethod
+    def _donated_pairs(program: Program, arguments: Tuple, donate: Mapping[int, int]
+                       ) -> Tuple[Tuple[int, int], ...]:
         taken = []
         for k, j in donate.items():
             array = arguments[j]
-            result = self.function.results[k]
-            if array.dtype == result.element_type.dtype \
-                    and tuple(array.shape) == ctx.shape(result.shape) \
+            result = program.result_types[k]
+            if array.dtype == result[0] and tuple(array.shape) == result[1] \
                     and sum(a is array for a in arguments) == 1:
-                taken.append(j)
-        return tuple(sorted(set(taken)))
+                taken.append((k, j))
+        return tuple(sorted(taken, key=lambda pair: pair[1]))
 
     @staticmethod
-    def _raise_failed_checks(program: Program, flags) -> None:
-        for (node, message), (flag, values) in zip(program.checks, flags):
-            if bool(flag):
-                text = message.format(*[np.asarray(v).item() for v in values])
-                raise ExecutionError(f"{node.op} {node.name}: {text}", node.location)
+    def _raise_failed_check(program: Program, index: int, values, results,
+                            guarded: Tuple[Tuple[int, int], ...]) -> None:
+        """The first failed check's error."""
+        node, message = program.checks[index]
+        text = message.format(*[np.asarray(v).item() for v in values[index]])
+        raise FailedCheckError(f"{node.op} {node.name}: {text}", node.location,
+                               {j: results[k] for k, j in guarded})
 
     # -- inspection ---------------------------------------------------------------------------------
     def _lowered(self, bindings: Optional[Mapping[str, int]]):

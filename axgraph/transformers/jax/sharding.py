@@ -34,8 +34,7 @@ from ..base import _missing_feed_error
 class ShardingError(AxgraphValueError):
     """A mesh and axis mapping that cannot place a tensor: a mesh axis that does not
     exist, an axis whose length the mesh axis does not divide, one mesh axis asked
-    to split two dimensions of one tensor; or a computation a mesh of several devices
-    cannot run (a print)."""
+    to split two dimensions of one tensor."""
 
 
 class AxisSharding:
@@ -428,15 +427,9 @@ class Placement:
         The computation's core Function and how it maps to the axes graph.
     results : sequence of Op
         The computation's results (their axes give the results' placements).
-
-    Raises
-    ------
-    ShardingError
-        The computation prints (a PrintOp) and the mesh has more than one device.
     """
 
     def __init__(self, sharding: AxisSharding, lowered: Any, results: Sequence[Any]):
-        _refuse_host_calls(lowered.function, sharding.mesh.devices.size)
         self.sharding = sharding
         #: (axes, description) of each parameter of the function.
         self.parameters = [(t.axes, _describe(t)) for t in lowered.state_inputs]
@@ -571,23 +564,6 @@ def sharding_of(mesh: Any, axis_mapping: Optional[Mapping[Axis, str]]
                                    user_location())
         return None
     return AxisSharding(mesh, axis_mapping or {})
-
-
-def _refuse_host_calls(function: Any, devices: int) -> None:
-    """A print in a program split over several devices cannot run: JAX orders host
-    callbacks only within a program on one device."""
-    from ...core.host import HostCall
-
-    if devices == 1:
-        return
-    for node in function.nodes:
-        if isinstance(node, HostCall):
-            raise ShardingError(
-                f"{node.op} {node.name} (a PrintOp) cannot run in a computation split over the "
-                f"mesh's {devices} devices: JAX runs host callbacks in program order only in "
-                f"a program on one device. Return the value as a result of the computation "
-                f"and print it, or run this computation on a transformer without a mesh",
-                node.location)
 
 
 def _put(value: Any, sharding: Any) -> "jax.Array":

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, cast
 
+import jax
+
 from ...debug_info import user_location
 from ...errors import TransformerClosedError
 from ..base import Computation, _checked_feed
 from ..cpu.backend import CACHE_SIZE, checked_cache_size
 from ..lowering_transformer import LoweringTransformer
-from .backend import Cost, to_host
+from .backend import Cost, FailedCheckError, to_host
 from .devices import find_device
 from .sharding import GlobalValue, Placement, ProcessLocalFeeds, sharding_of, stored
 
@@ -46,11 +48,11 @@ class JaxComputation(Computation):
             finally:
                 transformer._keep_on_device = saved
 
+    _direct_feeds = (jax.Array,)
+
     def _feed_value(self, placeholder, value):
         """A `jax.Array` of the placeholder's exact type is used as it is (no host round
         trip); anything else is converted and checked as on every transformer."""
-        import jax
-
         if isinstance(value, jax.Array) and value.dtype == placeholder.dtype:
             return value
         return _checked_feed(placeholder, value)
@@ -173,10 +175,25 @@ class JaxTransformer(LoweringTransformer):
         return found
 
     def _execute(self, run, arguments, targets, donate) -> tuple:
+        given = arguments
+        if self.sharding is not None:
+            arguments = [a.array if isinstance(a, GlobalValue) else a for a in arguments]
+        try:
+            results = run.run_on_device(*arguments, donate=donate)
+        except FailedCheckError as error:  # the stored values it donated, handed back
+            self._restore({id(given[j]): value for j, value in error.kept_arguments.items()})
+            raise
         if self.sharding is None:
-            return run.run_on_device(*arguments, donate=donate)
-        arguments = [a.array if isinstance(a, GlobalValue) else a for a in arguments]
-        return tuple(stored(value) for value in run.run_on_device(*arguments, donate=donate))
+            return results
+        return tuple(stored(value) for value in results)
+
+    def _restore(self, kept: Mapping[int, Any]) -> None:
+        """Each stored value (by id) that a failed call donated replaced by the array
+        holding it now."""
+        for tensor, value in list(self.state.items()):
+            if id(value) in kept:
+                self.state[tensor] = kept[id(value)] if self.sharding is None \
+                    else stored(kept[id(value)])
 
     def _returned(self, value: Any):
         if not self._keep_on_device:
