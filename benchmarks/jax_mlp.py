@@ -13,7 +13,9 @@ donated, its batch already on the device, and waits for the step to finish. axgr
 graph of `benchmarks.mlp` on `make_transformer("jax")`, fed the same device arrays; two
 columns: with `keep_on_device=True` (the loss stays a device array, waited for as the
 hand-written one is: the like-for-like figure the target reads) and with the default NumPy
-results (one scalar copied to the host per step). JAX runs on whatever device it finds
+results (one scalar copied to the host per step). The hand-written step runs its matmuls at
+JAX's "highest" precision, as axgraph's do (full float32); a last column shows it at JAX's
+default precision, which on GPUs means TF32 matmuls (the same as "highest" on a CPU). JAX runs on whatever device it finds
 first (a GPU where there is one); the device is printed.
 """
 from __future__ import annotations
@@ -28,8 +30,27 @@ from .mlp import BIG, SMALL, JaxJit, Trainer, build_axgraph_graph, check_trainer
 from .mlp import reference_run
 
 HAND, KEPT, HOST = "jax.jit by hand", "axgraph jax, keep_on_device", "axgraph jax, NumPy loss"
-COLUMNS = [HAND, KEPT, HOST]
+HAND_DEFAULT = "jax.jit by hand, default precision"
+COLUMNS = [HAND, KEPT, HOST, HAND_DEFAULT]
 TARGET = 1.05
+
+
+class HandJit(JaxJit):
+    """The hand-written step traced and run under `jax.default_matmul_precision(precision)`.
+
+    axgraph's jax transformer computes float32 matmuls at full precision on every device
+    (the other transformers' meaning); on a GPU, JAX's default lets XLA use TF32 instead.
+    "highest" makes the hand-written step do the same math; "default" shows what the
+    faster, less exact matmuls are worth where the device has them (nothing on a CPU).
+    """
+
+    def __init__(self, problem, precision: str):
+        super().__init__(problem)
+        self.precision = precision
+
+    def __call__(self):
+        with self.jax.default_matmul_precision(self.precision):
+            return super().__call__()
 
 
 class AxgraphJax(Trainer):
@@ -60,9 +81,10 @@ class AxgraphJax(Trainer):
 
 def contestants(case: str) -> Dict[str, common.Setup]:
     """Each contestant's setup over a fresh problem (its own copy of the parameters)."""
-    return {HAND: lambda: JaxJit(make_problem(case)),
+    return {HAND: lambda: HandJit(make_problem(case), "highest"),
             KEPT: lambda: AxgraphJax(make_problem(case), keep_on_device=True),
-            HOST: lambda: AxgraphJax(make_problem(case), keep_on_device=False)}
+            HOST: lambda: AxgraphJax(make_problem(case), keep_on_device=False),
+            HAND_DEFAULT: lambda: HandJit(make_problem(case), "default")}
 
 
 def main(argv=None) -> int:
