@@ -15,10 +15,10 @@ workers="${WORKERS:-8}"
 python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
 nvidia-smi --query-gpu=name,memory.total --format=csv 2>/dev/null
 timeout "${LIMIT_TESTS:-150}" python3 -m pytest -q -p no:cacheprovider \
-    tests/test_jax_backend.py tests/test_jax_sharding.py tests/test_bfloat16.py -k "jax or sharding or not bfloat" \
+    tests/test_jax_backend.py tests/test_jax_sharding.py \
     2>&1 | tee "$log/jax_tests.log" | tail -15
 timeout "${LIMIT_MAP:-200}" python3 -m pytest -q -p no:cacheprovider -n "$workers" -k "jax" tests \
     2>&1 | tee "$log/jax_engine_map.log" | tail -25
 timeout "${LIMIT_BENCH:-90}" python3 -m benchmarks.jax_mlp --quick 2>&1 | tee "$log/jax_mlp.log" | tail -14
-timeout "${LIMIT_SCALING:-60}" python3 -m benchmarks.jax_data_parallel --quick 2>&1 \
+timeout "${LIMIT_SCALING:-60}" python3 -m benchmarks.jax_data_parallel --rounds 3 2>&1 \
     | tee "$log/jax_data_parallel.log" | tail -12
