@@ -213,3 +213,27 @@ def test_a_failed_check_leaves_the_stored_values_as_they_were():
         np.testing.assert_array_equal(counts.value.get(), [1.0, 0.0, 1.0])
         step(np.array([2, 2], np.int32))
         np.testing.assert_array_equal(counts.value.get(), [1.0, 0.0, 3.0])
+
+
+@pytest.mark.parametrize("op_class", ["Divide", "Sqrt", "Rsqrt"])
+def test_the_gpu_route_of_float32_division_and_roots_is_correctly_rounded(op_class, rng):
+    """On GPUs XLA's float32 division and square roots are approximate, so the kernels take
+    float64 and round once; traced here for the "gpu" platform (on this machine's CPU) and
+    compared bit for bit with NumPy's IEEE float32 results."""
+    from axgraph.transformers.jax.kernels import TraceContext, run_kernel
+
+    a = (rng.random(4096) * 100 + 1e-3).astype(np.float32)
+    b = (rng.random(4096) * 10 + 1e-3).astype(np.float32)
+    op = getattr(core, op_class)
+    pa = core.Parameter(core.f32, (4096,))
+    pb = core.Parameter(core.f32, (4096,))
+    node = op(pa, pb) if op_class == "Divide" else op(pa)
+    inputs = [a, b] if op_class == "Divide" else [a]
+    ctx = TraceContext({}, {}, "gpu")
+    assert ctx.rounds_via_float64
+    with jax.enable_x64(True):
+        got = np.asarray(run_kernel(node, ctx, [jax.numpy.asarray(v) for v in inputs]))
+    expected = {"Divide": lambda: a / b, "Sqrt": lambda: np.sqrt(a),
+                "Rsqrt": lambda: np.float32(1) / np.sqrt(a)}  # rounded as its two steps
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, expected[op_class]())

@@ -82,10 +82,11 @@ class Program:
     the random nodes whose host draws it takes, and the checks its trace recorded."""
 
     def __init__(self, function: core.Function, bindings: Dict[str, int],
-                 wide_floats: bool = True):
+                 platform: str = "cpu"):
         self.function = function
         self.bindings = bindings
-        self.wide_floats = wide_floats
+        #: The device's platform ("cpu", "gpu", "tpu"): what its float arithmetic needs.
+        self.platform = platform
         self.random_nodes = [n for n in function.nodes
                              if isinstance(n, (core.RandomUniform, core.RandomNormal))]
         #: The shape of each random node's draw at this binding.
@@ -123,7 +124,7 @@ class Program:
         1 + the index of the first that failed; the values each message shows)."""
         count = len(self.function.parameters)
         ctx = TraceContext(self.bindings, dict(zip(self.random_nodes, arguments[count:])),
-                           self.wide_floats)
+                           self.platform)
         values: Dict[Node, Any] = dict(zip(self.function.parameters, arguments[:count]))
         for node in self.function.nodes:
             if node not in values:
@@ -167,8 +168,6 @@ class JaxFunction:
         self.cache_size = checked_cache_size(cache_size)
         #: Where programs run (and NumPy arguments are put).
         self.device = find_device(platform)
-        #: Float sums accumulate in float64, but on a TPU (which has none).
-        self.wide_floats = self.device.platform != "tpu"
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         self._programs: "OrderedDict[Tuple, Program]" = OrderedDict()
@@ -193,7 +192,7 @@ class JaxFunction:
         if program is None:
             self._misses += 1
             program = self._programs[key] = Program(self.function, dict(bindings),
-                                                    self.wide_floats)
+                                                    self.device.platform)
             if self.cache_size is not None and len(self._programs) > self.cache_size:
                 self._programs.popitem(last=False)
         else:
@@ -342,7 +341,7 @@ class JaxFunction:
             # looked at, not run: the cache and its counts are left as they are
             bindings = dict(bindings or {})
             program = self._programs.get(tuple(sorted(bindings.items()))) \
-                or Program(self.function, bindings, self.wide_floats)
+                or Program(self.function, bindings, self.device.platform)
         else:
             raise ExecutionError(f"nothing has run yet, and {self.function.name} has size "
                                  f"variables {sorted(self.function.free_symbols)}: call it "

@@ -60,11 +60,17 @@ class TraceContext:
     host's random draws, and where to record checks made on the values."""
 
     def __init__(self, bindings: Mapping[str, int], draws: Mapping[Node, Any],
-                 wide_floats: bool = True):
+                 platform: str = "cpu"):
         self.bindings = bindings
         self.draws = draws
-        #: Whether float64 may serve as a wider accumulator (not on TPUs, which lack it).
-        self.wide_floats = wide_floats
+        #: Whether float sums accumulate in float64: on a CPU, where it costs little. A GPU
+        #: pays for it (a third of a small training step's time on an H200) and a TPU has no
+        #: float64; there XLA's tree-shaped float32 sums stay within float32 tolerances.
+        self.wide_floats = platform == "cpu"
+        #: Whether float32 division and square roots go through float64: XLA's GPU forms
+        #: of them are an ulp or two off the correctly rounded IEEE results the reference
+        #: (and XLA on a CPU) gives, while float64's, rounded once to float32, are exact.
+        self.rounds_via_float64 = platform == "gpu"
         self.checks: List[Check] = []
 
     def shape(self, shape) -> Tuple[int, ...]:
@@ -188,8 +194,29 @@ def _elementwise(node: Node, ctx: TraceContext, *inputs):
     if check is not None and jnp.issubdtype(inputs[0].dtype, jnp.integer):
         fails, message = check
         ctx.check(node, fails(*inputs), message)
+    if ctx.rounds_via_float64 and form in VIA_FLOAT64 and dtype_of(node) == np.float32:
+        form = VIA_FLOAT64[form]
     return form(*inputs).astype(dtype_of(node))
 
+
+def _wide(x):
+    return x.astype(np.float64)
+
+
+def _rsqrt_via_float64(x):
+    """rsqrt rounded as its two steps are (to float32 after each), each step exact in float64."""
+    root = jnp.sqrt(_wide(x)).astype(np.float32)
+    return _divide(jnp.ones((), np.float64), _wide(root))
+
+
+#: The forms whose float32 results are correctly rounded IEEE operations in the reference,
+#: by their form through float64, for devices whose own float32 forms are approximate (GPUs):
+#: one float64 operation rounded once to float32 is the correctly rounded float32 result.
+VIA_FLOAT64: Dict[Callable, Callable] = {
+    _divide: lambda a, b: _divide(_wide(a), _wide(b)),
+    jnp.sqrt: lambda x: jnp.sqrt(_wide(x)),
+    _rsqrt: _rsqrt_via_float64,
+}
 
 #: What the reference refuses of integer operands (NumPy's and its own errors), by jax form:
 #: (the traced condition over the operands, the message).
