@@ -274,6 +274,9 @@ def test_causal_mask_refusals():
         ng.causal_mask(T, 3)
     with pytest.raises(ng.AxgraphTypeError, match="causal_mask: offset must be an int"):
         ng.causal_mask(T, ng.make_axis(3, name="K"), offset=0.5)
+    with pytest.raises(ng.AxisLengthError, match=r"causal_mask: key_axis Axis\(S: S\) needs a "
+                                                 "known int length"):
+        ng.causal_mask(T, ng.make_axis(ng.dim("S"), name="S"))
 
 
 def test_the_functions_are_exported_and_documented():
