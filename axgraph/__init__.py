@@ -24,8 +24,11 @@ from .op_graph.lookup import lookuptable
 from .op_graph import elementwise as _elementwise
 from .op_graph.elementwise import *  # noqa: F401,F403 - ng.exp, ng.add, ...: elementwise.__all__
 # (after elementwise's: nn's sigmoid also records its logits, for cross_entropy_binary)
-from .op_graph.nn import (cross_entropy_binary, cross_entropy_binary_inner, cross_entropy_multi,
-                          dropout, moments, one_hot, sigmoid, softmax, squared_L2)
+from .op_graph.nn import (causal_mask, cross_entropy_binary, cross_entropy_binary_inner,
+                          cross_entropy_multi, dropout, log_softmax, moments, one_hot, sigmoid,
+                          softmax, squared_L2)
+from .op_graph.activations import gelu, silu, softplus
+from .op_graph.normalization import layer_norm, rms_norm
 from .op_graph.op import Op
 from .op_graph.pooling import pooling
 from .op_graph.printing import format_graph
@@ -57,7 +60,8 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "assign", "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",
            "spatial_axis", "PrintOp", "dot", "fill", "init_tensor", "lookuptable",
            "cross_entropy_binary", "cross_entropy_binary_inner", "cross_entropy_multi", "dropout",
-           "moments", "one_hot", "sigmoid", "softmax", "squared_L2", "Op", "as_op", "as_ops",
+           "moments", "one_hot", "sigmoid", "softmax", "squared_L2", "causal_mask", "log_softmax",
+           "gelu", "silu", "softplus", "layer_norm", "rms_norm", "Op", "as_op", "as_ops",
            "pooling", "normal", "set_random_seed", "uniform", "argmax", "argmin", "batch_size",
            "max", "mean", "min", "prod", "sum", "tensor_size", "variance", "axes_with_order",
            "broadcast", "cast_axes", "concat_along_axis", "dimshuffle", "expand_dims", "flatten",

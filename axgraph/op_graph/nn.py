@@ -10,14 +10,17 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
+
 from ..axes import Axes, AxesLike, Axis
 from ..debug_info import user_location
-from ..errors import AxgraphTypeError, IncompatibleAxesError
+from ..errors import AxgraphTypeError, AxisLengthError, IncompatibleAxesError
 from . import elementwise as ew
 from . import reductions as red
+from .normalization import checked_axes
 from .op import Op
 from .random import uniform
-from .tensors import as_op
+from .tensors import as_op, constant
 
 
 @dataclass(eq=False)
@@ -102,6 +105,46 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None, 
     denominator = red.sum(exps, reduction_axes=normalization_axes)
     result = ew.divide(exps, denominator, name=name)
     result.schemas.append(Softmax(x, normalization_axes, shifted, ew.log(denominator)))
+    return result
+
+
+def log_softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None) -> Op:
+    """log(softmax(x)) over `normalization_axes`, computed in the log domain.
+
+    x - max(x) - log(sum(exp(x - max(x)))): the shift by the max keeps exp from
+    overflowing, and no probability is rounded before its log is taken, so a
+    log-probability far below log(float's smallest value) stays finite and exact.
+
+    Parameters
+    ----------
+    x : Op or number
+        The logits, of a float type.
+    normalization_axes : Axes, Axis or iterable of Axis, optional
+        The axes whose probabilities sum to 1; None: every axis but the batch and
+        recurrent ones, as `softmax`.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        The log-probabilities, with x's axes.
+
+    Raises
+    ------
+    UnmatchedAxesError
+        If `normalization_axes` is empty or holds an axis that x lacks.
+    AxgraphTypeError
+        If `x` is not an op or a number.
+    """
+    x = as_op(x)
+    if normalization_axes is None:
+        normalization_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
+    axes = checked_axes("log_softmax", x, normalization_axes, "normalization_axes")
+    shifted = x - ew.stop_gradient(red.max(x, reduction_axes=axes))
+    result = shifted - ew.log(red.sum(ew.exp(shifted), reduction_axes=axes))
+    if name is not None:
+        result.name = name
     return result
 
 
@@ -370,6 +413,57 @@ def one_hot(x, axis: Axis, dtype=None, name: Optional[str] = None) -> Op:
      [1. 0.]]
     """
     return OneHotOp(x, axis, dtype=dtype, name=name)
+
+
+def causal_mask(query_axis: Axis, key_axis: Axis, offset: int = 0,
+                name: Optional[str] = None) -> Op:
+    """Which keys each query may attend to: True where key <= query + offset.
+
+    A boolean constant over (query_axis, key_axis) for ``ng.where(mask, scores, -inf)``
+    before a softmax over the keys. With a cache of earlier keys before the queries,
+    `offset` is how many there are (the length of key_axis minus that of query_axis).
+
+    Parameters
+    ----------
+    query_axis : Axis
+        The axis of query positions (T).
+    key_axis : Axis
+        The axis of key positions (K), a different axis from query_axis.
+    offset : int, optional
+        The key position of query 0 (default 0: query t sees keys 0 to t).
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        A boolean tensor with axes (query_axis, key_axis).
+
+    Raises
+    ------
+    AxgraphTypeError
+        If an axis is not an Axis, or offset is not an int.
+    IncompatibleAxesError
+        If query_axis and key_axis are the same axis.
+    AxisLengthError
+        If an axis's length is not a known int.
+    """
+    for role, axis in (("query_axis", query_axis), ("key_axis", key_axis)):
+        if not isinstance(axis, Axis):
+            raise AxgraphTypeError(f"causal_mask: {role} must be an Axis, not {axis!r}",
+                                   user_location())
+        if not isinstance(axis.length, int):
+            raise AxisLengthError(f"causal_mask: {role} {axis} needs a known int length",
+                                  user_location())
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise AxgraphTypeError(f"causal_mask: offset must be an int, not {offset!r}",
+                               user_location())
+    if query_axis == key_axis:
+        raise IncompatibleAxesError(f"causal_mask: query_axis and key_axis are both {query_axis}"
+                                    f"; the keys need an axis of their own", user_location())
+    visible = (np.arange(key_axis.length)[np.newaxis, :]
+               <= np.arange(query_axis.length)[:, np.newaxis] + offset)
+    return constant(visible, axes=[query_axis, key_axis], dtype=np.bool_, name=name)
 
 
 def squared_L2(x, out_axes: AxesLike = None, reduction_axes: AxesLike = None,
