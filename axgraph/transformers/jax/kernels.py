@@ -205,7 +205,7 @@ def _wide(x):
 
 def _rsqrt_via_float64(x):
     """rsqrt rounded as its two steps are (to float32 after each), each step exact in float64."""
-    root = jnp.sqrt(_wide(x)).astype(np.float32)
+    root = _as_computed(jnp.sqrt(_wide(x)).astype(np.float32))
     return _divide(jnp.ones((), np.float64), _wide(root))
 
 
