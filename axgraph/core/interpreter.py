@@ -21,6 +21,7 @@ from ..op_table import OpTable
 from . import ops
 from .backend import Backend, CacheInfo, bind_arguments, checked_outs, unspecialized_cache_info
 from .function import Function
+from .movement_kernels import movement_kernels
 from .node import Node
 from .traits import numpy_function, reduction_identity, reduction_ufunc
 from .tensor_types import Shape
@@ -105,43 +106,8 @@ def _convert(node, ctx, x):
 
 # -- data movement ---------------------------------------------------------------------------
 
-@kernel(ops.Broadcast)
-def _broadcast(node, ctx, x):
-    target = ctx.shape(node.shape)
-    expanded = x.reshape([1 if i in node.axes else d for i, d in enumerate(target)])
-    return np.broadcast_to(expanded, target)
-
-
-@kernel(ops.Reshape)
-def _reshape(node, ctx, x):
-    return x.reshape(ctx.shape(node.shape))
-
-
-@kernel(ops.Transpose)
-def _transpose(node, ctx, x):
-    return np.transpose(x, node.permutation)
-
-
-@kernel(ops.Slice)
-def _slice(node, ctx, x):
-    index = []
-    for i, (low, high, step) in enumerate(zip(node.lower, node.upper, node.strides)):
-        low, high = ctx.dim(low), ctx.dim(high)
-        if not 0 <= low <= high <= x.shape[i]:
-            raise ExecutionError(f"slice bounds [{low}:{high}] of dim {i} do not fit length "
-                                 f"{x.shape[i]}")
-        index.append(slice(low, high, step))
-    return x[tuple(index)]
-
-
-@kernel(ops.Reverse)
-def _reverse(node, ctx, x):
-    return np.flip(x, node.axes) if node.axes else x
-
-
-@kernel(ops.Concat)
-def _concat(node, ctx, *xs):
-    return np.concatenate(xs, axis=node.axis)
+for _op_class, _kernel in movement_kernels(np).items():
+    kernel(_op_class)(_kernel)
 
 
 @kernel(ops.Pad)

@@ -30,6 +30,7 @@ from ... import dims
 from ...core import ops
 from ...core.host import HostCall
 from ...core.interpreter import KERNELS as INTERPRETER_KERNELS, bindings_text
+from ...core.movement_kernels import movement_kernels
 from ...core.node import Node
 from ...core.ops import reference
 from ...core.tensor_types import Shape
@@ -245,43 +246,8 @@ def _convert(node, ctx, x):
 
 # -- data movement ---------------------------------------------------------------------------
 
-@kernel(ops.Broadcast)
-def _broadcast(node, ctx, x):
-    target = ctx.shape(node.shape)
-    expanded = x.reshape([1 if i in node.axes else d for i, d in enumerate(target)])
-    return jnp.broadcast_to(expanded, target)
-
-
-@kernel(ops.Reshape)
-def _reshape(node, ctx, x):
-    return x.reshape(ctx.shape(node.shape))
-
-
-@kernel(ops.Transpose)
-def _transpose(node, ctx, x):
-    return jnp.transpose(x, node.permutation)
-
-
-@kernel(ops.Slice)
-def _slice(node, ctx, x):
-    index = []
-    for i, (low, high, step) in enumerate(zip(node.lower, node.upper, node.strides)):
-        low, high = ctx.dim(low), ctx.dim(high)
-        if not 0 <= low <= high <= x.shape[i]:
-            raise ExecutionError(f"slice bounds [{low}:{high}] of dim {i} do not fit length "
-                                 f"{x.shape[i]}")
-        index.append(slice(low, high, step))
-    return x[tuple(index)]
-
-
-@kernel(ops.Reverse)
-def _reverse(node, ctx, x):
-    return jnp.flip(x, node.axes) if node.axes else x
-
-
-@kernel(ops.Concat)
-def _concat(node, ctx, *xs):
-    return jnp.concatenate(xs, axis=node.axis)
+for _op_class, _kernel in movement_kernels(jnp).items():
+    kernel(_op_class)(_kernel)
 
 
 @kernel(ops.Pad)

@@ -1,0 +1,59 @@
+"""The data-movement kernels of array backends, written once over an array module.
+
+Broadcast, reshape, transpose, slice, reverse and concatenation mean the same
+thing in NumPy and in `jax.numpy`, so the core interpreter and the jax backend
+register these same kernels, each over its own module (`np` or `jnp`). The
+NumPy reference transformer keeps its own code, as it does for every op.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from ..errors import ExecutionError
+from . import ops
+
+
+def movement_kernels(xp: Any) -> Dict[type, Callable]:
+    """The kernel of each data-movement core op over the array module `xp`.
+
+    Parameters
+    ----------
+    xp : module
+        `numpy` or `jax.numpy` (anything with their `broadcast_to`, `transpose`,
+        `flip` and `concatenate`, over arrays with `reshape` and basic slicing).
+
+    Returns
+    -------
+    dict of type to callable
+        Core op class -> ``kernel(node, ctx, *inputs)``, where ``ctx.shape(shape)``
+        and ``ctx.dim(dim)`` give concrete lengths.
+    """
+    def broadcast(node, ctx, x):
+        target = ctx.shape(node.shape)
+        expanded = x.reshape([1 if i in node.axes else d for i, d in enumerate(target)])
+        return xp.broadcast_to(expanded, target)
+
+    def reshape(node, ctx, x):
+        return x.reshape(ctx.shape(node.shape))
+
+    def transpose(node, ctx, x):
+        return xp.transpose(x, node.permutation)
+
+    def slice_(node, ctx, x):
+        index = []
+        for i, (low, high, step) in enumerate(zip(node.lower, node.upper, node.strides)):
+            low, high = ctx.dim(low), ctx.dim(high)
+            if not 0 <= low <= high <= x.shape[i]:
+                raise ExecutionError(f"slice bounds [{low}:{high}] of dim {i} do not fit "
+                                     f"length {x.shape[i]}")
+            index.append(slice(low, high, step))
+        return x[tuple(index)]
+
+    def reverse(node, ctx, x):
+        return xp.flip(x, node.axes) if node.axes else x
+
+    def concat(node, ctx, *xs):
+        return xp.concatenate(xs, axis=node.axis)
+
+    return {ops.Broadcast: broadcast, ops.Reshape: reshape, ops.Transpose: transpose,
+            ops.Slice: slice_, ops.Reverse: reverse, ops.Concat: concat}
