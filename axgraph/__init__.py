@@ -36,7 +36,7 @@ from .op_graph.random import normal, set_random_seed, uniform
 from .op_graph.reductions import (argmax, argmin, batch_size, max, mean, min, prod, sum,
                                   tensor_size, variance)
 from .op_graph.shape_ops import (axes_with_order, broadcast, cast_axes, concat_along_axis,
-                                 dimshuffle, expand_dims, flatten, flatten_at, pad,
+                                 dimshuffle, expand_dims, flatten, flatten_at, pad, rename,
                                  slice_along_axis, stack, tensor_slice, unflatten)
 from .op_graph.tensors import (AssignableTensorOp, as_op, as_ops, constant, constant_storage,
                                constant_value, is_constant, is_constant_scalar, persistent_tensor,
@@ -65,7 +65,7 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "pooling", "normal", "set_random_seed", "uniform", "argmax", "argmin", "batch_size",
            "max", "mean", "min", "prod", "sum", "tensor_size", "variance", "axes_with_order",
            "broadcast", "cast_axes", "concat_along_axis", "dimshuffle", "expand_dims", "flatten",
-           "flatten_at", "pad", "slice_along_axis", "stack", "tensor_slice", "unflatten",
+           "flatten_at", "pad", "rename", "slice_along_axis", "stack", "tensor_slice", "unflatten",
            "AssignableTensorOp", "constant", "constant_storage", "constant_value", "is_constant",
            "is_constant_scalar", "persistent_tensor", "placeholder", "temporary", "variable",
            "TensorDescription", "reduce_strides", "make_transformer", "transformer_choices",

@@ -13,8 +13,8 @@ from typing import Optional, Sequence, Tuple, Union
 from ..axes import Axes, AxesLike, Axis, FlattenedAxis, PaddedAxis, SlicedAxis, make_axis
 from ..debug_info import user_location
 from ..dims import known
-from ..errors import (AxesError, AxgraphIndexError, AxisLengthError, IncompatibleAxesError,
-                      UnmatchedAxesError)
+from ..errors import (AxesError, AxgraphIndexError, AxgraphTypeError, AxisLengthError,
+                      IncompatibleAxesError, UnmatchedAxesError)
 from ..shapes.prover import provably_different
 from .op import Op
 from .tensors import as_op
@@ -462,6 +462,64 @@ def cast_axes(x, axes: AxesLike, name: Optional[str] = None) -> Op:
     Axes(K: 3)
     """
     return AxesCastOp(x, axes, name=name)
+
+
+def rename(x, mapping, name: Optional[str] = None) -> Op:
+    """x with some of its axes replaced by others, chosen by identity: ``{T: K}``.
+
+    Unlike `cast_axes`, which relabels every axis by position (so two axes of the
+    same length swapped by mistake pass silently), `rename` names each axis it
+    replaces; the others are kept, in x's order. Nothing moves.
+
+    Parameters
+    ----------
+    x : Op or number
+        The tensor.
+    mapping : dict of Axis to Axis
+        Each key an axis of x, its value the axis (of the same length) to put in
+        its place.
+    name : str, optional
+        A name for the result (automatic if None).
+
+    Returns
+    -------
+    Op
+        x's values, with each key of `mapping` replaced by its value.
+
+    Raises
+    ------
+    AxgraphTypeError
+        If `mapping` is not a dict of Axis to Axis.
+    UnmatchedAxesError
+        If a key is not an axis of x.
+    IncompatibleAxesError
+        If a new axis's length differs from the one it replaces.
+    DuplicateAxisError
+        If the result would hold one axis twice.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> T, D = ng.make_axis(length=4, name="T"), ng.make_axis(length=8, name="D")
+    >>> K = ng.make_axis(length=4, name="K")
+    >>> ng.rename(ng.placeholder([D, T]), {T: K}).axes
+    Axes(D: 8, K: 4)
+    """
+    x = as_op(x)
+    if not isinstance(mapping, dict) or not all(
+            isinstance(k, Axis) and isinstance(v, Axis) for k, v in mapping.items()):
+        raise AxgraphTypeError(f"rename({x.name}, mapping): mapping must be a dict of Axis to "
+                               f"Axis, not {mapping!r}", user_location())
+    missing = [k for k in mapping if k not in x.axes]
+    if missing:
+        raise UnmatchedAxesError(f"rename({x.name}): {Axes(missing)} are not axes of {x.name} "
+                                 f"{x.axes}", user_location())
+    for old, new in mapping.items():
+        if provably_different(old.length, new.length):
+            raise IncompatibleAxesError(f"rename({x.name}): axis {old.name} ({old.length}) "
+                                        f"cannot become {new.name} ({new.length})",
+                                        user_location())
+    return cast_axes(x, [mapping.get(a, a) for a in x.axes], name=name)
 
 
 def axes_with_order(x, axes: AxesLike, name: Optional[str] = None) -> Op:
