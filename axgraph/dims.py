@@ -817,8 +817,9 @@ def parse(text: str) -> DimLike:
 Bindings = Dict[str, DimLike]
 
 
-def _linear_in_one(diff: Dim) -> Optional[Tuple[str, int, int]]:
-    """(name, c, r) when diff == c*name + r, else None."""
+def linear_in_one(diff: Dim) -> Optional[Tuple[str, int, int]]:
+    """(name, c, r) when diff == c*name + r for one size variable, else None (the shape
+    unification here and the shape solver both solve such equations for the name)."""
     coeff, name, rest = 0, None, 0
     for monomial, c in diff._terms:
         if monomial == ():
@@ -876,7 +877,7 @@ def unify(a: DimLike, b: DimLike, bindings: Optional[Mapping[str, DimLike]] = No
                 return _bind(bindings, var.name, other)
             except ShapeError as error:
                 raise mismatch(f": {error.message}") from None
-    linear = _linear_in_one(diff)
+    linear = linear_in_one(diff)
     if linear is not None:
         name, coeff, rest = linear
         if rest % coeff != 0:

@@ -36,7 +36,7 @@ from fractions import Fraction
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..dims import (Atom, Dim, DimLike, _atoms, atom_domain, exact_quotient, free_symbols,
-                    from_terms, subs)
+                    from_terms, linear_in_one, subs)
 from ..errors import ShapeCheckError, ShapeConflictError
 from .constraints import (AtLeast, Broadcast, Constraint, Divides, Equal, OneOrEqual, Origin,
                           SameShape, SameSize, Shape, ShapeItem, ShapeVar, Variable,
@@ -1245,7 +1245,7 @@ class _Solver:
     def _narrow_by_inequality(self, difference: DimLike, blame: Blame, work: _Work) -> str:
         if not isinstance(difference, Dim):
             return _KEPT
-        linear = _linear_in_one(difference)
+        linear = linear_in_one(difference)
         if linear is not None:
             name, coeff, rest = linear
             # coeff*v + rest >= 0
@@ -1633,19 +1633,6 @@ def _is_linear(value: Dim) -> bool:
     return all(m == () or (len(m) == 1 and m[0][0] == "v") for m, _ in value._terms)
 
 
-def _linear_in_one(value: Dim) -> Optional[Tuple[str, int, int]]:
-    """(name, c, r) when value == c*name + r, else None."""
-    name, coeff, rest = None, 0, 0
-    for monomial, c in value._terms:
-        if monomial == ():
-            rest = c
-        elif len(monomial) == 1 and monomial[0][0] == "v" and name is None:
-            name, coeff = monomial[0][1], c
-        else:
-            return None
-    return (name, coeff, rest) if name is not None else None
-
-
 def _single_floor(value: Dim) -> Optional[Tuple[int, int, str, int, int, int]]:
     """(c, r, v, a, b, k) when value == c*floor((a*v + b)/k) + r, else None."""
     coeff, rest, floor = 0, 0, None
@@ -1658,7 +1645,7 @@ def _single_floor(value: Dim) -> Optional[Tuple[int, int, str, int, int, int]]:
             return None
     if floor is None:
         return None
-    inner = _linear_in_one(Dim._from_terms(floor[1]))
+    inner = linear_in_one(Dim._from_terms(floor[1]))
     if inner is None:
         return None
     name, a, b = inner

@@ -11,15 +11,15 @@ new sizes cannot hold an arena each forever; `cache_info()` shows it.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ... import core
 from ...core.backend import Backend, CacheInfo, Capabilities, bind_arguments, checked_outs
+from ...core.program_cache import CACHE_SIZE, ProgramCache
 from ...debug_info import user_location
-from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, ExecutionError,
+from ...errors import (AxgraphError, ExecutionError,
                        no_kernel_error)
 from .codegen import CODE, Program
 from .fusion import compile_fused, fuse
@@ -32,45 +32,6 @@ from .specialize import specialize
 #: about this many elements a group's separate NumPy calls are faster (measured on
 #: the 64-32-10 MLP step: 73 us unfused, 205 us with every small group fused).
 FUSE_MIN_ELEMENTS = 1 << 15
-
-#: Programs kept per compiled function, one per binding of its size variables, unless
-#: `cache_size=` says otherwise: enough for the few batch lengths of a training loop (the
-#: full batches, the last partial one, an evaluation batch) with room to spare.
-CACHE_SIZE = 8
-
-
-def checked_cache_size(cache_size: Optional[int]) -> Optional[int]:
-    """`cache_size` if it is a valid size for the cache of programs per binding.
-
-    Parameters
-    ----------
-    cache_size : int or None
-        The most programs to keep (at least 1), or None for no limit.
-
-    Returns
-    -------
-    int or None
-        `cache_size`, unchanged.
-
-    Raises
-    ------
-    AxgraphTypeError
-        `cache_size` is not an int (a bool is not one) nor None.
-    AxgraphValueError
-        `cache_size` is below 1.
-    """
-    if cache_size is None:
-        return None
-    if isinstance(cache_size, bool) or not isinstance(cache_size, (int, np.integer)):
-        raise AxgraphTypeError(f"cache_size is the number of programs a compiling backend "
-                               f"keeps, one per binding of the size variables: an int >= 1, or None for no "
-                               f"limit; not {type(cache_size).__name__} {cache_size!r:.40}",
-                               user_location())
-    if cache_size < 1:
-        raise AxgraphValueError(f"cache_size={cache_size}: a compiling backend keeps at least "
-                                f"the program it is running, so cache_size must be >= 1 (or None "
-                                f"for no limit)", user_location())
-    return int(cache_size)
 
 
 class CpuFunction:
@@ -88,35 +49,27 @@ class CpuFunction:
                                       f"codegen.CODE.register({node.op})")
         self.fuse, self.engine = fuse, engine
         self.fuse_min_elements = fuse_min_elements
-        #: The most programs kept (None: no limit); the least recently used goes first.
-        self.cache_size = checked_cache_size(cache_size)
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
-        #: Binding (sorted items) -> its program, least recently used first.
-        self._programs: "OrderedDict[Tuple, Program]" = OrderedDict()
+        #: The programs per binding, least recently used dropped first (with its arena).
+        self._cache: ProgramCache[Program] = ProgramCache(self._build, cache_size, self._evicted)
+        #: The most programs kept (None: no limit).
+        self.cache_size = self._cache.maxsize
         #: Argument signatures (dtype, shape) already checked, to their binding and program:
         #: one per program kept (the shapes decide the binding), dropped with it.
         self._known: Dict[Tuple, Tuple[Tuple, Program]] = {}
-        self._hits = self._misses = 0
         #: (program, offered arrays, outs) of the last donation checked (see _donated).
         self._donation_memo: Optional[tuple] = None
-        self.last_program: Optional[Program] = None
+
+    @property
+    def last_program(self) -> Optional[Program]:
+        """The program of the last call (None before the first)."""
+        return self._cache.last
 
     def program(self, bindings: Dict[str, int]) -> Program:
         """The generated program for `bindings` (built on first use, or again after its
         eviction), now the most recently used."""
-        key = tuple(sorted(bindings.items()))
-        program = self._programs.get(key)
-        if program is None:
-            self._misses += 1
-            program = self._programs[key] = self._build(bindings)
-            if self.cache_size is not None and len(self._programs) > self.cache_size:
-                self._evict()
-        else:
-            self._hits += 1
-            self._programs.move_to_end(key)
-        self.last_program = program
-        return program
+        return self._cache.get(bindings)
 
     def _build(self, bindings: Dict[str, int]) -> Program:
         function, rebuilt = specialize(self.function, bindings)
@@ -130,9 +83,8 @@ class CpuFunction:
         return Program(function, schedule, plan_memory(schedule), bindings, generators, kernels,
                        fusion_report)
 
-    def _evict(self) -> None:
-        """Drop the least recently used program, everything that refers to it, and its arena."""
-        key, program = self._programs.popitem(last=False)
+    def _evicted(self, key: Tuple, program: Program) -> None:
+        """Drop everything that refers to an evicted program, and its arena."""
         for signature in [s for s, (k, _) in self._known.items() if k == key]:
             del self._known[signature]
         if self._donation_memo is not None and self._donation_memo[0] is program:
@@ -149,9 +101,7 @@ class CpuFunction:
             one (misses), `cache_size`, and the bindings kept, least recently used
             first.
         """
-        return CacheInfo(hits=self._hits, misses=self._misses, maxsize=self.cache_size,
-                         currsize=len(self._programs),
-                         keys=tuple(dict(key) for key in self._programs))
+        return self._cache.info()
 
     def __call__(self, *arrays, out=None, donate: Optional[Mapping[int, int]] = None):
         """Run on `arrays`. `out`: arrays for the results (None entries: fresh ones).
@@ -164,12 +114,9 @@ class CpuFunction:
             arrays, bindings = bind_arguments(self.function, arrays)
             program = self.program(bindings)
             self._known[tuple((a.dtype, a.shape) for a in arrays)] = (
-                tuple(sorted(bindings.items())), program)
+                ProgramCache.key(bindings), program)
         else:
-            self._hits += 1
-            if program is not self.last_program:  # else already the most recently used
-                self._programs.move_to_end(key)
-                self.last_program = program
+            self._cache.hit(key, program)
         try:
             # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
             # as the interpreter gives them

@@ -16,7 +16,7 @@ from ...debug_info import user_location
 from ...errors import TransformerClosedError
 from ..base import Computation
 from ..lowering_transformer import LoweringTransformer
-from .backend import CACHE_SIZE, checked_cache_size
+from ...core.program_cache import CACHE_SIZE, checked_cache_size
 
 
 class CpuComputation(Computation):

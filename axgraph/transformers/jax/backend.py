@@ -20,7 +20,6 @@ the setting of the user's own JAX code (outside these calls) is left alone.
 from __future__ import annotations
 
 import contextlib
-from collections import OrderedDict
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import jax
@@ -30,10 +29,10 @@ import numpy as np
 from ... import core
 from ...core.backend import Backend, CacheInfo, Capabilities, bind_arguments, checked_outs
 from ...core.host import HostCall
+from ...core.program_cache import CACHE_SIZE, ProgramCache
 from ...core.node import Node
 from ...debug_info import user_location
 from ...errors import ExecutionError, FeedError, ShapeError, no_kernel_error
-from ..cpu.backend import CACHE_SIZE, checked_cache_size
 from .devices import find_device
 from .kernels import KERNELS, TraceContext, run_kernel
 
@@ -165,17 +164,18 @@ class JaxFunction:
                                       "jax kernel for it",
                                       f"register one with @axgraph.transformers.jax.kernels."
                                       f"kernel({node.op})")
-        self.cache_size = checked_cache_size(cache_size)
+        #: The programs per binding, least recently used dropped first.
+        self._cache: ProgramCache[Program] = ProgramCache(
+            lambda bindings: Program(self.function, bindings, self.device.platform), cache_size)
+        #: The most programs kept (None: no limit).
+        self.cache_size = self._cache.maxsize
         #: Where programs run (and NumPy arguments are put).
         self.device = find_device(platform)
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
-        self._programs: "OrderedDict[Tuple, Program]" = OrderedDict()
-        self._hits = self._misses = 0
         #: (type, dtype, shape) of each argument of calls whose arguments were taken as
         #: they are, to the sizes they bound.
         self._known_arguments: Dict[tuple, Dict[str, int]] = {}
-        self.last_program: Optional[Program] = None
         #: Where arguments and results live on a device mesh (`sharding.Placement`), set by
         #: a sharded transformer before the first call; None: on `device`.
         self.placement: Any = None
@@ -183,23 +183,15 @@ class JaxFunction:
     # -- the cache of programs per binding ------------------------------------------------------
     def program(self, bindings: Dict[str, int]) -> Program:
         """The program for `bindings` (made on first use), now the most recently used."""
-        last = self.last_program
+        last = self._cache.last
         if last is not None and last.bindings == bindings:  # the common case: as last time
-            self._hits += 1
-            return last
-        key = tuple(sorted(bindings.items()))
-        program = self._programs.get(key)
-        if program is None:
-            self._misses += 1
-            program = self._programs[key] = Program(self.function, dict(bindings),
-                                                    self.device.platform)
-            if self.cache_size is not None and len(self._programs) > self.cache_size:
-                self._programs.popitem(last=False)
-        else:
-            self._hits += 1
-            self._programs.move_to_end(key)
-        self.last_program = program
-        return program
+            return self._cache.hit_last()
+        return self._cache.get(bindings)
+
+    @property
+    def last_program(self) -> Optional[Program]:
+        """The program of the last call (None before the first)."""
+        return self._cache.last
 
     def cache_info(self) -> CacheInfo:
         """The programs kept per binding of the size variables, and how calls fared.
@@ -211,9 +203,7 @@ class JaxFunction:
             one (misses), `cache_size`, and the bindings kept, least recently used
             first.
         """
-        return CacheInfo(hits=self._hits, misses=self._misses, maxsize=self.cache_size,
-                         currsize=len(self._programs),
-                         keys=tuple(dict(key) for key in self._programs))
+        return self._cache.info()
 
     # -- calls ------------------------------------------------------------------------------------
     def __call__(self, *arrays, out=None, donate: Optional[Mapping[int, int]] = None
@@ -340,7 +330,7 @@ class JaxFunction:
         elif bindings is not None or not self.function.free_symbols:
             # looked at, not run: the cache and its counts are left as they are
             bindings = dict(bindings or {})
-            program = self._programs.get(tuple(sorted(bindings.items()))) \
+            program = self._cache.peek(bindings) \
                 or Program(self.function, bindings, self.device.platform)
         else:
             raise ExecutionError(f"nothing has run yet, and {self.function.name} has size "

@@ -22,7 +22,7 @@ import jax
 from ...debug_info import user_location
 from ...errors import TransformerClosedError
 from ..base import Computation, _checked_feed
-from ..cpu.backend import CACHE_SIZE, checked_cache_size
+from ...core.program_cache import CACHE_SIZE, checked_cache_size
 from ..lowering_transformer import LoweringTransformer
 from .backend import Cost, FailedCheckError, to_host
 from .devices import find_device
