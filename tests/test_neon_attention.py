@@ -342,6 +342,9 @@ def test_misused_caches_and_bad_settings_are_refused(rng):
     M = ng.make_axis(2, name="M", batch=True)
     _raises_here(LayerAxesError, r"attn_a: its cache holds batch axes .*N.* has .*M",
                  lambda: layer(ng.placeholder([D, T, M]), cache=cache))
+    Long = ng.make_axis(5, name="Long")
+    _raises_here(LayerAxesError, r"attn_a: .* brings 5 new tokens .*more than <KeyValueCache",
+                 lambda: layer(ng.placeholder([D, Long, N]), cache=layer.new_cache(4)))
     _raises_here(LayerError, r"needs weight_init=",
                  lambda: MultiHeadAttention(D, 2, 2))
     _raises_here(LayerError, r"num_heads must be a positive int or an Axis, not 0",

@@ -260,7 +260,8 @@ class MultiHeadAttention(Layer):
         Raises
         ------
         LayerAxesError
-            When an input's axes do not fit (see the class).
+            When an input's axes do not fit (see the class), or it brings more
+            new tokens than `cache` holds.
         LayerError
             When `cache` is another layer's or is given with a `context`.
         axgraph.AxisLengthError
@@ -277,7 +278,7 @@ class MultiHeadAttention(Layer):
                 raise self._fail(LayerError, "caches the keys of self-attention; cross-"
                                              "attention takes its keys from the context instead")
         if not self._built:
-            self._build(source)
+            self._build(x)
             self._built = True
         query_seq = self._sequence_axis(x, self.axes, "input")
         key_seq = self._sequence_axis(source, self.context_axes, "context")
@@ -407,6 +408,9 @@ class MultiHeadAttention(Layer):
         the two share) and the old keys stay elsewhere. The scores read these written
         tensors; the assigns store them for the next step.
         """
+        if new_axis.length > cache.capacity:
+            raise self._fail(LayerAxesError, f"{x.name} brings {new_axis.length} new tokens "
+                                             f"({new_axis}), more than {cache!r} holds")
         cache._tensors(x, batch)
         assert cache.keys is not None and cache.values is not None
         slots = cache.position_axis
