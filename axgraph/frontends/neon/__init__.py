@@ -9,6 +9,8 @@ Graph v0.4's spellings live beside axgraph's own (one implementation each):
 ``layer.train_outputs(x)``, Preprocess, Conv2D, Pool2D, GaussianInit,
 UniformInit, ConstantInit, SequentialArrayIterator, NgraphArgparser,
 make_bound_computation, make_default_callbacks, loop_train and loop_eval.
+Transformer blocks are built from LayerNorm, RMSNorm and MultiHeadAttention
+(causal or not, with a KeyValueCache for generating one token at a time).
 
 Errors. Every error raised on purpose is an ``axgraph.AxgraphError``; the
 ones particular to this frontend live in its modules: ``LayerError`` (a
@@ -23,6 +25,7 @@ The ``>>>`` examples in these docstrings run as written after
 """
 from .activation import Explin, Identity, Logistic, Normalizer, Rectlin, Softmax, Tanh
 from .argparser import NgraphArgparser
+from .attention import KeyValueCache, MultiHeadAttention
 from .axis import ar, ax
 from .bound_computation import BoundComputation, make_bound_computation
 from .callbacks import Callback, EarlyStopping, FitState, MetricsHistory, ProgressBar, fit
@@ -33,6 +36,7 @@ from .initializers import set_seed as set_init_seed
 from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, GRU, LSTM, Affine,
                     Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
                     Sequential, inference_mode_on, is_inference_mode)
+from .norm_layers import LayerNorm, RMSNorm
 from .optimizer import (Adagrad, Adam, ExpSchedule, GradientDescentMomentum, Optimizer,
                         PowerSchedule, RMSProp, Schedule, StepSchedule)
 from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, ProgressCallback,
@@ -40,13 +44,13 @@ from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, Progres
                          loop_train, make_default_callbacks)
 
 __all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax", "Tanh",
-           "NgraphArgparser", "ar", "ax", "BoundComputation", "make_bound_computation",
+           "NgraphArgparser", "KeyValueCache", "MultiHeadAttention", "ar", "ax", "BoundComputation", "make_bound_computation",
            "Callback", "EarlyStopping", "FitState", "MetricsHistory", "ProgressBar", "fit",
            "ArrayIterator", "SequentialArrayIterator", "Constant", "ConstantInit", "Gaussian",
            "GaussianInit", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "UniformInit",
            "fans", "set_init_seed", "BatchNorm", "Bias", "BiRNN", "Conv2D", "Convolution",
-           "Dropout", "GRU", "LSTM", "Affine", "Layer", "Linear", "LookupTable", "Pool2D",
-           "Pooling", "Preprocess", "Recurrent", "Sequential", "inference_mode_on",
+           "Dropout", "GRU", "LSTM", "Affine", "Layer", "LayerNorm", "Linear", "LookupTable", "Pool2D",
+           "Pooling", "Preprocess", "RMSNorm", "Recurrent", "Sequential", "inference_mode_on",
            "is_inference_mode", "Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum",
            "Optimizer", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule",
            "CallbackContainer", "CallbackPhase", "LossCallback", "ProgressCallback",
