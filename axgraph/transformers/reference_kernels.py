@@ -159,12 +159,21 @@ def _tensor_size(op, ctx):
 
 @kernel(dot.DotOp)
 def _dot(op, ctx, x, y):
+    """np.einsum with one letter per axis: a pair shares the x axis's letter, a batch
+    axis appears in both operands and the result, a free axis in one and the result."""
     x_arg, y_arg = op.args
-    x_positions = [x_arg.axes.index(a) for a in op.x_reduce]
-    y_positions = [y_arg.axes.index(b) for b in op.y_reduce]
+    letters = {}
+    for axis in list(x_arg.axes) + list(y_arg.axes):
+        letters.setdefault(id(axis), chr(ord("a") + len(letters)) if len(letters) < 26
+                           else chr(ord("A") + len(letters) - 26))
+    for axis_x, axis_y in op.pairs:
+        letters[id(axis_y)] = letters[id(axis_x)]
+    x_term = "".join(letters[id(a)] for a in x_arg.axes)
+    y_term = "".join(letters[id(b)] for b in y_arg.axes)
+    kept = list(op.batch) + list(op.x_free) + list(op.y_free)
     work = _computed_in(op.dtype)
-    result = np.tensordot(x.astype(work, copy=False), y.astype(work, copy=False),
-                          axes=(x_positions, y_positions))
+    result = np.einsum(f"{x_term},{y_term}->{''.join(letters[id(a)] for a in kept)}",
+                       x.astype(work, copy=False), y.astype(work, copy=False), optimize=True)
     return np.asarray(result).astype(op.dtype, copy=False)
 
 
