@@ -217,3 +217,35 @@ def test_a_batched_dot_absorbs_a_transpose_of_its_operand(rng):
     av, bv = values(rng, (5, 3, 4), (3, 5, 2))
     want = np.einsum("kbm,bkn->bmn", av, bv)
     np.testing.assert_allclose(run_core(sunk, "interpreter", av, bv), want, rtol=1e-12)
+
+
+# -- the cpu backend's batched GEMM ------------------------------------------------------------
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_batched_matmul_gives_the_same_values_on_any_thread_count(monkeypatch, rng, threads):
+    from axgraph.transformers.cpu import runtime
+
+    monkeypatch.setenv("AXGRAPH_NUM_THREADS", threads)
+    left, right = (v.astype(np.float32) for v in values(rng, (5, 3, 7, 4), (5, 3, 4, 6)))
+    out = np.empty((5, 3, 7, 6), np.float32)
+    runtime.batched_matmul(left, right, out=out)
+    want = np.einsum("bhmk,bhkn->bhmn", left.astype(np.float64), right)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_blas_runs_single_threaded_inside_the_block_and_is_restored_after():
+    from axgraph.transformers.cpu import blas_threads
+
+    if not blas_threads.available():
+        pytest.skip("this NumPy's BLAS is not an OpenBLAS whose threads can be set")
+    get, put = blas_threads._controls()
+    before = get()
+    put(2)
+    try:
+        with blas_threads.single_threaded():
+            with blas_threads.single_threaded():
+                assert get() == 1
+            assert get() == 1
+        assert get() == 2
+    finally:
+        put(before)

@@ -190,8 +190,9 @@ class Program:
 
         Transposed 2-d views reach BLAS as transposed operands, not copies;
         reshapes are only emitted where a dim group must be merged. Batch dims
-        stay separate leading dims: np.matmul runs one BLAS product per batch
-        entry (a batched GEMM) without merging them into a copy.
+        stay separate leading dims, never merged into a copy: rt.batched_matmul
+        runs one single-threaded BLAS product per batch entry, the entries
+        split over the worker threads (a batched GEMM).
         """
         a, b = node.inputs
         shape_a, shape_b = self.shapes[a], self.shapes[b]
@@ -232,6 +233,8 @@ class Program:
             self.namespace[target] = self.namespace[out].reshape(product)
         if is_bfloat16(node.element_type.dtype):  # in float32, rounded once, as the reference
             left, right = f"{left}.astype(np.float32)", f"{right}.astype(np.float32)"
+        if batch:
+            return f"rt.batched_matmul({left}, {right}, out={target})"
         return f"np.matmul({left}, {right}, out={target})"
 
     def _view(self, node: Node) -> str:
