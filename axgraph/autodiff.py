@@ -230,10 +230,10 @@ def _dot(op, d):
     to_x = {id(b): a for a, b in op.pairs}
     to_y = {id(a): b for a, b in op.pairs}
     dx = _like(op, d, y, pairs=[(b, b) for b in y_free],
-               axes=list(op.batch) + list(x_free)
+               axes=list(op.batch_axes) + list(x_free)
                + [to_x[id(b)] for b in y.axes if b in op.y_reduce])
     dy = _like(op, x, d, pairs=[(a, a) for a in x_free],
-               axes=list(op.batch) + [to_y[id(a)] for a in x.axes if a in op.x_reduce]
+               axes=list(op.batch_axes) + [to_y[id(a)] for a in x.axes if a in op.x_reduce]
                + list(y_free))
     return [dx, dy]
 

@@ -249,3 +249,12 @@ def test_blas_runs_single_threaded_inside_the_block_and_is_restored_after():
         assert get() == 2
     finally:
         put(before)
+
+
+def test_an_axis_free_in_x_and_contracted_in_y(transformer, rng):
+    """(H, H - 1) . (H, N): H - 1 pairs with y's H; x's own H stays, a matrix times a matrix."""
+    H, N = ng.make_axis(3, name="H"), ng.make_axis(2, name="N")
+    w, x = ng.placeholder([H, H - 1]), ng.placeholder([H, N])
+    wv, xv = values(rng, (3, 3), (3, 2))
+    got = transformer.computation(ng.dot(w, x), w, x)(wv, xv)
+    np.testing.assert_allclose(got, wv @ xv, rtol=1e-6)

@@ -170,7 +170,7 @@ def _dot(ctx, op, x, y):
     dtype = np.int64 if kind_of(op.dtype) == "b" else op.dtype
     product = core.Dot(ctx.convert(x, dtype), ctx.convert(y, dtype),
                        positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce),
-                       positions(x_op.axes, op.batch), positions(y_op.axes, op.batch))
+                       positions(x_op.axes, op.batch_axes), positions(y_op.axes, op.batch_axes))
     return ctx.convert(product, op.dtype)
 
 

@@ -32,7 +32,7 @@ class DotOp(Op):
 
     attributes = ("pairs", "batch")
     pairs: List[Tuple[Axis, Axis]]
-    batch: Axes
+    batch: Optional[Axes]  # None when there are none (so printing leaves it out)
 
     def __init__(self, x, y, name: Optional[str] = None, dtype=None, pairs=None, batch=None,
                  axes=None):
@@ -42,7 +42,7 @@ class DotOp(Op):
     def infer_axes(self) -> Axes:
         x, y = self.args
         self.pairs = dual_pairs(x.axes, y.axes) if self.pairs is None else list(self.pairs)
-        self.batch = Axes(self.batch or ())
+        self.batch = Axes(self.batch) if self.batch else None
         for axis_x, axis_y in self.pairs:
             if axis_x not in x.axes or axis_y not in y.axes:
                 raise IncompatibleAxesError(
@@ -54,14 +54,14 @@ class DotOp(Op):
                     f"({axis_y.length}) of {y.name}: lengths differ", user_location())
         self.x_reduce = Axes(a for a, _ in self.pairs)
         self.y_reduce = Axes(b for _, b in self.pairs)
-        for axis in self.batch:
+        for axis in self.batch_axes:
             if axis not in x.axes or axis not in y.axes or axis in self.x_reduce \
                     or axis in self.y_reduce:
                 raise IncompatibleAxesError(
                     f"dot keeps {axis.name} as a batch axis, which must be an axis of both "
                     f"{x.name} {x.axes} and {y.name} {y.axes} and not contracted",
                     user_location())
-        natural = list(self.batch) + list(self.x_free) + list(self.y_free)
+        natural = list(self.batch_axes) + list(self.x_free) + list(self.y_free)
         if self._asked_axes is None:
             return Axes(natural)
         axes = Axes(self._asked_axes)
@@ -72,14 +72,21 @@ class DotOp(Op):
         return axes
 
     @property
+    def batch_axes(self) -> Axes:
+        """The axes kept per product (empty for a plain contraction)."""
+        return self.batch or Axes()
+
+    @property
     def x_free(self) -> Axes:
         """x's axes neither contracted nor batch, in x's order."""
-        return Axes(a for a in self.args[0].axes if a not in self.x_reduce and a not in self.batch)
+        return Axes(a for a in self.args[0].axes if a not in self.x_reduce
+                    and a not in self.batch_axes)
 
     @property
     def y_free(self) -> Axes:
         """y's axes neither contracted nor batch, in y's order."""
-        return Axes(b for b in self.args[1].axes if b not in self.y_reduce and b not in self.batch)
+        return Axes(b for b in self.args[1].axes if b not in self.y_reduce
+                    and b not in self.batch_axes)
 
     def infer_dtype(self):
         x, y = self.args
