@@ -258,3 +258,18 @@ def test_an_axis_free_in_x_and_contracted_in_y(transformer, rng):
     wv, xv = values(rng, (3, 3), (3, 2))
     got = transformer.computation(ng.dot(w, x), w, x)(wv, xv)
     np.testing.assert_allclose(got, wv @ xv, rtol=1e-6)
+
+
+@pytest.mark.parametrize("named", ["twice", "a_string"])
+def test_reduction_axes_that_are_not_distinct_axes_are_errors_naming_dot(named):
+    from axgraph.errors import AxgraphTypeError, DuplicateAxisError
+
+    a = axes()
+    D, T = a["D"], a["T"]
+    x, y = ng.placeholder([D, T]), ng.placeholder([D])
+    reduction_axes, error = {"twice": ([D, D], DuplicateAxisError),
+                             "a_string": (["D"], AxgraphTypeError)}[named]
+    with pytest.raises(error) as caught:
+        ng.dot(x, y, reduction_axes=reduction_axes)
+    assert "dot reduction_axes" in str(caught.value)
+    assert "test_batched_dot.py" in str(caught.value)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..axes import Axes, AxesLike, Axis, dual_pairs, make_axes
 from ..debug_info import user_location
-from ..errors import IncompatibleAxesError
+from ..errors import AxesError, AxgraphTypeError, IncompatibleAxesError
 from ..shapes.prover import provably_different
 from .op import Op
 from .tensors import as_op
@@ -100,8 +100,12 @@ def contraction_plan(x: Op, y: Op, reduction_axes: AxesLike
     Each axis R named pairs with R itself in y, or else with its dual R + 1 in y; every
     other axis x and y share is a batch axis, in x's order.
     """
+    try:
+        named = make_axes(reduction_axes)
+    except (AxgraphTypeError, AxesError) as error:
+        raise type(error)(f"dot reduction_axes: {error.message}", user_location()) from None
     pairs = []
-    for axis in make_axes(reduction_axes):
+    for axis in named:
         partner = axis if axis in y.axes else axis.get_dual(1)
         if axis not in x.axes or partner not in y.axes:
             missing = ", ".join(f"{t.name} {t.axes}" for t, a in ((x, axis), (y, partner))
