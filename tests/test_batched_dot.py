@@ -273,3 +273,20 @@ def test_reduction_axes_that_are_not_distinct_axes_are_errors_naming_dot(named):
         ng.dot(x, y, reduction_axes=reduction_axes)
     assert "dot reduction_axes" in str(caught.value)
     assert "test_batched_dot.py" in str(caught.value)
+
+
+def test_a_batched_dot_lowers_to_one_core_dot_and_runs_as_a_batched_gemm(rng):
+    """No broadcast product over every axis: one Dot with batch dims, one batched matmul."""
+    a = axes()
+    D, H, T, K, N = a["D"], a["H"], a["T"], a["K"], a["N"]
+    q, k = ng.placeholder([N, H, T, D]), ng.placeholder([N, H, K, D])
+    scores = ng.dot(q, k, reduction_axes=[D])
+    with ng.make_transformer("cpu") as t:
+        computation = t.computation(scores, q, k)
+        qv, kv = (v.astype(np.float32) for v in values(rng, (2, 2, 4, 3), (2, 2, 5, 3)))
+        got = computation(qv, kv)
+        dots = [n for n in computation.function.nodes if isinstance(n, core.Dot)]
+        assert len(dots) == 1 and dots[0].batch_a == (0, 1) and dots[0].batch_b == (0, 1)
+        assert not any(isinstance(n, core.Broadcast) for n in computation.function.nodes)
+        assert computation.source.count("rt.batched_matmul(") == 1
+    np.testing.assert_allclose(got, np.einsum("nhtd,nhkd->nhtk", qv, kv), rtol=1e-5, atol=1e-6)
