@@ -19,6 +19,7 @@ from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set
 from .op_graph.convolution import convolution, deconvolution, spatial_axis
 from .op_graph.debug import PrintOp
 from .op_graph.dot import dot
+from .op_graph.einsum import einsum
 from .op_graph.fills import fill, init_tensor
 from .op_graph.lookup import lookuptable
 from .op_graph import elementwise as _elementwise
@@ -58,7 +59,7 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "IncompatibleAxesError", "LayoutError", "NotDifferentiableError", "SerializationError",
            "ShapeError", "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem",
            "assign", "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",
-           "spatial_axis", "PrintOp", "dot", "fill", "init_tensor", "lookuptable",
+           "spatial_axis", "PrintOp", "dot", "einsum", "fill", "init_tensor", "lookuptable",
            "cross_entropy_binary", "cross_entropy_binary_inner", "cross_entropy_multi", "dropout",
            "moments", "one_hot", "sigmoid", "softmax", "squared_L2", "causal_mask", "log_softmax",
            "gelu", "silu", "softplus", "layer_norm", "rms_norm", "Op", "as_op", "as_ops",

@@ -223,16 +223,18 @@ def _max(op, d):
 
 @adjoint(dot_ops.DotOp)
 def _dot(op, d):
-    # d has axes x_rest + y_rest. dx contracts d with y over y_rest and labels
-    # y's paired axes as their x partners; dy likewise the other way round.
+    # d has axes batch + x_free + y_free. dx contracts d with y over y_free, per batch
+    # axis, and labels y's paired axes as their x partners; dy likewise the other way round.
     x, y = op.args
-    x_rest, y_rest = x.axes - op.x_reduce, y.axes - op.y_reduce
+    x_free, y_free = op.x_free, op.y_free
     to_x = {id(b): a for a, b in op.pairs}
     to_y = {id(a): b for a, b in op.pairs}
-    dx = _like(op, d, y, pairs=[(b, b) for b in y_rest],
-               axes=list(x_rest) + [to_x[id(b)] for b in y.axes if b in op.y_reduce])
-    dy = _like(op, x, d, pairs=[(a, a) for a in x_rest],
-               axes=[to_y[id(a)] for a in x.axes if a in op.x_reduce] + list(y_rest))
+    dx = _like(op, d, y, pairs=[(b, b) for b in y_free],
+               axes=list(op.batch_axes) + list(x_free)
+               + [to_x[id(b)] for b in y.axes if b in op.y_reduce])
+    dy = _like(op, x, d, pairs=[(a, a) for a in x_free],
+               axes=list(op.batch_axes) + [to_y[id(a)] for a in x.axes if a in op.x_reduce]
+               + list(y_free))
     return [dx, dy]
 
 

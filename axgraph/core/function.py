@@ -346,7 +346,8 @@ class Function:
         for node in self._nodes:
             arguments = [names[i] for i in node.inputs]
             arguments += [f"{key}={format_attribute(node.attributes[key])}"
-                          for key in node._attributes if key not in node._hidden]
+                          for key in node._attributes if key not in node._hidden
+                          and (key not in node._shown_when_set or node.attributes[key])]
             lines.append(f"  {names[node]} = {node.op}({', '.join(arguments)}) : "
                          f"{node.type_str()}")
             for value in node.attributes.values():  # a Fused node's body, indented under it

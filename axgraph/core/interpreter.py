@@ -10,6 +10,7 @@ of the argument arrays).
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -124,8 +125,20 @@ def _pad(node, ctx, x):
 @kernel(ops.Dot)
 def _dot(node, ctx, a, b):
     work = _computed_in(a.dtype)
-    result = np.tensordot(a.astype(work, copy=False), b.astype(work, copy=False),
-                          axes=(list(node.contract_a), list(node.contract_b)))
+    a, b = a.astype(work, copy=False), b.astype(work, copy=False)
+    if not node.batch_a:
+        result = np.tensordot(a, b, axes=(list(node.contract_a), list(node.contract_b)))
+        return result.astype(node.element_type.dtype, copy=False)
+    # a stack of matrix products: a as (batch, free, contracted), b as (batch, contracted, free)
+    free_a = [i for i in range(a.ndim) if i not in node.contract_a + node.batch_a]
+    free_b = [j for j in range(b.ndim) if j not in node.contract_b + node.batch_b]
+    batch = [a.shape[i] for i in node.batch_a]
+    m, k, n = (math.prod(a.shape[i] for i in free_a), math.prod(a.shape[i] for i in node.contract_a),
+               math.prod(b.shape[j] for j in free_b))
+    left = a.transpose(list(node.batch_a) + free_a + list(node.contract_a)).reshape(batch + [m, k])
+    right = b.transpose(list(node.batch_b) + list(node.contract_b) + free_b).reshape(batch + [k, n])
+    result = np.matmul(left, right).reshape(
+        batch + [a.shape[i] for i in free_a] + [b.shape[j] for j in free_b])
     return result.astype(node.element_type.dtype, copy=False)
 
 

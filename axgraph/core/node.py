@@ -106,6 +106,8 @@ class Node(Traits, abc.ABC):
     _attributes: ClassVar[Tuple[str, ...]] = ()
     # attributes the printed type already shows (e.g. a Reshape's shape)
     _hidden: ClassVar[FrozenSet[str]] = frozenset()
+    # attributes printed only when not empty (a Dot's batch dims: most Dots have none)
+    _shown_when_set: ClassVar[FrozenSet[str]] = frozenset()
     # docstring entries shared with ops of no common base (axgraph/core/op_docs.py)
     _doc_shared: ClassVar[Optional[str]] = None
 

@@ -169,7 +169,8 @@ def _dot(ctx, op, x, y):
     # booleans: NumPy's dot is an or of ands, i.e. a count of both-true pairs != 0
     dtype = np.int64 if kind_of(op.dtype) == "b" else op.dtype
     product = core.Dot(ctx.convert(x, dtype), ctx.convert(y, dtype),
-                       positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce))
+                       positions(x_op.axes, op.x_reduce), positions(y_op.axes, op.y_reduce),
+                       positions(x_op.axes, op.batch_axes), positions(y_op.axes, op.batch_axes))
     return ctx.convert(product, op.dtype)
 
 

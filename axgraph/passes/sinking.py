@@ -14,7 +14,7 @@ it outright:
 | sink-elementwise-reshapes | B(Reshape(x, s), Reshape(y, s)), x and y of one shape | Reshape(B(x, y), s) |
 | sink-softmax-transpose | Softmax(Transpose(x, p), axes) | Transpose(Softmax(x, p[axes]), p) |
 | reduce-absorbs-transpose | Sum(Transpose(x, p), axes), kept dims in order | Sum(x, p[axes]) |
-| dot-absorbs-transpose | Dot(Transpose(a, p), b), free dims in order | Dot(a, b) with mapped pairs |
+| dot-absorbs-transpose | Dot(Transpose(a, p), b), free dims in order | Dot(a, b) with mapped pairs and batch dims |
 | + transpose-transpose, transpose-identity, reshape-reshape, reshape-same-shape (from algebraic) |
 
 U is any unary elementwise op or Convert, B any binary elementwise op or
@@ -158,7 +158,9 @@ def _reduce_absorbs(match: Match) -> Optional[Node]:
 
 def _dot_absorbs(match: Match) -> Optional[Node]:
     node = match.root
-    contract = [list(node.attributes["contract_a"]), list(node.attributes["contract_b"])]
+    attributes = node.attributes
+    contract = [list(attributes["contract_a"]), list(attributes["contract_b"])]
+    batch = [list(attributes["batch_a"]), list(attributes["batch_b"])]
     inputs = list(node.inputs)
     changed = False
     for side in (0, 1):
@@ -166,15 +168,17 @@ def _dot_absorbs(match: Match) -> Optional[Node]:
         if not isinstance(t, Transpose):
             continue
         p = t.attributes["permutation"]
-        free = [p[i] for i in range(len(p)) if i not in contract[side]]
+        free = [p[i] for i in range(len(p)) if i not in contract[side] + batch[side]]
         if not _increasing(free):
             continue
         contract[side] = [p[c] for c in contract[side]]
+        batch[side] = [p[c] for c in batch[side]]
         inputs[side] = t.inputs[0]
         changed = True
     if not changed:
         return None
-    return Dot(inputs[0], inputs[1], contract[0], contract[1], name=_name(node))
+    return Dot(inputs[0], inputs[1], contract[0], contract[1], batch[0], batch[1],
+               name=_name(node))
 
 
 def _merge_rules() -> Tuple[RewriteRule, ...]:

@@ -138,8 +138,7 @@ def _dot(op: Op, length_of: LengthOf) -> Iterator[Constraint]:
     for a, b in op.pairs:
         yield Equal(length_of(a), length_of(b),
                     _origin(op, "dot", f"contracts {a.name} of {x.name} with {b.name} of {y.name}"))
-    natural = [a for a in x.axes if a not in op.x_reduce] + \
-              [b for b in y.axes if b not in op.y_reduce]
+    natural = list(op.batch_axes) + list(op.x_free) + list(op.y_free)
     for asked, axis in zip(op.axes, natural):
         if asked is not axis:
             yield Equal(length_of(asked), length_of(axis),

@@ -159,12 +159,23 @@ def _tensor_size(op, ctx):
 
 @kernel(dot.DotOp)
 def _dot(op, ctx, x, y):
+    """np.einsum with one letter per dim: a pair shares its x axis's letter, a batch axis
+    appears in both operands and the result, a free axis in one and the result. Letters go
+    by side, as one axis may be free in x and contracted in y (``(H, H - 1) . (H, N)``)."""
     x_arg, y_arg = op.args
-    x_positions = [x_arg.axes.index(a) for a in op.x_reduce]
-    y_positions = [y_arg.axes.index(b) for b in op.y_reduce]
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    x_letters = {id(a): letters[i] for i, a in enumerate(x_arg.axes)}
+    partner = {id(b): x_letters[id(a)] for a, b in op.pairs}
+    partner.update((id(a), x_letters[id(a)]) for a in op.batch_axes)
+    fresh = iter(letters[len(x_arg.axes):])
+    y_letters = {id(b): partner[id(b)] if id(b) in partner else next(fresh) for b in y_arg.axes}
+    kept = [x_letters[id(a)] for a in op.batch_axes] + [x_letters[id(a)] for a in op.x_free]
+    kept += [y_letters[id(b)] for b in op.y_free]
+    spec = (f"{''.join(x_letters[id(a)] for a in x_arg.axes)},"
+            f"{''.join(y_letters[id(b)] for b in y_arg.axes)}->{''.join(kept)}")
     work = _computed_in(op.dtype)
-    result = np.tensordot(x.astype(work, copy=False), y.astype(work, copy=False),
-                          axes=(x_positions, y_positions))
+    result = np.einsum(spec, x.astype(work, copy=False), y.astype(work, copy=False),
+                       optimize=True)
     return np.asarray(result).astype(op.dtype, copy=False)
 
 

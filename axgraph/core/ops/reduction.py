@@ -20,10 +20,13 @@ from ._checks import arity, element_type_attr, positions, require_kind, same_ele
 class Dot(Node):
     """The general contraction: dim contract_a[k] of a pairs with dim contract_b[k] of b.
 
-    Paired dims must be equal, and are summed over. The result has a's other dims
-    in order, then b's (as `numpy.tensordot`). Without explicit pairs a's last dim
-    contracts with b's first, a matrix product; with a scalar operand nothing
-    contracts (a scaled copy of the other).
+    Paired dims must be equal, and are summed over. Batch dims pair too but are
+    kept: dim batch_a[k] of a and batch_b[k] of b index one product each (as
+    `jax.lax.dot_general`), so a stack of matrix products is one node. The result
+    has the batch dims, then a's other dims in order, then b's (without batch
+    dims, as `numpy.tensordot`). Without explicit pairs a's last dim contracts
+    with b's first, a matrix product; with a scalar operand nothing contracts (a
+    scaled copy of the other).
 
     Parameters
     ----------
@@ -32,19 +35,24 @@ class Dot(Node):
     contract_a, contract_b : sequence of int, optional
         Equally many distinct positions of a's and of b's dims, paired in order.
         Give both or neither (default: a's last dim with b's first).
+    batch_a, batch_b : sequence of int, optional
+        Equally many distinct positions of a's and of b's dims, none of them
+        contracted, paired in order: the batch dims (default: none).
 
     Returns
     -------
     Dot
-        A node of a's element type; its shape is a's uncontracted dims, then b's.
+        A node of a's element type; its shape is the batch dims, then a's free
+        dims, then b's.
 
     Raises
     ------
     DTypeError
         a and b differ in element type, or theirs is boolean.
     ShapeError
-        Only one of contract_a and contract_b is given; they are not distinct
-        positions of the operand's dims, or differ in length; or paired dims differ.
+        Only one of contract_a and contract_b is given; a pair of position lists
+        is not distinct positions of the operand's dims or differs in length; a
+        batch dim is also contracted; or paired dims differ.
 
     Examples
     --------
@@ -53,13 +61,18 @@ class Dot(Node):
     >>> b = core.Parameter(core.f32, (4, 3, 5))
     >>> core.Dot(a, b, contract_a=(1, 2), contract_b=(1, 0)).shape
     Shape([2, 5])
+    >>> core.Dot(a, b, contract_a=(2,), contract_b=(0,), batch_a=(1,), batch_b=(1,)).shape
+    Shape([3, 2, 5])
     """
 
-    _attributes = ("contract_a", "contract_b")
+    _attributes = ("contract_a", "contract_b", "batch_a", "batch_b")
+    _shown_when_set = frozenset({"batch_a", "batch_b"})
 
     def __init__(self, a: Node, b: Node, contract_a: Optional[Sequence[int]] = None,
-                 contract_b: Optional[Sequence[int]] = None, name: Optional[str] = None):
-        super().__init__((a, b), {"contract_a": contract_a, "contract_b": contract_b}, name)
+                 contract_b: Optional[Sequence[int]] = None, batch_a: Sequence[int] = (),
+                 batch_b: Sequence[int] = (), name: Optional[str] = None):
+        super().__init__((a, b), {"contract_a": contract_a, "contract_b": contract_b,
+                                  "batch_a": batch_a, "batch_b": batch_b}, name)
 
     def _normalize(self, attributes: dict) -> dict:
         a, b = arity(self, 2)
@@ -68,25 +81,38 @@ class Dot(Node):
             contract_a, contract_b = ((a.rank - 1,), (0,)) if a.rank and b.rank else ((), ())
         elif contract_a is None or contract_b is None:
             raise self._fail(ShapeError, "give both contract_a and contract_b, or neither")
-        contract_a = positions(self, contract_a, a.rank, "contract_a", ordered=True)
-        contract_b = positions(self, contract_b, b.rank, "contract_b", ordered=True)
-        if len(contract_a) != len(contract_b):
-            raise self._fail(ShapeError, f"contract_a {contract_a} and contract_b {contract_b} "
-                             f"must pair up dims one to one")
-        return {"contract_a": contract_a, "contract_b": contract_b}
+        normalized = {}
+        for kind, for_a, for_b in (("contract", contract_a, contract_b),
+                                   ("batch", attributes["batch_a"], attributes["batch_b"])):
+            for_a = positions(self, for_a, a.rank, f"{kind}_a", ordered=True)
+            for_b = positions(self, for_b, b.rank, f"{kind}_b", ordered=True)
+            if len(for_a) != len(for_b):
+                raise self._fail(ShapeError, f"{kind}_a {for_a} and {kind}_b {for_b} must "
+                                 f"pair up dims one to one")
+            normalized[f"{kind}_a"], normalized[f"{kind}_b"] = for_a, for_b
+        for side in "ab":
+            both = set(normalized[f"contract_{side}"]) & set(normalized[f"batch_{side}"])
+            if both:
+                raise self._fail(ShapeError, f"dims {sorted(both)} of {side} are both "
+                                 f"contracted and batch dims")
+        return normalized
 
     def _infer(self) -> Tuple[ElementType, Shape]:
         a, b = self.inputs
         et = same_element_type(self, (a, b))
         require_kind(self, a, "numeric")
-        contract_a, contract_b = self.attributes["contract_a"], self.attributes["contract_b"]
-        for i, j in zip(contract_a, contract_b):
-            if a.shape[i] != b.shape[j]:
-                raise self._fail(ShapeError, f"contracted dims differ: dim {i} of {a.name} "
-                                 f"{a.shape} is {a.shape[i]}, dim {j} of {b.name} {b.shape} "
-                                 f"is {b.shape[j]}")
-        shape = [d for i, d in enumerate(a.shape) if i not in contract_a]
-        shape += [d for j, d in enumerate(b.shape) if j not in contract_b]
+        attributes = self.attributes
+        for key, kind in (("contract", "contracted"), ("batch", "batch")):
+            for i, j in zip(attributes[f"{key}_a"], attributes[f"{key}_b"]):
+                if a.shape[i] != b.shape[j]:
+                    raise self._fail(ShapeError, f"{kind} dims differ: dim {i} of {a.name} "
+                                     f"{a.shape} is {a.shape[i]}, dim {j} of {b.name} "
+                                     f"{b.shape} is {b.shape[j]}")
+        paired_a = attributes["contract_a"] + attributes["batch_a"]
+        paired_b = attributes["contract_b"] + attributes["batch_b"]
+        shape = [a.shape[i] for i in attributes["batch_a"]]
+        shape += [d for i, d in enumerate(a.shape) if i not in paired_a]
+        shape += [d for j, d in enumerate(b.shape) if j not in paired_b]
         return et, Shape(shape)
 
 

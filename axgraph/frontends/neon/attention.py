@@ -44,16 +44,6 @@ from .layer import Layer, LayerAxesError, LayerError, _float_dtype, _weight_axes
 __all__ = ["MultiHeadAttention", "KeyValueCache"]
 
 
-def _contract(x: Op, y: Op, reduction_axes: AxesLike) -> Op:
-    """The sum of x * y over `reduction_axes`; the other axes x and y share are kept.
-
-    ``ng.dot`` would also sum the shared batch axes (heads, examples) away, so the
-    attention core contracts here, as a broadcast product and a sum. Every such
-    contraction goes through this one function, to be replaced by a batched dot.
-    """
-    return red.sum(x * y, reduction_axes=reduction_axes)
-
-
 def _axis_or_new(layer: Layer, value: Union[int, Axis], what: str, name: str) -> Axis:
     """`value` if it is an Axis (with a length), else a new axis `name` of that length."""
     if isinstance(value, Axis):
@@ -293,7 +283,7 @@ class MultiHeadAttention(Layer):
         keys = so.rename(self._project(source, "k"), {key_seq: key_axis})
         values = so.rename(self._project(source, "v"), {key_seq: key_axis})
         visible = nn.causal_mask(query_seq, key_axis) if self.causal else None
-        return self._attend(queries, keys, values, key_axis, visible)
+        return self._attend(queries, keys, values, key_axis, visible, x.axes)
 
     def _forward(self, x: Op) -> Op:  # Layer's hook; __call__ above does the work
         return self(x)
@@ -390,14 +380,18 @@ class MultiHeadAttention(Layer):
         return projected if bias is None else projected + bias
 
     def _attend(self, queries: Op, keys: Op, values: Op, key_axis: Axis,
-                visible: Optional[Op]) -> Op:
-        """softmax(q . k over E, masked) . v over the keys, projected back by Wo."""
-        scores = _contract(queries, keys, self.head_size_axis)
+                visible: Optional[Op], out_axes: Axes) -> Op:
+        """softmax(q . k over E, masked) . v over the keys, projected back by Wo.
+
+        The batched dots put the heads and batch axes first; the result is put
+        back in `out_axes`' order (the input's), which callers may rely on.
+        """
+        scores = dot_ops.dot(queries, keys, reduction_axes=[self.head_size_axis])
         if visible is not None:
             scores = ew.where(visible, scores, -np.inf)
         weights = nn.softmax(scores, key_axis)
-        attended = _contract(weights, values, key_axis)
-        return self._project(attended, "o")
+        attended = dot_ops.dot(weights, values, reduction_axes=[key_axis])
+        return so.axes_with_order(self._project(attended, "o"), out_axes)
 
     def _cached(self, x: Op, queries: Op, new_axis: Axis, batch: Axes,
                 cache: KeyValueCache) -> Op:
@@ -427,7 +421,7 @@ class MultiHeadAttention(Layer):
             visible = ew.less_equal(slot_index, positions)
         else:
             visible = ew.less(slot_index, cache.length + new_axis.length)
-        y = self._attend(queries, written["k"], written["v"], slots, visible)
+        y = self._attend(queries, written["k"], written["v"], slots, visible, x.axes)
         with Op.saved_user_deps():
             cache._updates = [control.assign(cache.keys, written["k"]),
                               control.assign(cache.values, written["v"]),

@@ -186,24 +186,31 @@ class Program:
             for user in users)
 
     def _dot(self, node: core.Dot, args: List[str], out: str) -> str:
-        """One matmul over (rest, contracted) x (contracted, rest) views.
+        """One matmul over (batch..., rest, contracted) x (batch..., contracted, rest) views.
 
         Transposed 2-d views reach BLAS as transposed operands, not copies;
-        reshapes are only emitted where a dim group must be merged.
+        reshapes are only emitted where a dim group must be merged. Batch dims
+        stay separate leading dims, never merged into a copy: rt.batched_matmul
+        runs one single-threaded BLAS product per batch entry, the entries
+        split over the worker threads (a batched GEMM).
         """
         a, b = node.inputs
         shape_a, shape_b = self.shapes[a], self.shapes[b]
-        rest_a = [i for i in range(len(shape_a)) if i not in node.contract_a]
-        rest_b = [i for i in range(len(shape_b)) if i not in node.contract_b]
+        batch_a, batch_b = list(node.batch_a), list(node.batch_b)
+        rest_a = [i for i in range(len(shape_a)) if i not in node.contract_a + node.batch_a]
+        rest_b = [i for i in range(len(shape_b)) if i not in node.contract_b + node.batch_b]
 
         def size(shape, dims) -> int:
             return int(np.prod([shape[i] for i in dims], dtype=np.int64))
 
         m, k, n = size(shape_a, rest_a), size(shape_a, node.contract_a), size(shape_b, rest_b)
+        batch = tuple(shape_a[i] for i in batch_a)
         layout_a, layout_b = self.layout.get(a), self.layout.get(b)
 
         def copied(pairs) -> int:
             """Elements NumPy would copy to hand BLAS the operands in this k order."""
+            if batch:
+                return 0  # np.matmul copies each batch entry as it needs: no order helps
             return (_copy_cost(layout_a, rest_a + [i for i, _ in pairs], (m, k))
                     + _copy_cost(layout_b, [j for _, j in pairs] + rest_b, (k, n)))
 
@@ -213,16 +220,21 @@ class Program:
         orders = [pairs] + [sorted(pairs, key=lambda p: -layout.element_strides[p[side]])
                             for side, layout in enumerate((layout_a, layout_b)) if layout]
         pairs = min(orders, key=copied)
-        left = _arranged(args[0], shape_a, rest_a + [i for i, _ in pairs], (m, k))
-        right = _arranged(args[1], shape_b, [j for _, j in pairs] + rest_b, (k, n))
+        left = _arranged(args[0], shape_a, batch_a + rest_a + [i for i, _ in pairs],
+                         batch + (m, k))
+        right = _arranged(args[1], shape_b, batch_b + [j for _, j in pairs] + rest_b,
+                          batch + (k, n))
+        product = batch + (m, n)
         target = out
-        if self.shapes[node] != (m, n) and node in self.fresh:
-            target = f"{out}.reshape({(m, n)})"  # a new array each call: view it each call
-        elif self.shapes[node] != (m, n):  # the buffer seen as the (m, n) matrix, made once
+        if self.shapes[node] != product and node in self.fresh:
+            target = f"{out}.reshape({product})"  # a new array each call: view it each call
+        elif self.shapes[node] != product:  # the buffer seen as the (m, n) matrices, made once
             target = f"{out}_mn"
-            self.namespace[target] = self.namespace[out].reshape(m, n)
+            self.namespace[target] = self.namespace[out].reshape(product)
         if is_bfloat16(node.element_type.dtype):  # in float32, rounded once, as the reference
             left, right = f"{left}.astype(np.float32)", f"{right}.astype(np.float32)"
+        if batch:
+            return f"rt.batched_matmul({left}, {right}, out={target})"
         return f"np.matmul({left}, {right}, out={target})"
 
     def _view(self, node: Node) -> str:
@@ -436,8 +448,9 @@ def _copy_cost(layout: Optional[TensorDescription], order: List[int],
     return matrix[0] * matrix[1]
 
 
-def _arranged(name: str, shape: Sequence[int], order: List[int], matrix: Tuple[int, int]) -> str:
-    """Code for `name` transposed to `order` and viewed as a `matrix` (m, k)."""
+def _arranged(name: str, shape: Sequence[int], order: List[int], matrix: Tuple[int, ...]) -> str:
+    """Code for `name` transposed to `order` and viewed as a `matrix` (m, k), or a stack of
+    them (batch..., m, k)."""
     expression = name
     if order != list(range(len(shape))):
         expression = f"{expression}.transpose({tuple(order)})"

@@ -16,6 +16,7 @@ from ...core.interpreter import gather, scatter_add  # noqa: F401
 from ...dtypes import kind_of
 from ...errors import ExecutionError
 from ...op_table import OpTable
+from . import blas_threads, parallel
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,4 +180,20 @@ def one_hot(x: np.ndarray, positions: np.ndarray, expanded: Sequence[int],
             raise ExecutionError(f"one-hot values must lie in [0, {positions.size}); got "
                                  f"{low}..{high}")
     np.equal(x.reshape(expanded), positions, out=out, casting="unsafe")
+    return out
+
+
+def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """np.matmul over stacks (batch..., m, k) x (batch..., k, n) into `out`: the first batch
+    dim split over the worker threads, each product on one BLAS thread (blas_threads says
+    why). The split is by whole products, so the values do not depend on the thread count."""
+    parts = parallel.spans(out.shape[0], 1, 2)
+    with blas_threads.single_threaded():
+        if not parts:
+            return np.matmul(left, right, out=out)
+
+        def product(worker: int, lo: int, hi: int) -> None:
+            np.matmul(left[lo:hi], right[lo:hi], out=out[lo:hi])
+
+        parallel.run_spans(product, parts)
     return out

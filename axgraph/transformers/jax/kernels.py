@@ -265,8 +265,9 @@ def _pad(node, ctx, x):
 
 @kernel(ops.Dot)
 def _dot(node, ctx, a, b):
-    result = jnp.tensordot(a, b, axes=(list(node.contract_a), list(node.contract_b)),
-                           precision=PRECISION)
+    # result dims: batch, a's free, b's free: the order of the core Dot
+    dimensions = ((node.contract_a, node.contract_b), (node.batch_a, node.batch_b))
+    result = lax.dot_general(a, b, dimensions, precision=PRECISION)
     return result.astype(dtype_of(node))
 
 
