@@ -30,9 +30,9 @@ from .data import ArrayIterator, SequentialArrayIterator
 from .initializers import (Constant, ConstantInit, Gaussian, GaussianInit, GlorotUniform,
                            Initializer, Kaiming, Uniform, UniformInit, fans)
 from .initializers import set_seed as set_init_seed
-from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, GRU, LSTM, Affine,
-                    Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
-                    Sequential, inference_mode_on, is_inference_mode)
+from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, Embedding, GRU, LSTM,
+                    Affine, Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
+                    Residual, Sequential, inference_mode_on, is_inference_mode)
 from .optimizer import (Adagrad, Adam, ExpSchedule, GradientDescentMomentum, Optimizer,
                         PowerSchedule, RMSProp, Schedule, StepSchedule)
 from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, ProgressCallback,
@@ -46,7 +46,8 @@ __all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax",
            "GaussianInit", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "UniformInit",
            "fans", "set_init_seed", "BatchNorm", "Bias", "BiRNN", "Conv2D", "Convolution",
            "Dropout", "GRU", "LSTM", "Affine", "Layer", "Linear", "LookupTable", "Pool2D",
-           "Pooling", "Preprocess", "Recurrent", "Sequential", "inference_mode_on",
+           "Pooling", "Preprocess", "Recurrent", "Residual", "Sequential", "Embedding",
+           "inference_mode_on",
            "is_inference_mode", "Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum",
            "Optimizer", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule",
            "CallbackContainer", "CallbackPhase", "LossCallback", "ProgressCallback",
