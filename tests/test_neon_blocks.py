@@ -173,6 +173,21 @@ def test_embedding_adds_learned_positions(transformer, rng):
     np.testing.assert_allclose(grad_w, expected_w, rtol=1e-5, atol=1e-6)
 
 
+def test_embedding_of_a_slice_of_the_sequence_takes_those_positions(transformer, rng):
+    T = ng.make_axis(5, name="T", recurrent=True)
+    N = ng.make_axis(2, name="N")
+    tokens = ng.placeholder([T, N], dtype=np.int32)
+    embed = L.Embedding(6, 3, init=normal_init(rng), positions=T, position_init=normal_init(rng))
+    full, window = embed(tokens), embed(tokens[1:4])   # positions 1, 2, 3 (generation)
+    assert window.axes[1].parent is T and window.axes[1].length == 3
+    idx = rng.integers(0, 6, size=(5, 2)).astype(np.int32)
+    got_full, got_window, w, p = evaluate(transformer, [full, window, embed.W, embed.P],
+                                          {tokens: idx})
+    np.testing.assert_allclose(got_window, got_full[:, 1:4], rtol=1e-6)
+    np.testing.assert_allclose(got_window, np.moveaxis(w[idx[1:4]] + p[1:4, None], -1, 0),
+                               rtol=1e-6)
+
+
 def test_embedding_with_a_position_count_makes_a_sequence_axis(transformer, rng):
     embed = L.Embedding(6, 3, init=normal_init(rng), positions=4, name="tok")
     T = embed.position_axis

@@ -53,7 +53,7 @@ from typing import (Callable, ClassVar, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from ...axes import Axes, AxesLike, Axis, make_axis
+from ...axes import Axes, AxesLike, Axis, SlicedAxis, make_axis
 from ...debug_info import user_location
 from ...dtypes import DEFAULT_DTYPE, kind_of
 from ...errors import AmbiguousAxesError, AxgraphError, AxisLengthError, IncompatibleAxesError
@@ -1007,8 +1007,9 @@ class Embedding(LookupTable):
     `positions`, a learned table P with axes (positions, ``<name>_embed``) is
     added: the vector of token x at position t is W[x] + P[t], as in GPT-style
     models. The position axis is a sequence axis (flagged ``recurrent=True``),
-    so softmax, reductions and Affine leave it alone afterwards. Without
-    `positions` this is exactly LookupTable.
+    so softmax, reductions and Affine leave it alone afterwards. Indices over
+    a slice of it (``tokens[t:t + 1]`` when generating) get those positions'
+    rows. Without `positions` this is exactly LookupTable.
 
     Parameters
     ----------
@@ -1043,7 +1044,8 @@ class Embedding(LookupTable):
         As LookupTable, and when `positions` is an axis that is not flagged
         recurrent or has no length, or not a positive int.
     LayerAxesError
-        As LookupTable, and when the indices lack the position axis.
+        As LookupTable, and when the indices lack the position axis (and a
+        slice of it).
 
     Examples
     --------
@@ -1105,12 +1107,16 @@ class Embedding(LookupTable):
         tokens = super()._forward(x)
         if self.position_axis is None:
             return tokens
-        if self.position_axis not in x.axes:
-            raise self._fail(LayerAxesError, f"was made with positions along "
-                                             f"{self.position_axis.name}, but the indices "
-                                             f"{x.name} {x.axes} lack that axis")
         assert self.P is not None  # made by _build
-        return tokens + self.P
+        if self.position_axis in x.axes:
+            return tokens + self.P
+        for axis in x.axes:
+            if isinstance(axis, SlicedAxis) and axis.parent is self.position_axis:
+                return tokens + self.P[axis.slice]       # the same positions, the same axis
+        raise self._fail(LayerAxesError, f"was made with positions along "
+                                         f"{self.position_axis.name}, but the indices "
+                                         f"{x.name} {x.axes} lack that axis (and any slice "
+                                         f"of it)")
 
 
 # -- convolution and pooling ------------------------------------------------------------------
