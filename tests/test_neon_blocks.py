@@ -91,6 +91,16 @@ def test_variables_and_updates_are_collected_from_sub_layers(rng):
     assert len(block.updates) == 2
 
 
+def test_a_part_holding_its_parent_is_collected_once(rng):
+    D, N = ng.make_axis(4, name="D"), ng.make_axis(3, name="N")
+    outer = Gate(init=0.5, name="outer")
+    inner = Gate(init=0.5, name="inner")
+    outer.part, inner.owner = inner, outer               # a cycle of attributes
+    outer(inner(ng.placeholder([D, N])))
+    assert outer.variables() == [outer.g, inner.g]
+    assert inner.variables() == [inner.g, outer.g] and outer.updates == []
+
+
 # -- Residual and Sequential ------------------------------------------------------------------
 
 def test_residual_is_x_plus_block_of_x(transformer, rng):

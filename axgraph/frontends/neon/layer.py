@@ -97,6 +97,16 @@ class _Mode(threading.local):
 _mode = _Mode()
 
 
+class _Gathering(threading.local):
+    """The layers whose sub-layers' variables (or updates) are being gathered, per thread."""
+
+    def __init__(self):
+        self.ids: Set[int] = set()
+
+
+_gathering = _Gathering()
+
+
 @contextlib.contextmanager
 def _graph_mode(inference: bool) -> Iterator[None]:
     previous, _mode.inference = _mode.inference, inference
@@ -426,10 +436,20 @@ class Layer(abc.ABC):
             (in the order the attributes holding them were set), each once.
         """
         found = {id(op): op for op in self._variables.values()}
-        for layer in self.sublayers():
-            for op in layer.variables():
-                found.setdefault(id(op), op)
+        for op in self._from_sublayers(lambda layer: layer.variables()):
+            found.setdefault(id(op), op)
         return list(found.values())
+
+    def _from_sublayers(self, get: Callable[["Layer"], List[Op]]) -> List[Op]:
+        """get(layer) for each sub-layer, concatenated; a layer reached again while its own
+        are being gathered (a part holding its parent) gives nothing the second time."""
+        if id(self) in _gathering.ids:
+            return []
+        _gathering.ids.add(id(self))
+        try:
+            return [op for layer in self.sublayers() for op in get(layer)]
+        finally:
+            _gathering.ids.discard(id(self))
 
     def sublayers(self) -> List["Layer"]:
         """The layers this one holds in its attributes (a block's parts).
@@ -457,7 +477,7 @@ class Layer(abc.ABC):
         computation: ``transformer.computation([step] + model.updates, ...)``.
         A layer's own come first, then its sub-layers'.
         """
-        return list(self._updates) + [op for layer in self.sublayers() for op in layer.updates]
+        return list(self._updates) + self._from_sublayers(lambda layer: layer.updates)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -2016,7 +2036,8 @@ class Sequential(Layer):
 
     The model container of neon: ``Sequential([...])(x)`` is the last
     layer's output; `variables()` gathers the layers' variables (each once,
-    in order) and `updates` their update assigns. Calling it in training or
+    in order) and `updates` their update assigns, through nested Sequentials
+    and Residual blocks. Calling it in training or
     inference mode (or v0.4's ``train_outputs`` / ``inference_outputs``)
     passes the mode to every layer.
 
