@@ -10,11 +10,11 @@ from .dims import dim
 from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, PaddedAxis,
                    SlicedAxis, axis, get_current_name_scope, make_axes, make_axis,
                    make_axis_role, make_name_scope, name_scope, with_name_scope)
-from .errors import (AxesError, AxgraphError, AxgraphTypeError, AxgraphValueError,
-                     AxisLengthError, DTypeError, DuplicateAxisError, ExecutionError, FeedError,
-                     GraphError, IncompatibleAxesError, LayoutError, NotDifferentiableError,
-                     SerializationError, ShapeCheckError, ShapeConflictError, ShapeError,
-                     TransformerClosedError, UnmatchedAxesError)
+from .errors import (AmbiguousAxesError, AxesError, AxgraphError, AxgraphTypeError,
+                     AxgraphValueError, AxisLengthError, DTypeError, DuplicateAxisError,
+                     ExecutionError, FeedError, GraphError, IncompatibleAxesError, LayoutError,
+                     NotDifferentiableError, SerializationError, ShapeCheckError,
+                     ShapeConflictError, ShapeError, TransformerClosedError, UnmatchedAxesError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
 from .op_graph.convolution import convolution, deconvolution, spatial_axis
 from .op_graph.debug import PrintOp
@@ -53,7 +53,8 @@ __version__ = "0.1.0"
 
 __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "NameScope",
            "PaddedAxis", "SlicedAxis", "axis", "get_current_name_scope", "make_axes", "make_axis",
-           "make_axis_role", "make_name_scope", "name_scope", "with_name_scope", "AxesError",
+           "make_axis_role", "make_name_scope", "name_scope", "with_name_scope", "AmbiguousAxesError",
+           "AxesError",
            "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError",
            "DTypeError", "DuplicateAxisError", "ExecutionError", "FeedError", "GraphError",
            "IncompatibleAxesError", "LayoutError", "NotDifferentiableError", "SerializationError",

@@ -116,10 +116,12 @@ class Axis:
     roles : iterable of AxisRole, optional
         Semantic tags (Channel, Height, ...) that ops such as convolution search for.
     batch : bool, optional
-        Whether this is the minibatch axis; None: exactly when it is named ``N``.
+        Whether this is the minibatch axis; None: exactly when it is named ``N``
+        (Nervana Graph v0.4's convention).
     recurrent : bool, optional
-        Whether this is the time axis recurrent layers unroll; None: exactly when
-        it is named ``REC``.
+        Whether this is a sequence axis (time steps, token positions): recurrent layers
+        unroll over it, and defaults (softmax, reductions, Affine) leave it alone as they
+        leave the batch axis; None: exactly when it is named ``REC`` (v0.4's convention).
     docstring : str, optional
         A description of the axis, kept for the reader.
     match_on_length : bool, optional
@@ -231,12 +233,13 @@ class Axis:
     # -- flags ----------------------------------------------------------------
     @property
     def is_batch(self) -> bool:
-        """True for the minibatch axis (by default, an axis named 'N')."""
+        """True for the minibatch axis: flagged ``batch=True``, or unflagged and named 'N'."""
         return self._batch if self._batch is not None else self.name == "N"
 
     @property
     def is_recurrent(self) -> bool:
-        """True for the time axis that recurrent layers unroll (default 'REC')."""
+        """True for a sequence axis (time, positions): flagged ``recurrent=True``, or
+        unflagged and named 'REC'. Recurrent layers unroll over it; defaults leave it alone."""
         return self._recurrent if self._recurrent is not None else self.name == "REC"
 
     @property
@@ -961,6 +964,25 @@ class Axes(Sequence[Axis]):
         """The axes of one example: all but the batch axes."""
         return Axes(a for a in self._axes if not a.is_batch)
 
+    def feature_axes(self) -> "Axes":
+        """The axes that are neither batch nor recurrent: what an op or layer acts on when
+        it is not told which axes (softmax, reductions, neon's Affine), in order.
+
+        Returns
+        -------
+        Axes
+            These axes less the batch and the recurrent (sequence) ones.
+
+        Examples
+        --------
+        >>> import axgraph as ng
+        >>> D, N = ng.make_axis(4, name="D"), ng.make_axis(2, name="N")
+        >>> T = ng.make_axis(3, name="T", recurrent=True)      # a sequence axis
+        >>> ng.make_axes([D, T, N]).feature_axes()
+        Axes(D: 4)
+        """
+        return Axes(a for a in self._axes if not a.is_batch and not a.is_recurrent)
+
     def recurrent_axis(self) -> Optional[Axis]:
         """The recurrent (time) axis, or None."""
         for axis in self._axes:
@@ -1178,8 +1200,9 @@ def make_axis(
     batch : bool, optional
         Whether this is the minibatch axis; by default, whether it is named 'N'.
     recurrent : bool, optional
-        Whether this is the time axis recurrent layers unroll; by default, whether it is
-        named 'REC'.
+        Whether this is a sequence axis (time steps, token positions): recurrent layers
+        unroll over it and defaults (softmax, reductions, neon's Affine) leave it alone,
+        as they leave the batch axis; by default, whether it is named 'REC'.
     match_on_length : bool
         Elementwise ops pair it with the other operand's one axis of the same length.
     roles : iterable of AxisRole, optional

@@ -50,6 +50,12 @@ class UnmatchedAxesError(AxesError):
     """Axes that were required to pair with others and found no partner."""
 
 
+class AmbiguousAxesError(AxesError):
+    """An op or layer left to choose its axes by default found no single sensible choice
+    (softmax over several axes that are neither batch nor recurrent): pass the axes
+    explicitly, or flag a sequence axis with ``recurrent=True`` so defaults leave it alone."""
+
+
 class AxisLengthError(AxesError):
     """An axis length is unset where a length is needed, or is invalid."""
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..axes import Axes, AxesLike, Axis
 from ..debug_info import user_location
-from ..errors import AxgraphTypeError, AxisLengthError, IncompatibleAxesError
+from ..errors import AmbiguousAxesError, AxgraphTypeError, AxisLengthError, IncompatibleAxesError
 from . import elementwise as ew
 from . import reductions as red
 from .normalization import checked_axes
@@ -44,6 +44,47 @@ class SigmoidSchema:
     x: Op
 
 
+def _default_distribution_axis(what: str, x: Op, argument: str = "normalization_axes") -> Axes:
+    """The one axis a softmax-like op normalizes over when it is not told: x's only axis
+    that is neither batch nor recurrent.
+
+    Several such axes (a sequence axis ``T`` not flagged ``recurrent=True`` beside the
+    classes) could each be the distribution's; guessing would silently normalize over the
+    wrong one or over all of them, so the caller is asked instead.
+
+    Parameters
+    ----------
+    what : str
+        The op, as the user called it (``softmax``).
+    x : Op
+        Its input.
+    argument : str
+        The op's parameter that names the axes, for the message.
+
+    Returns
+    -------
+    Axes
+        The single candidate axis.
+
+    Raises
+    ------
+    AmbiguousAxesError
+        If x has no such axis, or more than one.
+    """
+    candidates = x.axes.feature_axes()
+    if len(candidates) == 1:
+        return candidates
+    if candidates:
+        found = f"several axes, {candidates}, that are neither batch nor recurrent"
+    else:
+        found = "no axis that is neither batch nor recurrent"
+    raise AmbiguousAxesError(
+        f"{what} of {x.name} {x.axes}: {argument} not given, and x has {found}, so the "
+        f"axes to normalize over are ambiguous. Pass {argument}= explicitly, or make a "
+        f"sequence axis with ng.make_axis(..., recurrent=True) so that defaults leave it "
+        f"alone", user_location())
+
+
 def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None, *,
             softmax_axes: AxesLike = None) -> Op:
     """exp(x) / sum(exp(x)) over `normalization_axes`: probabilities from logits.
@@ -57,8 +98,8 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None, 
     x : Op or number
         The logits.
     normalization_axes : Axes, Axis or iterable of Axis, optional
-        The axes the probabilities sum to 1 over; None: every axis but the
-        batch and recurrent ones.
+        The axes the probabilities sum to 1 over; None: x's one axis that is
+        neither batch nor recurrent (an error if there are several).
     name : str, optional
         A name for the result (automatic if None).
     softmax_axes : Axes, Axis or iterable of Axis, optional
@@ -74,6 +115,9 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None, 
     ------
     UnmatchedAxesError
         If `normalization_axes` holds an axis that x lacks.
+    AmbiguousAxesError
+        If `normalization_axes` is not given and x has several axes (or none) that
+        are neither batch nor recurrent.
     AxgraphTypeError
         If `x` is not an op or a number, the axes are not Axis objects, or both
         `normalization_axes` and `softmax_axes` are given.
@@ -96,7 +140,7 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None, 
         normalization_axes = softmax_axes
     x = as_op(x)
     if normalization_axes is None:
-        normalization_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
+        normalization_axes = _default_distribution_axis("softmax", x)
     normalization_axes = Axes(normalization_axes)
     # Softmax does not change when a constant is subtracted, so the shift that keeps
     # exp from overflowing needs no gradient of its own (it would be exactly zero).
@@ -120,8 +164,8 @@ def log_softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = No
     x : Op or number
         The logits, of a float type.
     normalization_axes : Axes, Axis or iterable of Axis, optional
-        The axes whose probabilities sum to 1; None: every axis but the batch and
-        recurrent ones, as `softmax`.
+        The axes whose probabilities sum to 1; None: x's one axis that is neither
+        batch nor recurrent, as `softmax`.
     name : str, optional
         A name for the result (automatic if None).
 
@@ -134,12 +178,15 @@ def log_softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = No
     ------
     UnmatchedAxesError
         If `normalization_axes` is empty or holds an axis that x lacks.
+    AmbiguousAxesError
+        If `normalization_axes` is not given and x has several axes (or none) that
+        are neither batch nor recurrent.
     AxgraphTypeError
         If `x` is not an op or a number.
     """
     x = as_op(x)
     if normalization_axes is None:
-        normalization_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
+        normalization_axes = _default_distribution_axis("log_softmax", x)
     axes = checked_axes("log_softmax", x, normalization_axes, "normalization_axes")
     shifted = x - ew.stop_gradient(red.max(x, reduction_axes=axes))
     result = shifted - ew.log(red.sum(ew.exp(shifted), reduction_axes=axes))

@@ -25,9 +25,15 @@ from .tensors import as_op, constant
 
 def resolve_reduction_axes(x: Op, reduction_axes: AxesLike, out_axes: AxesLike,
                            what: str) -> Tuple[Axes, Axes]:
-    """(reduction_axes, out_axes) from whichever of the two the user gave."""
+    """(reduction_axes, out_axes) from whichever of the two the user gave.
+
+    Given neither, every axis that is neither batch nor recurrent is reduced (v0.4's rule,
+    read from the axes' flags): all of them for a tensor without such axes (``ng.sum(x)``
+    is the total), one value per example and time step otherwise. A sequence axis made
+    with ``recurrent=True`` is kept like the batch axis.
+    """
     if reduction_axes is None and out_axes is None:
-        reduction_axes = Axes(a for a in x.axes if not a.is_batch and not a.is_recurrent)
+        reduction_axes = x.axes.feature_axes()
         return reduction_axes, x.axes - reduction_axes
     if reduction_axes is not None:
         reduction_axes = Axes(reduction_axes)

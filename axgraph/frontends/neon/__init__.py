@@ -33,9 +33,9 @@ from .data import ArrayIterator, SequentialArrayIterator
 from .initializers import (Constant, ConstantInit, Gaussian, GaussianInit, GlorotUniform,
                            Initializer, Kaiming, Uniform, UniformInit, fans)
 from .initializers import set_seed as set_init_seed
-from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, GRU, LSTM, Affine,
-                    Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
-                    Sequential, inference_mode_on, is_inference_mode)
+from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, Embedding, GRU, LSTM,
+                    Affine, Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
+                    Residual, Sequential, inference_mode_on, is_inference_mode)
 from .norm_layers import LayerNorm, RMSNorm
 from .optimizer import (Adagrad, Adam, ExpSchedule, GradientDescentMomentum, Optimizer,
                         PowerSchedule, RMSProp, Schedule, StepSchedule)
@@ -49,8 +49,9 @@ __all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax",
            "ArrayIterator", "SequentialArrayIterator", "Constant", "ConstantInit", "Gaussian",
            "GaussianInit", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "UniformInit",
            "fans", "set_init_seed", "BatchNorm", "Bias", "BiRNN", "Conv2D", "Convolution",
-           "Dropout", "GRU", "LSTM", "Affine", "Layer", "LayerNorm", "Linear", "LookupTable", "Pool2D",
-           "Pooling", "Preprocess", "RMSNorm", "Recurrent", "Sequential", "inference_mode_on",
+           "Dropout", "GRU", "LSTM", "Affine", "Layer", "LayerNorm", "Linear", "LookupTable",
+           "Pool2D", "Pooling", "Preprocess", "RMSNorm", "Recurrent", "Residual", "Sequential",
+           "Embedding", "inference_mode_on",
            "is_inference_mode", "Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum",
            "Optimizer", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule",
            "CallbackContainer", "CallbackPhase", "LossCallback", "ProgressCallback",

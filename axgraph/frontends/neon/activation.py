@@ -160,7 +160,7 @@ class Logistic(Activation):
 
 
 class Softmax(Activation):
-    """ng.softmax over `normalization_axes` (default: all but batch and time).
+    """ng.softmax over `normalization_axes` (default: the one axis not batch or time).
 
     neon's Softmax: exp(x) / sum(exp(x)), the sum taken over the normalization
     axes, so each example (and time step) gets a distribution. The op it
@@ -170,13 +170,16 @@ class Softmax(Activation):
     Parameters
     ----------
     normalization_axes : Axes, sequence of Axis or None, default None
-        The axes each distribution spans. None means the input's feature
-        axes: all but the batch axis and the recurrent axis.
+        The axes each distribution spans. None means the input's one feature
+        axis: the axis that is neither batch nor recurrent.
 
     Raises
     ------
     axgraph.UnmatchedAxesError
         When called on an op that lacks some of `normalization_axes`.
+    axgraph.AmbiguousAxesError
+        When `normalization_axes` is None and the input has several feature
+        axes (or none): name the axes.
 
     Examples
     --------

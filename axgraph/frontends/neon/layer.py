@@ -9,8 +9,11 @@ separate inference graph built under `inference_mode_on()`).
 
 Conventions
 -----------
-* Feature axes are an input's axes that are neither batch (`N`) nor recurrent
-  (`REC`); batch and time pass through every layer untouched.
+* Feature axes are an input's axes that are neither batch nor recurrent, as the
+  axes' flags say (``make_axis(..., batch=True)`` / ``recurrent=True``; unflagged,
+  an axis named `N` is the batch and one named `REC` recurrent, v0.4's
+  convention). Batch and sequence axes pass through every layer untouched: flag a
+  sequence axis (`T`) ``recurrent=True``, or give Affine ``input_axes=``.
 * New axes are named after the layer: ``<layer>_out`` (Affine),
   ``<layer>_hidden`` (recurrent layers), ``<layer>_vocab`` / ``<layer>_embed``
   (LookupTable). Layer names default to ``<Class>_<n>``.
@@ -50,10 +53,10 @@ from typing import (Callable, ClassVar, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from ...axes import Axes, AxesLike, Axis, make_axis
+from ...axes import Axes, AxesLike, Axis, SlicedAxis, make_axis
 from ...debug_info import user_location
 from ...dtypes import DEFAULT_DTYPE, kind_of
-from ...errors import AxgraphError, AxisLengthError, IncompatibleAxesError
+from ...errors import AmbiguousAxesError, AxgraphError, AxisLengthError, IncompatibleAxesError
 from ...op_graph import control, lookup, nn, random
 from ...op_graph import convolution as conv
 from ...op_graph import pooling as pooling_ops
@@ -69,7 +72,8 @@ from .activation import ActivationLike, Logistic, Tanh, get_activation
 __all__ = [
     "LayerError", "LayerAxesError", "Layer", "Affine", "Linear", "Bias", "Dropout", "BatchNorm",
     "LookupTable", "Convolution", "Conv2D", "Pooling", "Pool2D", "Preprocess", "Recurrent", "LSTM",
-    "GRU", "BiRNN", "Sequential", "inference_mode_on", "is_inference_mode", "feature_axes",
+    "GRU", "BiRNN", "Sequential", "Residual", "Embedding", "inference_mode_on",
+    "is_inference_mode", "feature_axes",
 ]
 
 
@@ -91,6 +95,16 @@ class _Mode(threading.local):
 
 
 _mode = _Mode()
+
+
+class _Gathering(threading.local):
+    """The layers whose sub-layers' variables (or updates) are being gathered, per thread."""
+
+    def __init__(self):
+        self.ids: Set[int] = set()
+
+
+_gathering = _Gathering()
 
 
 @contextlib.contextmanager
@@ -147,8 +161,19 @@ def is_inference_mode() -> bool:
 # -- axes helpers ----------------------------------------------------------------------
 
 def feature_axes(axes: AxesLike) -> Axes:
-    """The axes of one example at one time step: neither batch nor recurrent."""
-    return Axes(a for a in Axes(axes) if not a.is_batch and not a.is_recurrent)
+    """The axes of one example at one time step: neither batch nor recurrent (`Axes.feature_axes`).
+
+    Parameters
+    ----------
+    axes : Axes, Axis or iterable of Axis
+        The axes to choose from.
+
+    Returns
+    -------
+    Axes
+        Those of `axes` that are neither batch nor recurrent, in order.
+    """
+    return Axes(axes).feature_axes()
 
 
 def _float_dtype(x: Op) -> np.dtype:
@@ -197,9 +222,11 @@ class Layer(abc.ABC):
     training or the inference graph is decided by ``inference_mode_on()``
     (or v0.4's ``train_outputs`` / ``inference_outputs``).
 
-    Subclasses implement `_build(x)` (make variables from x's axes, once),
-    `_check_input(x)` (later calls: x must fit those variables) and
-    `_forward(x)` (the op graph of this call).
+    Subclasses implement `_build(x)` (make variables from x's axes, once, with
+    `add_variable`), `_check_input(x)` (later calls: x must fit those variables)
+    and `_forward(x)` (the op graph of this call); only `_forward` is required.
+    Layers held in attributes (directly, or in a list, tuple or dict) are
+    sub-layers: `variables()` and `updates` include theirs.
 
     Parameters
     ----------
@@ -275,8 +302,67 @@ class Layer(abc.ABC):
     def _forward(self, x: Op) -> Op:
         """The op graph of one call on x (variables already made)."""
 
+    def add_variable(self, name: str, axes: AxesLike, init: InitialValue, dtype=None,
+                     trainable: bool = True) -> Op:
+        """Make a variable of this layer, seen by `variables()`, optimizers and checkpoints.
+
+        The way a layer of your own makes its weights, usually in `_build(x)` from
+        the input's axes (or in ``__init__`` when the axes are known then).
+
+        Parameters
+        ----------
+        name : str
+            The variable's key in this layer; the op is named ``<layer>_<name>``.
+        axes : Axes, Axis or iterable of Axis
+            Its axes; each needs a length.
+        init : number, array, callable or Op
+            Its initial value (``ng.variable``'s ``initial_value``): an initializer
+            such as GlorotUniform(), a number, or an array in `axes` order.
+        dtype : numpy dtype or None, default None
+            Its element type; None is float32.
+        trainable : bool, default True
+            False makes a persistent tensor instead (state such as running
+            averages): not among `variables()`, so no optimizer trains it.
+
+        Returns
+        -------
+        Op
+            The variable (keep it, e.g. as ``self.W``).
+
+        Raises
+        ------
+        LayerError
+            When `init` is None, or the layer already has a variable `name`.
+        axgraph.AxisLengthError
+            When an axis has no length, or an array `init` does not have the
+            variable's shape.
+
+        Examples
+        --------
+        >>> import numpy as np, axgraph as ng
+        >>> class Scale(Layer):
+        ...     "y = s * x with one learned scale s per feature."
+        ...     def _build(self, x):
+        ...         self.s = self.add_variable("s", x.axes.feature_axes(), init=2.0)
+        ...     def _forward(self, x):
+        ...         return self.s * x
+        >>> F, N = ng.make_axis(3, name="F"), ng.make_axis(2, name="N")
+        >>> scale = Scale(name="scale")
+        >>> y = scale(ng.placeholder([F, N]))
+        >>> scale.variables()[0].name, scale.s.axes
+        ('scale_s', Axes(F: 3))
+        """
+        if not isinstance(name, str) or not name:
+            raise self._fail(LayerError, f"a variable's name must be a non-empty str, "
+                                         f"not {name!r}")
+        if name in self._variables:
+            raise self._fail(LayerError, f"already has a variable {name} "
+                                         f"({self._variables[name].name})")
+        return self._variable(name, axes, init, np.dtype(dtype or DEFAULT_DTYPE), trainable)
+
     def _variable(self, key: str, axes: AxesLike, init: InitialValue, dtype,
                   trainable: bool = True) -> Op:
+        """`add_variable` without its argument checks: the built-in layers' way."""
         if init is None:
             raise self._fail(LayerError, f"no initializer given for its variable {key}")
         unset = [a.name for a in Axes(axes) if a.length is None]
@@ -346,9 +432,42 @@ class Layer(abc.ABC):
         Returns
         -------
         list of Op
-            The variables, in the order the layer made them.
+            The variables the layer made (in that order), then its sub-layers'
+            (in the order the attributes holding them were set), each once.
         """
-        return list(self._variables.values())
+        found = {id(op): op for op in self._variables.values()}
+        for op in self._from_sublayers(lambda layer: layer.variables()):
+            found.setdefault(id(op), op)
+        return list(found.values())
+
+    def _from_sublayers(self, get: Callable[["Layer"], List[Op]]) -> List[Op]:
+        """get(layer) for each sub-layer, concatenated; a layer reached again while its own
+        are being gathered (a part holding its parent) gives nothing the second time."""
+        if id(self) in _gathering.ids:
+            return []
+        _gathering.ids.add(id(self))
+        try:
+            return [op for layer in self.sublayers() for op in get(layer)]
+        finally:
+            _gathering.ids.discard(id(self))
+
+    def sublayers(self) -> List["Layer"]:
+        """The layers this one holds in its attributes (a block's parts).
+
+        Returns
+        -------
+        list of Layer
+            Layers stored directly in an attribute, or in a list, tuple or dict
+            attribute, in the order the attributes were set, each once.
+        """
+        found: Dict[int, Layer] = {}
+        for value in vars(self).values():
+            if isinstance(value, dict):
+                value = list(value.values())
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, Layer) and item is not self:
+                    found.setdefault(id(item), item)
+        return list(found.values())
 
     @property
     def updates(self) -> List[Op]:
@@ -356,8 +475,9 @@ class Layer(abc.ABC):
 
         Empty for layers without such state; include them in the training
         computation: ``transformer.computation([step] + model.updates, ...)``.
+        A layer's own come first, then its sub-layers'.
         """
-        return list(self._updates)
+        return list(self._updates) + self._from_sublayers(lambda layer: layer.updates)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -419,15 +539,19 @@ class Linear(Layer):
     name : str or None, default None
         The layer's name, which prefixes its variables and new axes; None
         gives ``Linear_<n>``.
+    input_axes : Axes, sequence of Axis or None, default None
+        The input axes to map (contract); the input's other axes pass through
+        to the output, like the batch axis. None: all the input's feature axes.
 
     Raises
     ------
     LayerError
         When `init` is missing, `nout` is not a positive int (without
-        `axes`), or `axes` has no feature axis.
+        `axes`), `axes` has no feature axis, or `input_axes` is empty.
     LayerAxesError
-        When called on an input without feature axes, or (after the first
-        call) on one whose feature axes differ from the first input's.
+        When called on an input without feature axes (or without one of
+        `input_axes`), or (after the first call) on one whose feature axes
+        differ from the first input's.
     axgraph.AxisLengthError
         On the first call, when an axis of W has no length, or an array
         `init` does not have W's shape.
@@ -442,15 +566,29 @@ class Linear(Layer):
     """
 
     def __init__(self, init: InitialValue = None, nout: Optional[int] = None,
-                 axes: AxesLike = None, name: Optional[str] = None):
+                 axes: AxesLike = None, name: Optional[str] = None, *,
+                 input_axes: AxesLike = None):
         super().__init__(name)
         self.axes = _new_axes(self, nout, axes, f"{self.name}_out")
         self.init = init
         if init is None:
             raise self._fail(LayerError, "needs init= (the weight initializer)")
+        self.input_axes = None if input_axes is None else Axes(input_axes)
+        if self.input_axes is not None and not self.input_axes:
+            raise self._fail(LayerError, "input_axes is empty: name the input axes to map, or "
+                                         "leave it None to map all the input's feature axes")
+
+    def _mapped_axes(self, x: Op) -> Axes:
+        if self.input_axes is None:
+            return feature_axes(x.axes)
+        missing = self.input_axes - x.axes
+        if missing:
+            raise self._fail(LayerAxesError, f"input_axes {missing} are not axes of input "
+                                             f"{x.name} {x.axes}")
+        return self.input_axes
 
     def _build(self, x: Op) -> None:
-        features = feature_axes(x.axes)
+        features = self._mapped_axes(x)
         if not features:
             raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no feature axes to map")
         self.in_axes = features
@@ -458,7 +596,10 @@ class Linear(Layer):
                                 _float_dtype(x))
 
     def _check_input(self, x: Op) -> None:
-        self._check_features(x, self.in_axes)
+        if self.input_axes is None:
+            self._check_features(x, self.in_axes)
+        else:
+            self._mapped_axes(x)
 
     def _forward(self, x: Op) -> Op:
         return dot_ops.dot(self.W, x)
@@ -481,22 +622,33 @@ class Bias(Layer):
     name : str or None, default None
         The layer's name, which prefixes its variables and new axes; None
         gives ``Bias_<n>``.
+    axes : Axes, sequence of Axis or None, default None
+        The axes b spans, in place of the ones chosen from the input (Affine
+        gives its output axes, so axes passed through get no bias of their own).
 
     Raises
     ------
     LayerAxesError
-        After the first call, when an input's feature axes differ from the first input's.
+        When the input lacks one of `axes`, or after the first call, when an
+        input's feature axes differ from the first input's.
     axgraph.AxisLengthError
         On the first call, when an axis of b has no length or an array
         `init` does not have b's shape.
     """
 
     def __init__(self, init: InitialValue = 0.0, shared: bool = True,
-                 name: Optional[str] = None):
+                 name: Optional[str] = None, *, axes: AxesLike = None):
         super().__init__(name)
         self.init, self.shared = init, bool(shared)
+        self.axes = None if axes is None else Axes(axes)
 
     def _bias_axes(self, x: Op) -> Axes:
+        if self.axes is not None:
+            missing = self.axes - x.axes
+            if missing:
+                raise self._fail(LayerAxesError, f"its bias axes {missing} are not axes of "
+                                                 f"input {x.name} {x.axes}")
+            return self.axes
         channel = channel_axis(x.axes) if self.shared else None
         return Axes(channel) if channel is not None else feature_axes(x.axes)
 
@@ -507,8 +659,12 @@ class Bias(Layer):
         self.b = self._variable("b", self._bias_axes(x), self.init, _float_dtype(x))
 
     def _check_input(self, x: Op) -> None:
-        if self.init is not None:
+        if self.init is None:
+            return
+        if self.axes is None:
             self._check_features(x, self.in_axes)
+        else:
+            self._bias_axes(x)
 
     def _forward(self, x: Op) -> Op:
         return x if self.init is None else x + self.b
@@ -518,9 +674,10 @@ class Affine(Layer):
     """activation(batch_norm(W x + b)): a fully connected layer.
 
     The input needs at least one feature axis; all its feature axes are
-    mapped (W has axes (out..., in - 1...), as Linear's). The output has
-    `axes` (or one new axis ``<name>_out`` of length nout), then the input's
-    batch and recurrent axes. With batch_norm the bias is left out
+    mapped (W has axes (out..., in - 1...), as Linear's), or only
+    `input_axes` when given. The output has `axes` (or one new axis
+    ``<name>_out`` of length nout), then the input's other axes (batch,
+    recurrent, and those left out of `input_axes`). With batch_norm the bias is left out
     (BatchNorm's beta plays its part) and `updates` holds the running-average
     assigns. Arguments come in Nervana Graph v0.4's order:
     ``Affine(weight_init, nout, bias_init, activation, batch_norm, axes)``.
@@ -545,12 +702,17 @@ class Affine(Layer):
     name : str or None, default None
         The layer's name, which prefixes its variables and new axes; None
         gives ``Affine_<n>``.
+    input_axes : Axes, sequence of Axis or None, default None
+        The input axes to contract; the input's other axes pass through like
+        the batch axis (a sequence axis ``T`` not flagged ``recurrent=True``,
+        say). None: every axis that is neither batch nor recurrent, which
+        flattens a feature map (C, H, W) as v0.4 did.
 
     Raises
     ------
     LayerError
         When `weight_init` is missing, `nout` is not a positive int (without
-        `axes`), or `axes` has no feature axis.
+        `axes`), `axes` has no feature axis, or `input_axes` is empty.
     ActivationError
         When `activation` is an unknown name.
     LayerAxesError
@@ -571,19 +733,26 @@ class Affine(Layer):
     Axes(hidden_out: 10, N: 8)
     >>> hidden.W.axes, hidden.b.axes
     (Axes(hidden_out: 10, C-1: 3, H-1: 5), Axes(hidden_out: 10))
+    >>> D, T = ng.make_axis(4, name="D"), ng.make_axis(6, name="T")   # T: not flagged
+    >>> per_step = Affine(GlorotUniform(), nout=2, input_axes=[D], name="per_step")
+    >>> per_step(ng.placeholder([D, T, N])).axes
+    Axes(per_step_out: 2, T: 6, N: 8)
     """
 
     def __init__(self, weight_init: InitialValue = None, nout: Optional[int] = None,
                  bias_init: InitialValue = None, activation: ActivationLike = None,
-                 batch_norm: bool = False, axes: AxesLike = None, name: Optional[str] = None):
+                 batch_norm: bool = False, axes: AxesLike = None, name: Optional[str] = None,
+                 *, input_axes: AxesLike = None):
         super().__init__(name)
         if weight_init is None:
             raise self._fail(LayerError, "needs weight_init=")
         self.axes = _new_axes(self, nout, axes, f"{self.name}_out")
         # The parts share the Affine's name, so its variables read <name>_W, <name>_b.
-        self.linear = Linear(init=weight_init, axes=self.axes, name=self.name)
+        self.linear = Linear(init=weight_init, axes=self.axes, name=self.name,
+                             input_axes=input_axes)
         use_bias = bias_init is not None and not batch_norm
-        self.bias = Bias(bias_init, shared=False, name=self.name) if use_bias else None
+        self.bias = (Bias(bias_init, shared=False, name=self.name, axes=self.axes)
+                     if use_bias else None)
         self.batch_norm = BatchNorm(name=f"{self.name}_bn") if batch_norm else None
         self.activation = get_activation(activation)
         self._parts = [p for p in (self.linear, self.bias, self.batch_norm) if p is not None]
@@ -849,6 +1018,125 @@ class LookupTable(Layer):
                                              f"{self.vocab_axis.name}/{self.embed_axis.name}; got "
                                              f"{x.name} {x.axes} of {x.dtype}")
         return lookup.lookuptable(self.W, x, vocab_axis=self.vocab_axis, pad_idx=self.pad_idx)
+
+
+class Embedding(LookupTable):
+    """Token embeddings, plus learned position embeddings along a sequence axis.
+
+    A LookupTable (row x of the table W for every index x) to which, with
+    `positions`, a learned table P with axes (positions, ``<name>_embed``) is
+    added: the vector of token x at position t is W[x] + P[t], as in GPT-style
+    models. The position axis is a sequence axis (flagged ``recurrent=True``),
+    so softmax, reductions and Affine leave it alone afterwards. Indices over
+    a slice of it (``tokens[t:t + 1]`` when generating) get those positions'
+    rows. Without `positions` this is exactly LookupTable.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of rows of W: indices lie in [0, vocab_size).
+    embed_dim : int
+        Length of each embedding: the output axis ``<name>_embed``.
+    init : number, array, callable or Op
+        W's initial value (an array in (vocab, embed) order, or an initializer).
+    positions : Axis, int or None, default None
+        The sequence axis of the indices that gets learned positions (it must be
+        flagged ``recurrent=True``: ``ng.make_axis(64, name="T", recurrent=True)``),
+        or a length, for which the layer makes the axis ``<name>_position``
+        (`position_axis`; make the indices' placeholder with it). None: no positions.
+    position_init : number, array, callable, Op or None, default None
+        P's initial value (an array in (position, embed) order); None uses `init`
+        (which then must not be an array).
+    update : bool, default True
+        Train W and P; False makes them persistent tensors no optimizer trains.
+    pad_idx : int or None, default None
+        An index whose token vector is zeros and never trained (its position
+        vector is still added).
+    dtype : numpy dtype or None, default None
+        The tables' element type; None is float32.
+    name : str or None, default None
+        The layer's name, which prefixes its variables and new axes; None
+        gives ``Embedding_<n>``.
+
+    Raises
+    ------
+    LayerError
+        As LookupTable, and when `positions` is an axis that is not flagged
+        recurrent or has no length, or not a positive int.
+    LayerAxesError
+        As LookupTable, and when the indices lack the position axis (and a
+        slice of it).
+
+    Examples
+    --------
+    >>> import numpy as np, axgraph as ng
+    >>> T = ng.make_axis(3, name="T", recurrent=True)
+    >>> N = ng.make_axis(2, name="N")
+    >>> tokens = ng.placeholder([T, N], dtype=np.int32)
+    >>> embed = Embedding(5, 4, init=Constant(0.0), positions=T,
+    ...                   position_init=lambda axes: np.arange(12.0).reshape(3, 4), name="emb")
+    >>> vectors = embed(tokens)
+    >>> vectors.axes, embed.P.axes
+    (Axes(emb_embed: 4, T: 3, N: 2), Axes(T: 3, emb_embed: 4))
+    >>> with ng.NumPyTransformer() as t:
+    ...     print(t.computation(vectors, tokens)(np.zeros((3, 2), np.int32))[:, :, 0])
+    [[ 0.  4.  8.]
+     [ 1.  5.  9.]
+     [ 2.  6. 10.]
+     [ 3.  7. 11.]]
+    """
+
+    def __init__(self, vocab_size: int, embed_dim: int, init: InitialValue, *,
+                 positions: Union[Axis, int, None] = None, position_init: InitialValue = None,
+                 update: bool = True, pad_idx: Optional[int] = None, dtype=None,
+                 name: Optional[str] = None):
+        super().__init__(vocab_size, embed_dim, init, update=update, pad_idx=pad_idx,
+                         dtype=dtype, name=name)
+        self.position_axis = self._position_axis(positions)
+        self.position_init = init if position_init is None else position_init
+        self.P: Optional[Op] = None
+
+    def _position_axis(self, positions: Union[Axis, int, None]) -> Optional[Axis]:
+        if positions is None:
+            return None
+        if isinstance(positions, Axis):
+            if not positions.is_recurrent:
+                raise self._fail(LayerError, f"positions axis {positions.name} is not flagged as "
+                                             f"a sequence axis, so later defaults (softmax, "
+                                             f"reductions, Affine) would treat it as a feature: "
+                                             f"make it with ng.make_axis(..., recurrent=True)")
+            if positions.length is None:
+                raise self._fail(LayerError, f"positions axis {positions.name} needs a length "
+                                             f"(the number of positions learned)")
+            return positions
+        if isinstance(positions, bool) or not isinstance(positions, (int, np.integer)) \
+                or positions <= 0:
+            raise self._fail(LayerError, f"positions must be a sequence Axis or a positive int, "
+                                         f"not {positions!r}")
+        axis = make_axis(length=int(positions), name=f"{self.name}_position", recurrent=True)
+        axis._auto_named = self.automatic_name
+        return axis
+
+    def _build(self, x: Op) -> None:
+        super()._build(x)
+        if self.position_axis is not None:
+            self.P = self._variable("positions", [self.position_axis, self.embed_axis],
+                                    self.position_init, self.dtype, trainable=self.update)
+
+    def _forward(self, x: Op) -> Op:
+        tokens = super()._forward(x)
+        if self.position_axis is None:
+            return tokens
+        assert self.P is not None  # made by _build
+        if self.position_axis in x.axes:
+            return tokens + self.P
+        for axis in x.axes:
+            if isinstance(axis, SlicedAxis) and axis.parent is self.position_axis:
+                return tokens + self.P[axis.slice]       # the same positions, the same axis
+        raise self._fail(LayerAxesError, f"was made with positions along "
+                                         f"{self.position_axis.name}, but the indices "
+                                         f"{x.name} {x.axes} lack that axis (and any slice "
+                                         f"of it)")
 
 
 # -- convolution and pooling ------------------------------------------------------------------
@@ -1360,7 +1648,12 @@ class _RecurrentLayer(Layer):
         return self.axes[0]
 
     def _time_axis(self, x: Op) -> Axis:
-        rec = x.axes.recurrent_axis()
+        found = x.axes.recurrent_axes()
+        if len(found) > 1:
+            raise self._fail(AmbiguousAxesError, f"input {x.name} {x.axes} has several recurrent "
+                                                 f"(sequence) axes {found}: it can unroll over "
+                                                 f"one only; fold the others into the batch")
+        rec = found[0] if found else None
         if rec is None:
             raise self._fail(LayerAxesError, f"input {x.name} {x.axes} has no recurrent (REC) "
                                              f"axis to unroll over")
@@ -1743,7 +2036,8 @@ class Sequential(Layer):
 
     The model container of neon: ``Sequential([...])(x)`` is the last
     layer's output; `variables()` gathers the layers' variables (each once,
-    in order) and `updates` their update assigns. Calling it in training or
+    in order) and `updates` their update assigns, through nested Sequentials
+    and Residual blocks. Calling it in training or
     inference mode (or v0.4's ``train_outputs`` / ``inference_outputs``)
     passes the mode to every layer.
 
@@ -1797,3 +2091,59 @@ class Sequential(Layer):
     @property
     def updates(self) -> List[Op]:
         return [op for layer in self.layers for op in getattr(layer, "updates", [])]
+
+
+class Residual(Layer):
+    """x + block(x): a residual (skip) connection around a block of layers.
+
+    The block is a layer, any callable op -> op, or a list of them (applied in
+    order, as a Sequential ``<name>_block``); its output must have exactly the
+    input's axes, in any order. `variables()` and `updates` are the block's,
+    so a Sequential of Residual blocks (transformer-style) trains as one model.
+
+    Parameters
+    ----------
+    block : callable or sequence of callable
+        The branch: a layer, a callable, or a list of them.
+    name : str or None, default None
+        The layer's name; None gives ``Residual_<n>``.
+
+    Raises
+    ------
+    LayerError
+        When `block` (or an element of it) is not callable.
+    LayerAxesError
+        When the block's output has other axes than its input.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> D, N = ng.make_axis(4, name="D"), ng.make_axis(8, name="N")
+    >>> block = Residual([Affine(GlorotUniform(), axes=[D], activation=Rectlin(), name="mlp"),
+    ...                   Dropout(keep=0.9)])
+    >>> model = Sequential([block, Residual(Affine(GlorotUniform(), axes=[D], name="mix"))])
+    >>> model(ng.placeholder([D, N])).axes, [v.name for v in model.variables()]
+    (Axes(D: 4, N: 8), ['mlp_W', 'mix_W'])
+    """
+
+    def __init__(self, block: Union[Callable[[Op], Op], Sequence[Callable[[Op], Op]]],
+                 name: Optional[str] = None):
+        super().__init__(name)
+        if isinstance(block, (list, tuple)):
+            block = Sequential(block, name=f"{self.name}_block")
+        if not callable(block):
+            raise self._fail(LayerError, f"block {block!r} is not callable")
+        self.block = block
+
+    def _forward(self, x: Op) -> Op:
+        y = as_op(self.block(x))
+        if not y.axes.is_equal_set(x.axes):
+            raise self._fail(LayerAxesError, f"its block maps {x.name} {x.axes} to {y.name} "
+                                             f"{y.axes}: a residual needs the input's axes back")
+        return x + y
+
+    def variables(self) -> List[Op]:
+        found = {id(op): op for op in super().variables()}
+        for op in getattr(self.block, "variables", lambda: [])():
+            found.setdefault(id(op), op)
+        return list(found.values())
