@@ -33,8 +33,8 @@ from .initializers import set_seed as set_init_seed
 from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, GRU, LSTM, Affine,
                     Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
                     Sequential, inference_mode_on, is_inference_mode)
-from .optimizer import (Adagrad, Adam, ExpSchedule, GradientDescentMomentum, Optimizer,
-                        PowerSchedule, RMSProp, Schedule, StepSchedule)
+from .optimizer import (Adagrad, Adam, AdamW, ExpSchedule, GradientDescentMomentum, Optimizer,
+                        PowerSchedule, RMSProp, Schedule, StepSchedule, WarmupCosineSchedule)
 from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, ProgressCallback,
                          RunTimerCallback, TrainCostCallback, TrainLoggerCallback, loop_eval,
                          loop_train, make_default_callbacks)
@@ -47,8 +47,8 @@ __all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax",
            "fans", "set_init_seed", "BatchNorm", "Bias", "BiRNN", "Conv2D", "Convolution",
            "Dropout", "GRU", "LSTM", "Affine", "Layer", "Linear", "LookupTable", "Pool2D",
            "Pooling", "Preprocess", "Recurrent", "Sequential", "inference_mode_on",
-           "is_inference_mode", "Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum",
-           "Optimizer", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule",
+           "is_inference_mode", "Adagrad", "Adam", "AdamW", "ExpSchedule", "GradientDescentMomentum",
+           "Optimizer", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule", "WarmupCosineSchedule",
            "CallbackContainer", "CallbackPhase", "LossCallback", "ProgressCallback",
            "RunTimerCallback", "TrainCostCallback", "TrainLoggerCallback", "loop_eval",
            "loop_train", "make_default_callbacks"]
