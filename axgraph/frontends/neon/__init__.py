@@ -25,6 +25,7 @@ from .activation import Explin, Identity, Logistic, Normalizer, Rectlin, Softmax
 from .argparser import NgraphArgparser
 from .axis import ar, ax
 from .bound_computation import BoundComputation, make_bound_computation
+from .checkpoint import Checkpoint
 from .callbacks import Callback, EarlyStopping, FitState, MetricsHistory, ProgressBar, fit
 from .data import ArrayIterator, SequentialArrayIterator
 from .initializers import (Constant, ConstantInit, Gaussian, GaussianInit, GlorotUniform,
@@ -40,7 +41,7 @@ from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, Progres
                          loop_train, make_default_callbacks)
 
 __all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax", "Tanh",
-           "NgraphArgparser", "ar", "ax", "BoundComputation", "make_bound_computation",
+           "NgraphArgparser", "ar", "ax", "BoundComputation", "make_bound_computation", "Checkpoint",
            "Callback", "EarlyStopping", "FitState", "MetricsHistory", "ProgressBar", "fit",
            "ArrayIterator", "SequentialArrayIterator", "Constant", "ConstantInit", "Gaussian",
            "GaussianInit", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "UniformInit",
