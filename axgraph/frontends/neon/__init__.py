@@ -25,7 +25,7 @@ from .activation import Explin, Identity, Logistic, Normalizer, Rectlin, Softmax
 from .argparser import NgraphArgparser
 from .axis import ar, ax
 from .bound_computation import BoundComputation, make_bound_computation
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, CheckpointCallback
 from .callbacks import Callback, EarlyStopping, FitState, MetricsHistory, ProgressBar, fit
 from .data import ArrayIterator, SequentialArrayIterator
 from .initializers import (Constant, ConstantInit, Gaussian, GaussianInit, GlorotUniform,
@@ -34,6 +34,7 @@ from .initializers import set_seed as set_init_seed
 from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, GRU, LSTM, Affine,
                     Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
                     Sequential, inference_mode_on, is_inference_mode)
+from .plots import PlotError, plot_history
 from .optimizer import (Adagrad, Adam, AdamW, ExpSchedule, GradientDescentMomentum, Optimizer,
                         PowerSchedule, RMSProp, Schedule, StepSchedule, WarmupCosineSchedule)
 from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, ProgressCallback,
@@ -42,6 +43,7 @@ from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, Progres
 
 __all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax", "Tanh",
            "NgraphArgparser", "ar", "ax", "BoundComputation", "make_bound_computation", "Checkpoint",
+           "CheckpointCallback",
            "Callback", "EarlyStopping", "FitState", "MetricsHistory", "ProgressBar", "fit",
            "ArrayIterator", "SequentialArrayIterator", "Constant", "ConstantInit", "Gaussian",
            "GaussianInit", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "UniformInit",
@@ -50,6 +52,6 @@ __all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax",
            "Pooling", "Preprocess", "Recurrent", "Sequential", "inference_mode_on",
            "is_inference_mode", "Adagrad", "Adam", "AdamW", "ExpSchedule", "GradientDescentMomentum",
            "Optimizer", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule", "WarmupCosineSchedule",
-           "CallbackContainer", "CallbackPhase", "LossCallback", "ProgressCallback",
+           "PlotError", "plot_history", "CallbackContainer", "CallbackPhase", "LossCallback", "ProgressCallback",
            "RunTimerCallback", "TrainCostCallback", "TrainLoggerCallback", "loop_eval",
            "loop_train", "make_default_callbacks"]

@@ -17,7 +17,9 @@ untrusted) holding
 
 and, in the manifest's metadata, the data iterator's position
 (``get_state``), the state of each NumPy generator in `rngs`, and a
-`progress` value of your own (epoch, history, ...). Restoring checks
+`progress` value of your own (epoch, history, ...). With `fit`,
+``CheckpointCallback`` saves the run at the end of epochs and ``fit(...,
+resume=checkpoint.restore(path, transformer))`` continues it. Restoring checks
 everything before it writes anything: names, axes and dtypes of the arrays,
 and every field of the metadata, so a crafted or corrupt file is a
 ``SerializationError`` naming the path, and nothing in it can run code.
@@ -41,6 +43,7 @@ from ...op_graph.op import Op
 from ...serialization import (get_values, read_manifest, restore_with_manifest, save_variables,
                               set_values)
 from ...variables_file import DTYPES, shown_path
+from .callbacks import Callback, FitState
 from .optimizer import Optimizer
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -249,6 +252,67 @@ class Checkpoint:
                                     f"{_parts(self.optimizer is not None, self.data is not None, self.rngs)}")
 
 
+class CheckpointCallback(Callback):
+    """Saves the run with a Checkpoint at the end of every `every` epochs of `fit`.
+
+    The progress saved is ``FitState.resume_point()`` (the next epoch, the
+    step count and the history), which ``Checkpoint.restore`` returns: pass it
+    to ``fit(..., resume=...)`` to continue the run where it stopped, with the
+    same losses as a run never interrupted.
+
+    Parameters
+    ----------
+    checkpoint : Checkpoint
+        What to save.
+    path : str or os.PathLike
+        The file, replaced atomically at every save.
+    transformer : Transformer
+        The transformer that holds the run's values.
+    every : int, default 1
+        Save after every `every` epochs (and after the last one).
+
+    Raises
+    ------
+    AxgraphValueError
+        When `every` is not a positive int.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, axgraph as ng
+    >>> data = ArrayIterator({"x": np.linspace(-1, 1, 8)}, batch_size=4, shuffle=True)
+    >>> x = data.make_placeholders()["x"]
+    >>> w = ng.variable((), initial_value=0.0, name="w")
+    >>> loss = ng.mean(ng.square(w * x - 3 * x), out_axes=())
+    >>> optimizer = Adam(0.1)
+    >>> step = ng.sequential([optimizer(loss), loss])
+    >>> run = Checkpoint({"w": w}, optimizer, data)
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.npz")
+    >>> def train(epochs, resume=None):
+    ...     with ng.NumPyTransformer() as t:
+    ...         progress = run.restore(path, t) if resume else None
+    ...         history = fit(t.computation(step, x), data, epochs, feed=lambda b: (b["x"],),
+    ...                       callbacks=[CheckpointCallback(run, path, t)], resume=progress)
+    ...     return [round(v, 6) for v in history["loss"]]
+    >>> unbroken = train(4)
+    >>> data.reset()
+    >>> _ = train(2)                                   # stopped after epoch 2 ...
+    >>> train(4, resume=True) == unbroken              # ... and resumed: the same losses
+    True
+    """
+
+    def __init__(self, checkpoint: Checkpoint, path: PathLike, transformer, every: int = 1):
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise AxgraphValueError(f"CheckpointCallback every must be a positive int, got "
+                                    f"{every!r}", user_location())
+        self.checkpoint, self.path, self.transformer, self.every = (checkpoint, path, transformer,
+                                                                    every)
+
+    def on_epoch_end(self, state: FitState) -> None:
+        if (state.epoch + 1) % self.every == 0 or state.epoch + 1 == state.epochs \
+                or state.stop_training:
+            self.checkpoint.save(self.path, self.transformer, progress=state.resume_point())
+
+
 def _parts(optimizer: bool, data: bool, rngs) -> str:
     named = ["variables"] + (["an optimizer"] if optimizer else []) + (
         ["a data iterator"] if data else []) + [f"rng {name!r}" for name in sorted(rngs)]
@@ -377,5 +441,5 @@ def _numpy_scalar(pair, where: str):
     return scalar
 
 
-__all__ = ["Checkpoint"]
+__all__ = ["Checkpoint", "CheckpointCallback"]
 
