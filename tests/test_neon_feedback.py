@@ -155,3 +155,14 @@ def test_plot_history_without_matplotlib_says_what_to_install(monkeypatch, tmp_p
     with pytest.raises(PlotError, match="pip install axgraph\\[viz\\]"):
         plot_history({"loss": [1.0]}, tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+
+
+def test_digits_example_is_quiet_and_plots_its_curves(tmp_path, capsys):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("matplotlib")
+    from examples import digits_mlp
+    assert digits_mlp.main(["--epochs", "2", "--backend", "numpy", "--quiet",
+                            "--plot", str(tmp_path / "digits.png")]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "final test accuracy" in out and "curves written to" in out
+    assert (tmp_path / "digits.png").read_bytes()[:4] == b"\x89PNG"
