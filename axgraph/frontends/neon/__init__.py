@@ -16,7 +16,7 @@ layer configured with settings that cannot work) and ``LayerAxesError`` (an
 input whose axes a layer cannot use, also an ``axgraph.IncompatibleAxesError``)
 in ``axgraph.frontends.neon.layer``; ``ActivationError`` in ``.activation``;
 ``OptimizerError`` in ``.optimizer``; ``CallbackDataError`` in
-``.callback_data``. Each class's and function's docstring lists what it raises.
+``.callback_data``; ``PlotError`` (matplotlib missing) in ``.plots``. Each class's and function's docstring lists what it raises.
 
 The ``>>>`` examples in these docstrings run as written after
 ``from axgraph.frontends.neon import *`` (the test suite runs them).

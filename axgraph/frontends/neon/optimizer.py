@@ -51,6 +51,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, cast
 import numpy as np
 
 from ... import autodiff
+from ...axes import make_axis
 from ...debug_info import user_location
 from ...dtypes import DEFAULT_DTYPE, is_bfloat16, kind_of, result_type
 from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, DTypeError,
@@ -187,9 +188,9 @@ class Schedule:
         """The rate at iteration count `step`, as a number (for logs and histories).
 
         It is the value of the op ``get_learning_rate`` builds, computed by a
-        small NumPy computation the schedule keeps (one per rate and dtype),
-        so a subclass that only overrides ``get_learning_rate`` is evaluated
-        by its own formula.
+        small NumPy computation the schedule keeps (one per rate and dtype,
+        for 1024 steps at a time), so a subclass that only overrides
+        ``get_learning_rate`` is evaluated by its own formula.
 
         Parameters
         ----------
@@ -222,21 +223,40 @@ class Schedule:
         key = (float(learning_rate), np.dtype(dtype).str)
         evaluators = self.__dict__.setdefault("_evaluators", {})
         if key not in evaluators:
-            evaluators[key] = _rate_evaluator(self, *key)
-        return float(evaluators[key](int(step)))
+            evaluators[key] = _RateTable(self, *key)
+        return evaluators[key](int(step))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(step_config={self.step_config!r}, change={self.change})"
 
 
-def _rate_evaluator(schedule: "Schedule", learning_rate: float, dtype: str):
-    """A function step -> rate: the schedule's op, computed by a NumPy transformer of its own."""
-    from ...transformers.nptransform import NumPyTransformer
+class _RateTable:
+    """A schedule's rates as numbers: its op evaluated by a NumPy transformer of its own,
+    for `BLOCK` consecutive steps per call (one call costs what a few hundred lookups do)."""
 
-    with Op.saved_user_deps():
-        step = placeholder((), dtype=np.int32, name="step")
-        rate = schedule.get_learning_rate(learning_rate, step, np.dtype(dtype))
-    return NumPyTransformer().computation(rate, step)
+    BLOCK = 1024
+    KEPT_BLOCKS = 4
+
+    def __init__(self, schedule: "Schedule", learning_rate: float, dtype: str):
+        from ...transformers.nptransform import NumPyTransformer
+
+        steps_axis = make_axis(self.BLOCK, name="steps")
+        self._steps = placeholder([steps_axis], dtype=np.int32, name="steps")
+        rate = schedule.get_learning_rate(learning_rate, self._steps, np.dtype(dtype))
+        self._compute = NumPyTransformer().computation(rate, self._steps)
+        self._blocks: Dict[int, np.ndarray] = {}
+
+    def __call__(self, step: int) -> float:
+        block, offset = divmod(step, self.BLOCK)
+        if block not in self._blocks:
+            if len(self._blocks) >= self.KEPT_BLOCKS:
+                del self._blocks[next(iter(self._blocks))]
+            first = block * self.BLOCK
+            steps = np.arange(first, first + self.BLOCK, dtype=np.int64)
+            steps = np.minimum(steps, np.iinfo(np.int32).max).astype(np.int32)
+            rates = np.asarray(self._compute(steps))  # a schedule may ignore t: broadcast
+            self._blocks[block] = np.broadcast_to(rates, (self.BLOCK,))
+        return float(self._blocks[block][offset])
 
 
 class PowerSchedule(Schedule):
