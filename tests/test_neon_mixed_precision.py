@@ -83,3 +83,10 @@ def test_float32_variables_keep_no_master():
     optimizer = AdamW(master_weights=True)
     optimizer(ng.sum(v * v, out_axes=()))
     assert "master" not in optimizer.slots[v]
+
+
+def test_decay_filter_sees_the_variable_not_its_master():
+    seen = []
+    x, y, w, loss, xs, ys = regression()
+    AdamW(0.05, master_weights=True, decay_filter=lambda v: seen.append(v) or True)(loss)
+    assert seen == [w]

@@ -127,6 +127,28 @@ def test_twenty_steps_match_torch(backend, case):
     assert np.max(np.abs(actual[-1][1]["W1"] - weights["W1"])) > 1e-2
 
 
+def test_decay_filter_matches_torch_parameter_groups():
+    """Decay on the matrices only = PyTorch's groups: weights decayed, biases not."""
+    weights, data = initial_weights(), batches()
+
+    def groups(params):
+        return torch.optim.AdamW([{"params": [params[0], params[2]], "weight_decay": 0.3},
+                                  {"params": [params[1], params[3]], "weight_decay": 0.0}],
+                                 lr=0.05)
+
+    expected = torch_run(groups, None, weights, data)
+    actual, _ = axgraph_run("numpy", lambda: AdamW(0.05, weight_decay=0.3,
+                                                   decay_filter=lambda v: len(v.axes) > 1),
+                            weights, data)
+    everything, _ = axgraph_run("numpy", lambda: AdamW(0.05, weight_decay=0.3), weights, data)
+    for name in weights:
+        np.testing.assert_allclose(actual[-1][1][name], expected[-1][1][name], rtol=1e-4,
+                                   atol=1e-5, err_msg=name)
+    assert np.max(np.abs(everything[-1][1]["b1"] - actual[-1][1]["b1"])) > 1e-4
+    with pytest.raises(OptimizerError, match="decay_filter must be a function"):
+        AdamW(decay_filter=3)
+
+
 def test_clipping_actually_clipped():
     """With a bound this small every step of the clipped case is scaled: without clipping
     the weights end elsewhere, so the test above checks the clipping itself."""

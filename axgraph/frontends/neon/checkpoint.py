@@ -345,7 +345,8 @@ def _copy_of(rng: RandomSource) -> RandomSource:
 def _set_random_state(rng: RandomSource, saved: dict, name: str) -> None:
     kind = "Generator" if isinstance(rng, np.random.Generator) else "RandomState"
     if saved["type"] != kind:
-        raise AxgraphValueError(f"rng {name!r} is a {kind}, but the file holds a {saved['type']}")
+        raise AxgraphValueError(f"rng {name!r} is a {kind}, but the file holds a "
+                                f"{str(saved['type'])[:40]}")
     try:
         if isinstance(rng, np.random.Generator):
             rng.bit_generator.state = saved["state"]

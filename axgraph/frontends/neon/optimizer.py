@@ -46,7 +46,7 @@ import functools
 import math
 
 import numbers
-from typing import Dict, List, Optional, Sequence, Tuple, cast
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -557,6 +557,7 @@ class Optimizer(abc.ABC):
         self.slots: Dict[AssignableTensorOp, Dict[str, AssignableTensorOp]] = {}
         self._dtype = np.dtype(DEFAULT_DTYPE)
         self._built: Dict[Op, Dict[str, AssignableTensorOp]] = {}
+        self._trained: Dict[Op, Op] = {}   # what each updated tensor trains (a master: its variable)
 
     def __call__(self, cost, variables: Optional[Sequence[Op]] = None) -> Op:
         """One op, without a value, that performs a training step on `variables`.
@@ -607,6 +608,7 @@ class Optimizer(abc.ABC):
             self._built = {}
             masters = {v: self._master(v) for v in variables if self._keeps_master(v)}
             targets = [masters.get(v, v) for v in variables]
+            self._trained = dict(zip(targets, variables))
             gradients = [_as_float(g, t.dtype) if t is not v else g
                          for g, t, v in zip(gradients, targets, variables)]
             effective = self._effective_gradients(targets, gradients)
@@ -983,9 +985,11 @@ class AdamW(Adam):
 
     which is ``torch.optim.AdamW``'s step (``theta *= 1 - alpha * lambda``, then
     the Adam step) with the same defaults. The decay applies to every variable
-    trained; pass ``variables=`` to two optimizers to exempt some (biases,
-    norm gains). Call the optimizer on a cost to get the op of one training
-    step (see ``Optimizer.__call__`` and the module docstring).
+    trained for which `decay_filter` (if given) is true: ``decay_filter=lambda
+    v: len(v.axes) > 1`` spares biases and normalization gains, as PyTorch's
+    parameter groups with ``weight_decay=0`` do. Call the optimizer on a cost
+    to get the op of one training step (see ``Optimizer.__call__`` and the
+    module docstring).
 
     Parameters
     ----------
@@ -1013,6 +1017,9 @@ class AdamW(Adam):
         Mixed precision: keep a float32 master copy of every bfloat16 or
         float16 variable; the update is applied to the copy and the variable
         is set to it rounded (see ``Optimizer``). Keyword only.
+    decay_filter : callable or None, default None
+        Called with each trained variable; the decay applies where it returns
+        true (None: to every variable). Keyword only.
 
     Raises
     ------
@@ -1039,14 +1046,20 @@ class AdamW(Adam):
                  epsilon: float = 1e-8, weight_decay: float = 0.01,
                  gradient_clip_norm: Optional[float] = None,
                  gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
-                 schedule: Optional[Schedule] = None, *, master_weights: bool = False):
+                 schedule: Optional[Schedule] = None, *, master_weights: bool = False,
+                 decay_filter: Optional[Callable[[Op], bool]] = None):
         super().__init__(learning_rate, beta_1, beta_2, epsilon, gradient_clip_norm,
                          gradient_clip_value, name, schedule, master_weights=master_weights)
         self.weight_decay: float = _check_nonnegative("weight_decay", weight_decay) or 0.0
+        if decay_filter is not None and not callable(decay_filter):
+            raise OptimizerError(f"AdamW decay_filter must be a function of a variable, not "
+                                 f"{decay_filter!r}", user_location())
+        self.decay_filter = decay_filter
 
     def _updates(self, variable, grad, rate, shared):
         assigns, direction = self._moments(variable, grad, shared)
-        if self.weight_decay:
+        trained = self._trained.get(variable, variable)    # the variable, not its master copy
+        if self.weight_decay and (self.decay_filter is None or self.decay_filter(trained)):
             direction = direction + self.weight_decay * variable
         return [*assigns, control.assign(variable, variable - rate * direction)]
 
