@@ -184,13 +184,15 @@ def _values_to_save(values, transformer) -> Named:
 
 
 def save_variables(path: PathLike, values: Union[Mapping[Op, np.ndarray], VariablesLike, object],
-                   transformer=None) -> Path:
+                   transformer=None, *, metadata: Optional[dict] = None) -> Path:
     """Save variables to the .npz file `path` (atomically); returns the path.
 
     `values` is one of: a dict variable -> array (e.g. from `get_values`); a
     list of variables, or a dict name -> variable, whose values are read from
     `transformer`; or a transformer, whose trainable variables are all saved.
     Variables are saved under their op names unless a dict gives the names.
+    `metadata`, a JSON object (finite numbers only), is kept in the manifest
+    (``read_manifest(path)["metadata"]``).
     """
     shown_path(path)
     arrays, entries, names = {}, [], set()
@@ -209,6 +211,8 @@ def save_variables(path: PathLike, values: Union[Mapping[Op, np.ndarray], Variab
                         "shape": list(array.shape), "trainable": bool(op.trainable),
                         "axes": [_axis_entry(a, n) for a, n in zip(op.axes, array.shape)]})
     manifest = {"format": FORMAT, "version": VERSION, "variables": entries}
+    if metadata is not None:
+        manifest["metadata"] = metadata
     return write_variables_file(path, manifest, arrays)
 
 
@@ -321,6 +325,12 @@ def restore_variables(path: PathLike, variables: VariablesLike, transformer=None
     With `strict`, the file must hold no variable beyond these (those beyond
     are never read either way). Nothing is written unless every check passes.
     """
+    return restore_with_manifest(path, variables, transformer, strict)[0]
+
+
+def restore_with_manifest(path: PathLike, variables: VariablesLike, transformer=None,
+                          strict: bool = True) -> Tuple[Dict[Op, np.ndarray], dict]:
+    """`restore_variables`, and the file's checked manifest, read from one opening of it."""
     named = _named_variables(variables)
     for op in named.values():
         _check_stored(op, writing=True)
@@ -334,10 +344,12 @@ def restore_variables(path: PathLike, variables: VariablesLike, transformer=None
             array = saved.read(saved.entries[name]).astype(op.dtype, copy=False)
             order = orders[name]
             result[op] = array if order is None else np.transpose(array, order)
+        manifest = saved.manifest
     if transformer is not None:
         set_values(transformer, result)
-    return result
+    return result, manifest
 
 
 __all__ = ["FORMAT", "MANIFEST_KEY", "VERSION", "SerializationError", "get_values",
-           "read_manifest", "restore_variables", "save_variables", "set_values"]
+           "read_manifest", "restore_variables", "restore_with_manifest", "save_variables",
+           "set_values"]

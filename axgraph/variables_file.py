@@ -8,6 +8,10 @@ A file is an uncompressed zip (what `np.savez` writes) of ``.npy`` members:
         {"name": "w", "key": "v0", "dtype": "<f4", "shape": [2, 3], "trainable": true,
          "axes": [{"name": "H", "length": 2, "dual_level": 0, "auto_named": false}, ...]}]}
 
+A manifest may also hold "metadata", a JSON object checked here only for
+its size (with the whole manifest's); whoever wrote it checks its contents
+on reading (a training checkpoint's iterator and random-number states).
+
 Reading treats the file as untrusted. Nothing is pickled. The manifest is
 checked field by field (exact keys and types, dtypes from `DTYPES`, bounded
 counts and names) before any array is touched; the zip must hold exactly the
@@ -93,6 +97,9 @@ _NPY_FIELDS = {"descr", "fortran_order", "shape"}
 
 # The schema of the manifest, one dict of field -> type per level.
 _MANIFEST_FIELDS = {"format": str, "version": int, "variables": list}
+#: Fields a manifest may add: "metadata", a JSON object its writer checks on reading (a
+#: training checkpoint keeps its iterator and random states there).
+_OPTIONAL_MANIFEST_FIELDS = {"metadata": dict}
 _ENTRY_FIELDS = {"name": str, "key": str, "dtype": str, "shape": list, "trainable": bool,
                  "axes": list}
 _AXIS_FIELDS = {"name": str, "length": int, "dual_level": int, "auto_named": bool}
@@ -147,14 +154,19 @@ def _listing(names) -> str:
 # -- the manifest ----------------------------------------------------------------------
 
 
-def _fields(value, schema: Mapping[str, type], what: str) -> dict:
-    """`value` as a dict with exactly the fields of `schema`, each of its type."""
+def _fields(value, schema: Mapping[str, type], what: str,
+            optional: Optional[Mapping[str, type]] = None) -> dict:
+    """`value` as a dict with exactly the fields of `schema` (and perhaps some of
+    `optional`), each of its type."""
+    optional = optional or {}
     if not isinstance(value, dict):
         raise _Invalid(f"{what} is a {type(value).__name__}, not an object")
-    missing, unknown = set(schema) - set(value), set(value) - set(schema)
+    missing, unknown = set(schema) - set(value), set(value) - set(schema) - set(optional)
     if missing or unknown:
         raise _Invalid(f"{what} has fields {_listing(value)}; expected {_listing(schema)}")
-    for field, kind in schema.items():
+    for field, kind in {**schema, **optional}.items():
+        if field not in value:
+            continue
         item = value[field]
         if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):
             raise _Invalid(f"{what}: {field} is {type(item).__name__} {_short(item)}, "
@@ -217,7 +229,8 @@ def check_manifest(manifest) -> None:
     if manifest.get("version") != VERSION or isinstance(manifest.get("version"), bool):
         raise _Invalid(f"it has format version {_short(manifest.get('version'))}; this axgraph "
                        f"reads version {VERSION}")
-    entries = _fields(manifest, _MANIFEST_FIELDS, "the manifest")["variables"]
+    entries = _fields(manifest, _MANIFEST_FIELDS, "the manifest",
+                      _OPTIONAL_MANIFEST_FIELDS)["variables"]
     if len(entries) > MAX_VARIABLES:
         raise _Invalid(f"it lists {len(entries)} variables; at most {MAX_VARIABLES} are allowed")
     for index, entry in enumerate(entries):
@@ -245,7 +258,11 @@ def _no_constant(name: str):
 
 def _encoded_manifest(manifest: dict) -> bytes:
     check_manifest(manifest)
-    text = json.dumps(manifest, separators=(",", ":")).encode("ascii")
+    try:
+        text = json.dumps(manifest, separators=(",", ":"), allow_nan=False).encode("ascii")
+    except (TypeError, ValueError, RecursionError) as error:
+        raise _Invalid(f"its metadata is not JSON (finite numbers, str, bool, None, lists "
+                       f"and objects with str keys): {error}") from None
     _check_manifest_size(text)
     return text
 

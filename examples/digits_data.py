@@ -33,7 +33,8 @@ def accuracy(predict: Callable[[np.ndarray], np.ndarray], images: np.ndarray,
 
 def train_and_test(step, inputs, prediction, test_images, train_set, test_x: np.ndarray,
                    test_y: np.ndarray, epochs: int, backend: str, verbose: bool) -> Dict:
-    """Run `epochs` of the training step, then test; the loss per epoch, accuracy, seconds."""
+    """Run `epochs` of the training step, then test; the loss per epoch, accuracy, seconds and
+    the whole history (per step too, for a curve: ``plot_history(result["history"], path)``)."""
     import axgraph as ng
     from axgraph.frontends.neon import ProgressBar, fit
 
@@ -49,4 +50,4 @@ def train_and_test(step, inputs, prediction, test_images, train_set, test_x: np.
         test_accuracy = history["test_accuracy"][-1] if epochs else accuracy(predict, test_x,
                                                                              test_y)
     return {"losses": history["loss"], "test_accuracy": test_accuracy,
-            "seconds": time.perf_counter() - started}
+            "seconds": time.perf_counter() - started, "history": history}

@@ -1,6 +1,7 @@
 """Train a multilayer perceptron on scikit-learn's 8x8 digits with the neon frontend.
 
-    python -m examples.digits_mlp [--epochs 20] [--hidden 64] [--backend cpu]
+    python -m examples.digits_mlp [--epochs 20] [--hidden 64] [--backend cpu] [--quiet]
+                                  [--plot curves.png]
 
 Layers learn their input axes on first call; the optimizer turns the loss into
 one update op, so one call of the training computation is one training step.
@@ -13,7 +14,7 @@ from typing import Dict
 
 import axgraph as ng
 from axgraph.frontends.neon import (Affine, ArrayIterator, GlorotUniform, GradientDescentMomentum,
-                                    Sequential, Softmax, Tanh, inference_mode_on)
+                                    Sequential, Softmax, Tanh, inference_mode_on, plot_history)
 
 from .digits_data import load_digits_split, train_and_test
 
@@ -59,11 +60,16 @@ def main(argv=None) -> int:
     parser.add_argument("--learning-rate", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backend", default="cpu", choices=ng.transformer_choices())
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--plot", metavar="PNG", help="write the loss/accuracy curves here "
+                        "(needs matplotlib)")
     args = parser.parse_args(argv)
     result = train(args.epochs, args.hidden, args.batch, args.learning_rate, seed=args.seed,
-                   backend=args.backend)
+                   backend=args.backend, verbose=not args.quiet)
     print(f"final test accuracy {result['test_accuracy']:.2%} after {args.epochs} epochs "
           f"in {result['seconds']:.1f} s")
+    if args.plot:
+        print(f"curves written to {plot_history(result['history'], args.plot)}")
     return 0
 
 

@@ -18,7 +18,7 @@ layer configured with settings that cannot work) and ``LayerAxesError`` (an
 input whose axes a layer cannot use, also an ``axgraph.IncompatibleAxesError``)
 in ``axgraph.frontends.neon.layer``; ``ActivationError`` in ``.activation``;
 ``OptimizerError`` in ``.optimizer``; ``CallbackDataError`` in
-``.callback_data``. Each class's and function's docstring lists what it raises.
+``.callback_data``; ``PlotError`` (matplotlib missing) in ``.plots``. Each class's and function's docstring lists what it raises.
 
 The ``>>>`` examples in these docstrings run as written after
 ``from axgraph.frontends.neon import *`` (the test suite runs them).
@@ -28,6 +28,7 @@ from .argparser import NgraphArgparser
 from .attention import KeyValueCache, MultiHeadAttention
 from .axis import ar, ax
 from .bound_computation import BoundComputation, make_bound_computation
+from .checkpoint import Checkpoint, CheckpointCallback
 from .callbacks import Callback, EarlyStopping, FitState, MetricsHistory, ProgressBar, fit
 from .data import ArrayIterator, SequentialArrayIterator
 from .initializers import (Constant, ConstantInit, Gaussian, GaussianInit, GlorotUniform,
@@ -37,23 +38,25 @@ from .layer import (BatchNorm, Bias, BiRNN, Conv2D, Convolution, Dropout, Embedd
                     Affine, Layer, Linear, LookupTable, Pool2D, Pooling, Preprocess, Recurrent,
                     Residual, Sequential, inference_mode_on, is_inference_mode)
 from .norm_layers import LayerNorm, RMSNorm
-from .optimizer import (Adagrad, Adam, ExpSchedule, GradientDescentMomentum, Optimizer,
-                        PowerSchedule, RMSProp, Schedule, StepSchedule)
+from .plots import PlotError, plot_history
+from .optimizer import (Adagrad, Adam, AdamW, ExpSchedule, GradientDescentMomentum, Optimizer,
+                        PowerSchedule, RMSProp, Schedule, StepSchedule, WarmupCosineSchedule)
 from .train_loop import (CallbackContainer, CallbackPhase, LossCallback, ProgressCallback,
                          RunTimerCallback, TrainCostCallback, TrainLoggerCallback, loop_eval,
                          loop_train, make_default_callbacks)
 
 __all__ = ["Explin", "Identity", "Logistic", "Normalizer", "Rectlin", "Softmax", "Tanh",
-           "NgraphArgparser", "KeyValueCache", "MultiHeadAttention", "ar", "ax", "BoundComputation", "make_bound_computation",
+           "NgraphArgparser", "KeyValueCache", "MultiHeadAttention", "ar", "ax",
+           "BoundComputation", "make_bound_computation", "Checkpoint", "CheckpointCallback",
            "Callback", "EarlyStopping", "FitState", "MetricsHistory", "ProgressBar", "fit",
            "ArrayIterator", "SequentialArrayIterator", "Constant", "ConstantInit", "Gaussian",
            "GaussianInit", "GlorotUniform", "Initializer", "Kaiming", "Uniform", "UniformInit",
            "fans", "set_init_seed", "BatchNorm", "Bias", "BiRNN", "Conv2D", "Convolution",
            "Dropout", "GRU", "LSTM", "Affine", "Layer", "LayerNorm", "Linear", "LookupTable",
            "Pool2D", "Pooling", "Preprocess", "RMSNorm", "Recurrent", "Residual", "Sequential",
-           "Embedding", "inference_mode_on",
-           "is_inference_mode", "Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum",
-           "Optimizer", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule",
+           "Embedding", "inference_mode_on", "is_inference_mode", "Adagrad", "Adam", "AdamW",
+           "ExpSchedule", "GradientDescentMomentum", "Optimizer", "PowerSchedule", "RMSProp",
+           "Schedule", "StepSchedule", "WarmupCosineSchedule", "PlotError", "plot_history",
            "CallbackContainer", "CallbackPhase", "LossCallback", "ProgressCallback",
            "RunTimerCallback", "TrainCostCallback", "TrainLoggerCallback", "loop_eval",
            "loop_train", "make_default_callbacks"]

@@ -17,7 +17,7 @@ import math
 import sys
 import time
 from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Sized, TextIO,
-                    cast)
+                    Tuple, cast)
 
 import numpy as np
 
@@ -54,6 +54,14 @@ class FitState:
         Set to end training after the current minibatch.
     stop_reason : str or None, default None
         Why training was stopped, for the record.
+    learning_rate : float or None, default None
+        The rate the last step used, when `fit` was given ``learning_rate``.
+    step_seconds : float or None, default None
+        How long the last step took (wall clock).
+    running_loss : float or None, default None
+        The mean loss of the current epoch's steps so far.
+    history : MetricsHistory or None, default None
+        The history `fit` returns (``CheckpointCallback`` saves it).
     """
 
     epochs: int
@@ -65,6 +73,22 @@ class FitState:
     logs: Dict[str, float] = dataclasses.field(default_factory=dict)
     stop_training: bool = False
     stop_reason: Optional[str] = None
+    learning_rate: Optional[float] = None
+    step_seconds: Optional[float] = None
+    running_loss: Optional[float] = None
+    history: Optional["MetricsHistory"] = None
+
+    def resume_point(self) -> Dict[str, Any]:
+        """Where a run stopped at the end of this epoch, for ``fit(..., resume=...)``.
+
+        Returns
+        -------
+        dict
+            "epoch" (the next epoch), "iteration" (the steps taken) and
+            "history" (``MetricsHistory.as_dict()``), plain JSON values.
+        """
+        history = self.history.as_dict() if self.history is not None else None
+        return {"epoch": self.epoch + 1, "iteration": self.iteration, "history": history}
 
     def request_stop(self, reason: str) -> None:
         """End training after the current minibatch or epoch.
@@ -149,11 +173,14 @@ class Callback:
 
 
 class MetricsHistory(Callback):
-    """Records every epoch's logs: ``history["loss"][epoch]``, ``history["val_acc"]``, ...
+    """Records every epoch's logs (``history["loss"][epoch]``, ...) and every step.
 
     What `fit` returns. A metric that first appears after some epochs is NaN
-    for those epochs, so every list has one value per epoch run. It starts
-    afresh when training begins. Takes no arguments.
+    for those epochs, so every list has one value per epoch run. Per step,
+    `steps` holds the loss, the learning rate (NaN unless `fit` was given
+    ``learning_rate``) and the seconds the step took. It starts afresh when
+    training begins (a resumed `fit` then puts the saved record back).
+    Takes no arguments.
 
     Attributes
     ----------
@@ -161,14 +188,66 @@ class MetricsHistory(Callback):
         Each metric's value per epoch.
     epochs : list of int
         The epochs recorded (0-based).
+    steps : dict of str to list of float
+        "loss", "learning_rate" and "seconds" of every step, in order.
     """
+
+    STEP_FIELDS = ("loss", "learning_rate", "seconds")
 
     def __init__(self) -> None:
         self.history: Dict[str, List[float]] = {}
         self.epochs: List[int] = []
+        self.steps: Dict[str, List[float]] = {name: [] for name in self.STEP_FIELDS}
 
     def on_train_begin(self, state: FitState) -> None:
         self.history, self.epochs = {}, []
+        self.steps = {name: [] for name in self.STEP_FIELDS}
+
+    def on_minibatch_end(self, state: FitState) -> None:
+        for name, value in zip(self.STEP_FIELDS,
+                               (state.loss, state.learning_rate, state.step_seconds)):
+            self.steps[name].append(math.nan if value is None else float(value))
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The record as plain values (what a checkpoint saves; see ``restore``).
+
+        Returns
+        -------
+        dict
+            "history", "epochs" and "steps", copies of the attributes.
+        """
+        return {"history": {k: list(v) for k, v in self.history.items()},
+                "epochs": list(self.epochs), "steps": {k: list(v) for k, v in self.steps.items()}}
+
+    def restore(self, record: Mapping[str, Any]) -> None:
+        """Put back a record made by ``as_dict`` (a resumed run continues it).
+
+        Parameters
+        ----------
+        record : dict
+            What ``as_dict`` returned, perhaps read back from a checkpoint.
+
+        Raises
+        ------
+        AxgraphValueError
+            When `record` does not have the form ``as_dict`` gives.
+        """
+        def numbers(values) -> List[float]:
+            if not isinstance(values, list) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                raise AxgraphValueError("MetricsHistory.restore: a record holds lists of numbers",
+                                        user_location())
+            return [float(v) for v in values]
+
+        if not isinstance(record, Mapping) or set(record) != {"history", "epochs", "steps"} \
+                or not isinstance(record["history"], Mapping) \
+                or not isinstance(record["steps"], Mapping) \
+                or set(record["steps"]) != set(self.STEP_FIELDS):
+            raise AxgraphValueError("MetricsHistory.restore: expected what as_dict() returns "
+                                    "(history, epochs and steps)", user_location())
+        self.history = {str(k): numbers(v) for k, v in record["history"].items()}
+        self.epochs = [int(e) for e in numbers(record["epochs"])]
+        self.steps = {k: numbers(record["steps"][k]) for k in self.STEP_FIELDS}
 
     def on_epoch_end(self, state: FitState) -> None:
         self.epochs.append(state.epoch)
@@ -273,49 +352,73 @@ def _format_logs(logs: Mapping[str, float]) -> str:
 
 
 class ProgressBar(Callback):
-    """Shows training progress: a tqdm bar per epoch, or one plain line per epoch.
+    """Shows training progress with the running loss: a tqdm bar per epoch, or plain text.
 
     tqdm is imported when training begins, and used if it is installed and the
     stream is a terminal (``use_tqdm=None``); in CI logs, where the stream is a
     file or pipe, plain lines read better than redrawn bars. ``use_tqdm=True``
-    asks for tqdm whatever the stream, ``False`` never uses it. The stream is
-    sys.stderr unless given. When training stops early, the reason is written last.
+    asks for tqdm whatever the stream, ``False`` never uses it. The bar shows
+    the epoch's running mean loss (and the learning rate when `fit` knows it).
+    Without tqdm, a terminal gets one line redrawn after every step and a
+    file one line per epoch, plus one every `every` steps when given. The
+    stream is sys.stderr unless given. When training stops early, the reason
+    is written last.
 
     Parameters
     ----------
     stream : text stream or None, default None
         Where to write; None is sys.stderr (looked up when writing).
     use_tqdm : bool or None, default None
-        True: always a tqdm bar; False: always plain lines; None: tqdm when
+        True: always a tqdm bar; False: always plain text; None: tqdm when
         it is installed and the stream is a terminal.
+    every : int or None, default None
+        In plain text on a file, also write a line with the running loss
+        every `every` steps (None: only one per epoch).
 
     Raises
     ------
     ImportError
         When training begins with ``use_tqdm=True`` and tqdm is not installed.
+    AxgraphValueError
+        When `every` is not a positive int.
 
     Examples
     --------
     >>> import io
     >>> out = io.StringIO()
-    >>> history = fit(lambda: 0.5, [{}, {}], epochs=2, feed=lambda batch: (),
-    ...               callbacks=[ProgressBar(stream=out, use_tqdm=False)])
+    >>> losses = iter([0.9, 0.7, 0.5, 0.3])
+    >>> history = fit(lambda: next(losses), [{}, {}], epochs=2, feed=lambda batch: (),
+    ...               callbacks=[ProgressBar(stream=out, use_tqdm=False, every=1)])
     >>> print(out.getvalue(), end="")
-    epoch 1/2  loss 0.5000  (... s)
-    epoch 2/2  loss 0.5000  (... s)
+    epoch 1/2  step 1/2  running loss 0.9000
+    epoch 1/2  step 2/2  running loss 0.8000
+    epoch 1/2  loss 0.8000  (... s)
+    epoch 2/2  step 1/2  running loss 0.5000
+    epoch 2/2  step 2/2  running loss 0.4000
+    epoch 2/2  loss 0.4000  (... s)
     """
 
-    def __init__(self, stream: Optional[TextIO] = None, use_tqdm: Optional[bool] = None):
+    def __init__(self, stream: Optional[TextIO] = None, use_tqdm: Optional[bool] = None,
+                 every: Optional[int] = None):
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int)
+                                  or every < 1):
+            raise AxgraphValueError(f"ProgressBar every must be a positive int or None, got "
+                                    f"{every!r}", user_location())
         self.stream = stream
         self.use_tqdm = use_tqdm
+        self.every = every
         self._tqdm = None
         self._bar = None
+        self._redraw = False
 
     def _out(self) -> TextIO:
         return self.stream if self.stream is not None else sys.stderr
 
     def on_train_begin(self, state: FitState) -> None:
         self._tqdm = None
+        stream = self._out()
+        terminal = hasattr(stream, "isatty") and stream.isatty()
+        self._redraw = terminal
         if self.use_tqdm is False:
             return
         try:
@@ -324,8 +427,7 @@ class ProgressBar(Callback):
             if self.use_tqdm:
                 raise
             return
-        stream = self._out()
-        if self.use_tqdm or (hasattr(stream, "isatty") and stream.isatty()):
+        if self.use_tqdm or terminal:
             self._tqdm = tqdm
 
     def on_epoch_begin(self, state: FitState) -> None:
@@ -334,11 +436,33 @@ class ProgressBar(Callback):
             self._bar = self._tqdm(total=state.nbatches, file=self._out(), leave=True,
                                    desc=f"epoch {state.epoch + 1}/{state.epochs}")
 
+    def _step_text(self, state: FitState) -> str:
+        of = f"/{state.nbatches}" if state.nbatches is not None else ""
+        text = f"epoch {state.epoch + 1}/{state.epochs}  step {state.minibatch + 1}{of}"
+        if state.running_loss is not None:
+            text += f"  running loss {state.running_loss:.4f}"
+        if state.learning_rate is not None:
+            text += f"  lr {state.learning_rate:.3g}"
+        return text
+
     def on_minibatch_end(self, state: FitState) -> None:
         if self._bar is not None:
             self._bar.update(1)
-            if state.loss is not None:
-                self._bar.set_postfix(loss=f"{state.loss:.4f}", refresh=False)
+            postfix = {}
+            if state.running_loss is not None:
+                postfix["loss"] = f"{state.running_loss:.4f}"
+            if state.learning_rate is not None:
+                postfix["lr"] = f"{state.learning_rate:.3g}"
+            if postfix:
+                self._bar.set_postfix(postfix, refresh=False)
+            return
+        stream = self._out()
+        if self._redraw:
+            stream.write("\r" + self._step_text(state) + "\x1b[K")
+            stream.flush()
+        elif self.every is not None and (state.minibatch + 1) % self.every == 0:
+            stream.write(self._step_text(state) + "\n")
+            stream.flush()
 
     def on_epoch_end(self, state: FitState) -> None:
         seconds = time.perf_counter() - self._started
@@ -348,8 +472,10 @@ class ProgressBar(Callback):
             self._bar = None
             return
         stream = self._out()
-        stream.write(f"epoch {state.epoch + 1}/{state.epochs}  {_format_logs(state.logs)}  "
-                     f"({seconds:.1f} s)\n")
+        start = "\r" if self._redraw else ""
+        end = "\x1b[K\n" if self._redraw else "\n"
+        stream.write(f"{start}epoch {state.epoch + 1}/{state.epochs}  {_format_logs(state.logs)}  "
+                     f"({seconds:.1f} s){end}")
         stream.flush()
 
     def on_train_end(self, state: FitState) -> None:
@@ -374,15 +500,18 @@ def _loss_value(output: Any) -> Optional[float]:
 def fit(train_step: Callable[..., Any], data: Iterable[Mapping[str, np.ndarray]], epochs: int,
         feed: Callable[[Mapping[str, np.ndarray]], Sequence[Any]],
         callbacks: Sequence[Callback] = (),
-        evaluate: Optional[Callable[[], Mapping[str, float]]] = None) -> MetricsHistory:
+        evaluate: Optional[Callable[[], Mapping[str, float]]] = None, *,
+        learning_rate: Optional[Callable[[int], float]] = None,
+        resume: Optional[Mapping[str, Any]] = None) -> MetricsHistory:
     """Train for `epochs` passes over `data` and return the MetricsHistory.
 
     Each batch of `data` (an iterable of dicts, such as an ArrayIterator, that
     is iterated once per epoch) is passed to `feed`, whose tuple of values is
     passed to `train_step` (a computation); its output is the loss (or a tuple
     starting with it). An epoch's logs are the mean loss ("loss") and whatever
-    `evaluate()` returns. A MetricsHistory among `callbacks` is the one
-    returned; otherwise one is added. A callback ends training with
+    `evaluate()` returns; every step's loss, learning rate and duration go to
+    the history's ``steps``. A MetricsHistory among `callbacks` is the one
+    returned (otherwise one is made); it is called before the others. A callback ends training with
     ``state.request_stop(reason)``.
 
     axgraph's own loop, in the style of Keras's ``fit``; Nervana Graph v0.4's
@@ -396,7 +525,7 @@ def fit(train_step: Callable[..., Any], data: Iterable[Mapping[str, np.ndarray]]
     data : iterable of dict
         The batches of one epoch; iterated anew every epoch.
     epochs : int
-        Passes over `data` (>= 0).
+        Passes over `data` (>= 0), counting those of the run resumed from.
     feed : callable
         Turns a batch into the tuple of arguments of `train_step`.
     callbacks : sequence of Callback, default ()
@@ -404,50 +533,73 @@ def fit(train_step: Callable[..., Any], data: Iterable[Mapping[str, np.ndarray]]
     evaluate : callable or None, default None
         Called after each epoch with no arguments; returns a dict of metrics
         (e.g. {"val_loss": ...}) that joins the epoch's logs.
+    learning_rate : callable or None, default None
+        The rate of the step taken after n steps, ``learning_rate(n)``
+        (``optimizer.learning_rate_at``); recorded per step and shown by
+        ProgressBar. None records NaN. Keyword only.
+    resume : dict or None, default None
+        Continue a run from where ``FitState.resume_point()`` was taken (what
+        CheckpointCallback saves and ``Checkpoint.restore`` returns): its
+        epoch and step count, and its history put back into the one returned.
+        Keyword only.
 
     Returns
     -------
     MetricsHistory
-        Each metric per epoch: ``history["loss"]``, ...
+        Each metric per epoch: ``history["loss"]``, ...; each step in ``history.steps``.
 
     Raises
     ------
     AxgraphValueError
-        When `epochs` is not a non-negative int.
+        When `epochs` is not a non-negative int, or `resume` is not a resume point.
 
     Examples
     --------
     >>> losses = iter([3.0, 2.0, 1.0, 1.5, 1.2, 1.0])
-    >>> history = fit(lambda: next(losses), [{}, {}], epochs=3, feed=lambda batch: ())
+    >>> history = fit(lambda: next(losses), [{}, {}], epochs=3, feed=lambda batch: (),
+    ...               learning_rate=lambda step: 0.1 / (1 + step))
     >>> history["loss"]                   # the mean of each epoch's two steps
     [2.5, 1.25, 1.1]
+    >>> history.steps["loss"][:3], [round(r, 3) for r in history.steps["learning_rate"][:3]]
+    ([3.0, 2.0, 1.0], [0.1, 0.05, 0.033])
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
         raise AxgraphValueError(f"epochs must be a non-negative int, got {epochs!r}", user_location())
     callbacks = list(callbacks)
-    history = next((c for c in callbacks if isinstance(c, MetricsHistory)), None)
-    if history is None:
-        history = MetricsHistory()
-        callbacks.append(history)
+    history = next((c for c in callbacks if isinstance(c, MetricsHistory)), MetricsHistory())
+    # The history is called first, so the others (a checkpoint) see each epoch recorded.
+    callbacks = [history] + [c for c in callbacks if c is not history]
     state = FitState(epochs=epochs, nbatches=len(cast(Sized, data)) if hasattr(data, "__len__")
-                     else None)
+                     else None, history=history)
+    first_epoch = 0
+    if resume is not None:
+        first_epoch, state.iteration = _resume_point(resume)
 
     def call(hook: str) -> None:
         for callback in callbacks:
             getattr(callback, hook)(state)
 
     call("on_train_begin")
+    if resume is not None and resume.get("history") is not None:
+        history.restore(resume["history"])
     try:
-        for epoch in range(epochs):
-            state.epoch, state.logs = epoch, {}
+        for epoch in range(first_epoch, epochs):
+            state.epoch, state.logs, state.running_loss = epoch, {}, None
             call("on_epoch_begin")
             losses = []
             for minibatch, batch in enumerate(data):
                 state.minibatch = minibatch
-                state.loss = _loss_value(train_step(*feed(batch)))
+                state.learning_rate = (None if learning_rate is None
+                                       else float(learning_rate(state.iteration)))
+                arguments = feed(batch)
+                started = time.perf_counter()
+                output = train_step(*arguments)
+                state.step_seconds = time.perf_counter() - started
+                state.loss = _loss_value(output)
                 state.iteration += 1
                 if state.loss is not None:
                     losses.append(state.loss)
+                    state.running_loss = float(np.mean(losses))
                 call("on_minibatch_end")
                 if state.stop_training:
                     break
@@ -461,6 +613,19 @@ def fit(train_step: Callable[..., Any], data: Iterable[Mapping[str, np.ndarray]]
     finally:
         call("on_train_end")
     return history
+
+
+def _resume_point(resume) -> Tuple[int, int]:
+    """(first epoch, steps taken) of a resume point, checked."""
+    def count(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if not isinstance(resume, Mapping) or set(resume) != {"epoch", "iteration", "history"} \
+            or not count(resume["epoch"]) or not count(resume["iteration"]):
+        raise AxgraphValueError("fit: resume takes what FitState.resume_point() returned (epoch, "
+                                "iteration and history), as CheckpointCallback saves it",
+                                user_location())
+    return resume["epoch"], resume["iteration"]
 
 
 __all__ = ["Callback", "EarlyStopping", "FitState", "MetricsHistory", "ProgressBar", "fit"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -87,6 +87,75 @@ class _EpochIterator(abc.ABC):
         for _ in range(self.total_iterations):
             yield self._next_batch()
         self.epoch += 1
+
+    def get_state(self) -> Dict[str, Any]:
+        """Where the iterator is, as a JSON-ready dict (what a training checkpoint saves).
+
+        Take it between epochs or batches; ``set_state`` on an iterator built
+        over the same data with the same settings then yields the same batches
+        from there on.
+
+        Returns
+        -------
+        dict
+            The epoch, the position and (when shuffling) the random state, with
+            the settings ``set_state`` checks (ints, strs and lists only).
+        """
+        return {"iterator": type(self).__name__, "settings": self._settings(), "epoch": self.epoch,
+                **self._position_state()}
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Go back to a position taken with ``get_state`` (from this run or a saved one).
+
+        Parameters
+        ----------
+        state : dict
+            What ``get_state`` returned, perhaps read back from a file.
+
+        Raises
+        ------
+        AxgraphValueError
+            When `state` is not one this iterator's ``get_state`` makes, or was
+            taken from an iterator of another class or with other settings
+            (batch size, number of examples, shuffling, ...). Nothing changes then.
+        """
+        expected = {"iterator", "settings", "epoch", *self._position_state()}
+        if not isinstance(state, Mapping) or set(state) != expected:
+            raise AxgraphValueError(f"{type(self).__name__}.set_state: expected a dict with the fields "
+                                    f"{sorted(expected)}, got {_shown_fields(state)}", user_location())
+        if state["iterator"] != type(self).__name__ or state["settings"] != self._settings():
+            raise AxgraphValueError(f"{type(self).__name__}.set_state: the state is of a "
+                                    f"{state['iterator']!r} with settings {state['settings']!r}; this "
+                                    f"iterator has {self._settings()!r}", user_location())
+        epoch = _count(state["epoch"], "epoch")
+        self._set_position(state)
+        self.epoch = epoch
+
+    @abc.abstractmethod
+    def _settings(self) -> Dict[str, Any]:
+        """What must match for a state to apply: the sizes and options, as JSON values."""
+
+    @abc.abstractmethod
+    def _position_state(self) -> Dict[str, Any]:
+        """The fields of get_state beyond the class, settings and epoch."""
+
+    @abc.abstractmethod
+    def _set_position(self, state: Mapping[str, Any]) -> None:
+        """Check and apply the position fields of `state` (all or nothing)."""
+
+
+def _shown_fields(state) -> str:
+    return repr(sorted(map(str, state))) if isinstance(state, Mapping) else type(state).__name__
+
+
+def _count(value, what: str, most: Optional[int] = None) -> int:
+    """`value` if it is an int from 0 to `most`, else an AxgraphValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0 \
+            or (most is not None and value > most):
+        bound = "" if most is None else f" up to {most}"
+        raise AxgraphValueError(f"set_state: {what} must be an int from 0{bound}, got {value!r}",
+                                user_location())
+    return int(value)
 
 
 class ArrayIterator(_EpochIterator):
@@ -179,7 +248,30 @@ class ArrayIterator(_EpochIterator):
         self._position = 0
 
     def _new_order(self) -> np.ndarray:
+        # The state the order is drawn from is kept: get_state saves it and set_state draws
+        # the same order again (rather than saving the permutation itself).
+        self._order_state = self._rng.bit_generator.state
         return self._rng.permutation(self.ndata) if self.shuffle else np.arange(self.ndata)
+
+    def _settings(self) -> Dict[str, Any]:
+        return {"ndata": self.ndata, "batch_size": self.batch_size, "shuffle": self.shuffle,
+                "total_iterations": self.total_iterations}
+
+    def _position_state(self) -> Dict[str, Any]:
+        return {"position": self._position, "order_random_state": _json_ready(self._order_state)}
+
+    def _set_position(self, state: Mapping[str, Any]) -> None:
+        position = _count(state["position"], "position", self.ndata)
+        generator = np.random.default_rng()
+        try:
+            generator.bit_generator.state = state["order_random_state"]
+        except (KeyError, IndexError, ValueError, TypeError, OverflowError) as error:
+            raise AxgraphValueError(f"ArrayIterator.set_state: order_random_state is not a "
+                                    f"{type(generator.bit_generator).__name__} state: "
+                                    f"{type(error).__name__}: {error}", user_location()) from None
+        self._rng = generator
+        self._order = self._new_order()
+        self._position = position
 
     def _next_indices(self) -> np.ndarray:
         chosen, needed = [], self.batch_size
@@ -348,6 +440,16 @@ class SequentialArrayIterator(_EpochIterator):
     def _restart(self) -> None:
         self._index = 0
 
+    def _settings(self) -> Dict[str, Any]:
+        return {"ndata": self.ndata, "batch_size": self.batch_size,
+                "time_steps": self.time_steps, "total_iterations": self.total_iterations}
+
+    def _position_state(self) -> Dict[str, Any]:
+        return {"index": self._index}
+
+    def _set_position(self, state: Mapping[str, Any]) -> None:
+        self._index = _count(state["index"], "index")
+
     def _next_batch(self) -> Batch:
         window = self._index % self.nbatches
         self._index += 1
@@ -386,6 +488,13 @@ class SequentialArrayIterator(_EpochIterator):
         return {name: placeholder([time_axis, batch_axis], dtype=_placeholder_dtype(name, w),
                                   name=name)
                 for name, w in self._windows.items()}
+
+
+def _json_ready(value):
+    """A random state with its arrays as lists (what JSON holds; the setters take lists)."""
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def _placeholder_dtype(name: str, array: np.ndarray):

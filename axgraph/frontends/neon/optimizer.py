@@ -43,13 +43,15 @@ from __future__ import annotations
 
 import abc
 import functools
+import math
 
 import numbers
-from typing import Dict, List, Optional, Sequence, cast
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 from ... import autodiff
+from ...axes import make_axis
 from ...debug_info import user_location
 from ...dtypes import DEFAULT_DTYPE, is_bfloat16, kind_of, result_type
 from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, DTypeError,
@@ -57,7 +59,7 @@ from ...errors import (AxgraphError, AxgraphTypeError, AxgraphValueError, DTypeE
 from ...op_graph import control, elementwise as ew, nn, reductions as red
 from ...op_graph.op import Op
 from ...op_graph.tensors import as_op
-from ...op_graph.tensors import AssignableTensorOp, constant, persistent_tensor
+from ...op_graph.tensors import AssignableTensorOp, constant, persistent_tensor, placeholder
 
 # -- learning-rate schedules ------------------------------------------------------
 
@@ -182,8 +184,79 @@ class Schedule:
             steps = _as_float(_floor_divide(iteration, self.step_config), dtype)
         return rate * ew.power(self.change, steps)
 
+    def learning_rate_at(self, learning_rate: float, step: int, dtype=np.float32) -> float:
+        """The rate at iteration count `step`, as a number (for logs and histories).
+
+        It is the value of the op ``get_learning_rate`` builds, computed by a
+        small NumPy computation the schedule keeps (one per rate and dtype,
+        for 1024 steps at a time), so a subclass that only overrides
+        ``get_learning_rate`` is evaluated by its own formula.
+
+        Parameters
+        ----------
+        learning_rate : float
+            The base rate (the optimizer's `learning_rate`).
+        step : int
+            The number of steps taken so far (>= 0).
+        dtype : numpy dtype, default numpy.float32
+            The element type the rate is computed in (the optimizer's).
+
+        Returns
+        -------
+        float
+            The rate the optimizer uses in the step after `step` steps.
+
+        Raises
+        ------
+        AxgraphValueError
+            When `step` is not a non-negative int.
+
+        Examples
+        --------
+        >>> halved = StepSchedule([2], [0.5])
+        >>> [halved.learning_rate_at(1.0, t) for t in range(4)]
+        [1.0, 1.0, 0.5, 0.5]
+        """
+        if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
+            raise AxgraphValueError(f"learning_rate_at: step must be a non-negative int, got "
+                                    f"{step!r}", user_location())
+        key = (float(learning_rate), np.dtype(dtype).str)
+        evaluators = self.__dict__.setdefault("_evaluators", {})
+        if key not in evaluators:
+            evaluators[key] = _RateTable(self, *key)
+        return evaluators[key](int(step))
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(step_config={self.step_config!r}, change={self.change})"
+
+
+class _RateTable:
+    """A schedule's rates as numbers: its op evaluated by a NumPy transformer of its own,
+    for `BLOCK` consecutive steps per call (one call costs what a few hundred lookups do)."""
+
+    BLOCK = 1024
+    KEPT_BLOCKS = 4
+
+    def __init__(self, schedule: "Schedule", learning_rate: float, dtype: str):
+        from ...transformers.nptransform import NumPyTransformer
+
+        steps_axis = make_axis(self.BLOCK, name="steps")
+        self._steps = placeholder([steps_axis], dtype=np.int32, name="steps")
+        rate = schedule.get_learning_rate(learning_rate, self._steps, np.dtype(dtype))
+        self._compute = NumPyTransformer().computation(rate, self._steps)
+        self._blocks: Dict[int, np.ndarray] = {}
+
+    def __call__(self, step: int) -> float:
+        block, offset = divmod(step, self.BLOCK)
+        if block not in self._blocks:
+            if len(self._blocks) >= self.KEPT_BLOCKS:
+                del self._blocks[next(iter(self._blocks))]
+            first = block * self.BLOCK
+            steps = np.arange(first, first + self.BLOCK, dtype=np.int64)
+            steps = np.minimum(steps, np.iinfo(np.int32).max).astype(np.int32)
+            rates = np.asarray(self._compute(steps))  # a schedule may ignore t: broadcast
+            self._blocks[block] = np.broadcast_to(rates, (self.BLOCK,))
+        return float(self._blocks[block][offset])
 
 
 class PowerSchedule(Schedule):
@@ -316,6 +389,75 @@ class ExpSchedule(Schedule):
         return f"ExpSchedule(decay={self.decay})"
 
 
+def _check_count(value, what: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise AxgraphValueError(f"{what} must be an int >= {least}, got {value!r}",
+                                user_location())
+    return int(value)
+
+
+class WarmupCosineSchedule(Schedule):
+    """A linear warmup to the rate, then a cosine decay to `min_rate` (the transformer schedule).
+
+    With w = `warmup_steps` and T = `total_steps`::
+
+        alpha(t) = learning_rate * (t + 1) / w                        for t < w
+        alpha(t) = min_rate + (learning_rate - min_rate)
+                   * (1 + cos(pi * min(t - w, T - w) / (T - w))) / 2   for t >= w
+
+    so the first step already moves (rate / w), step w - 1 uses the full rate,
+    step w starts the cosine at the full rate and the rate reaches `min_rate` at
+    step T and stays there. It equals PyTorch's ``SequentialLR`` of
+    ``LinearLR(start_factor=1/w, total_iters=w-1)`` and
+    ``CosineAnnealingLR(T_max=T-w, eta_min=min_rate)`` with milestone w, up to step T.
+
+    Parameters
+    ----------
+    warmup_steps : int
+        Steps of linear warmup (>= 0; 0 starts the cosine at once).
+    total_steps : int
+        The step at which the rate reaches `min_rate` (> `warmup_steps`).
+    min_rate : float, default 0.0
+        The final rate (>= 0), in the same units as the optimizer's `learning_rate`.
+
+    Raises
+    ------
+    AxgraphValueError
+        When a step count is not an int, `total_steps` is not above
+        `warmup_steps`, or `min_rate` is negative.
+
+    Examples
+    --------
+    >>> schedule = WarmupCosineSchedule(warmup_steps=2, total_steps=4)
+    >>> [round(schedule.learning_rate_at(1.0, t), 4) for t in range(6)]
+    [0.5, 1.0, 1.0, 0.5, 0.0, 0.0]
+    """
+
+    def __init__(self, warmup_steps: int, total_steps: int, min_rate: float = 0.0):
+        self.warmup_steps = _check_count(warmup_steps, "WarmupCosineSchedule warmup_steps", 0)
+        self.total_steps = _check_count(total_steps, "WarmupCosineSchedule total_steps",
+                                        self.warmup_steps + 1)
+        if isinstance(min_rate, bool) or not isinstance(min_rate, numbers.Real) \
+                or not float(min_rate) >= 0:
+            raise AxgraphValueError(f"WarmupCosineSchedule min_rate must be a number >= 0, got "
+                                    f"{min_rate!r}", user_location())
+        self.min_rate: float = float(min_rate)
+
+    def get_learning_rate(self, learning_rate: float, iteration: Op, dtype=np.float32) -> Op:
+        warmup, decay_steps = self.warmup_steps, self.total_steps - self.warmup_steps
+        t = _as_float(iteration, dtype)
+        progress = ew.minimum(ew.maximum(t - warmup, 0.0), float(decay_steps)) / decay_steps
+        span = float(learning_rate) - self.min_rate
+        rate = self.min_rate + (0.5 * span) * (1.0 + ew.cos(math.pi * progress))
+        if warmup:
+            rate = ew.where(ew.less(t, warmup), (float(learning_rate) / warmup) * (t + 1.0), rate)
+        return ew.add(rate, 0, dtype=dtype)
+
+    def __repr__(self) -> str:
+        return (f"WarmupCosineSchedule(warmup_steps={self.warmup_steps}, "
+                f"total_steps={self.total_steps}, min_rate={self.min_rate})")
+
+
 # -- the optimizer driver -----------------------------------------------------------
 
 
@@ -364,26 +506,58 @@ class Optimizer(abc.ABC):
         it constant.
     name : str or None, default None
         Prefix of the optimizer's state tensors and step op; None is the class name.
+    master_weights : bool, default False
+        Mixed precision: keep a float32 master copy of every bfloat16 or
+        float16 variable; the update is applied to the copy and the variable
+        is set to it rounded (see ``Optimizer``). Keyword only.
+
+    Attributes
+    ----------
+    iteration : AssignableTensorOp or None
+        The step counter of the last step op built (an int32 scalar).
+    learning_rate_op : Op or None
+        The rate op of the last step op built.
+    slots : dict of variable to dict of str to AssignableTensorOp
+        Each trained variable's optimizer state, by name ("m", "v",
+        "velocity", ..., and "master" for a master copy): what a checkpoint
+        of the training run saves beside `iteration`.
 
     Raises
     ------
     OptimizerError
         When a rate, coefficient, epsilon or clipping bound is negative or
         not a number.
+
+    Notes
+    -----
+    Mixed precision (``master_weights=True``): the forward and backward pass
+    use the variables as they are (bfloat16, say), so they run at that
+    precision; each such variable's gradient is converted to float32 and the
+    rule updates a float32 master copy (made from the variable's initial
+    value), so that updates far smaller than the variable's rounding step
+    still accumulate; the variable is then set to the master rounded to its
+    type. Clipping, weight decay and the optimizer's state are all float32.
+    Variables that already are float32 or float64 are updated as usual.
     """
 
     def __init__(self, learning_rate: float, wdecay: float = 0.0,
                  gradient_clip_norm: Optional[float] = None,
                  gradient_clip_value: Optional[float] = None,
-                 schedule: Optional[Schedule] = None, name: Optional[str] = None):
+                 schedule: Optional[Schedule] = None, name: Optional[str] = None, *,
+                 master_weights: bool = False):
         self.name = name if name is not None else type(self).__name__
         self.learning_rate: float = _check_nonnegative("learning_rate", learning_rate) or 0.0
         self.wdecay = _check_nonnegative("wdecay", wdecay)
         self.gradient_clip_norm = _check_nonnegative("gradient_clip_norm", gradient_clip_norm)
         self.gradient_clip_value = _check_nonnegative("gradient_clip_value", gradient_clip_value)
         self.schedule = Schedule() if schedule is None else schedule
+        self.master_weights = bool(master_weights)
         self.iteration: Optional[AssignableTensorOp] = None
         self.learning_rate_op: Optional[Op] = None
+        self.slots: Dict[AssignableTensorOp, Dict[str, AssignableTensorOp]] = {}
+        self._dtype = np.dtype(DEFAULT_DTYPE)
+        self._built: Dict[Op, Dict[str, AssignableTensorOp]] = {}
+        self._trained: Dict[Op, Op] = {}   # what each updated tensor trains (a master: its variable)
 
     def __call__(self, cost, variables: Optional[Sequence[Op]] = None) -> Op:
         """One op, without a value, that performs a training step on `variables`.
@@ -431,16 +605,63 @@ class Optimizer(abc.ABC):
                                           name=f"{self.name}_iteration")
             rate = self.schedule.get_learning_rate(self.learning_rate, iteration, dtype)
             step_number = _as_float(iteration + 1, dtype)
-            effective = self._effective_gradients(variables, gradients)
+            self._built = {}
+            masters = {v: self._master(v) for v in variables if self._keeps_master(v)}
+            targets = [masters.get(v, v) for v in variables]
+            self._trained = dict(zip(targets, variables))
+            gradients = [_as_float(g, t.dtype) if t is not v else g
+                         for g, t, v in zip(gradients, targets, variables)]
+            effective = self._effective_gradients(targets, gradients)
             shared = self._shared(step_number)
             updates: List[Op] = []
-            for variable, gradient in zip(variables, effective):
-                updates.extend(self._updates(variable, gradient, rate, shared))
+            for target, gradient in zip(targets, effective):
+                updates.extend(self._updates(target, gradient, rate, shared))
+            rounded = [control.assign(v, _as_float(m, v.dtype)) for v, m in masters.items()]
             increment = control.assign(iteration, iteration + 1)
-            step = control.doall([cost, *effective, *updates, increment],
+            step = control.doall([cost, *effective, *updates, *rounded, increment],
                                  name=f"{self.name}_step")
-        self.iteration, self.learning_rate_op = iteration, rate
+        self.iteration, self.learning_rate_op, self._dtype = iteration, rate, np.dtype(dtype)
+        self.slots = {v: {**({"master": masters[v]} if v in masters else {}),
+                          **self._built.get(t, {})} for v, t in zip(variables, targets)}
         return step
+
+    def _keeps_master(self, variable: AssignableTensorOp) -> bool:
+        return self.master_weights and np.dtype(variable.dtype).itemsize < 4
+
+    def _master(self, variable: AssignableTensorOp) -> AssignableTensorOp:
+        """The float32 master copy of `variable`, initialized from its initial value."""
+        return persistent_tensor(variable.axes, dtype=np.float32,
+                                 initial_value=_as_float(variable, np.float32),
+                                 name=f"{variable.name}_master")
+
+    def learning_rate_at(self, step: int) -> float:
+        """The learning rate of the step taken after `step` steps, as a number.
+
+        The schedule's value at `step` (``Schedule.learning_rate_at``), in the
+        type the last step op built computes its rate in (float32 before any).
+
+        Parameters
+        ----------
+        step : int
+            Steps taken so far (>= 0).
+
+        Returns
+        -------
+        float
+            The rate.
+
+        Raises
+        ------
+        AxgraphValueError
+            When `step` is not a non-negative int.
+
+        Examples
+        --------
+        >>> optimizer = Adam(0.1, schedule=WarmupCosineSchedule(warmup_steps=4, total_steps=8))
+        >>> [round(optimizer.learning_rate_at(t), 4) for t in (0, 3, 8)]
+        [0.025, 0.1, 0.0]
+        """
+        return self.schedule.learning_rate_at(self.learning_rate, step, self._dtype)
 
     def _effective_gradients(self, variables: Sequence[Op], gradients: List[Op]) -> List[Op]:
         scale = None
@@ -470,9 +691,11 @@ class Optimizer(abc.ABC):
         return {}
 
     def _state(self, variable: Op, what: str) -> AssignableTensorOp:
-        """A zero-initialized persistent tensor shaped like `variable`."""
-        return persistent_tensor(variable.axes, dtype=_update_dtype(variable.dtype),
-                                 initial_value=0.0, name=f"{variable.name}_{what}")
+        """A zero-initialized persistent tensor shaped like `variable`, recorded in `slots`."""
+        tensor = persistent_tensor(variable.axes, dtype=_update_dtype(variable.dtype),
+                                   initial_value=0.0, name=f"{variable.name}_{what}")
+        self._built.setdefault(variable, {})[what] = tensor
+        return tensor
 
     @abc.abstractmethod
     def _updates(self, variable: Op, grad: Op, rate: Op, shared: Dict[str, Op]) -> List[Op]:
@@ -547,6 +770,10 @@ class GradientDescentMomentum(Optimizer):
         it constant.
     nesterov : bool, default False
         Use Nesterov's momentum (the step looks ahead along the velocity).
+    master_weights : bool, default False
+        Mixed precision: keep a float32 master copy of every bfloat16 or
+        float16 variable; the update is applied to the copy and the variable
+        is set to it rounded (see ``Optimizer``). Keyword only.
 
     Raises
     ------
@@ -571,12 +798,13 @@ class GradientDescentMomentum(Optimizer):
                  stochastic_round: bool = False, wdecay: float = 0.0,
                  gradient_clip_norm: Optional[float] = None,
                  gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
-                 schedule: Optional[Schedule] = None, nesterov: bool = False):
+                 schedule: Optional[Schedule] = None, nesterov: bool = False, *,
+                 master_weights: bool = False):
         if stochastic_round:
             raise OptimizerError(f"GradientDescentMomentum: stochastic_round={stochastic_round!r} "
                                  f"is not supported (axgraph rounds to nearest)", user_location())
         super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule,
-                         name)
+                         name, master_weights=master_weights)
         self.momentum_coef = _check_nonnegative("momentum_coef", momentum_coef)
         self.nesterov = bool(nesterov)
 
@@ -624,6 +852,10 @@ class RMSProp(Optimizer):
         it constant.
     wdecay : float, default 0.0
         L2 weight decay: ``wdecay * theta`` is added to every effective gradient. Keyword only.
+    master_weights : bool, default False
+        Mixed precision: keep a float32 master copy of every bfloat16 or
+        float16 variable; the update is applied to the copy and the variable
+        is set to it rounded (see ``Optimizer``). Keyword only.
 
     Raises
     ------
@@ -635,9 +867,10 @@ class RMSProp(Optimizer):
     def __init__(self, decay_rate: float = 0.95, learning_rate: float = 2e-3,
                  epsilon: float = 1e-6, gradient_clip_norm: Optional[float] = None,
                  gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
-                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0):
+                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0,
+                 master_weights: bool = False):
         super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule,
-                         name)
+                         name, master_weights=master_weights)
         if not 0.0 <= decay_rate <= 1.0:
             raise OptimizerError(f"RMSProp decay_rate must lie in [0, 1], got {decay_rate}",
                                  user_location())
@@ -691,6 +924,10 @@ class Adam(Optimizer):
         it constant.
     wdecay : float, default 0.0
         L2 weight decay: ``wdecay * theta`` is added to every effective gradient. Keyword only.
+    master_weights : bool, default False
+        Mixed precision: keep a float32 master copy of every bfloat16 or
+        float16 variable; the update is applied to the copy and the variable
+        is set to it rounded (see ``Optimizer``). Keyword only.
 
     Raises
     ------
@@ -702,9 +939,10 @@ class Adam(Optimizer):
     def __init__(self, learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.999,
                  epsilon: float = 1e-8, gradient_clip_norm: Optional[float] = None,
                  gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
-                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0):
+                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0,
+                 master_weights: bool = False):
         super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule,
-                         name)
+                         name, master_weights=master_weights)
         for which, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
             if not 0.0 <= beta < 1.0:
                 raise OptimizerError(f"Adam {which} must lie in [0, 1), got {beta}",
@@ -716,7 +954,8 @@ class Adam(Optimizer):
         return {"correction_1": 1.0 - ew.power(self.beta_1, step_number),
                 "correction_2": 1.0 - ew.power(self.beta_2, step_number)}
 
-    def _updates(self, variable, grad, rate, shared):
+    def _moments(self, variable, grad, shared) -> Tuple[List[Op], Op]:
+        """The assigns of m and v, and the step direction m_hat / (sqrt(v_hat) + epsilon)."""
         b1, keep_1, b2, keep_2, eps = (self.beta_1, 1.0 - self.beta_1, self.beta_2,
                                        1.0 - self.beta_2, self.epsilon)
         m, v = self._state(variable, "m"), self._state(variable, "v")
@@ -724,8 +963,105 @@ class Adam(Optimizer):
         set_v = control.assign(v, b2 * v + keep_2 * ew.square(grad))
         m_hat = m / shared["correction_1"]
         v_hat = v / shared["correction_2"]
-        new_value = variable - rate * m_hat / (ew.sqrt(v_hat) + eps)
-        return [set_m, set_v, control.assign(variable, new_value)]
+        return [set_m, set_v], m_hat / (ew.sqrt(v_hat) + eps)
+
+    def _updates(self, variable, grad, rate, shared):
+        assigns, direction = self._moments(variable, grad, shared)
+        return [*assigns, control.assign(variable, variable - rate * direction)]
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter; PyTorch's ``AdamW``).
+
+    The decay shrinks the variable directly instead of joining the gradient,
+    so it is not rescaled by Adam's per-element step sizes. With t the 1-based
+    step number, g the effective gradient (clipped; module docstring) and
+    lambda the `weight_decay`::
+
+        m' = beta_1 * m + (1 - beta_1) * g
+        v' = beta_2 * v + (1 - beta_2) * g**2
+        m_hat = m' / (1 - beta_1**t),   v_hat = v' / (1 - beta_2**t)
+        theta' = theta - alpha * (m_hat / (sqrt(v_hat) + epsilon) + lambda * theta)
+
+    which is ``torch.optim.AdamW``'s step (``theta *= 1 - alpha * lambda``, then
+    the Adam step) with the same defaults. The decay applies to every variable
+    trained for which `decay_filter` (if given) is true: ``decay_filter=lambda
+    v: len(v.axes) > 1`` spares biases and normalization gains, as PyTorch's
+    parameter groups with ``weight_decay=0`` do. Call the optimizer on a cost
+    to get the op of one training step (see ``Optimizer.__call__`` and the
+    module docstring).
+
+    Parameters
+    ----------
+    learning_rate : float, default 1e-3
+        The base learning rate alpha (>= 0), before the schedule.
+    beta_1 : float, default 0.9
+        Decay of the first-moment average m, in [0, 1).
+    beta_2 : float, default 0.999
+        Decay of the second-moment average v, in [0, 1).
+    epsilon : float, default 1e-8
+        Keeps the division finite (>= 0).
+    weight_decay : float, default 0.01
+        lambda, the decoupled decay per unit of learning rate (>= 0).
+    gradient_clip_norm : float or None, default None
+        Scale all gradients together so their joint L2 norm is at most this
+        (None: no scaling), as ``torch.nn.utils.clip_grad_norm_``.
+    gradient_clip_value : float or None, default None
+        Clip each gradient element to [-value, value] (None: no clipping).
+    name : str or None, default None
+        Prefix of the optimizer's state tensors and step op; None is the class name.
+    schedule : Schedule or None, default None
+        The learning rate as a function of the iteration count; None keeps
+        it constant. The decay follows the scheduled rate, as in PyTorch.
+    master_weights : bool, default False
+        Mixed precision: keep a float32 master copy of every bfloat16 or
+        float16 variable; the update is applied to the copy and the variable
+        is set to it rounded (see ``Optimizer``). Keyword only.
+    decay_filter : callable or None, default None
+        Called with each trained variable; the decay applies where it returns
+        true (None: to every variable). Keyword only.
+
+    Raises
+    ------
+    OptimizerError
+        When a rate, coefficient, epsilon, decay or clipping bound is negative
+        or not a number, or a beta is outside [0, 1).
+
+    Examples
+    --------
+    One step from w = 1 with gradient 2: Adam moves by the rate, the decay by
+    rate * lambda * w.
+
+    >>> import numpy as np, axgraph as ng
+    >>> w = ng.variable((), initial_value=1.0, dtype=np.float64)
+    >>> cost = w * w
+    >>> step = AdamW(0.1, weight_decay=0.5)(cost)
+    >>> with ng.NumPyTransformer() as t:
+    ...     t.computation(step)()
+    ...     print(round(float(t.computation(w)()), 6))      # 1 - 0.1 * (1 + 0.5 * 1)
+    0.85
+    """
+
+    def __init__(self, learning_rate: float = 1e-3, beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-8, weight_decay: float = 0.01,
+                 gradient_clip_norm: Optional[float] = None,
+                 gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
+                 schedule: Optional[Schedule] = None, *, master_weights: bool = False,
+                 decay_filter: Optional[Callable[[Op], bool]] = None):
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, gradient_clip_norm,
+                         gradient_clip_value, name, schedule, master_weights=master_weights)
+        self.weight_decay: float = _check_nonnegative("weight_decay", weight_decay) or 0.0
+        if decay_filter is not None and not callable(decay_filter):
+            raise OptimizerError(f"AdamW decay_filter must be a function of a variable, not "
+                                 f"{decay_filter!r}", user_location())
+        self.decay_filter = decay_filter
+
+    def _updates(self, variable, grad, rate, shared):
+        assigns, direction = self._moments(variable, grad, shared)
+        trained = self._trained.get(variable, variable)    # the variable, not its master copy
+        if self.weight_decay and (self.decay_filter is None or self.decay_filter(trained)):
+            direction = direction + self.weight_decay * variable
+        return [*assigns, control.assign(variable, variable - rate * direction)]
 
 
 class Adagrad(Optimizer):
@@ -756,6 +1092,10 @@ class Adagrad(Optimizer):
         it constant.
     wdecay : float, default 0.0
         L2 weight decay: ``wdecay * theta`` is added to every effective gradient. Keyword only.
+    master_weights : bool, default False
+        Mixed precision: keep a float32 master copy of every bfloat16 or
+        float16 variable; the update is applied to the copy and the variable
+        is set to it rounded (see ``Optimizer``). Keyword only.
 
     Raises
     ------
@@ -767,9 +1107,10 @@ class Adagrad(Optimizer):
     def __init__(self, learning_rate: float = 0.01, epsilon: float = 1e-8,
                  gradient_clip_norm: Optional[float] = None,
                  gradient_clip_value: Optional[float] = None, name: Optional[str] = None,
-                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0):
+                 schedule: Optional[Schedule] = None, *, wdecay: float = 0.0,
+                 master_weights: bool = False):
         super().__init__(learning_rate, wdecay, gradient_clip_norm, gradient_clip_value, schedule,
-                         name)
+                         name, master_weights=master_weights)
         self.epsilon = _check_nonnegative("epsilon", epsilon)
 
     def _updates(self, variable, grad, rate, shared):
@@ -779,5 +1120,6 @@ class Adagrad(Optimizer):
         return [set_total, control.assign(variable, new_value)]
 
 
-__all__ = ["Adagrad", "Adam", "ExpSchedule", "GradientDescentMomentum", "Optimizer",
-           "OptimizerError", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule"]
+__all__ = ["Adagrad", "Adam", "AdamW", "ExpSchedule", "GradientDescentMomentum", "Optimizer",
+           "OptimizerError", "PowerSchedule", "RMSProp", "Schedule", "StepSchedule",
+           "WarmupCosineSchedule"]
