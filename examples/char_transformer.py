@@ -29,7 +29,7 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -57,8 +57,10 @@ class Config:
     eps: float = 1e-5  # layer_norm's
 
 
-#: What ``--quick`` runs: the same architecture, fewer steps and a short sample.
-QUICK = {"epochs": 1, "steps": 40, "val_batches": 4, "sample_length": 120}
+#: The length of a run: epochs of `steps` minibatches, the validation batches after each
+#: epoch and the characters generated at the end. ``--quick`` runs the same model shorter.
+FULL = {"epochs": 3, "steps": 150, "val_batches": 20, "sample_length": 300}
+QUICK = {"epochs": 1, "steps": 40, "val_batches": 2, "sample_length": 100}
 
 
 def _contract(x: ng.Op, y: ng.Op, reduction_axes: Sequence[ng.Axis]) -> ng.Op:
@@ -211,9 +213,10 @@ def generate(predict, prompt: np.ndarray, alphabet: str, length: int, temperatur
     return "".join(out)
 
 
-def train(epochs: int = 3, steps: int = 150, config: Config = Config(), seed: int = 0,
-          backend: Optional[str] = "cpu", val_batches: int = 20, sample_length: int = 300,
-          temperature: float = 0.8, verbose: bool = True) -> Dict:
+def train(epochs: int = FULL["epochs"], steps: int = FULL["steps"], config: Config = Config(),
+          seed: int = 0, backend: Optional[str] = "cpu", val_batches: int = FULL["val_batches"],
+          sample_length: int = FULL["sample_length"], temperature: float = 0.8,
+          verbose: bool = True) -> Dict:
     """Train for epochs x steps minibatches; returns losses, validation losses, a sample, seconds.
 
     `backend` None takes the transformer factory's (`ng.set_transformer_factory`).
@@ -265,17 +268,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help=f"a short run of the same model ({QUICK['epochs']} epoch of "
                              f"{QUICK['steps']} steps): under a minute on 2 cores")
-    parser.add_argument("--epochs", type=int, default=None, help="default 3 (quick: 1)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="minibatches per epoch (default 150, quick: 40)")
-    parser.add_argument("--seed", type=int, default=0)
+    for name, what in (("epochs", "epochs"), ("steps", "minibatches per epoch"),
+                       ("sample_length", "characters to generate at the end")):
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=None,
+                            help=f"{what} (default {FULL[name]}, quick: {QUICK[name]})")
+    parser.add_argument("--temperature", type=float, default=0.8,
+                        help="sampling temperature (default 0.8); 0 takes the most likely "
+                             "character")
+    parser.add_argument("--seed", type=int, default=0, help="of the weights, batches and sample")
     parser.add_argument("--transformer", default="cpu", choices=ng.transformer_choices())
     args = parser.parse_args(argv)
+    if args.temperature < 0:
+        parser.error(f"--temperature must be >= 0, not {args.temperature}")
     settings: Dict[str, Any] = dict(QUICK) if args.quick else {}
-    for name in ("epochs", "steps"):
+    for name in ("epochs", "steps", "sample_length"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
-    result = train(seed=args.seed, backend=args.transformer, config=replace(Config()), **settings)
+    result = train(seed=args.seed, backend=args.transformer, temperature=args.temperature,
+                   **settings)
     print(f"validation loss {result['val_losses'][-1]:.3f} nats/char after "
           f"{len(result['losses'])} epochs ({result['seconds']:.1f} s of training)")
     print(f"sample, after {result['prompt'][-30:]!r}:\n{result['sample']}")

@@ -195,7 +195,7 @@ def test_greedy_generation_matches_pytorch_and_sampling_repeats():
 
 
 def test_quick_run_prints_validation_loss_and_sample(capsys):
-    assert ct.main(["--quick", "--steps", "3", "--seed", "1"]) == 0
+    assert ct.main(["--quick", "--steps", "2", "--sample-length", "30", "--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "validation loss" in out
     loss = float(out.split("validation loss ")[1].split()[0])
