@@ -1,6 +1,6 @@
 """The char transformer's training step: axgraph's cpu transformer against PyTorch eager.
 
-    python -m benchmarks.char_transformer [--quick] [--profile] [--batch 32]
+    python -m benchmarks.char_transformer [--quick] [--profile] [--jax] [--batch 32]
 
 Target (issue 27): one training step of examples/char_transformer.py (2 pre-LayerNorm
 blocks, 4 heads, d_model 128, context 64, GELU MLP of 512, vocabulary of the help text),
@@ -27,19 +27,20 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
 from . import common
 from .common import Verdict
 
-AXGRAPH, TORCH = "axgraph cpu", "torch eager"
-COLUMNS = [AXGRAPH, TORCH]
+AXGRAPH, AXGRAPH_JAX, TORCH = "axgraph cpu", "axgraph jax", "torch eager"
+COLUMNS = [AXGRAPH, AXGRAPH_JAX, TORCH]
 STEPS_CHECKED = 3
 #: The file name the cpu transformer compiles its generated step function under.
 GENERATED_FILE = "<axgraph cpu function>"
-LINE_COMMENT = re.compile(r"#\s*(\w+)\s+\w+\[([^\]]*)\]")
+LINE_COMMENT = re.compile(r"#\s*(\w+)\s+\w+\[([^\]]*)\]")  # "# Multiply f32[4, 32, 64]"
+OUT_NAME = re.compile(r"out=(\w+)")
 
 
 def load_reference():
@@ -69,9 +70,10 @@ class Problem:
 
 
 class AxgraphStep:
-    """The example's training step on make_transformer("cpu")."""
+    """The example's training step on make_transformer(backend); every instance starts from
+    the same values (the initializers are seeded)."""
 
-    def __init__(self, problem: Problem):
+    def __init__(self, problem: Problem, backend: str = "cpu"):
         import axgraph as ng
         from axgraph.frontends.neon import Adam
         from examples import char_transformer as ct
@@ -84,7 +86,7 @@ class AxgraphStep:
         loss = self.model.loss(chars, next_chars)
         step = ng.sequential([Adam(config.learning_rate)(loss), loss])
         variables = self.model.variables()
-        self.transformer = ng.make_transformer("cpu")
+        self.transformer = ng.make_transformer(backend)
         self.values = dict(zip(variables, (np.array(v) for v in self.transformer.computation(
             list(variables.values()))())))
         self.computation = self.transformer.computation(step, chars, next_chars)
@@ -115,14 +117,25 @@ class TorchStep:
         return loss.item()
 
 
-def make_pair(batch: int) -> Tuple[AxgraphStep, Optional[TorchStep], Optional[str]]:
-    """Both contestants from the same initial values; (axgraph, torch or None, why not)."""
+def make_contestants(batch: int, jax: bool) -> Tuple[AxgraphStep, Dict[str, Callable[[], float]],
+                                                     List[str]]:
+    """(axgraph cpu step, every contestant by name, notes on those skipped), all from the
+    same initial values."""
     problem = Problem(batch)
     axgraph = AxgraphStep(problem)
+    runners: Dict[str, Callable[[], float]] = {AXGRAPH: axgraph}
+    notes = []
+    if jax:
+        try:
+            common.import_jax()
+            runners[AXGRAPH_JAX] = AxgraphStep(problem, "jax")
+        except common.Skip as why:
+            notes.append(f"{AXGRAPH_JAX} skipped: {why}")
     try:
-        return axgraph, TorchStep(problem, axgraph), None
+        runners[TORCH] = TorchStep(problem, axgraph)
     except common.Skip as why:
-        return axgraph, None, str(why)
+        notes.append(f"{TORCH} skipped: {why}")
+    return axgraph, runners, notes
 
 
 def check_losses(runners: Dict[str, Callable[[], float]]) -> List[str]:
@@ -130,8 +143,9 @@ def check_losses(runners: Dict[str, Callable[[], float]]) -> List[str]:
     losses = {name: [runner() for _ in range(STEPS_CHECKED)] for name, runner in runners.items()}
     notes = [f"losses of the first {STEPS_CHECKED} steps: " + "; ".join(
         f"{name} {', '.join(f'{v:.5f}' for v in values)}" for name, values in losses.items())]
-    if TORCH in losses and not np.allclose(losses[AXGRAPH], losses[TORCH], rtol=1e-4):
-        notes.append("LOSSES DIFFER: the timing compares different work")
+    for name, values in losses.items():
+        if not np.allclose(values, losses[AXGRAPH], rtol=1e-4):
+            notes.append(f"LOSSES OF {name} DIFFER: the timing compares different work")
     return notes
 
 
@@ -167,6 +181,20 @@ def line_times(calls: int, runner: Callable[[], Any]) -> Dict[int, float]:
     return spent
 
 
+def contraction_lines(source_lines: List[str]) -> List[int]:
+    """The 1-based lines of rank-5 results and of the reductions (plain or fused) that read
+    them: in this model only attention's multiply-and-sum makes rank-5 tensors."""
+    products, lines = set(), []
+    for number, text in enumerate(source_lines, 1):
+        match = LINE_COMMENT.search(text)
+        if match and len(match.group(2).split(",")) == 5:
+            products.update(OUT_NAME.findall(text))
+            lines.append(number)
+        elif any(f"({name}," in text for name in products):  # reads one: reduces it
+            lines.append(number)
+    return lines
+
+
 def profile_report(step: AxgraphStep, calls: int = 5) -> str:
     """The generated step's time by core op kind and result rank, largest first."""
     computation = step.computation
@@ -189,27 +217,24 @@ def profile_report(step: AxgraphStep, calls: int = 5) -> str:
     for (kind, rank), (seconds, lines) in rows[:14]:
         out.append(f"  {kind:<12} rank {rank}  {seconds * 1e3:8.1f} ms  {seconds / traced:6.1%}"
                    f"  ({lines} lines)")
-    contraction = sum(v[0] for (kind, rank), v in by_kind.items() if rank == 5)
-    out.append(f"  rank-5 lines (the multiply-and-sum attention contractions, forward and "
-               f"backward): {contraction * 1e3:.1f} ms, {contraction / traced:.0%} of the step")
+    contraction = sum(spent[line] for line in contraction_lines(source_lines)) / calls
+    out.append(f"  the rank-5 products and the sums that reduce them (the multiply-and-sum "
+               f"attention contractions, forward and backward): {contraction * 1e3:.1f} ms, "
+               f"{contraction / traced:.0%} of the step")
     return "\n".join(out)
 
 
 def main(argv=None) -> int:
     p = common.parser(__doc__.splitlines()[0])
     p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--jax", action="store_true",
+                   help="also time the step on the jax transformer (compiling takes ~20 s)")
     p.add_argument("--profile", action="store_true",
                    help="also time every line of axgraph's generated step, by op kind")
     args = p.parse_args(argv)
     settings, reference, _only, load = common.start_run(args, TORCH)
     case = f"char transformer step, batch {args.batch}"
-    axgraph, torch_step, why = make_pair(args.batch)
-    runners: Dict[str, Callable[[], float]] = {AXGRAPH: axgraph}
-    notes: List[str] = []
-    if torch_step is None:
-        notes.append(f"{TORCH} skipped: {why}")
-    else:
-        runners[TORCH] = torch_step
+    axgraph, runners, notes = make_contestants(args.batch, args.jax)
     notes += check_losses(runners)
     print(f"timing {case}: {', '.join(runners)} ...", flush=True)
     timings = {case: settings.time(runners)}
@@ -230,7 +255,9 @@ def main(argv=None) -> int:
                 common.ratio(timings[case], AXGRAPH, TORCH), 1.0,
                 why_missing="torch missing"),
     ])
-    axgraph.transformer.close()
+    for runner in runners.values():
+        if isinstance(runner, AxgraphStep):
+            runner.transformer.close()
     return 0
 
 
