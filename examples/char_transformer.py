@@ -134,7 +134,11 @@ class ModelAxes:
 
 
 class CharTransformer:
-    """Characters (T, N) -> next-character logits (V, T, N); variables made on construction."""
+    """Characters (T, N) -> next-character logits (V, T, N).
+
+    The embeddings and layer-norm parameters are made here, the Affine layers' weights on
+    the first call (neon's axis inference); every initializer is seeded from `seed`.
+    """
 
     def __init__(self, vocab_size: int, config: Config, seed: int = 0):
         if config.d_model % config.heads:
@@ -167,7 +171,7 @@ class CharTransformer:
         return self.head(self.ln_final(x))
 
     def variables(self) -> Dict[str, ng.Op]:
-        """The trainable variables by name (after the first call), in the order made."""
+        """The trainable variables by name (complete after the first call), inputs first."""
         found = [self.embedding.W, self.position]
         for block in self.blocks:
             found += [block.ln1.gain, block.ln1.bias]
@@ -250,6 +254,7 @@ def train(epochs: int = FULL["epochs"], steps: int = FULL["steps"], config: Conf
         predict = transformer.computation(next_logits, context)
 
         def validation() -> Dict[str, float]:
+            val_set.reset()  # the same windows after every epoch
             return {"val_loss": float(np.mean([evaluate_loss(b["chars"], b["next"])
                                                for b in val_set]))}
 
