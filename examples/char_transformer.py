@@ -60,7 +60,7 @@ class Config:
 #: The length of a run: epochs of `steps` minibatches, the validation batches after each
 #: epoch and the characters generated at the end. ``--quick`` runs the same model shorter.
 FULL = {"epochs": 3, "steps": 150, "val_batches": 20, "sample_length": 300}
-QUICK = {"epochs": 1, "steps": 40, "val_batches": 2, "sample_length": 100}
+QUICK = {"epochs": 1, "steps": 30, "val_batches": 2, "sample_length": 100}
 
 
 def _contract(x: ng.Op, y: ng.Op, reduction_axes: Sequence[ng.Axis]) -> ng.Op:
