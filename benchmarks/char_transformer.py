@@ -18,6 +18,9 @@ losses (rtol 1e-4), so a contestant that skips work cannot win.
 a few steps and prints the time by op kind and by the rank of the op's result: the
 attention contractions of the example's `_contract` (multiply with broadcasting, then sum)
 are the rank-5 Multiply and Sum rows (heads, query, batch, key and head size at once).
+On a machine other jobs keep busy, OpenBLAS's two threads wait for each other and the
+dense products (the Dot rows) slow down tenfold; `OPENBLAS_NUM_THREADS=1` shows the step
+without that (the machine facts print the setting).
 """
 from __future__ import annotations
 
