@@ -1,0 +1,268 @@
+"""The char transformer's training step: axgraph's cpu transformer against PyTorch eager.
+
+    python -m benchmarks.char_transformer [--quick] [--profile] [--jax] [--batch 32]
+
+Target (issue 27): one training step of examples/char_transformer.py (2 pre-LayerNorm
+blocks, 4 heads, d_model 128, context 64, GELU MLP of 512, vocabulary of the help text),
+batch 32, Adam: cpu <= 1.0x PyTorch eager.
+
+Contestants: the example's own model and step (neon Affine layers, ng.layer_norm, ng.gelu,
+ng.softmax over the key axis with ng.causal_mask, Adam), and the PyTorch reference of
+tests/test_char_transformer.py (nn.Embedding / LayerNorm / Linear,
+F.scaled_dot_product_attention with is_causal, torch.optim.Adam, 2 threads), loaded with
+the values axgraph initialized its variables to. Both are fed the same minibatch every
+step, so data loading is not timed; before timing, three steps of each must give the same
+losses (rtol 1e-4), so a contestant that skips work cannot win.
+
+`--profile` times every line of axgraph's generated step function (one core op each) over
+a few steps and prints the time by op kind and by the rank of the op's result: the
+attention contractions of the example's `_contract` (multiply with broadcasting, then sum)
+are the rank-5 Multiply and Sum rows (heads, query, batch, key and head size at once).
+On a machine other jobs keep busy, OpenBLAS's two threads wait for each other and the
+dense products (the Dot rows) slow down tenfold; `OPENBLAS_NUM_THREADS=1` shows the step
+without that (the machine facts print the setting).
+"""
+from __future__ import annotations
+
+import collections
+import importlib.util
+import os
+import re
+import sys
+import time
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
+
+from . import common
+from .common import Verdict
+
+AXGRAPH, AXGRAPH_JAX, TORCH = "axgraph cpu", "axgraph jax", "torch eager"
+COLUMNS = [AXGRAPH, AXGRAPH_JAX, TORCH]
+STEPS_CHECKED = 3
+#: The file name the cpu transformer compiles its generated step function under.
+GENERATED_FILE = "<axgraph cpu function>"
+LINE_COMMENT = re.compile(r"#\s*(\w+)\s+\w+\[([^\]]*)\]")  # "# Multiply f32[4, 32, 64]"
+OUT_NAME = re.compile(r"out=(\w+)")
+
+
+def load_reference():
+    """tests/test_char_transformer.py, whose PyTorch model is the reference (torch required)."""
+    common.import_torch()
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests",
+                        "test_char_transformer.py")
+    spec = importlib.util.spec_from_file_location("char_transformer_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Problem:
+    """The model's config, the alphabet and one (T, N) minibatch of the corpus."""
+
+    def __init__(self, batch: int):
+        from examples import char_transformer as ct
+        from examples.text_data import load_help_text
+
+        self.config = ct.Config(batch=batch)
+        self.alphabet, codes = ct.encode(load_help_text())
+        inputs, targets = ct.windows(codes, self.config.context)
+        picks = np.random.default_rng(0).choice(len(inputs), batch, replace=False)
+        self.chars = np.ascontiguousarray(inputs[picks].T)
+        self.next_chars = np.ascontiguousarray(targets[picks].T)
+
+
+class AxgraphStep:
+    """The example's training step on make_transformer(backend); every instance starts from
+    the same values (the initializers are seeded)."""
+
+    def __init__(self, problem: Problem, backend: str = "cpu"):
+        import axgraph as ng
+        from axgraph.frontends.neon import Adam
+        from examples import char_transformer as ct
+
+        config = problem.config
+        self.model = ct.CharTransformer(len(problem.alphabet), config, seed=0)
+        N = ng.make_axis(config.batch, name="N")
+        chars, next_chars = (ng.placeholder([self.model.axes.T, N], dtype=np.int32)
+                             for _ in range(2))
+        loss = self.model.loss(chars, next_chars)
+        step = ng.sequential([Adam(config.learning_rate)(loss), loss])
+        variables = self.model.variables()
+        self.transformer = ng.make_transformer(backend)
+        self.values = dict(zip(variables, (np.array(v) for v in self.transformer.computation(
+            list(variables.values()))())))
+        self.computation = self.transformer.computation(step, chars, next_chars)
+        self.args = (problem.chars, problem.next_chars)
+
+    def __call__(self):
+        return float(self.computation(*self.args))
+
+
+class TorchStep:
+    """The PyTorch reference, with axgraph's initial values, and torch.optim.Adam."""
+
+    def __init__(self, problem: Problem, axgraph: AxgraphStep):
+        torch = common.import_torch()
+        reference = load_reference()
+        config = problem.config
+        self.model = reference.TorchCharTransformer(len(problem.alphabet), config).load_axgraph(
+            axgraph.model, axgraph.values)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
+        self.loss = reference.torch_loss
+        self.args = (problem.chars, problem.next_chars)
+
+    def __call__(self):
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss(self.model, *self.args)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
+def make_contestants(batch: int, jax: bool) -> Tuple[AxgraphStep, Dict[str, Callable[[], float]],
+                                                     List[str]]:
+    """(axgraph cpu step, every contestant by name, notes on those skipped), all from the
+    same initial values."""
+    problem = Problem(batch)
+    axgraph = AxgraphStep(problem)
+    runners: Dict[str, Callable[[], float]] = {AXGRAPH: axgraph}
+    notes = []
+    if jax:
+        try:
+            common.import_jax()
+            runners[AXGRAPH_JAX] = AxgraphStep(problem, "jax")
+        except common.Skip as why:
+            notes.append(f"{AXGRAPH_JAX} skipped: {why}")
+    try:
+        runners[TORCH] = TorchStep(problem, axgraph)
+    except common.Skip as why:
+        notes.append(f"{TORCH} skipped: {why}")
+    return axgraph, runners, notes
+
+
+def check_losses(runners: Dict[str, Callable[[], float]]) -> List[str]:
+    """The first steps' losses of every contestant, which must agree; notes on any that do not."""
+    losses = {name: [runner() for _ in range(STEPS_CHECKED)] for name, runner in runners.items()}
+    notes = [f"losses of the first {STEPS_CHECKED} steps: " + "; ".join(
+        f"{name} {', '.join(f'{v:.5f}' for v in values)}" for name, values in losses.items())]
+    for name, values in losses.items():
+        if not np.allclose(values, losses[AXGRAPH], rtol=1e-4):
+            notes.append(f"LOSSES OF {name} DIFFER: the timing compares different work")
+    return notes
+
+
+# -- where the time goes ---------------------------------------------------------------------------
+
+def line_times(calls: int, runner: Callable[[], Any]) -> Dict[int, float]:
+    """Seconds spent on each line of the generated step function over `calls` runs.
+
+    A trace function sees a line event when each line starts; the time up to the
+    next line event (or the return) is charged to the line. Calls made from the
+    generated code (kernels, NumPy) are not traced, so they count to their line.
+    """
+    spent: Dict[int, float] = collections.defaultdict(float)
+    state = {"line": None, "since": 0.0}
+
+    def local(frame, event, arg):
+        now = time.perf_counter()
+        if state["line"] is not None:
+            spent[state["line"]] += now - state["since"]
+        state["line"] = frame.f_lineno if event == "line" else None
+        state["since"] = time.perf_counter()
+        return local
+
+    def global_trace(frame, event, arg):
+        return local if frame.f_code.co_filename == GENERATED_FILE else None
+
+    sys.settrace(global_trace)
+    try:
+        for _ in range(calls):
+            runner()
+    finally:
+        sys.settrace(None)
+    return spent
+
+
+def contraction_lines(source_lines: List[str]) -> List[int]:
+    """The 1-based lines of rank-5 results and of the reductions (plain or fused) that read
+    them: in this model only attention's multiply-and-sum makes rank-5 tensors."""
+    products, lines = set(), []
+    for number, text in enumerate(source_lines, 1):
+        match = LINE_COMMENT.search(text)
+        if match and len(match.group(2).split(",")) == 5:
+            products.update(OUT_NAME.findall(text))
+            lines.append(number)
+        elif any(f"({name}," in text for name in products):  # reads one: reduces it
+            lines.append(number)
+    return lines
+
+
+def profile_report(step: AxgraphStep, calls: int = 5) -> str:
+    """The generated step's time by core op kind and result rank, largest first."""
+    computation = step.computation
+    source_lines = computation.source.splitlines()
+    started = time.perf_counter()
+    for _ in range(calls):
+        step()
+    total = (time.perf_counter() - started) / calls
+    spent = line_times(calls, step)
+    by_kind: Dict[Tuple[str, int], List[float]] = collections.defaultdict(lambda: [0.0, 0])
+    for line, seconds in spent.items():
+        match = LINE_COMMENT.search(source_lines[line - 1]) if line <= len(source_lines) else None
+        kind, rank = (match.group(1), len(match.group(2).split(","))) if match else ("(other)", 0)
+        by_kind[(kind, rank)][0] += seconds / calls
+        by_kind[(kind, rank)][1] += 1
+    traced = sum(v[0] for v in by_kind.values())
+    rows = sorted(by_kind.items(), key=lambda item: -item[1][0])
+    out = [f"axgraph step: {total * 1e3:.1f} ms untraced, {traced * 1e3:.1f} ms in traced lines "
+           f"of the generated function ({len(source_lines)} lines); by op kind and result rank:"]
+    for (kind, rank), (seconds, lines) in rows[:14]:
+        out.append(f"  {kind:<12} rank {rank}  {seconds * 1e3:8.1f} ms  {seconds / traced:6.1%}"
+                   f"  ({lines} lines)")
+    contraction = sum(spent[line] for line in contraction_lines(source_lines)) / calls
+    out.append(f"  the rank-5 products and the sums that reduce them (the multiply-and-sum "
+               f"attention contractions, forward and backward): {contraction * 1e3:.1f} ms, "
+               f"{contraction / traced:.0%} of the step")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    p = common.parser(__doc__.splitlines()[0])
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--jax", action="store_true",
+                   help="also time the step on the jax transformer (compiling takes ~20 s)")
+    p.add_argument("--profile", action="store_true",
+                   help="also time every line of axgraph's generated step, by op kind")
+    args = p.parse_args(argv)
+    settings, reference, _only, load = common.start_run(args, TORCH)
+    case = f"char transformer step, batch {args.batch}"
+    axgraph, runners, notes = make_contestants(args.batch, args.jax)
+    notes += check_losses(runners)
+    print(f"timing {case}: {', '.join(runners)} ...", flush=True)
+    timings = {case: settings.time(runners)}
+    print()
+    print(common.ratio_table("Char transformer training step (forward + backward + Adam), float32",
+                             timings, [c for c in COLUMNS if c in runners], reference))
+    if args.profile:
+        print()
+        print(profile_report(axgraph))
+    notes.append("background: " + load.report())
+    print()
+    print("Notes:")
+    for note in notes:
+        print("  " + note)
+    print()
+    common.print_verdicts([
+        Verdict("char transformer step, batch 32: cpu / torch eager",
+                common.ratio(timings[case], AXGRAPH, TORCH), 1.0,
+                why_missing="torch missing"),
+    ])
+    for runner in runners.values():
+        if isinstance(runner, AxgraphStep):
+            runner.transformer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
