@@ -23,7 +23,9 @@ from ...errors import (AxgraphError, ExecutionError,
                        no_kernel_error)
 from .codegen import CODE, Program
 from .fusion import compile_fused, fuse
+from .kernel_c import KernelCompileError
 from .memory_plan import plan_memory
+from .native_step import NATIVE_AFTER, NativeStep, checked_native_after, unsupported
 from .schedule import schedule_function
 from .specialize import specialize
 
@@ -39,7 +41,8 @@ class CpuFunction:
 
     def __init__(self, function: core.Function, fuse: bool = True, engine: str = "auto",
                  fuse_min_elements: int = FUSE_MIN_ELEMENTS,
-                 cache_size: Optional[int] = CACHE_SIZE):
+                 cache_size: Optional[int] = CACHE_SIZE,
+                 native_after: Optional[int] = NATIVE_AFTER):
         self.function = function
         for node in function.nodes:  # refused now, not at the first call
             if CODE.lookup(type(node)) is None:
@@ -49,6 +52,9 @@ class CpuFunction:
                                       f"codegen.CODE.register({node.op})")
         self.fuse, self.engine = fuse, engine
         self.fuse_min_elements = fuse_min_elements
+        #: Python runs of a program after which it runs as one C function, where it
+        #: qualifies (native_step.py); None: never (and never with engine="numpy").
+        self.native_after = None if engine == "numpy" else checked_native_after(native_after)
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         #: The programs per binding, least recently used dropped first (with its arena).
@@ -123,6 +129,15 @@ class CpuFunction:
             with np.errstate(all="ignore"):
                 if out is None:  # the common case, kept short
                     outs = self._donated(program, arrays, donate) if donate else program.no_outs
+                    native = program.native
+                    if native is not None:
+                        results = native(arrays, outs)
+                        if results is not None:  # else C declined: run the Python
+                            return results
+                    elif self.native_after is not None:
+                        program.python_runs += 1
+                        if program.python_runs == self.native_after:
+                            self._go_native(program)
                     return program.results_for_caller(program.run(*arrays, outs))
                 out = checked_outs(program.function, out, arrays,
                                    [program.shapes[node] for node in program.function.results])
@@ -134,6 +149,18 @@ class CpuFunction:
             if attributed is None:  # not raised by a node's line (a bad `out=`, say)
                 raise
             raise attributed from (None if isinstance(error, AxgraphError) else error)
+
+    @staticmethod
+    def _go_native(program: Program) -> None:
+        """Build the program's C step where it qualifies; else say why in
+        `program.native_declined` (it then stays Python)."""
+        why = unsupported(program)
+        if why is None:
+            try:
+                program.native = NativeStep(program)
+            except KernelCompileError as error:
+                why = f"the C step did not build: {error}"
+        program.native_declined = why
 
     def _donated(self, program: Program, arrays, donate: Mapping[int, int]) -> tuple:
         """Per result, the donated argument it is written into, or None (a fresh array).
@@ -197,6 +224,12 @@ class CpuFunction:
         """The fusion pass's `PassRecord` for the last program (empty with fuse=False)."""
         return self._last("fusion report").fusion_report
 
+    @property
+    def native_source(self) -> Optional[str]:
+        """The C of the last program run where it runs as one native step, else None."""
+        native = self._last("native step").native
+        return None if native is None else native.source
+
     def memory_plan(self):
         """The memory plan of the last program run."""
         return self._last("memory plan").plan
@@ -209,7 +242,8 @@ class CpuBackend(Backend):
 
     def compile(self, function: core.Function, fuse: bool = True, engine: str = "auto",
                 fuse_min_elements: int = FUSE_MIN_ELEMENTS,
-                cache_size: Optional[int] = CACHE_SIZE) -> CpuFunction:
+                cache_size: Optional[int] = CACHE_SIZE,
+                native_after: Optional[int] = NATIVE_AFTER) -> CpuFunction:
         """`function` ready to call; a program is built per binding of its size variables.
 
         Parameters
@@ -227,6 +261,12 @@ class CpuBackend(Backend):
             The most programs kept, one per binding of the size variables, the least
             recently used evicted first with its arena (default `CACHE_SIZE`, 8; None:
             no limit).
+        native_after : int or None, optional
+            Calls of a program (one per binding) after which a small program runs
+            its whole step as one generated C function, one native call instead of
+            a NumPy call per op (default `NATIVE_AFTER`; None: never). Programs with
+            a node above `native_step.MAX_ELEMENTS` elements, a matrix product above
+            `native_step.MAX_MACS` multiply-adds, or an op without C code stay Python.
 
         Returns
         -------
@@ -238,10 +278,12 @@ class CpuBackend(Backend):
         ExecutionError
             A node's op has no cpu code.
         AxgraphTypeError, AxgraphValueError
-            `cache_size` is not an int >= 1 or None.
+            `cache_size` is not an int >= 1 or None; `native_after` is not an
+            int >= 1 or None.
         """
         return CpuFunction(function, fuse=fuse, engine=engine,
-                           fuse_min_elements=fuse_min_elements, cache_size=cache_size)
+                           fuse_min_elements=fuse_min_elements, cache_size=cache_size,
+                           native_after=native_after)
 
     def passes(self) -> list:
         """Convolutions as shared im2col columns times BLAS, then the cleanup that lets a

@@ -74,6 +74,11 @@ class Program:
         self.source = self._generate()
         exec(compile(self.source, self.filename, "exec"), self.namespace)
         self.run: Callable = self.namespace["run"]
+        #: The whole step as one C function once it runs natively (native_step.py),
+        #: `python_runs` counting the runs before; else why not, in `native_declined`.
+        self.native: Optional[Any] = None
+        self.python_runs = 0
+        self.native_declined: Optional[str] = None
 
     def release(self) -> None:
         """Free the arena, buffers and kernels now; the program cannot run afterwards.
@@ -84,6 +89,7 @@ class Program:
         """
         self.namespace.clear()
         self.kernels = {}
+        self.native = None
 
     def attributed(self, error: Exception, traceback) -> Optional[ExecutionError]:
         """`error`, raised while running, as the interpreter words it: naming the op
