@@ -61,6 +61,12 @@ MAX_MACS = 1 << 18
 ENTRY = "axgraph_step"
 #: Element types a native step computes (integers only read: one-hot inputs, converts).
 COMPUTED = ("f32", "f64", "boolean")
+#: Multiply-adds of the matrix products: fused where the target has the instruction.
+FMA_MACROS = ["#if defined(__FP_FAST_FMAF)",
+              "#define AXGRAPH_MULADDF(a, b, c) __builtin_fmaf(a, b, c)", "#else",
+              "#define AXGRAPH_MULADDF(a, b, c) ((a) * (b) + (c))", "#endif",
+              "#if defined(__FP_FAST_FMA)", "#define AXGRAPH_MULADD(a, b, c) __builtin_fma(a, b, c)",
+              "#else", "#define AXGRAPH_MULADD(a, b, c) ((a) * (b) + (c))", "#endif", ""]
 #: NumPy's array flags C checks (numpy/ndarraytypes.h).
 C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x0001, 0x0100, 0x0400
 
@@ -352,7 +358,7 @@ class _StepWriter:
                 self.blocks += ["{", *("    " + line for line in self._node(node)), "}"]
         kind, data, flags, item = struct_offsets()  # type: ignore[misc]  # see unsupported
         own, _library = own_math.closure(self.terms.used_math)
-        head = ["#include <stdint.h>", "#include <math.h>", "",
+        head = ["#include <stdint.h>", "#include <math.h>", "", *FMA_MACROS,
                 f"#define TYPE(o) (*(void**)((char*)(o) + {kind}))",
                 f"#define DATA(o) (*(char**)((char*)(o) + {data}))",
                 f"#define FLAGS(o) (*(int*)((char*)(o) + {flags}))",
@@ -460,32 +466,30 @@ class _StepWriter:
         A = _Storage(self.places[a].pointer, la.element_strides, la.element_offset)
         B = _Storage(self.places[b].pointer, lb.element_strides, lb.element_offset)
         C = _Storage(self.places[node].pointer, lo.element_strides, lo.element_offset)
-        if lb.element_strides[1] != 1 and la.element_strides[1] == 1 and \
-                lb.element_strides[0] == 1:  # both walk k in memory: dot products
-            return [f"for (int64_t i = 0; i < {m}; ++i)",
-                    f"    for (int64_t j = 0; j < {n}; ++j) {{",
-                    f"        {ctype} acc = 0;",
-                    "        #pragma omp simd reduction(+:acc)",
-                    f"        for (int64_t p = 0; p < {k}; ++p) acc += "
-                    f"{A.at(['i', 'p'])} * {B.at(['p', 'j'])};",
-                    f"        {C.at(['i', 'j'])} = acc;", "    }"]
-        if lb.element_strides[1] != 1 and la.element_strides[0] == 1 and \
-                lo.element_strides[0] == 1:  # walk the columns: C^T = B^T A^T
-            return [f"for (int64_t j = 0; j < {n}; ++j) {{",
-                    f"    for (int64_t i = 0; i < {m}; ++i) {C.at(['i', 'j'])} = 0;",
-                    f"    for (int64_t p = 0; p < {k}; ++p) {{",
-                    f"        const {ctype} bv = {B.at(['p', 'j'])};",
-                    "        #pragma omp simd",
-                    f"        for (int64_t i = 0; i < {m}; ++i) {C.at(['i', 'j'])} += "
-                    f"{A.at(['i', 'p'])} * bv;", "    }", "}"]
-        return [f"for (int64_t i = 0; i < {m}; ++i) {{",
-                "    #pragma omp simd",
-                f"    for (int64_t j = 0; j < {n}; ++j) {C.at(['i', 'j'])} = 0;",
-                f"    for (int64_t p = 0; p < {k}; ++p) {{",
-                f"        const {ctype} av = {A.at(['i', 'p'])};",
-                "        #pragma omp simd",
-                f"        for (int64_t j = 0; j < {n}; ++j) {C.at(['i', 'j'])} += "
-                f"av * {B.at(['p', 'j'])};", "    }", "}"]
+        fma = "AXGRAPH_MULADD" if ctype == "double" else "AXGRAPH_MULADDF"
+        lines = []
+        if lb.element_strides[1] != 1 and n > 1:  # B copied to rows first: the inner loop
+            lines += [f"{ctype} packed[{k * n}];",  # walks memory
+                      f"for (int64_t p = 0; p < {k}; ++p)",
+                      f"    for (int64_t j = 0; j < {n}; ++j) packed[p*{n} + j] = "
+                      f"{B.at(['p', 'j'])};"]
+            B = _Storage("packed", (n, 1))
+        # one row of C at a time, accumulated in L1 by multiply-adds over B's rows (a fused
+        # multiply-add rounds once, as BLAS's products do)
+        return lines + [
+            f"for (int64_t i = 0; i < {m}; ++i) {{",
+            f"    {ctype} row[{n}];",
+            "    #pragma omp simd",
+            f"    for (int64_t j = 0; j < {n}; ++j) row[j] = 0;",
+            f"    for (int64_t p = 0; p < {k}; ++p) {{",
+            f"        const {ctype} av = {A.at(['i', 'p'])};",
+            "        #pragma omp simd",
+            f"        for (int64_t j = 0; j < {n}; ++j) row[j] = {fma}(av, {B.at(['p', 'j'])}, "
+            f"row[j]);",
+            "    }",
+            "    #pragma omp simd",
+            f"    for (int64_t j = 0; j < {n}; ++j) {C.at(['i', 'j'])} = row[j];",
+            "}"]
 
 
 
