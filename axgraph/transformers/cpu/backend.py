@@ -21,6 +21,7 @@ from ...core.program_cache import CACHE_SIZE, ProgramCache
 from ...debug_info import user_location
 from ...errors import (AxgraphError, ExecutionError,
                        no_kernel_error)
+from . import parallel
 from .codegen import CODE, Program
 from .fusion import compile_fused, fuse
 from .kernel_c import KernelCompileError
@@ -123,18 +124,20 @@ class CpuFunction:
                 ProgramCache.key(bindings), program)
         else:
             self._cache.hit(key, program)
+        native = program.native
+        if native is not None and out is None:  # one C call (IEEE in C: no errstate)
+            results = native(arrays, self._donated(program, arrays, donate) if donate
+                             else program.no_outs)
+            if results is not None:  # else C declined: the Python program runs
+                return results
+        parallel.govern()  # threads for this step's kernels, from the machine's load
         try:
             # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
             # as the interpreter gives them
             with np.errstate(all="ignore"):
                 if out is None:  # the common case, kept short
                     outs = self._donated(program, arrays, donate) if donate else program.no_outs
-                    native = program.native
-                    if native is not None:
-                        results = native(arrays, outs)
-                        if results is not None:  # else C declined: run the Python
-                            return results
-                    elif self.native_after is not None:
+                    if native is None and self.native_after is not None:
                         program.python_runs += 1
                         if program.python_runs == self.native_after:
                             self._go_native(program)
