@@ -14,9 +14,10 @@ default threads and with one thread, alone and beside a competitor: a subprocess
 spins on one core for as long as it is told to (what a second job, a data loader or a
 browser does to a laptop).
 
-How: every thread setting runs in a fresh process of its own, because OpenMP and
+How: every case and thread setting runs in a fresh process of its own, because OpenMP and
 OpenBLAS read their thread counts when they load (`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`,
-`AXGRAPH_NUM_THREADS` = 1 for the one-thread runs, nothing set for the default). Each such
+`AXGRAPH_NUM_THREADS` = 1 for the one-thread runs, nothing set for the default), and so
+that one case's spinning BLAS threads never land in another's samples. Each such
 process times its contestants in interleaved rounds (benchmarks/common.py), each round
 taken alone and then with the competitor spinning, so a slow spell of the machine hits both
 conditions alike; the figures are medians over rounds. The competitor starts before the
@@ -143,19 +144,21 @@ def main(argv=None) -> int:
     load = common.LoadMonitor()
     results: Dict[str, Dict[str, Any]] = {}
     notes: List[str] = []
-    for setting, env in SETTINGS.items():
-        command = ["-m", "benchmarks.contention", "--child", setting, "--rounds", str(rounds)]
-        if args.quick:
-            command.append("--quick")
-        if args.march:
-            command += ["--march", args.march]
-        print(f"timing with {setting} threads ...", flush=True)
-        result = _run_child(command, env)
-        if "error" in result:
-            notes.append(f"{setting}: {result['error']}")
-            continue
-        results[setting] = result["medians"]
-        notes += [f"{setting}: {note}" for note in result["notes"]]
+    for case in args.cases.split(","):
+        for setting, env in SETTINGS.items():
+            command = ["-m", "benchmarks.contention", "--child", setting, "--cases", case,
+                       "--rounds", str(rounds)]
+            if args.quick:
+                command.append("--quick")
+            if args.march:
+                command += ["--march", args.march]
+            print(f"timing {case} with threads: {setting} ...", flush=True)
+            result = _run_child(command, env)
+            if "error" in result:
+                notes.append(f"{case}, {setting}: {result['error']}")
+                continue
+            results.setdefault(setting, {}).update(result["medians"])
+            notes += [f"{setting}: {note}" for note in result["notes"]]
 
     header = ["case", "contestant", "threads", "alone", "contended", "contended/alone",
               "default/1 thread (alone, contended)"]
