@@ -171,3 +171,14 @@ def test_native_after_must_be_a_positive_whole_number_or_none():
         ng.make_transformer("cpu", native_after="3")
     with ng.make_transformer("cpu", native_after=None):
         pass
+
+
+def test_a_product_with_a_filled_constant_stays_python():
+    x = core.Parameter(core.f32, (4, 6), name="x")
+    run = _native(core.Function([core.Dot(x, core.Constant(core.f32, (6, 5), 0.5))], [x]))
+    xv = np.random.default_rng(6).standard_normal((4, 6)).astype(np.float32)
+    for _ in range(2):
+        (got,) = run(xv)
+        np.testing.assert_allclose(got, np.repeat(xv.sum(axis=1, keepdims=True) * 0.5, 5, 1),
+                                   rtol=1e-5)
+    assert run.native_source is None and "filled constant" in run.last_program.native_declined

@@ -57,6 +57,9 @@ MAX_ELEMENTS = 1 << 15
 #: The largest matrix product (multiply-adds) a native step computes with its own loops:
 #: above it, BLAS wins.
 MAX_MACS = 1 << 18
+#: The most bytes a matrix product keeps on the C stack (a row of its result, its right
+#: operand packed into rows): well within any thread's stack.
+STACK_BYTES = 1 << 16
 #: The C function's name.
 ENTRY = "axgraph_step"
 #: Element types a native step computes (integers only read: one-hot inputs, converts).
@@ -173,12 +176,20 @@ def _op_unsupported(program: "Program", node: Node) -> Optional[str]:
             return "a product with batch dims"
         if name not in ("f32", "f64") or any(x.element_type.name != name for x in node.inputs):
             return "a product of other than f32/f64"
+        for x in node.inputs:
+            while x in program.schedule.alias:
+                x = program.schedule.alias[x]
+            if isinstance(x, core.Constant) and x.attributes["value"].ndim == 0:
+                return "a product of a filled constant"
         operands = _dot_matrices(program, node)
         if operands is None:
             return "an operand is no strided matrix"
-        m, k, n = operands[0]
+        (m, k, n), _, b, _ = operands
         if m * k * n > MAX_MACS:
             return f"a product of {m * k * n} multiply-adds (> {MAX_MACS})"
+        itemsize = node.element_type.dtype.itemsize
+        if max(n, k * n if b.element_strides[1] != 1 else 0) * itemsize > STACK_BYTES:
+            return "a product whose row or packed operand would not fit the stack"
         return None
     if isinstance(node, core.OneHot):
         (x,) = node.inputs
