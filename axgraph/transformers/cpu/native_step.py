@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import platform
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -83,6 +84,8 @@ def struct_offsets() -> Optional[Tuple[int, int, int, int]]:
     arrays of several ranks, layouts and flags, so a build where the layout
     differs never runs a native step.
     """
+    if platform.python_implementation() != "CPython":  # id() is an address only there
+        return None
     pointer = ctypes.sizeof(ctypes.c_void_p)
     kind = ctypes.sizeof(ctypes.c_ssize_t)  # ob_type follows ob_refcnt
     head = object.__basicsize__  # PyObject_HEAD
