@@ -6,8 +6,7 @@ Targets (issue 5) measured here:
   1. 784-512-512-10 SGD step, batch 128: cpu <= 1.0x PyTorch eager; peak memory below PyTorch's.
   2. 64-32-10 step, batch 32 (dispatch-bound): cpu <= 1.0x hand-written NumPy (issue 27; issue 5
      asked 1.5x), <= 0.35x PyTorch. The cpu transformer runs this step as one native call
-     (cpu/native_step.py) once the program has run `native_after` times, which the warmup
-     and calibration calls before the timed rounds cover.
+     (cpu/native_step.py) from its first call: a small step that updates variables.
   6. planned memory: arena <= 0.5x the naive sum of intermediates (784-512-512-10 step).
   7. compile time of the 784-512-512-10 training computation: < 2 s cold, < 0.5 s from a warm
      kernel cache (each in a fresh process; JAX jit's first-call compile is shown beside it).

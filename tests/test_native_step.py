@@ -5,14 +5,14 @@ import pytest
 
 import axgraph as ng
 from axgraph import core
-from axgraph.errors import AxgraphTypeError, AxgraphValueError, ExecutionError
+from axgraph.errors import AxgraphTypeError, ExecutionError
 from axgraph.transformers.cpu import kernel_c, native_step
 
 pytestmark = pytest.mark.skipif(not kernel_c.c_available(), reason="no C compiler")
 
 
 def _native(function, **options):
-    return core.compile(function, "cpu", native_after=1, **options)
+    return core.compile(function, "cpu", native=True, **options)
 
 
 def _mlp_step(batch=16, features=12, hidden=8, classes=5):
@@ -43,12 +43,15 @@ def test_the_struct_offsets_are_found_on_this_build():
 
 def test_a_training_step_runs_natively_with_the_values_of_the_python_program():
     x, labels, step, variables, (xv, lv) = _mlp_step()
-    with ng.make_transformer("cpu", native_after=1) as native, \
-            ng.make_transformer("cpu", native_after=None) as python, \
+    with ng.make_transformer("cpu") as native, \
+            ng.make_transformer("cpu", native=False) as python, \
             ng.make_transformer("numpy") as reference:
         runs = [t.computation(step, x, labels) for t in (native, python, reference)]
-        losses = [[float(run(xv, lv)) for _ in range(6)] for run in runs]
+        losses = [[float(run(xv, lv))] for run in runs]
+        # a step updating stored values runs natively from its first call
         assert runs[0].native_source is not None and "axgraph_step" in runs[0].native_source
+        for loss, run in zip(losses, runs):
+            loss += [float(run(xv, lv)) for _ in range(5)]
         assert runs[1].native_source is None
         weights = [[np.array(t.computation(v)()) for v in variables]
                    for t in (native, python, reference)]
@@ -138,7 +141,7 @@ def test_arguments_c_does_not_take_run_in_the_python_program():
 
 def test_a_bad_label_raises_the_python_programs_error_and_leaves_the_weights():
     x, labels, step, variables, (xv, lv) = _mlp_step()
-    with ng.make_transformer("cpu", native_after=1) as cpu:
+    with ng.make_transformer("cpu") as cpu:
         train = cpu.computation(step, x, labels)
         train(xv, lv)
         assert train.native_source is not None
@@ -164,13 +167,28 @@ def test_large_programs_stay_python():
     assert "elements" in run.last_program.native_declined
 
 
-def test_native_after_must_be_a_positive_whole_number_or_none():
-    with pytest.raises(AxgraphValueError, match="native_after"):
-        ng.make_transformer("cpu", native_after=0)
-    with pytest.raises(AxgraphTypeError, match="native_after"):
-        ng.make_transformer("cpu", native_after="3")
-    with ng.make_transformer("cpu", native_after=None):
+def test_native_must_be_a_bool_or_none():
+    for wrong in (1, "yes"):
+        with pytest.raises(AxgraphTypeError, match="native"):
+            ng.make_transformer("cpu", native=wrong)
+    with ng.make_transformer("cpu", native=None), ng.make_transformer("cpu", native=False):
         pass
+
+
+def test_a_computation_gives_the_same_bits_at_every_call():
+    """The choice of C or Python is made before a program first runs, never after some
+    calls: the two round differently in the last bits."""
+    X = ng.make_axis(7, name="X")
+    x = ng.placeholder([X], dtype=np.float64)
+    xv = np.array([-0.9, -0.3, -1e-3, 0.0, 0.4, 2.0, 30.0])
+    for options in ({}, {"native": True}):
+        with ng.make_transformer("cpu", **options) as cpu:
+            f = cpu.computation(ng.log1p(x) * ng.exp(-x), x)
+            first = f(xv).copy()
+            for _ in range(12):
+                np.testing.assert_array_equal(f(xv), first)
+            # a computation updating nothing stays Python unless asked
+            assert (f.native_source is not None) == bool(options)
 
 
 def test_a_product_with_a_filled_constant_stays_python():

@@ -26,7 +26,7 @@ from .codegen import CODE, Program
 from .fusion import compile_fused, fuse
 from .kernel_c import KernelCompileError
 from .memory_plan import plan_memory
-from .native_step import NATIVE_AFTER, NativeStep, checked_native_after, unsupported
+from .native_step import NativeStep, checked_native, unsupported
 from .schedule import schedule_function
 from .specialize import specialize
 
@@ -43,7 +43,7 @@ class CpuFunction:
     def __init__(self, function: core.Function, fuse: bool = True, engine: str = "auto",
                  fuse_min_elements: int = FUSE_MIN_ELEMENTS,
                  cache_size: Optional[int] = CACHE_SIZE,
-                 native_after: Optional[int] = NATIVE_AFTER):
+                 native: Optional[bool] = None):
         self.function = function
         for node in function.nodes:  # refused now, not at the first call
             if CODE.lookup(type(node)) is None:
@@ -53,9 +53,10 @@ class CpuFunction:
                                       f"codegen.CODE.register({node.op})")
         self.fuse, self.engine = fuse, engine
         self.fuse_min_elements = fuse_min_elements
-        #: Python runs of a program after which it runs as one C function, where it
-        #: qualifies (native_step.py); None: never (and never with engine="numpy").
-        self.native_after = None if engine == "numpy" else checked_native_after(native_after)
+        #: Which programs run as one C function where they qualify (native_step.py):
+        #: None those called with donations (steps updating stored values), True all,
+        #: False none (nor with engine="numpy": no C).
+        self.native = False if engine == "numpy" else checked_native(native)
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         #: The programs per binding, least recently used dropped first (with its arena).
@@ -125,6 +126,9 @@ class CpuFunction:
         else:
             self._cache.hit(key, program)
         native = program.native
+        if native is None and not program.native_tried and self.native is not False and \
+                (self.native or donate):  # decided before its first run, never later
+            native = self._go_native(program)
         if native is not None and out is None:  # one C call (IEEE in C: no errstate)
             results = native(arrays, self._donated(program, arrays, donate) if donate
                              else program.no_outs)
@@ -137,10 +141,6 @@ class CpuFunction:
             with np.errstate(all="ignore"):
                 if out is None:  # the common case, kept short
                     outs = self._donated(program, arrays, donate) if donate else program.no_outs
-                    if native is None and self.native_after is not None:
-                        program.python_runs += 1
-                        if program.python_runs == self.native_after:
-                            self._go_native(program)
                     return program.results_for_caller(program.run(*arrays, outs))
                 out = checked_outs(program.function, out, arrays,
                                    [program.shapes[node] for node in program.function.results])
@@ -154,9 +154,10 @@ class CpuFunction:
             raise attributed from (None if isinstance(error, AxgraphError) else error)
 
     @staticmethod
-    def _go_native(program: Program) -> None:
+    def _go_native(program: Program) -> Optional[NativeStep]:
         """Build the program's C step where it qualifies; else say why in
         `program.native_declined` (it then stays Python)."""
+        program.native_tried = True
         why = unsupported(program)
         if why is None:
             try:
@@ -164,6 +165,7 @@ class CpuFunction:
             except KernelCompileError as error:
                 why = f"the C step did not build: {error}"
         program.native_declined = why
+        return program.native
 
     def _donated(self, program: Program, arrays, donate: Mapping[int, int]) -> tuple:
         """Per result, the donated argument it is written into, or None (a fresh array).
@@ -246,7 +248,7 @@ class CpuBackend(Backend):
     def compile(self, function: core.Function, fuse: bool = True, engine: str = "auto",
                 fuse_min_elements: int = FUSE_MIN_ELEMENTS,
                 cache_size: Optional[int] = CACHE_SIZE,
-                native_after: Optional[int] = NATIVE_AFTER) -> CpuFunction:
+                native: Optional[bool] = None) -> CpuFunction:
         """`function` ready to call; a program is built per binding of its size variables.
 
         Parameters
@@ -264,12 +266,14 @@ class CpuBackend(Backend):
             The most programs kept, one per binding of the size variables, the least
             recently used evicted first with its arena (default `CACHE_SIZE`, 8; None:
             no limit).
-        native_after : int or None, optional
-            Calls of a program (one per binding) after which a small program runs
-            its whole step as one generated C function, one native call instead of
-            a NumPy call per op (default `NATIVE_AFTER`; None: never). Programs with
-            a node above `native_step.MAX_ELEMENTS` elements, a matrix product above
-            `native_step.MAX_MACS` multiply-adds, or an op without C code stay Python.
+        native : bool or None, optional
+            Which small programs run their whole step as one generated C function,
+            one native call instead of a NumPy call per op: None (default) those
+            called with `donate` (steps updating stored values in place, a training
+            step), True every one, False none; decided before a program's first run.
+            Programs with a node above `native_step.MAX_ELEMENTS` elements, a matrix
+            product above `native_step.MAX_MACS` multiply-adds, or an op without C
+            code stay Python.
 
         Returns
         -------
@@ -281,12 +285,12 @@ class CpuBackend(Backend):
         ExecutionError
             A node's op has no cpu code.
         AxgraphTypeError, AxgraphValueError
-            `cache_size` is not an int >= 1 or None; `native_after` is not an
-            int >= 1 or None.
+            `cache_size` is not an int >= 1 or None; `native` is not a bool or
+            None.
         """
         return CpuFunction(function, fuse=fuse, engine=engine,
                            fuse_min_elements=fuse_min_elements, cache_size=cache_size,
-                           native_after=native_after)
+                           native=native)
 
     def passes(self) -> list:
         """Convolutions as shared im2col columns times BLAS, then the cleanup that lets a

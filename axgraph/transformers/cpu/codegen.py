@@ -74,10 +74,11 @@ class Program:
         self.source = self._generate()
         exec(compile(self.source, self.filename, "exec"), self.namespace)
         self.run: Callable = self.namespace["run"]
-        #: The whole step as one C function once it runs natively (native_step.py),
-        #: `python_runs` counting the runs before; else why not, in `native_declined`.
+        #: The whole step as one C function where it runs natively (native_step.py),
+        #: decided before its first run (`native_tried`); else why not, in
+        #: `native_declined`.
         self.native: Optional[Any] = None
-        self.python_runs = 0
+        self.native_tried = False
         self.native_declined: Optional[str] = None
 
     def release(self) -> None:

@@ -7,10 +7,17 @@ one C function over the same planned arena, called once per step through
 ctypes. Only small programs qualify (every node at most `MAX_ELEMENTS`
 elements, every matrix product at most `MAX_MACS` multiply-adds): larger ones
 are faster on BLAS and the threaded fused kernels, which the generated Python
-calls. A program runs as Python first and switches to its C step after
-`native_after` calls (a backend option), so one-off computations never pay a
-compile; a program with any node this module cannot write in C (see
+calls. A program with any node this module cannot write in C (see
 `unsupported`) stays Python.
+
+Which programs: by default those whose calls update stored values in place
+(the caller donates arrays: a training step, called thousands of times), from
+their first call; `native=True` every qualifying program, `native=False` none
+(backend options). The choice is made once per program, before it first runs,
+never after some calls: the C step rounds differently from NumPy in the last
+bits (its own exp, its own products and sums), and a computation must give the
+same bits for the same arguments at every call (a finite-difference gradient
+check compares calls). One-off computations keep the Python and pay no compile.
 
 The call path costs about a microsecond: the arguments and results go to C as
 one tuple of arrays, and C reads each array's data pointer and flags from
@@ -42,7 +49,7 @@ from ... import core
 from ...core.node import Node
 from ...core.traits import is_elementwise
 from ...debug_info import user_location
-from ...errors import AxgraphTypeError, AxgraphValueError
+from ...errors import AxgraphTypeError
 from ...tensor_description import TensorDescription
 from . import kernel_c, own_math
 from .kernel_c import CTYPES, VALUE_CTYPES, EXPRESSIONS, CTerms, c_literal
@@ -50,8 +57,6 @@ from .kernel_c import CTYPES, VALUE_CTYPES, EXPRESSIONS, CTerms, c_literal
 if TYPE_CHECKING:
     from .codegen import Program
 
-#: Calls of a program after which it runs as one C function (when it qualifies).
-NATIVE_AFTER = 8
 #: The largest node (elements) a native step computes: above it, NumPy's and the fused
 #: kernels' threaded loops win.
 MAX_ELEMENTS = 1 << 15
@@ -115,28 +120,20 @@ def struct_offsets() -> Optional[Tuple[int, int, int, int]]:
     return kind, data, flags, item
 
 
-def checked_native_after(native_after: Optional[int]) -> Optional[int]:
-    """`native_after`, if it is None or a whole number of calls >= 1.
+def checked_native(native: Optional[bool]) -> Optional[bool]:
+    """`native` if it is True, False or None (see `CpuBackend.compile`).
 
     Raises
     ------
     AxgraphTypeError
-        It is not an int (a bool is not one) nor None.
-    AxgraphValueError
-        It is below 1.
+        It is anything else.
     """
-    if native_after is None:
-        return None
-    if isinstance(native_after, bool) or not isinstance(native_after, (int, np.integer)):
-        raise AxgraphTypeError(f"native_after is the number of calls after which a small "
-                               f"program runs as one C function: an int >= 1, or None for "
-                               f"never; not {type(native_after).__name__} "
-                               f"{native_after!r:.40}", user_location())
-    if native_after < 1:
-        raise AxgraphValueError(f"native_after={native_after}: a program runs as Python at "
-                                f"least once, so native_after must be >= 1 (or None)",
-                                user_location())
-    return int(native_after)
+    if native is not None and not isinstance(native, bool):
+        raise AxgraphTypeError(f"native is True (every small program runs as one C function), "
+                               f"False (none does) or None (those that update stored values, "
+                               f"the default); not {type(native).__name__} {native!r:.40}",
+                               user_location())
+    return native
 
 
 # -- which programs qualify ------------------------------------------------------------------

@@ -7,7 +7,7 @@
         print(step.fused_function)  # the core IR it runs, with its Fused nodes
         print(step.memory_plan())   # arena size, buffers, lifetimes, naive size
         print(step.cache_info())    # its programs, one per binding of the batch length
-        print(step.native_source)   # a small program's whole step as C, once it runs so
+        print(step.native_source)   # a small training step's whole step as C
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ...errors import TransformerClosedError
 from ..base import Computation
 from ..lowering_transformer import LoweringTransformer
 from ...core.program_cache import CACHE_SIZE, checked_cache_size
-from .native_step import NATIVE_AFTER, checked_native_after
+from .native_step import checked_native
 
 
 class CpuComputation(Computation):
@@ -51,7 +51,7 @@ class CpuComputation(Computation):
     @property
     def native_source(self) -> Optional[str]:
         """The C of the last call's program where it runs as one native step (a small
-        program, after `native_after` calls), else None."""
+        training step, or any small program with native=True), else None."""
         return self._compiled().native_source
 
     def memory_plan(self):
@@ -76,10 +76,10 @@ class CpuTransformer(LoweringTransformer):
     def __init__(self, fuse: bool = True, engine: str = "auto", optimize: bool = True,
                  fuse_min_elements: Optional[int] = None,
                  cache_size: Optional[int] = CACHE_SIZE,
-                 native_after: Optional[int] = NATIVE_AFTER):
+                 native: Optional[bool] = None):
         options: dict = {"fuse": fuse, "engine": engine,
                          "cache_size": checked_cache_size(cache_size),  # refused now, if bad
-                         "native_after": checked_native_after(native_after)}
+                         "native": checked_native(native)}
         if fuse_min_elements is not None:  # else the backend's measured default
             options["fuse_min_elements"] = fuse_min_elements
         super().__init__("cpu", optimize=optimize, **options)
