@@ -200,3 +200,17 @@ def test_a_product_with_a_filled_constant_stays_python():
         np.testing.assert_allclose(got, np.repeat(xv.sum(axis=1, keepdims=True) * 0.5, 5, 1),
                                    rtol=1e-5)
     assert run.native_source is None and "filled constant" in run.last_program.native_declined
+
+
+def test_by_default_only_programs_first_called_with_donations_run_natively():
+    p = core.Parameter(core.f32, (4, 3), name="p")
+    function = core.Function([core.Subtract(p, core.Constant(core.f32, (4, 3), 0.5))], [p])
+    first_plain = core.compile(function, "cpu")
+    first_plain(np.ones((4, 3), np.float32))
+    (got,) = first_plain(np.ones((4, 3), np.float32), donate={0: 0})  # too late to switch
+    assert first_plain.native_source is None and np.array_equal(got, np.full((4, 3), 0.5))
+    first_donating = core.compile(function, "cpu")
+    value = np.ones((4, 3), np.float32)
+    (got,) = first_donating(value, donate={0: 0})
+    assert first_donating.native_source is not None
+    assert got is value and np.array_equal(value, np.full((4, 3), 0.5))  # written in place

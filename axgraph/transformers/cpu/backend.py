@@ -125,10 +125,11 @@ class CpuFunction:
                 ProgramCache.key(bindings), program)
         else:
             self._cache.hit(key, program)
+        if not program.native_tried:  # decided before its first run, never after some calls
+            program.native_tried = True
+            if self.native or (self.native is None and donate):
+                self._go_native(program)
         native = program.native
-        if native is None and not program.native_tried and self.native is not False and \
-                (self.native or donate):  # decided before its first run, never later
-            native = self._go_native(program)
         if native is not None and out is None:  # one C call (IEEE in C: no errstate)
             results = native(arrays, self._donated(program, arrays, donate) if donate
                              else program.no_outs)
@@ -154,10 +155,9 @@ class CpuFunction:
             raise attributed from (None if isinstance(error, AxgraphError) else error)
 
     @staticmethod
-    def _go_native(program: Program) -> Optional[NativeStep]:
+    def _go_native(program: Program) -> None:
         """Build the program's C step where it qualifies; else say why in
         `program.native_declined` (it then stays Python)."""
-        program.native_tried = True
         why = unsupported(program)
         if why is None:
             try:
@@ -165,7 +165,6 @@ class CpuFunction:
             except KernelCompileError as error:
                 why = f"the C step did not build: {error}"
         program.native_declined = why
-        return program.native
 
     def _donated(self, program: Program, arrays, donate: Mapping[int, int]) -> tuple:
         """Per result, the donated argument it is written into, or None (a fresh array).
