@@ -92,7 +92,8 @@ def test_the_thread_count_is_the_cores_other_processes_leave():
     from axgraph.transformers.cpu.parallel import threads_beside
 
     assert threads_beside(0.0, cores=2, configured=2) == 2
-    assert threads_beside(0.3, cores=2, configured=2) == 2  # a little background load
+    assert threads_beside(0.2, cores=2, configured=2) == 2  # a little background load
+    assert threads_beside(0.5, cores=2, configured=2) == 1  # teams would fight for a core
     assert threads_beside(1.0, cores=2, configured=2) == 1  # a process spinning a core
     assert threads_beside(1.9, cores=2, configured=2) == 1  # never below one
     assert threads_beside(1.0, cores=16, configured=16) == 15

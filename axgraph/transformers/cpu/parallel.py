@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 import threading
 import time
@@ -34,6 +35,8 @@ from typing import Callable, List, Optional, Sequence, Tuple
 _POOL: Optional[ThreadPoolExecutor] = None
 #: Seconds between looks at the machine's load.
 LOAD_INTERVAL = 0.2
+#: Cores other processes may keep busy on average before the kernels give one up.
+QUIET_CORES = 0.25
 
 
 def thread_count() -> int:
@@ -117,10 +120,12 @@ class _Governor:
 
 
 def threads_beside(others: float, cores: int, configured: int) -> int:
-    """Threads to use while other processes keep `others` cores busy on average: the cores
-    left, rounded (a process spinning one of 2 cores leaves 1), at least 1, at most
+    """Threads to use while other processes keep `others` cores busy on average: one core
+    less for each started core of load past a quarter (a process spinning one of 2 cores
+    leaves 1; so does a test run keeping a third of one busy: two teams of threads
+    fighting over what is left cost more than a thread gains), at least 1, at most
     `configured`."""
-    return max(1, min(configured, int(cores - others + 0.5)))
+    return max(1, min(configured, cores - max(0, math.ceil(others - QUIET_CORES))))
 
 
 def machine_busy_seconds() -> Optional[float]:
