@@ -324,16 +324,15 @@ class _Terms:
         return None
 
 
-def _loops(shape: Sequence[int], order: Sequence[int], body: List[str], prefix: str = "i"
-           ) -> List[str]:
-    """Nested for-loops over `shape` in `order` (outermost first) around `body`."""
+def _loops(shape: Sequence[int], order: Sequence[int], body: List[str]) -> List[str]:
+    """Nested for-loops over `shape` in `order` (outermost first, the index of dim d
+    named i<d>) around `body`; the innermost one vectorized (`omp simd`)."""
     lines: List[str] = []
     for depth, dim in enumerate(order):
         pad = "    " * depth
         if depth == len(order) - 1:
             lines.append(pad + "#pragma omp simd")
-        lines.append(f"{pad}for (int64_t {prefix}{dim} = 0; {prefix}{dim} < {shape[dim]}; "
-                     f"++{prefix}{dim}) {{")
+        lines.append(f"{pad}for (int64_t i{dim} = 0; i{dim} < {shape[dim]}; ++i{dim}) {{")
     pad = "    " * len(order)
     lines += [pad + line for line in body]
     lines += ["    " * d + "}" for d in range(len(order) - 1, -1, -1)]
