@@ -2,9 +2,9 @@
 
     python -m benchmarks.conv [--quick] [--no-memory]
 
-Target (issue 5) measured here:
+Target measured here:
   5. conv-pool-conv-pool-affine training step, batch 64, 28x28 single-channel input:
-     cpu <= 1.5x PyTorch eager.
+     cpu <= 0.8x PyTorch eager (issue 27; issue 5 asked 1.5x).
 
 The network is Caffe's LeNet for MNIST without its hidden dense layer: conv 5x5 with 20
 channels, ReLU, 2x2 max pool, conv 5x5 with 50 channels, ReLU, 2x2 max pool, affine to 10
@@ -295,7 +295,7 @@ def main(argv=None) -> int:
     print()
     common.print_verdicts([
         Verdict("5. LeNet step, batch 64: cpu / torch eager",
-                common.ratio(timings[case.name], AXGRAPH, TORCH), 1.5,
+                common.ratio(timings[case.name], AXGRAPH, TORCH), 0.8,
                 why_missing="axgraph or torch missing"),
     ])
     return 0

@@ -4,7 +4,9 @@
 
 Targets (issue 5) measured here:
   1. 784-512-512-10 SGD step, batch 128: cpu <= 1.0x PyTorch eager; peak memory below PyTorch's.
-  2. 64-32-10 step, batch 32 (dispatch-bound): cpu <= 1.5x hand-written NumPy, <= 0.35x PyTorch.
+  2. 64-32-10 step, batch 32 (dispatch-bound): cpu <= 1.0x hand-written NumPy (issue 27; issue 5
+     asked 1.5x), <= 0.35x PyTorch. The cpu transformer runs this step as one native call
+     (cpu/native_step.py) from its first call: a small step that updates variables.
   6. planned memory: arena <= 0.5x the naive sum of intermediates (784-512-512-10 step).
   7. compile time of the 784-512-512-10 training computation: < 2 s cold, < 0.5 s from a warm
      kernel cache (each in a fresh process; JAX jit's first-call compile is shown beside it).
@@ -551,7 +553,7 @@ def main(argv=None) -> int:
                 _memory_ratio(memory.get(BIG, {}), AXGRAPH, TORCH), 1.0, strict=True,
                 why_missing="memory not probed or torch missing", noisy=False),
         Verdict(f"2. 64-32-10 step: cpu / hand-written NumPy (the faster: {numpy_best})",
-                common.ratio(small, AXGRAPH, numpy_best) if numpy_best else None, 1.5,
+                common.ratio(small, AXGRAPH, numpy_best) if numpy_best else None, 1.0,
                 why_missing="numpy contestants missing"),
         Verdict("2. 64-32-10 step: cpu / torch eager", common.ratio(small, AXGRAPH, TORCH), 0.35,
                 why_missing="axgraph or torch missing"),

@@ -2,6 +2,7 @@
 import threading
 
 import numpy as np
+import pytest
 
 import axgraph as ng
 
@@ -85,3 +86,38 @@ def test_threads_with_their_own_computations_on_one_transformer(transformer):
         expected = np.arange(16.0, dtype=np.float32) * k + k
         for got in results[k]:
             np.testing.assert_array_equal(got, expected)
+
+
+def test_the_thread_count_is_the_cores_other_processes_leave():
+    from axgraph.transformers.cpu.parallel import threads_beside
+
+    assert threads_beside(0.0, cores=2, configured=2) == 2
+    assert threads_beside(0.2, cores=2, configured=2) == 2  # a little background load
+    assert threads_beside(0.5, cores=2, configured=2) == 1  # teams would fight for a core
+    assert threads_beside(1.0, cores=2, configured=2) == 1  # a process spinning a core
+    assert threads_beside(1.9, cores=2, configured=2) == 1  # never below one
+    assert threads_beside(1.0, cores=16, configured=16) == 15
+    assert threads_beside(0.0, cores=16, configured=4) == 4  # never above the setting
+
+
+def test_the_governor_lowers_and_restores_openblas_and_openmp_threads():
+    from axgraph.transformers.cpu import kernel_c, parallel
+
+    x = ng.placeholder([ng.make_axis(1 << 19, "F")])
+    with ng.make_transformer("cpu") as cpu:  # loads a C kernel (the OpenMP runtime)
+        cpu.computation(ng.tanh(x) * 2.0, x)(np.ones(1 << 19, np.float32))
+    blas = parallel._openblas_threads()
+    openmp = kernel_c._OPENMP
+    if blas is None or openmp is None:
+        pytest.skip("NumPy's BLAS is not OpenBLAS, or no C compiler")
+    blas_before, openmp_before = blas[1], openmp.omp_get_max_threads()
+    governor = parallel._Governor()
+    try:
+        governor._apply(1)
+        assert parallel._openblas_threads()[1] == 1 and openmp.omp_get_max_threads() == 1
+        governor._apply(blas_before)
+        assert parallel._openblas_threads()[1] == blas_before
+        assert openmp.omp_get_max_threads() == min(openmp_before, blas_before)
+    finally:
+        blas[0](blas_before)
+        openmp.omp_set_num_threads(openmp_before)

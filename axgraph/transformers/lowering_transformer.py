@@ -45,6 +45,9 @@ class LoweringTransformer(Transformer):
         self.pass_reports: Dict[Computation, list] = {}
         self._compiled: Dict[Computation, tuple] = {}
         self._readable: set = set()
+        #: (computation, fed placeholders...) -> the results written over stored tensors'
+        #: arrays ({result: argument position}; None: none), as `_run` works it out.
+        self._donations: Dict[tuple, Optional[Dict[int, int]]] = {}
 
     def lowered(self, computation: Computation) -> LoweredComputation:
         """The core Function of `computation` (lowered on first use)."""
@@ -103,8 +106,13 @@ class LoweringTransformer(Transformer):
             targets = _function_outs(lowered, out) if capabilities.caller_outputs else None
             donate = None
             if capabilities.donation:  # a fed array is the caller's: never written over
-                donate = {k: j for k, j in lowered.replaced_state.items()
-                          if lowered.state_inputs[j] not in feeds} or None
+                fed = (computation, *feeds)  # the same placeholders call after call
+                try:
+                    donate = self._donations[fed]
+                except KeyError:
+                    donate = self._donations[fed] = {
+                        k: j for k, j in lowered.replaced_state.items()
+                        if lowered.state_inputs[j] not in feeds} or None
             outputs = self._execute(run, arguments, targets, donate)
             count = len(outputs) - len(lowered.state_outputs)
             for tensor, value in zip(lowered.state_outputs, outputs[count:]):
@@ -156,6 +164,7 @@ class LoweringTransformer(Transformer):
         with self._lock:
             self._compiled.clear()
             self._readable.clear()
+            self._donations.clear()
             self.pass_reports.clear()
             super().close()
 

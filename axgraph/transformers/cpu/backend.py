@@ -21,9 +21,12 @@ from ...core.program_cache import CACHE_SIZE, ProgramCache
 from ...debug_info import user_location
 from ...errors import (AxgraphError, ExecutionError,
                        no_kernel_error)
+from . import parallel
 from .codegen import CODE, Program
 from .fusion import compile_fused, fuse
+from .kernel_c import KernelCompileError
 from .memory_plan import plan_memory
+from .native_step import NativeStep, checked_native, unsupported
 from .schedule import schedule_function
 from .specialize import specialize
 
@@ -39,7 +42,8 @@ class CpuFunction:
 
     def __init__(self, function: core.Function, fuse: bool = True, engine: str = "auto",
                  fuse_min_elements: int = FUSE_MIN_ELEMENTS,
-                 cache_size: Optional[int] = CACHE_SIZE):
+                 cache_size: Optional[int] = CACHE_SIZE,
+                 native: Optional[bool] = None):
         self.function = function
         for node in function.nodes:  # refused now, not at the first call
             if CODE.lookup(type(node)) is None:
@@ -49,6 +53,10 @@ class CpuFunction:
                                       f"codegen.CODE.register({node.op})")
         self.fuse, self.engine = fuse, engine
         self.fuse_min_elements = fuse_min_elements
+        #: Which programs run as one C function where they qualify (native_step.py):
+        #: None those called with donations (steps updating stored values), True all,
+        #: False none (nor with engine="numpy": no C).
+        self.native = False if engine == "numpy" else checked_native(native)
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         #: The programs per binding, least recently used dropped first (with its arena).
@@ -117,6 +125,17 @@ class CpuFunction:
                 ProgramCache.key(bindings), program)
         else:
             self._cache.hit(key, program)
+        if not program.native_tried:  # decided before its first run, never after some calls
+            program.native_tried = True
+            if self.native or (self.native is None and donate):
+                self._go_native(program)
+        native = program.native
+        if native is not None and out is None:  # one C call (IEEE in C: no errstate)
+            results = native(arrays, self._donated(program, arrays, donate) if donate
+                             else program.no_outs)
+            if results is not None:  # else C declined: the Python program runs
+                return results
+        parallel.govern()  # threads for this step's kernels, from the machine's load
         try:
             # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
             # as the interpreter gives them
@@ -134,6 +153,18 @@ class CpuFunction:
             if attributed is None:  # not raised by a node's line (a bad `out=`, say)
                 raise
             raise attributed from (None if isinstance(error, AxgraphError) else error)
+
+    @staticmethod
+    def _go_native(program: Program) -> None:
+        """Build the program's C step where it qualifies; else say why in
+        `program.native_declined` (it then stays Python)."""
+        why = unsupported(program)
+        if why is None:
+            try:
+                program.native = NativeStep(program)
+            except KernelCompileError as error:
+                why = f"the C step did not build: {error}"
+        program.native_declined = why
 
     def _donated(self, program: Program, arrays, donate: Mapping[int, int]) -> tuple:
         """Per result, the donated argument it is written into, or None (a fresh array).
@@ -197,6 +228,12 @@ class CpuFunction:
         """The fusion pass's `PassRecord` for the last program (empty with fuse=False)."""
         return self._last("fusion report").fusion_report
 
+    @property
+    def native_source(self) -> Optional[str]:
+        """The C of the last program run where it runs as one native step, else None."""
+        native = self._last("native step").native
+        return None if native is None else native.source
+
     def memory_plan(self):
         """The memory plan of the last program run."""
         return self._last("memory plan").plan
@@ -209,7 +246,8 @@ class CpuBackend(Backend):
 
     def compile(self, function: core.Function, fuse: bool = True, engine: str = "auto",
                 fuse_min_elements: int = FUSE_MIN_ELEMENTS,
-                cache_size: Optional[int] = CACHE_SIZE) -> CpuFunction:
+                cache_size: Optional[int] = CACHE_SIZE,
+                native: Optional[bool] = None) -> CpuFunction:
         """`function` ready to call; a program is built per binding of its size variables.
 
         Parameters
@@ -227,6 +265,14 @@ class CpuBackend(Backend):
             The most programs kept, one per binding of the size variables, the least
             recently used evicted first with its arena (default `CACHE_SIZE`, 8; None:
             no limit).
+        native : bool or None, optional
+            Which small programs run their whole step as one generated C function,
+            one native call instead of a NumPy call per op: None (default) those
+            called with `donate` (steps updating stored values in place, a training
+            step), True every one, False none; decided before a program's first run.
+            Programs with a node above `native_step.MAX_ELEMENTS` elements, a matrix
+            product above `native_step.MAX_MACS` multiply-adds, or an op without C
+            code stay Python.
 
         Returns
         -------
@@ -238,10 +284,12 @@ class CpuBackend(Backend):
         ExecutionError
             A node's op has no cpu code.
         AxgraphTypeError, AxgraphValueError
-            `cache_size` is not an int >= 1 or None.
+            `cache_size` is not an int >= 1 or None; `native` is not a bool or
+            None.
         """
         return CpuFunction(function, fuse=fuse, engine=engine,
-                           fuse_min_elements=fuse_min_elements, cache_size=cache_size)
+                           fuse_min_elements=fuse_min_elements, cache_size=cache_size,
+                           native=native)
 
     def passes(self) -> list:
         """Convolutions as shared im2col columns times BLAS, then the cleanup that lets a

@@ -74,6 +74,12 @@ class Program:
         self.source = self._generate()
         exec(compile(self.source, self.filename, "exec"), self.namespace)
         self.run: Callable = self.namespace["run"]
+        #: The whole step as one C function where it runs natively (native_step.py),
+        #: decided before its first run (`native_tried`); else why not, in
+        #: `native_declined`.
+        self.native: Optional[Any] = None
+        self.native_tried = False
+        self.native_declined: Optional[str] = None
 
     def release(self) -> None:
         """Free the arena, buffers and kernels now; the program cannot run afterwards.
@@ -84,6 +90,7 @@ class Program:
         """
         self.namespace.clear()
         self.kernels = {}
+        self.native = None
 
     def attributed(self, error: Exception, traceback) -> Optional[ExecutionError]:
         """`error`, raised while running, as the interpreter words it: naming the op

@@ -7,6 +7,7 @@
         print(step.fused_function)  # the core IR it runs, with its Fused nodes
         print(step.memory_plan())   # arena size, buffers, lifetimes, naive size
         print(step.cache_info())    # its programs, one per binding of the batch length
+        print(step.native_source)   # a small training step's whole step as C
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ...errors import TransformerClosedError
 from ..base import Computation
 from ..lowering_transformer import LoweringTransformer
 from ...core.program_cache import CACHE_SIZE, checked_cache_size
+from .native_step import checked_native
 
 
 class CpuComputation(Computation):
@@ -46,6 +48,12 @@ class CpuComputation(Computation):
         in a PassManager: verified, traced, its groups counted as rules fired)."""
         return self._compiled().fusion_report
 
+    @property
+    def native_source(self) -> Optional[str]:
+        """The C of the last call's program where it runs as one native step (a small
+        training step, or any small program with native=True), else None."""
+        return self._compiled().native_source
+
     def memory_plan(self):
         """Arena size, per-buffer offsets and lifetimes, and the naive size, of the last call."""
         return self._compiled().memory_plan()
@@ -67,9 +75,11 @@ class CpuTransformer(LoweringTransformer):
 
     def __init__(self, fuse: bool = True, engine: str = "auto", optimize: bool = True,
                  fuse_min_elements: Optional[int] = None,
-                 cache_size: Optional[int] = CACHE_SIZE):
+                 cache_size: Optional[int] = CACHE_SIZE,
+                 native: Optional[bool] = None):
         options: dict = {"fuse": fuse, "engine": engine,
-                         "cache_size": checked_cache_size(cache_size)}  # refused now, if bad
+                         "cache_size": checked_cache_size(cache_size),  # refused now, if bad
+                         "native": checked_native(native)}
         if fuse_min_elements is not None:  # else the backend's measured default
             options["fuse_min_elements"] = fuse_min_elements
         super().__init__("cpu", optimize=optimize, **options)

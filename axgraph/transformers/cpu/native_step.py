@@ -1,0 +1,534 @@
+"""A small program's whole step as one generated C function: one native call per step.
+
+Why: a dispatch-bound step (the 64-32-10 MLP, batch 32) spends its time in the
+per-op cost of the generated Python (about 0.8 us per NumPy call, ~45 calls),
+not in arithmetic. Here every node of such a program becomes a loop nest in
+one C function over the same planned arena, called once per step through
+ctypes. Only small programs qualify (every node at most `MAX_ELEMENTS`
+elements, every matrix product at most `MAX_MACS` multiply-adds): larger ones
+are faster on BLAS and the threaded fused kernels, which the generated Python
+calls. A program with any node this module cannot write in C (see
+`unsupported`) stays Python.
+
+Which programs: by default those whose calls update stored values in place
+(the caller donates arrays: a training step, called thousands of times), from
+their first call; `native=True` every qualifying program, `native=False` none
+(backend options). The choice is made once per program, before it first runs,
+never after some calls: the C step rounds differently from NumPy in the last
+bits (its own exp, its own products and sums), and a computation must give the
+same bits for the same arguments at every call (a finite-difference gradient
+check compares calls). One-off computations keep the Python and pay no compile.
+
+The call path costs about a microsecond: the arguments and results go to C as
+one tuple of arrays, and C reads each array's data pointer and flags from
+NumPy's array struct (`PyArrayObject_fields`, whose layout NumPy's compiled
+extensions all rely on). The offsets are checked against NumPy's own answers
+for sample arrays when this module loads (`struct_offsets`); if they differ
+(another Python or NumPy build), no program runs natively.
+
+What C checks before it writes anything: every argument C-contiguous and
+aligned, every result writeable as well, and the values of one-hot inputs
+(whole numbers in range). When a check fails the step returns a status and the
+Python program runs instead, which converts or raises exactly as before. The
+arithmetic is the fused kernels' own (each op's C expression trait, the own
+float math), in IEEE semantics; float sums accumulate in double where the
+reduced axes are innermost in memory, and in order into the output otherwise
+(NumPy's order for those).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import platform
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ... import core
+from ...core.node import Node
+from ...core.traits import is_elementwise
+from ...debug_info import user_location
+from ...errors import AxgraphTypeError
+from ...tensor_description import TensorDescription
+from . import kernel_c, own_math
+from .kernel_c import CTYPES, VALUE_CTYPES, EXPRESSIONS, CTerms, c_literal
+
+if TYPE_CHECKING:
+    from .codegen import Program
+
+#: The largest node (elements) a native step computes: above it, NumPy's and the fused
+#: kernels' threaded loops win.
+MAX_ELEMENTS = 1 << 15
+#: The largest matrix product (multiply-adds) a native step computes with its own loops:
+#: above it, BLAS wins.
+MAX_MACS = 1 << 18
+#: The most bytes a matrix product keeps on the C stack (a row of its result, its right
+#: operand packed into rows): well within any thread's stack.
+STACK_BYTES = 1 << 16
+#: The C function's name.
+ENTRY = "axgraph_step"
+#: Element types a native step computes (integers only read: one-hot inputs, converts).
+COMPUTED = ("f32", "f64", "boolean")
+#: Multiply-adds of the matrix products: fused where the target has the instruction.
+FMA_MACROS = ["#if defined(__FP_FAST_FMAF)",
+              "#define AXGRAPH_MULADDF(a, b, c) __builtin_fmaf(a, b, c)", "#else",
+              "#define AXGRAPH_MULADDF(a, b, c) ((a) * (b) + (c))", "#endif",
+              "#if defined(__FP_FAST_FMA)", "#define AXGRAPH_MULADD(a, b, c) __builtin_fma(a, b, c)",
+              "#else", "#define AXGRAPH_MULADD(a, b, c) ((a) * (b) + (c))", "#endif", ""]
+#: NumPy's array flags C checks (numpy/ndarraytypes.h).
+C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x0001, 0x0100, 0x0400
+
+
+@functools.lru_cache(maxsize=None)
+def struct_offsets() -> Optional[Tuple[int, int, int, int]]:
+    """(type, data pointer, flags, first tuple item) byte offsets in the objects, or None
+    when NumPy's array struct or CPython's tuple is not laid out as assumed here.
+
+    Checked against NumPy's answers (`ctypes.data`, `flags.num`) and `id()` for
+    arrays of several ranks, layouts and flags, so a build where the layout
+    differs never runs a native step.
+    """
+    if platform.python_implementation() != "CPython":  # id() is an address only there
+        return None
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    kind = ctypes.sizeof(ctypes.c_ssize_t)  # ob_type follows ob_refcnt
+    head = object.__basicsize__  # PyObject_HEAD
+    # PyArrayObject_fields: data, nd (int, padded), dimensions, strides, base, descr, flags
+    data, flags = head, head + 6 * pointer
+    item = tuple.__basicsize__  # PyObject_VAR_HEAD, then ob_item[]
+    base = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    readonly = np.zeros(5)
+    readonly.flags.writeable = False
+    samples = [base, base.transpose(2, 0, 1), base[:, 1], readonly, np.zeros(()),
+               np.zeros(7, np.int32)[::2]]
+    try:
+        for array in samples:
+            if ctypes.c_void_p.from_address(id(array) + kind).value != id(np.ndarray):
+                return None
+            if ctypes.c_void_p.from_address(id(array) + data).value != array.ctypes.data:
+                return None
+            if ctypes.c_int.from_address(id(array) + flags).value != array.flags.num:
+                return None
+        together = tuple(samples)
+        for k, array in enumerate(together):
+            if ctypes.c_void_p.from_address(id(together) + item + k * pointer).value != \
+                    id(array):
+                return None
+    except (AttributeError, TypeError, ValueError, OSError):
+        return None
+    return kind, data, flags, item
+
+
+def checked_native(native: Optional[bool]) -> Optional[bool]:
+    """`native` if it is True, False or None (see `CpuBackend.compile`).
+
+    Raises
+    ------
+    AxgraphTypeError
+        It is anything else.
+    """
+    if native is not None and not isinstance(native, bool):
+        raise AxgraphTypeError(f"native is True (every small program runs as one C function), "
+                               f"False (none does) or None (those that update stored values, "
+                               f"the default); not {type(native).__name__} {native!r:.40}",
+                               user_location())
+    return native
+
+
+# -- which programs qualify ------------------------------------------------------------------
+
+def unsupported(program: "Program") -> Optional[str]:
+    """Why `program` cannot run as one C function (None: it can)."""
+    if struct_offsets() is None:
+        return "NumPy's array struct is not laid out as this module reads it"
+    schedule = program.schedule
+    if program.copied:
+        return "a result is copied out of the arena (a parameter, view or repeated result)"
+    for node in schedule.nodes:
+        kind = schedule.storage[node]
+        shape = program.shapes[node]
+        size = math.prod(shape)
+        if size == 0:
+            return f"{node.op} {node.name} has no elements"
+        if kind in ("parameter", "view"):
+            continue
+        if kind == "constant":
+            if node.attributes["value"].ndim and \
+                    not program.namespace[program.names[node]].flags.c_contiguous:
+                return f"constant {node.name} is broadcast from a smaller array"
+            continue
+        if kind not in ("buffer", "fresh"):
+            return f"{node.op} {node.name} allocates its own array"
+        if size > MAX_ELEMENTS:
+            return f"{node.op} {node.name} has {size} elements (> {MAX_ELEMENTS})"
+        why = _op_unsupported(program, node)
+        if why:
+            return f"{node.op} {node.name}: {why}"
+    return None
+
+
+def _op_unsupported(program: "Program", node: Node) -> Optional[str]:
+    name = node.element_type.name
+    if isinstance(node, core.Dot):
+        if any(value for key, value in node.attributes.items()
+               if key not in ("contract_a", "contract_b")):
+            return "a product with batch dims"
+        if name not in ("f32", "f64") or any(x.element_type.name != name for x in node.inputs):
+            return "a product of other than f32/f64"
+        for x in node.inputs:
+            while x in program.schedule.alias:
+                x = program.schedule.alias[x]
+            if isinstance(x, core.Constant) and x.attributes["value"].ndim == 0:
+                return "a product of a filled constant"
+        operands = _dot_matrices(program, node)
+        if operands is None:
+            return "an operand is no strided matrix"
+        (m, k, n), _, b, _ = operands
+        if m * k * n > MAX_MACS:
+            return f"a product of {m * k * n} multiply-adds (> {MAX_MACS})"
+        itemsize = node.element_type.dtype.itemsize
+        if max(n, k * n if b.element_strides[1] != 1 else 0) * itemsize > STACK_BYTES:
+            return "a product whose row or packed operand would not fit the stack"
+        return None
+    if isinstance(node, core.OneHot):
+        (x,) = node.inputs
+        if program.schedule.storage[x] != "parameter":
+            return "a one-hot of a computed value (its check must come first)"
+        if name not in CTYPES or x.element_type.name not in CTYPES or \
+                x.element_type.name == "boolean":
+            return "one-hot types"
+        return None
+    if isinstance(node, core.Reduction):
+        reduction = type(node)
+        if reduction.c_accumulate is None or reduction.c_start is None:
+            return "a reduction without C accumulation"
+        if name not in ("f32", "f64") or node.inputs[0].element_type.name != name:
+            return "a reduction of other than f32/f64"
+        return None
+    if is_elementwise(type(node)) and EXPRESSIONS.lookup(type(node)) is not None:
+        if name not in COMPUTED:
+            return f"computes {name}"
+        for x in node.inputs:
+            if x.element_type.name not in COMPUTED and not isinstance(node, core.Convert):
+                return f"reads {x.element_type.name}"
+            if x.element_type.name not in CTYPES:
+                return f"reads {x.element_type.name}"
+        return None
+    return "no C code for this op here"
+
+
+# -- addresses and strides ---------------------------------------------------------------------
+
+class _Storage:
+    """Where a node's elements are: a C pointer expression, element strides and offset;
+    or, for a scalar constant, its literal."""
+
+    def __init__(self, pointer: Optional[str], strides: Tuple[int, ...], offset: int = 0,
+                 literal: Optional[str] = None):
+        self.pointer, self.strides, self.offset, self.literal = pointer, strides, offset, literal
+
+    def at(self, index: Sequence[str]) -> str:
+        """The C expression of the element at `index` (C expressions of the dims)."""
+        if self.literal is not None:
+            return self.literal
+        terms = [str(self.offset)] if self.offset else []
+        terms += [f"{i}*{s}" if s != 1 else i for i, s in zip(index, self.strides) if s]
+        return f"{self.pointer}[{' + '.join(terms) or '0'}]"
+
+
+def _locate(program: "Program", constants: List[np.ndarray]) -> Dict[Node, _Storage]:
+    """The storage of every node (views resolved to their root's memory); the arrays of
+    constants read from memory are appended to `constants` (C's F[2], F[3], ...)."""
+    schedule, places = program.schedule, {}
+    parameters = {p: j for j, p in enumerate(schedule.parameters)}
+    for node in schedule.nodes:
+        kind = schedule.storage[node]
+        ctype = CTYPES[node.element_type.name]
+        layout = schedule.layout[node]
+        if kind == "parameter":
+            places[node] = _Storage(f"P{parameters[node]}", _row_major(program.shapes[node]))
+        elif kind == "constant":
+            value = node.attributes["value"]
+            if value.ndim == 0:
+                places[node] = _Storage(None, (), literal=c_literal(value, node.element_type))
+            else:
+                constants.append(program.namespace[program.names[node]])
+                places[node] = _Storage(f"(({ctype}*)F[{len(constants) + 1}])",
+                                        _row_major(program.shapes[node]))
+        elif kind == "fresh":
+            places[node] = _Storage(f"R{program.fresh[node]}", _row_major(program.shapes[node]))
+        elif kind == "buffer":
+            assert layout is not None  # every buffer has one
+            offset = program.plan.buffers[node].offset
+            places[node] = _Storage(f"(({ctype}*)(ARENA + {offset}))", layout.element_strides,
+                                    layout.element_offset)
+        else:  # a view: the root's memory, seen through the view's layout
+            assert layout is not None  # a view is a layout of its root
+            root = node
+            while root in schedule.alias:
+                root = schedule.alias[root]
+            source = places[root]
+            if source.literal is not None:
+                places[node] = source
+            else:  # (the view's offset counts from the root's first element)
+                places[node] = _Storage(source.pointer, layout.element_strides,
+                                        layout.element_offset)
+    return places
+
+
+def _row_major(shape: Sequence[int]) -> Tuple[int, ...]:
+    return TensorDescription.row_major(tuple(shape), np.float32).element_strides
+
+
+def _dot_matrices(program: "Program", node: core.Dot):
+    """((m, k, n), a as (m, k), b as (k, n), out as (m, n)) layouts, or None."""
+    a, b = node.inputs
+    layouts = program.schedule.layout
+    la, lb, lo = layouts.get(a), layouts.get(b), layouts.get(node)
+    if la is None or lb is None or lo is None:
+        return None
+    shape_a, shape_b = program.shapes[a], program.shapes[b]
+    ca, cb = tuple(node.contract_a), tuple(node.contract_b)
+    rest_a = [i for i in range(len(shape_a)) if i not in ca]
+    rest_b = [i for i in range(len(shape_b)) if i not in cb]
+    m = math.prod(shape_a[i] for i in rest_a)
+    k = math.prod(shape_a[i] for i in ca)
+    n = math.prod(shape_b[i] for i in rest_b)
+    pairs = list(zip(ca, cb))
+    for order in [pairs] + [sorted(pairs, key=lambda p: -lay.element_strides[p[side]])
+                            for side, lay in enumerate((la, lb))]:
+        ma = la.transpose(tuple(rest_a + [i for i, _ in order])).reshape((m, k))
+        mb = lb.transpose(tuple([j for _, j in order] + rest_b)).reshape((k, n))
+        mo = lo.reshape((m, n))
+        if ma is not None and mb is not None and mo is not None:
+            return (m, k, n), ma, mb, mo
+    return None
+
+
+# -- generating C ----------------------------------------------------------------------------
+
+class _Terms:
+    """What `CTerms` asks of the kernel emitter: math names, lets, no quotient forms."""
+
+    def __init__(self):
+        self.body: List[str] = []
+        self.used_math: set = set()
+
+    def _math(self, name: str, et: core.ElementType) -> str:
+        full = name + ("f" if et.name == "f32" else "")
+        self.used_math.add(full)
+        return f"axgraph_{full}" if full in own_math.OWN_FUNCTIONS else full
+
+    def quotient(self, node: Node) -> None:
+        return None
+
+
+def _loops(shape: Sequence[int], order: Sequence[int], body: List[str]) -> List[str]:
+    """Nested for-loops over `shape` in `order` (outermost first, the index of dim d
+    named i<d>) around `body`; the innermost one vectorized (`omp simd`)."""
+    lines: List[str] = []
+    for depth, dim in enumerate(order):
+        pad = "    " * depth
+        if depth == len(order) - 1:
+            lines.append(pad + "#pragma omp simd")
+        lines.append(f"{pad}for (int64_t i{dim} = 0; i{dim} < {shape[dim]}; ++i{dim}) {{")
+    pad = "    " * len(order)
+    lines += [pad + line for line in body]
+    lines += ["    " * d + "}" for d in range(len(order) - 1, -1, -1)]
+    return lines
+
+
+def _memory_order(storage: _Storage, rank: int) -> List[int]:
+    """Dims outermost first by stride (largest first), so the inner loop walks memory."""
+    return sorted(range(rank), key=lambda d: -abs(storage.strides[d]) if storage.strides
+                  else 0)
+
+
+class _StepWriter:
+    """Writes a program's C step: argument checks, value checks, one block per node."""
+
+    def __init__(self, program: "Program"):
+        self.program = program
+        #: The arena (C's F[0]) and the constants read from memory (F[2], ...); F[1] is
+        #: the array type, which every argument's type must be.
+        self.arena: np.ndarray = program.namespace["ARENA"]
+        self.constants: List[np.ndarray] = []
+        self.places = _locate(program, self.constants)
+        self.terms = _Terms()
+        self.checks: List[str] = []
+        self.blocks: List[str] = []
+
+    def source(self) -> str:
+        program = self.program
+        schedule = program.schedule
+        for node in schedule.nodes:
+            if schedule.storage[node] in ("buffer", "fresh"):
+                self.blocks.append(f"/* {node.op} {node.type_str()} */")
+                self.blocks += ["{", *("    " + line for line in self._node(node)), "}"]
+        kind, data, flags, item = struct_offsets()  # type: ignore[misc]  # see unsupported
+        own, _library = own_math.closure(self.terms.used_math)
+        head = ["#include <stdint.h>", "#include <math.h>", "", *FMA_MACROS,
+                f"#define TYPE(o) (*(void**)((char*)(o) + {kind}))",
+                f"#define DATA(o) (*(char**)((char*)(o) + {data}))",
+                f"#define FLAGS(o) (*(int*)((char*)(o) + {flags}))",
+                f"#define ITEM(t, k) (((void**)((char*)(t) + {item}))[k])", ""]
+        if own:
+            head += [*(own_math.OWN_FUNCTIONS[name].code for name in own), ""]
+        arguments, need = [], C_CONTIGUOUS | ALIGNED
+        for j, parameter in enumerate(schedule.parameters):
+            ctype = CTYPES[parameter.element_type.name]
+            arguments += [f"    if (TYPE(ITEM(args, {j})) != F[1] || "
+                          f"(FLAGS(ITEM(args, {j})) & {need}) != {need}) return 1;",
+                          f"    const {ctype}* P{j} = (const {ctype}*)DATA(ITEM(args, {j}));"]
+        writable = need | WRITEABLE
+        for k, result in enumerate(schedule.results):
+            ctype = CTYPES[result.element_type.name]
+            at = len(schedule.parameters) + k
+            arguments += [f"    if (TYPE(ITEM(args, {at})) != F[1] || "
+                          f"(FLAGS(ITEM(args, {at})) & {writable}) != {writable}) return 1;",
+                          f"    {ctype}* R{k} = ({ctype}*)DATA(ITEM(args, {at}));"]
+        body = [f"int {ENTRY}(void* const* F, void* args)", "{",
+                "    char* ARENA = (char*)F[0];", *arguments,
+                *("    " + line for line in self.checks),
+                *("    " + line for line in self.blocks), "    return 0;", "}", ""]
+        return "\n".join(head + body)
+
+    def _node(self, node: Node) -> List[str]:
+        if isinstance(node, core.Dot):
+            return self._dot(node)
+        if isinstance(node, core.OneHot):
+            return self._one_hot(node)
+        if isinstance(node, core.Reduction):
+            return self._reduction(node)
+        return self._elementwise(node)
+
+    def _elementwise(self, node: Node) -> List[str]:
+        out = self.places[node]
+        rank = len(self.program.shapes[node])
+        index = [f"i{d}" for d in range(rank)]
+        self.terms.body = []
+        args = [self.places[x].at(index) for x in node.inputs]
+        terms = CTerms(self.terms, node, args, f"v{len(self.blocks)}")  # type: ignore[arg-type]  # duck-typed emitter
+        expression = EXPRESSIONS.lookup(type(node))(node, terms)  # type: ignore[misc]
+        body = self.terms.body + [f"{out.at(index)} = ({CTYPES[node.element_type.name]})"
+                                  f"({expression});"]
+        return _loops(self.program.shapes[node], _memory_order(out, rank), body)
+
+    def _reduction(self, node: core.Reduction) -> List[str]:
+        (x,) = node.inputs
+        source, out = self.places[x], self.places[node]
+        shape = self.program.shapes[x]
+        axes = tuple(node.axes)
+        kept = [d for d in range(len(shape)) if d not in axes]
+        ctype = VALUE_CTYPES[node.element_type.name]
+        reduction = type(node)
+        accumulate, start_value = reduction.c_accumulate, reduction.c_start
+        assert accumulate is not None and start_value is not None  # see unsupported
+        wide = "double" if reduction.wide_accumulator else ctype
+        index = [f"i{d}" for d in range(len(shape))]
+        out_index = [f"i{d}" for d in kept]
+        order = _memory_order(source, len(shape))
+        if order and order[-1] in kept:  # the inner loop walks kept dims: fold into out
+            target = out.at(out_index)
+            start = _loops(shape, [kept[p] for p in _memory_order(out, len(kept))],
+                           [f"{target} = ({ctype}){start_value};"])
+            step = accumulate.format(acc=target, x=source.at(index))
+            return start + _loops(shape, order, [f"{target} = {step};"])
+        # reduced dims innermost: one accumulator per output element
+        inner = [d for d in order if d in axes]
+        outer = [d for d in order if d not in axes]
+        step = accumulate.format(acc="acc", x=f"({wide}){source.at(index)}")
+        body = _loops(shape, inner, [f"acc = {step};"])
+        body = [line for line in body if "omp simd" not in line]  # in order, not reassociated
+        inner_body = [f"{wide} acc = {start_value};", *body,
+                      f"{out.at(out_index)} = ({ctype})acc;"]
+        return _loops(shape, outer, inner_body) if outer else inner_body
+
+    def _one_hot(self, node: core.OneHot) -> List[str]:
+        (x,) = node.inputs
+        shape = self.program.shapes[node]
+        axis = node.one_hot_axis
+        source, out = self.places[x], self.places[node]
+        count = shape[axis]
+        xs = _row_major(self.program.shapes[x])
+        flat = [f"i{d}" for d in range(len(self.program.shapes[x]))]
+        value = source.at(flat)
+        condition = f"!({value} >= 0 && {value} < {count})"
+        if x.element_type.is_float:
+            condition = f"!({value} == floor({value})) || " + condition
+        self.checks += [line for line in _loops(self.program.shapes[x], list(range(len(xs))),
+                                                [f"if ({condition}) return 2;"])
+                        if "omp simd" not in line]  # (no early return in a simd loop)
+        index = [f"i{d}" for d in range(len(shape))]
+        read = [f"i{d}" for d in range(len(shape)) if d != axis]
+        reading = _Storage(source.pointer, source.strides, source.offset)
+        body = [f"{out.at(index)} = ({CTYPES[node.element_type.name]})"
+                f"({reading.at(read)} == i{axis});"]
+        return _loops(shape, _memory_order(out, len(shape)), body)
+
+    def _dot(self, node: core.Dot) -> List[str]:
+        matrices = _dot_matrices(self.program, node)
+        assert matrices is not None  # see unsupported
+        (m, k, n), la, lb, lo = matrices
+        a, b = node.inputs
+        ctype = CTYPES[node.element_type.name]
+        A = _Storage(self.places[a].pointer, la.element_strides, la.element_offset)
+        B = _Storage(self.places[b].pointer, lb.element_strides, lb.element_offset)
+        C = _Storage(self.places[node].pointer, lo.element_strides, lo.element_offset)
+        fma = "AXGRAPH_MULADD" if ctype == "double" else "AXGRAPH_MULADDF"
+        lines = []
+        if lb.element_strides[1] != 1 and n > 1:  # B copied to rows first: the inner loop
+            lines += [f"{ctype} packed[{k * n}];",  # walks memory
+                      f"for (int64_t p = 0; p < {k}; ++p)",
+                      f"    for (int64_t j = 0; j < {n}; ++j) packed[p*{n} + j] = "
+                      f"{B.at(['p', 'j'])};"]
+            B = _Storage("packed", (n, 1))
+        # one row of C at a time, accumulated in L1 by multiply-adds over B's rows (a fused
+        # multiply-add rounds once, as BLAS's products do)
+        return lines + [
+            f"for (int64_t i = 0; i < {m}; ++i) {{",
+            f"    {ctype} row[{n}];",
+            "    #pragma omp simd",
+            f"    for (int64_t j = 0; j < {n}; ++j) row[j] = 0;",
+            f"    for (int64_t p = 0; p < {k}; ++p) {{",
+            f"        const {ctype} av = {A.at(['i', 'p'])};",
+            "        #pragma omp simd",
+            f"        for (int64_t j = 0; j < {n}; ++j) row[j] = {fma}(av, {B.at(['p', 'j'])}, "
+            f"row[j]);",
+            "    }",
+            "    #pragma omp simd",
+            f"    for (int64_t j = 0; j < {n}; ++j) {C.at(['i', 'j'])} = row[j];",
+            "}"]
+
+
+
+# -- the step --------------------------------------------------------------------------------
+
+class NativeStep:
+    """One program's step as a C function: `step(arrays, outs)` -> results, or None when
+    C declined the call (an argument to convert, a value to reject: run the Python)."""
+
+    def __init__(self, program: "Program"):
+        chain = kernel_c.toolchain()
+        if chain is None:
+            raise kernel_c.KernelCompileError("no working C compiler")
+        writer = _StepWriter(program)
+        #: The generated C.
+        self.source = writer.source()
+        library = kernel_c.build(self.source, chain)
+        function = getattr(library.handle, ENTRY)
+        function.argtypes = [ctypes.c_void_p, ctypes.py_object]
+        function.restype = ctypes.c_int
+        self._function = function
+        self._keep = [writer.arena, *writer.constants]  # what the pointers point into
+        pointers = [writer.arena.ctypes.data, id(np.ndarray),
+                    *(array.ctypes.data for array in writer.constants)]
+        self._fixed = (ctypes.c_void_p * len(pointers))(*pointers)
+        self._empty = [(program.shapes[r], r.element_type.dtype) for r in program.function.results]
+
+    def __call__(self, arrays: tuple, outs: tuple) -> Optional[tuple]:
+        results = tuple(o if o is not None else np.empty(*e) for o, e in zip(outs, self._empty))
+        if self._function(self._fixed, arrays + results):
+            return None
+        return results

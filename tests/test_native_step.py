@@ -1,0 +1,216 @@
+"""A small program's whole step as one C function (cpu/native_step.py): the values of the
+Python program, its errors, and the Python program wherever C declines a call."""
+import numpy as np
+import pytest
+
+import axgraph as ng
+from axgraph import core
+from axgraph.errors import AxgraphTypeError, ExecutionError
+from axgraph.transformers.cpu import kernel_c, native_step
+
+pytestmark = pytest.mark.skipif(not kernel_c.c_available(), reason="no C compiler")
+
+
+def _native(function, **options):
+    return core.compile(function, "cpu", native=True, **options)
+
+
+def _mlp_step(batch=16, features=12, hidden=8, classes=5):
+    F, H, Y = ng.make_axis(features, "F"), ng.make_axis(hidden, "H"), ng.make_axis(classes, "Y")
+    N = ng.make_axis(batch, "N")
+    x = ng.placeholder([N, F], name="x")
+    labels = ng.placeholder([N], dtype=np.int32, name="labels")
+    rng = np.random.default_rng(0)
+    w1 = ng.variable([H, F - 1], initial_value=rng.normal(0, 0.3, (hidden, features)), name="w1")
+    b1 = ng.variable([H], initial_value=rng.normal(0, 0.1, hidden), name="b1")
+    w2 = ng.variable([Y, H - 1], initial_value=rng.normal(0, 0.3, (classes, hidden)), name="w2")
+    hidden_values = ng.maximum(ng.dot(w1, x) + b1, 0.0)
+    probabilities = ng.softmax(ng.dot(w2, hidden_values))
+    loss = ng.mean(ng.cross_entropy_multi(probabilities, ng.one_hot(labels, axis=Y)), out_axes=())
+    variables = [w1, b1, w2]
+    with ng.Op.saved_user_deps():
+        updates = [ng.assign(w, w - 0.5 * g)
+                   for w, g in zip(variables, ng.autodiff.deriv_many(loss, variables))]
+    rng = np.random.default_rng(1)
+    data = (rng.normal(size=(batch, features)).astype(np.float32),
+            rng.integers(0, classes, batch).astype(np.int32))
+    return x, labels, ng.sequential([ng.doall(updates), loss]), variables, data
+
+
+def test_the_struct_offsets_are_found_on_this_build():
+    assert native_step.struct_offsets() is not None
+
+
+def test_a_training_step_runs_natively_with_the_values_of_the_python_program():
+    x, labels, step, variables, (xv, lv) = _mlp_step()
+    with ng.make_transformer("cpu") as native, \
+            ng.make_transformer("cpu", native=False) as python, \
+            ng.make_transformer("numpy") as reference:
+        runs = [t.computation(step, x, labels) for t in (native, python, reference)]
+        losses = [[float(run(xv, lv))] for run in runs]
+        # a step updating stored values runs natively from its first call
+        assert runs[0].native_source is not None and "axgraph_step" in runs[0].native_source
+        for loss, run in zip(losses, runs):
+            loss += [float(run(xv, lv)) for _ in range(5)]
+        assert runs[1].native_source is None
+        weights = [[np.array(t.computation(v)()) for v in variables]
+                   for t in (native, python, reference)]
+    np.testing.assert_allclose(losses[0], losses[2], rtol=1e-5)
+    np.testing.assert_allclose(losses[1], losses[2], rtol=1e-5)
+    assert losses[2][-1] < losses[2][0]  # it trains
+    for got, want in zip(weights[0], weights[2]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_products_of_transposed_operands(transpose_a, transpose_b):
+    shape_a, shape_b = (6, 4) if transpose_a else (4, 6), (5, 6) if transpose_b else (6, 5)
+    a, b = core.Parameter(core.f32, shape_a, name="a"), core.Parameter(core.f32, shape_b, name="b")
+    left = core.Transpose(a, (1, 0)) if transpose_a else a
+    right = core.Transpose(b, (1, 0)) if transpose_b else b
+    run = _native(core.Function([core.Dot(left, right)], [a, b]))
+    rng = np.random.default_rng(2)
+    av = rng.standard_normal(shape_a).astype(np.float32)
+    bv = rng.standard_normal(shape_b).astype(np.float32)
+    want = (av.T if transpose_a else av).astype(np.float64) @ (bv.T if transpose_b else bv)
+    for _ in range(2):
+        (got,) = run(av, bv)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert run.native_source is not None
+
+
+@pytest.mark.parametrize("axes", [(0,), (1,), (0, 1)])
+def test_sums_and_extremes_over_either_axis(axes):
+    x = core.Parameter(core.f32, (7, 9), name="x")
+    results = [core.Sum(x, axes), core.Max(x, axes), core.Min(x, axes)]
+    run = _native(core.Function(results, [x]))
+    xv = np.random.default_rng(3).standard_normal((7, 9)).astype(np.float32)
+    xv[2, 3] = np.nan  # extremes propagate NaN, as np.maximum does
+    for _ in range(2):
+        got = run(xv)
+        np.testing.assert_allclose(got[0], xv.astype(np.float64).sum(axis=axes), rtol=1e-5)
+        np.testing.assert_array_equal(got[1], np.max(xv, axis=axes))
+        np.testing.assert_array_equal(got[2], np.min(xv, axis=axes))
+    assert run.native_source is not None
+
+
+def test_comparisons_selects_and_converts():
+    x = core.Parameter(core.f64, (3, 4), name="x")
+    n = core.Parameter(core.i32, (3, 4), name="n")
+    positive = core.Greater(x, core.Constant(core.f64, (3, 4), 0.0))
+    counted = core.Convert(n, core.f64)
+    chosen = core.Select(positive, core.Exp(x), counted)
+    run = _native(core.Function([chosen, core.Convert(positive, core.f32)], [x, n]))
+    rng = np.random.default_rng(4)
+    xv, nv = rng.standard_normal((3, 4)), rng.integers(-5, 5, (3, 4)).astype(np.int32)
+    for _ in range(2):
+        got, mask = run(xv, nv)
+        np.testing.assert_allclose(got, np.where(xv > 0, np.exp(xv), nv), rtol=1e-15)
+        np.testing.assert_array_equal(mask, (xv > 0).astype(np.float32))
+    assert run.native_source is not None
+
+
+def test_constant_arrays_and_views_of_them():
+    x = core.Parameter(core.f32, (3, 4), name="x")
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    constant = core.Constant(core.f32, (4, 3), table)
+    run = _native(core.Function([core.Add(x, core.Transpose(constant, (1, 0)))], [x]))
+    xv = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+    for _ in range(2):
+        (got,) = run(xv)
+        np.testing.assert_array_equal(got, xv + table.T)
+    assert run.native_source is not None and "F[2]" in run.native_source
+
+
+def test_arguments_c_does_not_take_run_in_the_python_program():
+    x = core.Parameter(core.f32, (4, 6), name="x")
+    run = _native(core.Function([core.Multiply(x, core.Constant(core.f32, (4, 6), 3.0))], [x]))
+    contiguous = np.arange(24, dtype=np.float32).reshape(4, 6)
+    run(contiguous)
+    assert run.native_source is not None
+
+    class Marked(np.ndarray):
+        pass
+
+    for offered in (np.arange(24, dtype=np.float32).reshape(6, 4).T,  # not C-contiguous
+                    contiguous.view(Marked)):  # not exactly an ndarray
+        (got,) = run(offered)
+        np.testing.assert_array_equal(got, np.asarray(offered) * 3)
+
+
+def test_a_bad_label_raises_the_python_programs_error_and_leaves_the_weights():
+    x, labels, step, variables, (xv, lv) = _mlp_step()
+    with ng.make_transformer("cpu") as cpu:
+        train = cpu.computation(step, x, labels)
+        train(xv, lv)
+        assert train.native_source is not None
+        read = cpu.computation(variables)
+        before = [np.array(v) for v in read()]
+        bad = lv.copy()
+        bad[3] = 5  # one past the last class
+        with pytest.raises(ExecutionError, match=r"one-hot values must lie in \[0, 5\)"):
+            train(xv, bad)
+        for got, want in zip(read(), before):
+            np.testing.assert_array_equal(got, want)
+        train(xv, lv)  # and the next good call runs natively again
+        assert train.native_source is not None
+
+
+def test_large_programs_stay_python():
+    x = core.Parameter(core.f32, (256, 256), name="x")
+    run = _native(core.Function([core.Add(x, x)], [x]))
+    for _ in range(2):
+        (got,) = run(np.ones((256, 256), np.float32))
+    np.testing.assert_array_equal(got, 2.0)
+    assert run.native_source is None
+    assert "elements" in run.last_program.native_declined
+
+
+def test_native_must_be_a_bool_or_none():
+    for wrong in (1, "yes"):
+        with pytest.raises(AxgraphTypeError, match="native"):
+            ng.make_transformer("cpu", native=wrong)
+    with ng.make_transformer("cpu", native=None), ng.make_transformer("cpu", native=False):
+        pass
+
+
+def test_a_computation_gives_the_same_bits_at_every_call():
+    """The choice of C or Python is made before a program first runs, never after some
+    calls: the two round differently in the last bits."""
+    X = ng.make_axis(7, name="X")
+    x = ng.placeholder([X], dtype=np.float64)
+    xv = np.array([-0.9, -0.3, -1e-3, 0.0, 0.4, 2.0, 30.0])
+    for options in ({}, {"native": True}):
+        with ng.make_transformer("cpu", **options) as cpu:
+            f = cpu.computation(ng.log1p(x) * ng.exp(-x), x)
+            first = f(xv).copy()
+            for _ in range(12):
+                np.testing.assert_array_equal(f(xv), first)
+            # a computation updating nothing stays Python unless asked
+            assert (f.native_source is not None) == bool(options)
+
+
+def test_a_product_with_a_filled_constant_stays_python():
+    x = core.Parameter(core.f32, (4, 6), name="x")
+    run = _native(core.Function([core.Dot(x, core.Constant(core.f32, (6, 5), 0.5))], [x]))
+    xv = np.random.default_rng(6).standard_normal((4, 6)).astype(np.float32)
+    for _ in range(2):
+        (got,) = run(xv)
+        np.testing.assert_allclose(got, np.repeat(xv.sum(axis=1, keepdims=True) * 0.5, 5, 1),
+                                   rtol=1e-5)
+    assert run.native_source is None and "filled constant" in run.last_program.native_declined
+
+
+def test_by_default_only_programs_first_called_with_donations_run_natively():
+    p = core.Parameter(core.f32, (4, 3), name="p")
+    function = core.Function([core.Subtract(p, core.Constant(core.f32, (4, 3), 0.5))], [p])
+    first_plain = core.compile(function, "cpu")
+    first_plain(np.ones((4, 3), np.float32))
+    (got,) = first_plain(np.ones((4, 3), np.float32), donate={0: 0})  # too late to switch
+    assert first_plain.native_source is None and np.array_equal(got, np.full((4, 3), 0.5))
+    first_donating = core.compile(function, "cpu")
+    value = np.ones((4, 3), np.float32)
+    (got,) = first_donating(value, donate={0: 0})
+    assert first_donating.native_source is not None
+    assert got is value and np.array_equal(value, np.full((4, 3), 0.5))  # written in place
