@@ -238,7 +238,7 @@ def test_blas_runs_single_threaded_inside_the_block_and_is_restored_after():
 
     if not blas_threads.available():
         pytest.skip("this NumPy's BLAS is not an OpenBLAS whose threads can be set")
-    get, put = blas_threads._controls()
+    get, put = blas_threads.controls()
     before = get()
     put(2)
     try:

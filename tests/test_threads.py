@@ -101,23 +101,24 @@ def test_the_thread_count_is_the_cores_other_processes_leave():
 
 
 def test_the_governor_lowers_and_restores_openblas_and_openmp_threads():
-    from axgraph.transformers.cpu import kernel_c, parallel
+    from axgraph.transformers.cpu import blas_threads, kernel_c, parallel
 
     x = ng.placeholder([ng.make_axis(1 << 19, "F")])
     with ng.make_transformer("cpu") as cpu:  # loads a C kernel (the OpenMP runtime)
         cpu.computation(ng.tanh(x) * 2.0, x)(np.ones(1 << 19, np.float32))
-    blas = parallel._openblas_threads()
+    blas = blas_threads.controls()
     openmp = kernel_c._OPENMP
     if blas is None or openmp is None:
         pytest.skip("NumPy's BLAS is not OpenBLAS, or no C compiler")
-    blas_before, openmp_before = blas[1], openmp.omp_get_max_threads()
+    get_blas, set_blas = blas
+    blas_before, openmp_before = get_blas(), openmp.omp_get_max_threads()
     governor = parallel._Governor()
     try:
         governor._apply(1)
-        assert parallel._openblas_threads()[1] == 1 and openmp.omp_get_max_threads() == 1
+        assert get_blas() == 1 and openmp.omp_get_max_threads() == 1
         governor._apply(blas_before)
-        assert parallel._openblas_threads()[1] == blas_before
+        assert get_blas() == blas_before
         assert openmp.omp_get_max_threads() == min(openmp_before, blas_before)
     finally:
-        blas[0](blas_before)
+        set_blas(blas_before)
         openmp.omp_set_num_threads(openmp_before)

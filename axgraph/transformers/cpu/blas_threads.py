@@ -27,7 +27,7 @@ _saved = 1
 
 
 @functools.lru_cache(maxsize=None)
-def _controls() -> Optional[Tuple[Callable[[], int], Callable[[int], None]]]:
+def controls() -> Optional[Tuple[Callable[[], int], Callable[[int], None]]]:
     """(get_num_threads, set_num_threads) of the loaded OpenBLAS, or None."""
     import numpy  # noqa: F401 - NumPy loads its BLAS on import
 
@@ -57,7 +57,7 @@ def _controls() -> Optional[Tuple[Callable[[], int], Callable[[int], None]]]:
 
 def available() -> bool:
     """Whether the BLAS threads can be set here."""
-    return _controls() is not None
+    return controls() is not None
 
 
 @contextlib.contextmanager
@@ -65,11 +65,11 @@ def single_threaded() -> Iterator[None]:
     """BLAS on one thread inside the block (nested and concurrent blocks share one setting;
     the last to leave restores the count found by the first to enter)."""
     global _depth, _saved
-    controls = _controls()
-    if controls is None:
+    found = controls()
+    if found is None:
         yield
         return
-    get, put = controls
+    get, put = found
     with _lock:
         if _depth == 0:
             _saved = get()

@@ -23,7 +23,6 @@ number of threads. A process forked from this one starts a pool of its own
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 import os
@@ -31,6 +30,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence, Tuple
+
+from . import blas_threads
 
 _POOL: Optional[ThreadPoolExecutor] = None
 #: Seconds between looks at the machine's load.
@@ -115,7 +116,8 @@ class _Governor:
         """OpenBLAS as NumPy loaded it (its set/get_num_threads), found once."""
         if not self._blas_found:
             self._blas_found = True
-            self._blas = _openblas_threads()
+            found = blas_threads.controls()
+            self._blas = None if found is None else (found[1], max(1, found[0]()))
         return self._blas
 
 
@@ -137,30 +139,6 @@ def machine_busy_seconds() -> Optional[float]:
         return None
     user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def _openblas_threads() -> Optional[Tuple[Callable, int]]:
-    """(set_num_threads, the thread count it has now) of the OpenBLAS NumPy loaded."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = sorted({line.split()[-1] for line in f
-                            if "openblas" in os.path.basename(line.split()[-1]).lower()})
-    except (OSError, IndexError):
-        return None
-    for path in paths:
-        try:
-            library = ctypes.CDLL(path)  # already loaded: the same library
-        except OSError:
-            continue
-        for prefix, suffix in (("scipy_", "64_"), ("", "64_"), ("", "")):
-            try:
-                setter = getattr(library, f"{prefix}openblas_set_num_threads{suffix}")
-                getter = getattr(library, f"{prefix}openblas_get_num_threads{suffix}")
-            except AttributeError:
-                continue
-            setter.argtypes, setter.restype, getter.restype = [ctypes.c_int], None, ctypes.c_int
-            return setter, max(1, getter())
-    return None
 
 
 def _openmp():
