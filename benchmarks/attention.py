@@ -203,10 +203,7 @@ def main(argv=None) -> int:
         print()
         print(common.profile_runner(runners[AXGRAPH], 10, top=12))
     notes.append("background: " + load.report())
-    print()
-    print("Notes:")
-    for note in notes:
-        print("  " + note)
+    common.print_notes(notes)
     print()
     verdicts = [Verdict("attention fwd+bwd (N 16, T 128, H 4, D 32): cpu / torch eager",
                         common.ratio(timings[case.name], AXGRAPH, TORCH), 1.0,

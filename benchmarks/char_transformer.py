@@ -248,10 +248,7 @@ def main(argv=None) -> int:
         print()
         print(profile_report(axgraph))
     notes.append("background: " + load.report())
-    print()
-    print("Notes:")
-    for note in notes:
-        print("  " + note)
+    common.print_notes(notes)
     print()
     common.print_verdicts([
         Verdict("char transformer step, batch 32: cpu / torch eager",

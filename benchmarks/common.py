@@ -57,6 +57,8 @@ import tracemalloc
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from axgraph.transformers.cpu.parallel import machine_busy_seconds
+
 NOISE = 0.15  # relative differences below this are noise on the 2-core machine
 PROBE_MARK = "AXGRAPH-BENCH-PROBE "
 MB = 1e6
@@ -207,27 +209,17 @@ class LoadMonitor:
 
     def __init__(self):
         self.started = time.monotonic()
-        self.busy0, self.own0 = self._machine_busy(), self._own()
+        self.busy0, self.own0 = machine_busy_seconds(), self._own()
         self._last = (self.started, self.busy0, self.own0)
 
     def lap(self) -> Optional[float]:
         """Cores kept busy by other processes on average since the previous lap (or start)."""
-        now, busy, own = time.monotonic(), self._machine_busy(), self._own()
+        now, busy, own = time.monotonic(), machine_busy_seconds(), self._own()
         then, busy_then, own_then = self._last
         self._last = (now, busy, own)
         if busy is None or busy_then is None or now <= then:
             return None
         return max(0.0, (busy - busy_then) - (own - own_then)) / (now - then)
-
-    @staticmethod
-    def _machine_busy() -> Optional[float]:
-        try:
-            with open("/proc/stat") as f:
-                fields = [int(v) for v in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
     @staticmethod
     def _own() -> float:
@@ -236,7 +228,7 @@ class LoadMonitor:
 
     def report(self) -> str:
         elapsed = time.monotonic() - self.started
-        busy = self._machine_busy()
+        busy = machine_busy_seconds()
         if busy is None or self.busy0 is None:
             return f"wall time {elapsed:.0f} s"
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -355,6 +347,14 @@ def ratio(timings: Mapping[str, Optional[Timing]], a: str, b: str) -> Optional[f
     if ta is None or tb is None:
         return None
     return ta.median / tb.median
+
+
+def print_notes(notes: Sequence[str]) -> None:
+    """The run's notes (skipped contestants, excluded results, the background load)."""
+    print()
+    print("Notes:")
+    for note in notes:
+        print("  " + note)
 
 
 def print_verdicts(verdicts: Sequence[Verdict]) -> None:

@@ -182,10 +182,7 @@ def main(argv=None) -> int:
     print("Training step alone and beside one spinning process (median of interleaved rounds)")
     print(common._text_table(header, rows))
     notes.append("background: " + load.report() + " (the competitor included)")
-    print()
-    print("Notes:")
-    for note in notes:
-        print("  " + note)
+    common.print_notes(notes)
     print()
     verdicts = []
     for key, per in figures.items():

@@ -288,10 +288,7 @@ def main(argv=None) -> int:
             if "error" in m:
                 notes.append(f"memory probe of {name} failed: {m['error']}")
     notes.append("background: " + load.report())
-    print()
-    print("Notes:")
-    for note in notes:
-        print("  " + note)
+    common.print_notes(notes)
     print()
     common.print_verdicts([
         Verdict("5. LeNet step, batch 64: cpu / torch eager",

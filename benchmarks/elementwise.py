@@ -349,10 +349,7 @@ def main(argv=None) -> int:
                 if "error" in m:
                     notes.append(f"{case}: memory probe of {name} failed: {m['error']}")
     notes.append("background: " + load.report())
-    print()
-    print("Notes:")
-    for note in notes:
-        print("  " + note)
+    common.print_notes(notes)
 
     l2t, chaint = timings.get(L2, {}), timings.get(CHAIN, {})
     l2_memory = memory.get(L2, {}).get(AXGRAPH, {}).get("peak")

@@ -113,10 +113,7 @@ def main(argv=None) -> int:
     print(common.ratio_table("MLP training step (forward + backward + SGD), float32, on JAX",
                              timings, COLUMNS, HAND))
     notes.append("background: " + load.report())
-    print()
-    print("Notes:")
-    for note in notes:
-        print("  " + note)
+    common.print_notes(notes)
     verdicts = [common.Verdict(f"{case}: axgraph jax (keep_on_device) / jax.jit by hand",
                                common.ratio(t, KEPT, HAND), TARGET,
                                why_missing="a contestant failed its check")

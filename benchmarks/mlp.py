@@ -539,10 +539,7 @@ def main(argv=None) -> int:
                   f" steady step {result['step'] * 1e3:.2f} ms)")
     notes.append("background: " + load.report())
     if notes:
-        print()
-        print("Notes:")
-        for note in notes:
-            print("  " + note)
+        common.print_notes(notes)
 
     big, small = timings.get(BIG, {}), timings.get(SMALL, {})
     numpy_best = _best(small, [NUMPY, NUMPY_OUT])

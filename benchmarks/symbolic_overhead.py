@@ -99,10 +99,7 @@ def main(argv=None) -> int:
     print(common.ratio_table("Per call, binding and checks included", timings, [FIXED, SYMBOLIC],
                              FIXED))
     notes.append("background: " + load.report())
-    print()
-    print("Notes:")
-    for note in notes:
-        print("  " + note)
+    common.print_notes(notes)
     print()
     verdicts = [common.Verdict(f"{name}: symbolic / fixed", common.ratio(t, SYMBOLIC, FIXED), 1.10)
                 for name, t in timings.items() if name.endswith("(cpu)")]
