@@ -6,7 +6,11 @@ traced from the kernels of axgraph/transformers/jax/kernels.py at those sizes
 and kept in a least-recently-used cache of `cache_size` entries, as the cpu
 backend keeps its programs (`cache_info()` shows them). A call may pass
 NumPy arrays or `jax.Array` values; results come back as NumPy arrays
-(`__call__`) or stay on the device (`run_on_device`). Donated arguments
+(`__call__`, the flag of the checks fetched with them) or stay on the device
+(`run_on_device`). What a call decides for a program and a set of donated
+arguments is made once (`ProgramCall`), so that a repeated call costs little
+beyond `jax.jit`'s own dispatch (the jax transformer's planned calls,
+call_plan.py, go straight to it). Donated arguments
 (`donate=`, taken for arguments that are `jax.Array` values of a result's
 shape and type) are given to XLA to write results over; in a program with
 checks on the values each such result is the old value wherever a check failed,
@@ -203,8 +207,9 @@ class ProgramCall:
             return self.jitted(*arguments)
 
     def failure(self, checks, results, note: str = "") -> Optional[FailedCheckError]:
-        """The error of the first check that failed in a call (None when all passed): waits
-        for the call's flag, one small copy to the host."""
+        """The error of the first check that failed in a call (None when all passed),
+        `note` added to its message: waits for the call's flag, one small copy to the
+        host (the values the message shows only when one failed)."""
         if not checks:
             return None
         failed = int(np.asarray(checks[0]))
@@ -311,20 +316,13 @@ class JaxFunction:
                       ) -> Tuple[Any, ...]:
         """Run on `arrays` (NumPy or jax arrays); the results as `jax.Array` values, left
         on the device for the next call to take as they are (waits for the checks' flag)."""
-        results, call, checks = self.launch(*arrays, donate=donate)
-        error = call.failure(checks, results)
-        if error is not None:
-            raise error
-        return results
-
-    def launch(self, *arrays, donate: Optional[Mapping[int, int]] = None
-               ) -> Tuple[Tuple[Any, ...], ProgramCall, tuple]:
-        """Start a call on `arrays` without waiting for it: (its results on the device, the
-        `ProgramCall` that ran, its checks); `call.failure(checks, results)` reads them."""
         program, arguments = self._prepare(arrays)
         call = self._call_for(program, arguments, donate)
         results, checks = call(arguments)
-        return tuple(results), call, checks
+        error = call.failure(checks, results)
+        if error is not None:
+            raise error
+        return tuple(results)
 
     def _prepare(self, arrays) -> Tuple[Program, Tuple]:
         # A call whose arguments have the types and shapes of an earlier call's, each

@@ -12,6 +12,11 @@ Variables and other stored tensors stay on the device between calls (as
 `jax.Array` values in `transformer.state`; reading them, `op.value` or
 serialization, copies them to the host), and the ones a computation replaces
 are donated to XLA, which writes their new values over them.
+
+A call like an earlier one (fed arrays of the same types and shapes) runs on the plan that
+call left (call_plan.py): a few checks, then the jitted program. A call keeping its
+results on the device does not wait for them, so a check on the values that fails in it
+is raised by the transformer's next call, or by `wait()`.
 """
 from __future__ import annotations
 
