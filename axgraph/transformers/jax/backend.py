@@ -248,8 +248,8 @@ class JaxFunction:
         self.cache_size = self._cache.maxsize
         #: Where programs run (and NumPy arguments are put).
         self.device = find_device(platform)
-        #: JAX's default device when none is chosen (`_call_scope`).
-        self._first_device = jax.devices()[0]
+        #: Whether `device` is JAX's default when none is chosen (`_call_scope`).
+        self._on_first_device = self.device == jax.devices()[0]
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         #: (type, dtype, shape) of each argument of calls whose arguments were taken as
@@ -357,7 +357,7 @@ class JaxFunction:
         device), and this device as the default one where it is not already (setting it
         costs jax.jit's dispatch several microseconds, and a call counts them)."""
         chosen = jax.config.jax_default_device
-        if (self.device == self._first_device) if chosen is None else (self.device == chosen):
+        if self._on_first_device if chosen is None else self.device == chosen:
             return jax.enable_x64(True)
         return self._scope()
 

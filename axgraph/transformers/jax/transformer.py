@@ -47,6 +47,8 @@ class JaxComputation(Computation):
         super().__init__(transformer, results, parameters)
         #: The plans of repeated calls, by their arguments' types and shapes (`CallPlan`).
         self._plans: Dict[tuple, Optional[CallPlan]] = {}
+        #: The plan of the last call that ran on one.
+        self._last_plan: Optional[CallPlan] = None
 
     def __call__(self, *values, feed_dict=None, out=None, keep_on_device: Optional[bool] = None):
         """Run once, as `Computation.__call__`; `keep_on_device=True` returns jax arrays."""
@@ -57,13 +59,19 @@ class JaxComputation(Computation):
             keep = transformer._keep_on_device if keep_on_device is None \
                 else bool(keep_on_device)
             planned = feed_dict is None and out is None and not transformer.closed
-            key = plan_key(values) if planned else None
-            if key is not None:
-                plan = self._plans.get(key)
+            key = None
+            if planned:
+                plan = self._last_plan
+                repeated = plan is not None and plan.repeats(values)
+                if not repeated:
+                    key = plan_key(values)
+                    plan = self._plans.get(key) if key is not None else None
                 if plan is not None:
-                    returned = plan.run(values, keep)
+                    returned = plan.run(values, keep, repeated)
                     if returned is not MISS:
+                        self._last_plan = plan
                         return returned
+                    key = plan_key(values)  # the general route remakes the plan
             saved = transformer._keep_on_device
             transformer._keep_on_device = keep
             try:
@@ -74,6 +82,7 @@ class JaxComputation(Computation):
                 if key not in self._plans and len(self._plans) >= PLANS_KEPT:
                     self._plans.clear()  # a stream of new shapes
                 self._plans[key] = CallPlan.make(transformer, self, values)
+                self._last_plan = None
             return returned
 
     _direct_feeds = (jax.Array,)
@@ -219,6 +228,7 @@ class JaxTransformer(LoweringTransformer):
             for computation in self.computations:
                 if isinstance(computation, JaxComputation):
                     computation._plans.clear()
+                    computation._last_plan = None
             super().close()
 
     def _settle(self, found_by: str) -> None:
