@@ -221,12 +221,11 @@ class ProgramCall:
                                 {j: results[k] for k, j in self.guarded})
 
 
-def start_copies_to_host(arrays: Sequence[Any], platform: str) -> None:
+def start_copies_to_host(arrays: Sequence[Any]) -> None:
     """Start copying `arrays` from an accelerator to the host together, so that reading
-    them waits once, not once each (on the CPU they are host memory already)."""
-    if platform != "cpu":
-        for array in arrays:
-            array.copy_to_host_async()
+    them waits once, not once each (not needed on the CPU: host memory already)."""
+    for array in arrays:
+        array.copy_to_host_async()
 
 
 class JaxFunction:
@@ -296,8 +295,8 @@ class JaxFunction:
                                [ctx.shape(r.shape) for r in self.function.results])
         call = self._call_for(program, arguments, donate)
         results, checks = call(arguments)
-        # the results and the checks' flag come to the host together: one wait, not two
-        start_copies_to_host(tuple(results) + tuple(checks[:1]), self.device.platform)
+        if self.device.platform != "cpu":  # the results and the checks' flag come to the
+            start_copies_to_host(tuple(results) + tuple(checks[:1]))  # host together
         error = call.failure(checks, results)
         if error is not None:
             raise error

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
@@ -62,14 +62,15 @@ def concrete_array_type() -> Any:
     return type(jax.device_put(np.zeros(())))
 
 
-def _getter(positions: Sequence[int]) -> Callable[[Sequence[Any]], tuple]:
-    """A function taking the items at `positions` of a sequence, as a tuple."""
-    if not positions:
+def _getter(keys: Sequence[Any]) -> Callable[[Any], tuple]:
+    """A function taking the items at `keys` of a sequence or a dict, as a tuple (in C:
+    `operator.itemgetter`, which gives a lone item rather than a tuple of one)."""
+    if not keys:
         return lambda items: ()
-    if len(positions) == 1:
-        (only,) = positions
+    if len(keys) == 1:
+        (only,) = keys
         return lambda items: (items[only],)
-    return operator.itemgetter(*positions)
+    return operator.itemgetter(*keys)
 
 
 class PendingCheck:
@@ -114,7 +115,7 @@ class CallPlan:
         self._numpy_feeds = [i for i, (kind, _, _) in enumerate(key) if kind is np.ndarray]
         self._device_feeds = _getter([i for i, (kind, _, _) in enumerate(key)
                                       if kind is not np.ndarray])
-        self._read_stored = _getter_of_state(stored_tensors)
+        self._read_stored = _getter(stored_tensors)
         #: (dtype, shape) of each stored value the program takes.
         self._stored_types = [(spec.dtype, tuple(spec.shape))
                               for spec in _stored_specs(program, order, count)]
@@ -249,9 +250,9 @@ class CallPlan:
                 self.transformer._pending = PendingCheck(self.call, checks, results,
                                                          self.computation._location)
             else:
-                start_copies_to_host([results[p] for p in self._result_positions
-                                      if p is not None] + [checks[0]],
-                                     self.call.function.device.platform)
+                if self._remote:  # the results and the flag come to the host together
+                    start_copies_to_host([results[p] for p in self._result_positions
+                                          if p is not None] + [checks[0]])
                 error = self.call.failure(checks, results)
         # stored: the new values, or the old ones where a check failed (the program kept them)
         state.update(zip(self._written_tensors, self._written_outputs(results)))
@@ -268,17 +269,6 @@ class CallPlan:
             outputs = [None if p is None else to_host(results[p])
                        for p in self._result_positions]
         return self._package(outputs)
-
-
-def _getter_of_state(tensors: List[AssignableTensorOp]) -> Callable[[Dict], tuple]:
-    """A function reading the stored values of `tensors` from the state, as a tuple
-    (KeyError where one is missing)."""
-    if not tensors:
-        return lambda state: ()
-    if len(tensors) == 1:
-        (only,) = tensors
-        return lambda state: (state[only],)
-    return operator.itemgetter(*tensors)
 
 
 def _stored_specs(program: Program, order: List[int], count: int) -> List[Any]:
