@@ -112,11 +112,11 @@ class AxgraphProgram(Trainer):
                 self.results = None
             return loss
         with self.jax.enable_x64(True):
-            results, checks = self.plan.call.jitted(*self.arguments)
+            results, flag = self.plan.call.jitted(*self.arguments)
         for k, j in self.plan.call.guarded:
             self.arguments[j] = results[k]
         self.results = results
-        self.jax.block_until_ready((results, checks))
+        self.jax.block_until_ready((results, flag))
         return results[0]
 
     def params(self) -> List[np.ndarray]:

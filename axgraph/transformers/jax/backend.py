@@ -107,21 +107,34 @@ class Program:
         self.has_host_calls = any(isinstance(n, HostCall) for n in function.nodes)
         #: The ready calls of this program, by the (result, argument) pairs they donate.
         self.calls: Dict[Tuple[Tuple[int, int], ...], "ProgramCall"] = {}
+        self._check_values: Any = None
 
     def traced(self, guarded: Tuple[Tuple[int, int], ...] = ()):
-        """The function to jit: `trace`, each result k of `guarded`'s (k, j) pairs keeping
-        argument j's value when a check fails (so j may be donated: a failed call hands
-        the stored value back unchanged)."""
+        """The function to jit: `trace`'s results and the checks' flag alone (() without
+        checks; the values the messages show cost outputs of their own, so a failed call
+        computes them again, `check_values`), each result k of `guarded`'s (k, j) pairs
+        keeping argument j's value when a check fails (so j may be donated: a failed call
+        hands the stored value back unchanged)."""
         def run(*arguments):
             results, checks = self.trace(*arguments)
-            if not checks or not guarded:
-                return results, checks
-            passed = checks[0] == 0
+            if not checks:
+                return results, ()
+            failed = checks[0]
+            if not guarded:
+                return results, failed
+            passed = failed == 0
             kept = list(results)
             for k, j in guarded:
                 kept[k] = jnp.where(passed, results[k], arguments[j])
-            return tuple(kept), checks
+            return tuple(kept), failed
         return run
+
+    def check_values(self, arguments: Sequence[Any]) -> tuple:
+        """The values each check's message shows, for `arguments` (those of a call, the
+        random draws last): computed again, only after a check failed."""
+        if self._check_values is None:
+            self._check_values = jax.jit(lambda *a: self.trace(*a)[1][1])
+        return self._check_values(*arguments)
 
     def trace(self, *arguments):
         """The function's results from its arguments and the random draws (traced), and
@@ -177,12 +190,16 @@ class ProgramCall:
         self._draws = [(node, function._generators[node], shape)
                        for node, shape in zip(program.random_nodes, program.draw_shapes)]
         self._donated = frozenset(j for _, j in guarded)
+        #: The random draws of the last call (a failed check's values are computed again
+        #: from them).
+        self.drawn: List[Any] = []
 
-    def __call__(self, arguments: Sequence[Any]) -> Tuple[tuple, tuple]:
-        """Launch the program on `arguments`: (its results, its checks as `Program.trace`
-        gives them), both on the device; nothing waits for the program to finish unless it
-        prints (host calls)."""
-        drawn = [_draw(node, generator, shape) for node, generator, shape in self._draws]
+    def __call__(self, arguments: Sequence[Any]) -> Tuple[tuple, Any]:
+        """Launch the program on `arguments`: (its results, the checks' flag: 0 when all
+        passed, else 1 + the index of the first that failed; () without checks), both on
+        the device; nothing waits for the program to finish unless it prints."""
+        drawn = self.drawn = [_draw(node, generator, shape)
+                              for node, generator, shape in self._draws]
         function = self.function
         with function._call_scope():
             if function.placement is not None:  # on a mesh: each argument split by its axes
@@ -192,31 +209,43 @@ class ProgramCall:
                     jax.device_put(np.array(a, copy=True), function.device)
                     if j in self._donated and not isinstance(a, jax.Array) else a
                     for j, a in enumerate(arguments))
-            results, checks = self.jitted(*arguments, *drawn)
+            results, flag = self.jitted(*arguments, *drawn)
             if self.program.has_host_calls:  # the prints are done when the call returns
                 jax.effects_barrier()
-        return results, checks
+        return results, flag
 
-    def on_device(self, arguments: Sequence[Any]) -> Tuple[tuple, tuple]:
+    def on_device(self, arguments: Sequence[Any]) -> Tuple[tuple, Any]:
         """`__call__` for arguments already placed: no mesh, every donated argument a
         device array, no prints (the route of a planned call)."""
         with self.function._call_scope():
             if self._draws:
-                return self.jitted(*arguments, *[_draw(node, generator, shape)
-                                                 for node, generator, shape in self._draws])
+                drawn = self.drawn = [_draw(node, generator, shape)
+                                      for node, generator, shape in self._draws]
+                return self.jitted(*arguments, *drawn)
             return self.jitted(*arguments)
 
-    def failure(self, checks, results, note: str = "") -> Optional[FailedCheckError]:
-        """The error of the first check that failed in a call (None when all passed),
-        `note` added to its message: waits for the call's flag, one small copy to the
-        host (the values the message shows only when one failed)."""
-        if not checks:
+    def failure(self, flag: Any, arguments: Sequence[Any], results: Sequence[Any],
+                drawn: Sequence[Any] = (), note: str = "") -> Optional[FailedCheckError]:
+        """The error of the first check that failed in the call on `arguments` (with the
+        random draws `drawn`) that gave `results` and `flag` (None when all passed), `note`
+        added to its message: waits for the flag, one small copy to the host. Where one
+        failed, its message's values are computed again from the arguments (each donated
+        one now held, unchanged, by its result)."""
+        if isinstance(flag, tuple):  # no checks
             return None
-        failed = int(np.asarray(checks[0]))
+        failed = int(np.asarray(flag))
         if not failed:
             return None
+        kept = list(arguments)
+        for k, j in self.guarded:
+            kept[j] = results[k]
+        placement = self.function.placement
+        with self.function._call_scope():
+            if placement is not None:  # where the call had them
+                kept, drawn = placement.place(kept, drawn)
+            values = self.program.check_values([*kept, *drawn])
         node, message = self.program.checks[failed - 1]
-        text = message.format(*[np.asarray(v).item() for v in checks[1][failed - 1]])
+        text = message.format(*[np.asarray(v).item() for v in values[failed - 1]])
         return FailedCheckError(f"{node.op} {node.name}: {text}{note}", node.location,
                                 {j: results[k] for k, j in self.guarded})
 
@@ -294,10 +323,10 @@ class JaxFunction:
             out = checked_outs(self.function, out, arguments,
                                [ctx.shape(r.shape) for r in self.function.results])
         call = self._call_for(program, arguments, donate)
-        results, checks = call(arguments)
+        results, flag = call(arguments)
         if self.device.platform != "cpu":  # the results and the checks' flag come to the
-            start_copies_to_host(tuple(results) + tuple(checks[:1]))  # host together
-        error = call.failure(checks, results)
+            start_copies_to_host([*results, *([] if isinstance(flag, tuple) else [flag])])
+        error = call.failure(flag, arguments, results, call.drawn)  # host together
         if error is not None:
             raise error
         if out is None:
@@ -317,8 +346,8 @@ class JaxFunction:
         on the device for the next call to take as they are (waits for the checks' flag)."""
         program, arguments = self._prepare(arrays)
         call = self._call_for(program, arguments, donate)
-        results, checks = call(arguments)
-        error = call.failure(checks, results)
+        results, flag = call(arguments)
+        error = call.failure(flag, arguments, results, call.drawn)
         if error is not None:
             raise error
         return tuple(results)

@@ -76,21 +76,23 @@ def _getter(keys: Sequence[Any]) -> Callable[[Any], tuple]:
 class PendingCheck:
     """The checks of a call whose results stayed on the device, not read yet."""
 
-    __slots__ = ("call", "checks", "results", "location")
+    __slots__ = ("call", "flag", "arguments", "results", "drawn", "location")
 
-    def __init__(self, call: ProgramCall, checks: tuple, results: tuple,
+    def __init__(self, call: ProgramCall, flag: Any, arguments: tuple, results: tuple,
                  location: Tuple[str, int]):
-        self.call, self.checks, self.results, self.location = call, checks, results, location
+        self.call, self.flag, self.arguments, self.results, self.location = \
+            call, flag, arguments, results, location
+        self.drawn = call.drawn
 
     def failed(self) -> bool:
         """Whether a check failed: waits for the call (one small copy to the host)."""
-        return bool(np.asarray(self.checks[0]))
+        return bool(np.asarray(self.flag))
 
     def error(self, found_by: str) -> Optional[FailedCheckError]:
         """The failed check's error (None when all passed); `found_by` says what read it."""
         file, line = self.location
         return self.call.failure(
-            self.checks, self.results,
+            self.flag, self.arguments, self.results, self.drawn,
             f" (in a call, kept on the device, of the computation made at {file}:{line}; "
             f"found by {found_by}: the stored values are as before that call)")
 
@@ -108,6 +110,8 @@ class CallPlan:
         self._cache = run._cache
         self._cache_key = self._cache.key(program.bindings)
         self._jitted_call = call.on_device
+        #: Whether the program checks values (it then returns their flag).
+        self._checked = bool(program.checks)
         #: Whether results and flags are copied from an accelerator (not host memory).
         self._remote = run.device.platform != "cpu"
         count = len(key)
@@ -241,19 +245,20 @@ class CallPlan:
         else:
             return MISS  # its program was dropped from the cache
         self.computation._calls += 1
-        results, checks = self._jitted_call(self._arrange(values + stored))
+        arguments = self._arrange(values + stored)
+        results, flag = self._jitted_call(arguments)
         error = None
-        if checks:
+        if self._checked:
             if keep_on_device:
                 if self._remote:  # on its way to the host while the program runs
-                    checks[0].copy_to_host_async()
-                self.transformer._pending = PendingCheck(self.call, checks, results,
+                    flag.copy_to_host_async()
+                self.transformer._pending = PendingCheck(self.call, flag, arguments, results,
                                                          self.computation._location)
             else:
                 if self._remote:  # the results and the flag come to the host together
                     start_copies_to_host([results[p] for p in self._result_positions
-                                          if p is not None] + [checks[0]])
-                error = self.call.failure(checks, results)
+                                          if p is not None] + [flag])
+                error = self.call.failure(flag, arguments, results, self.call.drawn)
         # stored: the new values, or the old ones where a check failed (the program kept them)
         state.update(zip(self._written_tensors, self._written_outputs(results)))
         self._expected = self._read_stored(state)
