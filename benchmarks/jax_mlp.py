@@ -13,10 +13,15 @@ donated, its batch already on the device, and waits for the step to finish. axgr
 graph of `benchmarks.mlp` on `make_transformer("jax")`, fed the same device arrays; two
 columns: with `keep_on_device=True` (the loss stays a device array, waited for as the
 hand-written one is: the like-for-like figure the target reads) and with the default NumPy
-results (one scalar copied to the host per step). The hand-written step runs its matmuls at
-JAX's "highest" precision, as axgraph's do (full float32); a last column shows it at JAX's
-default precision, which on GPUs means TF32 matmuls (the same as "highest" on a CPU). JAX runs on whatever device it finds
-first (a GPU where there is one); the device is printed.
+results (one scalar copied to the host per step, with the flag of the program's checks).
+With `keep_on_device=True` the checks' flag is read by the next call, which the
+previous step has finished by then. A fourth column calls the XLA program axgraph's calls run
+directly, as the hand-written step is called: its ratio to the hand-written step is what
+the two programs differ by, and the "keep_on_device" column's time over it is what a call
+of the computation adds. The hand-written step runs its matmuls at JAX's "highest"
+precision, as axgraph's do (full float32); a last column shows it at JAX's default
+precision, which on GPUs means TF32 matmuls (the same as "highest" on a CPU). JAX runs on
+whatever device it finds first (a GPU where there is one); the device is printed.
 """
 from __future__ import annotations
 
@@ -31,7 +36,8 @@ from .mlp import reference_run
 
 HAND, KEPT, HOST = "jax.jit by hand", "axgraph jax, keep_on_device", "axgraph jax, NumPy loss"
 HAND_DEFAULT = "jax.jit by hand, default precision"
-COLUMNS = [HAND, KEPT, HOST, HAND_DEFAULT]
+PROGRAM = "axgraph's XLA program alone"
+COLUMNS = [HAND, KEPT, HOST, PROGRAM, HAND_DEFAULT]
 TARGET = 1.05
 
 
@@ -79,11 +85,53 @@ class AxgraphJax(Trainer):
         return [np.asarray(v) for v in self.read()]
 
 
+class AxgraphProgram(Trainer):
+    """The XLA program axgraph's calls run, called directly (the breakdown of the ratio).
+
+    The first calls go through the computation (the general route, then its plan); from
+    then on the plan's jitted program is called as the hand-written step is, the donated
+    parameters threaded from one call to the next. Its time against the hand-written
+    step's is what the programs differ by; against "keep_on_device", what a call of the
+    computation adds to its program.
+    """
+
+    def __init__(self, problem):
+        self.inner = AxgraphJax(problem, keep_on_device=True)
+        self.jax = self.inner.jax
+        self.plan = None
+
+    def __call__(self):
+        if self.plan is None:
+            loss = self.inner()
+            plans = [p for p in self.inner.computation._plans.values() if p is not None]
+            if plans:
+                self.plan = plans[0]
+                state = self.inner.transformer.state
+                self.arguments = list(self.plan._arrange(
+                    self.inner.feeds + self.plan._read_stored(state)))
+                self.results = None
+            return loss
+        with self.jax.enable_x64(True):
+            results, flag = self.plan.call.jitted(*self.arguments)
+        for k, j in self.plan.call.guarded:
+            self.arguments[j] = results[k]
+        self.results = results
+        self.jax.block_until_ready((results, flag))
+        return results[0]
+
+    def params(self) -> List[np.ndarray]:
+        if self.plan is not None and self.results is not None:  # the stored values now
+            self.inner.transformer.state.update(zip(
+                self.plan._written_tensors, self.plan._written_outputs(self.results)))
+        return self.inner.params()
+
+
 def contestants(case: str) -> Dict[str, common.Setup]:
     """Each contestant's setup over a fresh problem (its own copy of the parameters)."""
     return {HAND: lambda: HandJit(make_problem(case), "highest"),
             KEPT: lambda: AxgraphJax(make_problem(case), keep_on_device=True),
             HOST: lambda: AxgraphJax(make_problem(case), keep_on_device=False),
+            PROGRAM: lambda: AxgraphProgram(make_problem(case)),
             HAND_DEFAULT: lambda: HandJit(make_problem(case), "default")}
 
 

@@ -6,7 +6,11 @@ traced from the kernels of axgraph/transformers/jax/kernels.py at those sizes
 and kept in a least-recently-used cache of `cache_size` entries, as the cpu
 backend keeps its programs (`cache_info()` shows them). A call may pass
 NumPy arrays or `jax.Array` values; results come back as NumPy arrays
-(`__call__`) or stay on the device (`run_on_device`). Donated arguments
+(`__call__`, the flag of the checks fetched with them) or stay on the device
+(`run_on_device`). What a call decides for a program and a set of donated
+arguments is made once (`ProgramCall`), so that a repeated call costs little
+beyond `jax.jit`'s own dispatch (the jax transformer's planned calls,
+call_plan.py, go straight to it). Donated arguments
 (`donate=`, taken for arguments that are `jax.Array` values of a result's
 shape and type) are given to XLA to write results over; in a program with
 checks on the values each such result is the old value wherever a check failed,
@@ -20,7 +24,7 @@ the setting of the user's own JAX code (outside these calls) is left alone.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -101,21 +105,36 @@ class Program:
         #: passes no array twice (the types and shapes are the binding's).
         self.donated: Dict[tuple, Tuple[Tuple[int, int], ...]] = {}
         self.has_host_calls = any(isinstance(n, HostCall) for n in function.nodes)
+        #: The ready calls of this program, by the (result, argument) pairs they donate.
+        self.calls: Dict[Tuple[Tuple[int, int], ...], "ProgramCall"] = {}
+        self._check_values: Any = None
 
     def traced(self, guarded: Tuple[Tuple[int, int], ...] = ()):
-        """The function to jit: `trace`, each result k of `guarded`'s (k, j) pairs keeping
-        argument j's value when a check fails (so j may be donated: a failed call hands
-        the stored value back unchanged)."""
+        """The function to jit: `trace`'s results and the checks' flag alone (() without
+        checks; the values the messages show cost outputs of their own, so a failed call
+        computes them again, `check_values`), each result k of `guarded`'s (k, j) pairs
+        keeping argument j's value when a check fails (so j may be donated: a failed call
+        hands the stored value back unchanged)."""
         def run(*arguments):
             results, checks = self.trace(*arguments)
-            if not checks or not guarded:
-                return results, checks
-            passed = checks[0] == 0
+            if not checks:
+                return results, ()
+            failed = checks[0]
+            if not guarded:
+                return results, failed
+            passed = failed == 0
             kept = list(results)
             for k, j in guarded:
                 kept[k] = jnp.where(passed, results[k], arguments[j])
-            return tuple(kept), checks
+            return tuple(kept), failed
         return run
+
+    def check_values(self, arguments: Sequence[Any]) -> tuple:
+        """The values each check's message shows, for `arguments` (those of a call, the
+        random draws last): computed again, only after a check failed."""
+        if self._check_values is None:
+            self._check_values = jax.jit(lambda *a: self.trace(*a)[1][1])
+        return self._check_values(*arguments)
 
     def trace(self, *arguments):
         """The function's results from its arguments and the random draws (traced), and
@@ -152,6 +171,92 @@ def _jit(program: Program, guarded: Tuple[Tuple[int, int], ...], placement=None)
     return jax.jit(program.traced(guarded), donate_argnums=donated)
 
 
+class ProgramCall:
+    """A program's jitted form for one set of donated arguments, with everything a call of
+    it needs (the random draws, where the arguments go, the JAX settings) decided once:
+    repeated calls cost the jitted function's own dispatch and little more."""
+
+    def __init__(self, function: "JaxFunction", program: Program,
+                 guarded: Tuple[Tuple[int, int], ...]):
+        self.function = function
+        self.program = program
+        #: The (result, argument) pairs donated; each such result keeps its argument's
+        #: value where a check fails.
+        self.guarded = guarded
+        jitted = program.jitted.get(guarded)
+        if jitted is None:
+            jitted = program.jitted[guarded] = _jit(program, guarded, function.placement)
+        self.jitted = jitted
+        self._draws = [(node, function._generators[node], shape)
+                       for node, shape in zip(program.random_nodes, program.draw_shapes)]
+        self._donated = frozenset(j for _, j in guarded)
+        #: The random draws of the last call (a failed check's values are computed again
+        #: from them).
+        self.drawn: List[Any] = []
+
+    def __call__(self, arguments: Sequence[Any]) -> Tuple[tuple, Any]:
+        """Launch the program on `arguments`: (its results, the checks' flag: 0 when all
+        passed, else 1 + the index of the first that failed; () without checks), both on
+        the device; nothing waits for the program to finish unless it prints."""
+        drawn = self.drawn = [_draw(node, generator, shape)
+                              for node, generator, shape in self._draws]
+        function = self.function
+        with function._call_scope():
+            if function.placement is not None:  # on a mesh: each argument split by its axes
+                arguments, drawn = function.placement.place(arguments, drawn)
+            elif self._donated:  # the caller's NumPy arrays are copied to buffers XLA may
+                arguments = tuple(  # write over
+                    jax.device_put(np.array(a, copy=True), function.device)
+                    if j in self._donated and not isinstance(a, jax.Array) else a
+                    for j, a in enumerate(arguments))
+            results, flag = self.jitted(*arguments, *drawn)
+            if self.program.has_host_calls:  # the prints are done when the call returns
+                jax.effects_barrier()
+        return results, flag
+
+    def on_device(self, arguments: Sequence[Any]) -> Tuple[tuple, Any]:
+        """`__call__` for arguments already placed: no mesh, every donated argument a
+        device array, no prints (the route of a planned call)."""
+        with self.function._call_scope():
+            if self._draws:
+                drawn = self.drawn = [_draw(node, generator, shape)
+                                      for node, generator, shape in self._draws]
+                return self.jitted(*arguments, *drawn)
+            return self.jitted(*arguments)
+
+    def failure(self, flag: Any, arguments: Sequence[Any], results: Sequence[Any],
+                drawn: Sequence[Any] = (), note: str = "") -> Optional[FailedCheckError]:
+        """The error of the first check that failed in the call on `arguments` (with the
+        random draws `drawn`) that gave `results` and `flag` (None when all passed), `note`
+        added to its message: waits for the flag, one small copy to the host. Where one
+        failed, its message's values are computed again from the arguments (each donated
+        one now held, unchanged, by its result)."""
+        if isinstance(flag, tuple):  # no checks
+            return None
+        failed = int(np.asarray(flag))
+        if not failed:
+            return None
+        kept = list(arguments)
+        for k, j in self.guarded:
+            kept[j] = results[k]
+        placement = self.function.placement
+        with self.function._call_scope():
+            if placement is not None:  # where the call had them
+                kept, drawn = placement.place(kept, drawn)
+            values = self.program.check_values([*kept, *drawn])
+        node, message = self.program.checks[failed - 1]
+        text = message.format(*[np.asarray(v).item() for v in values[failed - 1]])
+        return FailedCheckError(f"{node.op} {node.name}: {text}{note}", node.location,
+                                {j: results[k] for k, j in self.guarded})
+
+
+def start_copies_to_host(arrays: Sequence[Any]) -> None:
+    """Start copying `arrays` from an accelerator to the host together, so that reading
+    them waits once, not once each (not needed on the CPU: host memory already)."""
+    for array in arrays:
+        array.copy_to_host_async()
+
+
 class JaxFunction:
     """A core Function compiled with `jax.jit`: `fn(*arrays, out=None, donate=None)`."""
 
@@ -171,6 +276,8 @@ class JaxFunction:
         self.cache_size = self._cache.maxsize
         #: Where programs run (and NumPy arguments are put).
         self.device = find_device(platform)
+        #: Whether `device` is JAX's default when none is chosen (`_call_scope`).
+        self._on_first_device = self.device == jax.devices()[0]
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes
                             if isinstance(node, (core.RandomUniform, core.RandomNormal))}
         #: (type, dtype, shape) of each argument of calls whose arguments were taken as
@@ -215,7 +322,13 @@ class JaxFunction:
             ctx = TraceContext(program.bindings, {})
             out = checked_outs(self.function, out, arguments,
                                [ctx.shape(r.shape) for r in self.function.results])
-        results = self._run(program, arguments, donate)
+        call = self._call_for(program, arguments, donate)
+        results, flag = call(arguments)
+        if self.device.platform != "cpu":  # the results and the checks' flag come to the
+            start_copies_to_host([*results, *([] if isinstance(flag, tuple) else [flag])])
+        error = call.failure(flag, arguments, results, call.drawn)  # host together
+        if error is not None:
+            raise error
         if out is None:
             return tuple(to_host(r) for r in results)
         returned = []
@@ -230,9 +343,14 @@ class JaxFunction:
     def run_on_device(self, *arrays, donate: Optional[Mapping[int, int]] = None
                       ) -> Tuple[Any, ...]:
         """Run on `arrays` (NumPy or jax arrays); the results as `jax.Array` values, left
-        on the device for the next call to take as they are."""
+        on the device for the next call to take as they are (waits for the checks' flag)."""
         program, arguments = self._prepare(arrays)
-        return self._run(program, arguments, donate)
+        call = self._call_for(program, arguments, donate)
+        results, flag = call(arguments)
+        error = call.failure(flag, arguments, results, call.drawn)
+        if error is not None:
+            raise error
+        return tuple(results)
 
     def _prepare(self, arrays) -> Tuple[Program, Tuple]:
         # A call whose arguments have the types and shapes of an earlier call's, each
@@ -254,32 +372,22 @@ class JaxFunction:
             self._known_arguments[key] = bindings
         return self.program(bindings), arguments
 
-    def _run(self, program: Program, arguments: Tuple, donate) -> Tuple[Any, ...]:
-        drawn = [_draw(node, self._generators[node], shape)
-                 for node, shape in zip(program.random_nodes, program.draw_shapes)]
+    def _call_for(self, program: Program, arguments: Tuple, donate) -> ProgramCall:
+        """The ready call of `program` donating what `donate` allows for `arguments`."""
         guarded = self._donated(program, arguments, donate) if donate else ()
-        jitted = program.jitted.get(guarded)
-        if jitted is None:
-            jitted = program.jitted[guarded] = _jit(program, guarded, self.placement)
-        # `_scope()`, written out (the cost of a call counts): 64-bit types kept, NumPy
-        # float64 stays float64 on the device
-        with jax.enable_x64(True), jax.default_device(self.device):
-            if self.placement is not None:  # on a mesh: each argument split by its axes
-                arguments, drawn = self.placement.place(arguments, drawn)
-            elif guarded:  # the caller's NumPy arrays are copied to buffers XLA may write over
-                donated = {j for _, j in guarded}
-                arguments = tuple(jax.device_put(np.array(a, copy=True), self.device)
-                                  if j in donated and not isinstance(a, jax.Array) else a
-                                  for j, a in enumerate(arguments))
-            results, checks = jitted(*arguments, *drawn)
-            if checks:
-                failed = int(np.asarray(checks[0]))  # one small copy per call
-                if failed:
-                    self._raise_failed_check(program, failed - 1, checks[1], results,
-                                             guarded)
-            if program.has_host_calls:  # the prints are done when the call returns
-                jax.effects_barrier()
-        return tuple(results)
+        call = program.calls.get(guarded)
+        if call is None:
+            call = program.calls[guarded] = ProgramCall(self, program, guarded)
+        return call
+
+    def _call_scope(self):
+        """The JAX settings of a call: 64-bit types kept (NumPy float64 stays float64 on the
+        device), and this device as the default one where it is not already (setting it
+        costs jax.jit's dispatch several microseconds, and a call counts them)."""
+        chosen = jax.config.jax_default_device
+        if self._on_first_device if chosen is None else self.device == chosen:
+            return jax.enable_x64(True)
+        return self._scope()
 
     def _scope(self):
         """The context of every trace and call: 64-bit types on, on this device."""
@@ -313,15 +421,6 @@ class JaxFunction:
                     and sum(a is array for a in arguments) == 1:
                 taken.append((k, j))
         return tuple(sorted(taken, key=lambda pair: pair[1]))
-
-    @staticmethod
-    def _raise_failed_check(program: Program, index: int, values, results,
-                            guarded: Tuple[Tuple[int, int], ...]) -> None:
-        """The first failed check's error."""
-        node, message = program.checks[index]
-        text = message.format(*[np.asarray(v).item() for v in values[index]])
-        raise FailedCheckError(f"{node.op} {node.name}: {text}", node.location,
-                               {j: results[k] for k, j in guarded})
 
     # -- inspection ---------------------------------------------------------------------------------
     def _lowered(self, bindings: Optional[Mapping[str, int]]):

@@ -441,6 +441,10 @@ class Placement:
         self.results = outputs + [((), "a print's effect")] * effects + state
         self.replicated = jax.sharding.NamedSharding(sharding.mesh,
                                                      jax.sharding.PartitionSpec())
+        #: The placement of each parameter, made once (a call compares, not rebuilds).
+        self._targets = [sharding.sharding(axes, what) for axes, what in self.parameters]
+        #: (parameter, shape) pairs whose split dimensions the mesh was found to divide.
+        self._fitting: set = set()
 
     def jit(self, trace: Any, donated: Tuple[int, ...], extra_arguments: int) -> Any:
         """`jax.jit(trace)` with every argument and result placed.
@@ -488,9 +492,19 @@ class Placement:
         ShardingError
             A split dimension the mesh axis does not divide.
         """
-        placed = tuple(self.sharding.place(value, axes, what)
-                       for value, (axes, what) in zip(arguments, self.parameters))
-        return placed, tuple(_put(value, self.replicated) for value in extra)
+        placed = []
+        for index, value in enumerate(arguments):
+            if isinstance(value, GlobalValue):
+                value = value.array
+            if isinstance(value, jax.Array) and (index, value.shape) in self._fitting \
+                    and value.sharding == self._targets[index]:
+                placed.append(value)  # already where it goes (a stored value, usually)
+                continue
+            axes, what = self.parameters[index]
+            value = self.sharding.place(value, axes, what)
+            self._fitting.add((index, value.shape))
+            placed.append(value)
+        return tuple(placed), tuple(_put(value, self.replicated) for value in extra)
 
 
 class ProcessLocalFeeds:

@@ -12,10 +12,15 @@ Variables and other stored tensors stay on the device between calls (as
 `jax.Array` values in `transformer.state`; reading them, `op.value` or
 serialization, copies them to the host), and the ones a computation replaces
 are donated to XLA, which writes their new values over them.
+
+A call like an earlier one (fed arrays of the same types and shapes) runs on the plan that
+call left (call_plan.py): a few checks, then the jitted program. A call keeping its
+results on the device does not wait for them, so a check on the values that fails in it
+is raised by the transformer's next call, or by `wait()`.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, cast
+from typing import Any, Dict, Mapping, Optional, Sequence, cast
 
 import jax
 
@@ -25,6 +30,7 @@ from ..base import Computation, _checked_feed
 from ...core.program_cache import CACHE_SIZE, checked_cache_size
 from ..lowering_transformer import LoweringTransformer
 from .backend import Cost, FailedCheckError, to_host
+from .call_plan import MISS, PLANS_KEPT, CallPlan, PendingCheck, plan_key
 from .devices import find_device
 from .sharding import GlobalValue, Placement, ProcessLocalFeeds, sharding_of, stored
 
@@ -36,17 +42,48 @@ class JaxComputation(Computation):
     returns `jax.Array` results, which a later call takes back as they are.
     """
 
+    def __init__(self, transformer: "JaxTransformer", results: Any,
+                 parameters: Sequence[Any]) -> None:
+        super().__init__(transformer, results, parameters)
+        #: The plans of repeated calls, by their arguments' types and shapes (`CallPlan`).
+        self._plans: Dict[tuple, Optional[CallPlan]] = {}
+        #: The plan of the last call that ran on one.
+        self._last_plan: Optional[CallPlan] = None
+
     def __call__(self, *values, feed_dict=None, out=None, keep_on_device: Optional[bool] = None):
         """Run once, as `Computation.__call__`; `keep_on_device=True` returns jax arrays."""
         transformer = cast("JaxTransformer", self.transformer)
         with transformer._lock:
+            if transformer._pending is not None:
+                transformer._settle("the next call, which did not run")
+            keep = transformer._keep_on_device if keep_on_device is None \
+                else bool(keep_on_device)
+            planned = feed_dict is None and out is None and not transformer.closed
+            key = None
+            if planned:
+                plan = self._last_plan
+                repeated = plan is not None and plan.repeats(values)
+                if not repeated:
+                    key = plan_key(values)
+                    plan = self._plans.get(key) if key is not None else None
+                if plan is not None:
+                    returned = plan.run(values, keep, repeated)
+                    if returned is not MISS:
+                        self._last_plan = plan
+                        return returned
+                    key = plan_key(values)  # the general route remakes the plan
             saved = transformer._keep_on_device
-            if keep_on_device is not None:
-                transformer._keep_on_device = bool(keep_on_device)
+            transformer._keep_on_device = keep
             try:
-                return super().__call__(*values, feed_dict=feed_dict, out=out)
+                returned = super().__call__(*values, feed_dict=feed_dict, out=out)
             finally:
                 transformer._keep_on_device = saved
+            if key is not None and len(values) == len(self.parameters):
+                if key not in self._plans and len(self._plans) >= PLANS_KEPT:
+                    self._plans.clear()  # a stream of new shapes
+                self._plans[key] = CallPlan.make(transformer, self, values)
+                self._last_plan = None
+            return returned
 
     _direct_feeds = (jax.Array,)
 
@@ -162,6 +199,45 @@ class JaxTransformer(LoweringTransformer):
         super().__init__("jax", optimize=optimize, cache_size=checked_cache_size(cache_size),
                          platform=platform)
         self._keep_on_device = bool(keep_on_device)
+        #: The checks of the last call if it kept its results on the device and nothing
+        #: has read them yet (`wait`).
+        self._pending: Optional[PendingCheck] = None
+
+    def wait(self) -> None:
+        """Wait for the calls made so far, and raise a check on the values that failed in
+        one of them.
+
+        A call with ``keep_on_device=True`` returns without waiting for its program, so a
+        check on the values (an index out of range) is read later: by the next call of
+        any of this transformer's computations (which then raises instead of running),
+        or here. Stored values are left as they were before the call whose check failed.
+
+        Raises
+        ------
+        FailedCheckError
+            A check failed in a call made with ``keep_on_device=True``.
+        """
+        with self._lock:
+            self._settle("transformer.wait()")
+
+    def close(self) -> None:
+        """Release stored tensors and compiled programs (a check not read yet is dropped);
+        the transformer cannot be used afterwards."""
+        with self._lock:
+            self._pending = None
+            for computation in self.computations:
+                if isinstance(computation, JaxComputation):
+                    computation._plans.clear()
+                    computation._last_plan = None
+            super().close()
+
+    def _settle(self, found_by: str) -> None:
+        """Read the pending checks (if any) of the last call; raise the failed one."""
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.failed():
+            error = pending.error(found_by)
+            assert error is not None  # failed() said so
+            raise error
 
     def _make_computation(self, results, parameters) -> Computation:
         if self.sharding is not None:
