@@ -196,3 +196,24 @@ def test_wait_raises_a_failed_check_kept_on_the_device_once():
             t.wait()
         t.wait()  # read once
         np.testing.assert_array_equal(counts.value.get(), [0.0, 0.0, 4.0])
+
+
+def test_close_raises_a_failed_check_no_call_read():
+    labels, counts, tally, _ = tally_graph()
+    t = ng.make_transformer("jax")
+    step = t.computation([tally, counts], labels)
+    for _ in range(2):  # the second call is a planned repeat: its check is not waited for
+        step(np.array([2, 2], np.int32), keep_on_device=True)
+    step(np.array([0, 7], np.int32), keep_on_device=True)
+    with pytest.raises(ExecutionError, match=r"got 0\.\.7 .*transformer\.close\(\)"):
+        t.close()
+
+
+def test_a_with_block_ending_in_an_error_is_not_masked_by_a_pending_check():
+    labels, counts, tally, _ = tally_graph()
+    with pytest.raises(KeyError):
+        with ng.make_transformer("jax") as t:
+            step = t.computation([tally, counts], labels)
+            for values in ([2, 2], [2, 2], [0, 7]):
+                step(np.array(values, np.int32), keep_on_device=True)
+            raise KeyError("the user's own error")

@@ -221,23 +221,34 @@ class JaxTransformer(LoweringTransformer):
             self._settle("transformer.wait()")
 
     def close(self) -> None:
-        """Release stored tensors and compiled programs (a check not read yet is dropped);
-        the transformer cannot be used afterwards."""
+        """Release stored tensors and compiled programs; the transformer cannot be used
+        afterwards.
+
+        Raises
+        ------
+        FailedCheckError
+            A check failed in the last call, made with ``keep_on_device=True`` and not
+            read since (raised after everything is released, so it is never lost).
+        """
         with self._lock:
-            self._pending = None
+            pending, self._pending = self._pending, None
             for computation in self.computations:
                 if isinstance(computation, JaxComputation):
                     computation._plans.clear()
                     computation._last_plan = None
             super().close()
+        _raise_if_failed(pending, "transformer.close()")
+
+    def __exit__(self, exc_type, *rest) -> None:
+        if exc_type is not None:  # an error is on its way out: a pending check adds nothing
+            with self._lock:
+                self._pending = None
+        self.close()
 
     def _settle(self, found_by: str) -> None:
         """Read the pending checks (if any) of the last call; raise the failed one."""
         pending, self._pending = self._pending, None
-        if pending is not None and pending.failed():
-            error = pending.error(found_by)
-            assert error is not None  # failed() said so
-            raise error
+        _raise_if_failed(pending, found_by)
 
     def _make_computation(self, results, parameters) -> Computation:
         if self.sharding is not None:
@@ -302,3 +313,12 @@ class GpuTransformer(JaxTransformer):
                  keep_on_device: bool = False):
         super().__init__(optimize=optimize, cache_size=cache_size, platform="gpu",
                          keep_on_device=keep_on_device)
+
+
+def _raise_if_failed(pending: Optional[PendingCheck], found_by: str) -> None:
+    """Raise the FailedCheckError of `pending` if its checks failed (`found_by` says who read
+    them)."""
+    if pending is not None and pending.failed():
+        error = pending.error(found_by)
+        assert error is not None  # failed() said so
+        raise error
