@@ -277,8 +277,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     for name in ("epochs", "steps", "sample_length"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
-    result = train(seed=args.seed, backend=args.transformer, temperature=args.temperature,
-                   checkpoint=args.checkpoint, resume=args.resume, plot=args.plot, **settings)
+    try:
+        result = train(seed=args.seed, backend=args.transformer, temperature=args.temperature,
+                       checkpoint=args.checkpoint, resume=args.resume, plot=args.plot,
+                       **settings)
+    except ng.SerializationError as error:  # a checkpoint that cannot be read or written
+        hint = " (--resume takes the options of the run that saved it)" if args.resume else ""
+        parser.exit(2, f"{parser.prog}: error: {error}{hint}\n")
     print(f"validation loss {result['val_losses'][-1]:.3f} nats/char after "
           f"{len(result['losses'])} epochs ({result['seconds']:.1f} s of training)")
     if args.plot:

@@ -286,3 +286,20 @@ def test_resume_from_a_mid_run_checkpoint_gives_the_uninterrupted_losses(tmp_pat
     assert resumed["sample"] == unbroken["sample"]
     fresh = ct.train(**dict(TINY_RUN, seed=3))   # another run: the comparison can fail
     assert fresh["step_losses"][3:] != unbroken["step_losses"][3:]
+
+
+def test_resume_with_other_options_or_a_missing_file_is_a_clear_error(tmp_path, capsys):
+    """Not a traceback: the file, what does not match, and what --resume expects."""
+    path, missing = tmp_path / "run.npz", tmp_path / "missing.npz"
+    small = ["--quick", "--steps", "1", "--sample-length", "1"]
+    assert ct.main(small + ["--checkpoint", str(path)]) == 0
+    capsys.readouterr()
+    for argv, expected in (
+            (["--quick", "--steps", "2", "--resume", str(path)], "'total_iterations': 1"),
+            (small + ["--resume", str(missing)], "no such file")):
+        with pytest.raises(SystemExit) as stop:
+            ct.main(argv)
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert str(argv[-1]) in err and expected in err
+        assert "--resume takes the options of the run that saved it" in err
