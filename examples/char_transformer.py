@@ -57,7 +57,7 @@ class Config:
     context: int = 64  # characters a prediction sees
     mlp_width: int = 512  # the MLP's hidden axis F (4 d_model)
     batch: int = 32
-    learning_rate: float = 2e-3  # the peak, after the warmup
+    learning_rate: float = 3e-3  # the peak, after the warmup
     warmup_fraction: float = 0.1  # of all steps, warming up linearly; then a cosine to 0
     weight_decay: float = 0.01  # AdamW's, on the weight matrices and embeddings
     clip_norm: float = 1.0  # the global L2 norm the gradients are scaled down to
