@@ -2,8 +2,10 @@
 
 The reference is built from ordinary PyTorch modules (Embedding, LayerNorm, Linear,
 scaled_dot_product_attention with is_causal) and loaded with the values axgraph's
-transformer initialized its variables to; both then take Adam steps on the same
-minibatches and their losses must agree step by step.
+transformer initialized its variables to; both then take AdamW steps (torch.optim.AdamW,
+clip_grad_norm_, LinearLR then CosineAnnealingLR) on the same minibatches and their
+losses must agree step by step. The example's own runs are checked too: a run resumed
+from a mid-run checkpoint has the uninterrupted run's losses exactly.
 """
 import math
 
