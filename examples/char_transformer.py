@@ -94,6 +94,7 @@ class CharTransformer:
         self.F = ng.make_axis(config.mlp_width, name="F")
         self.attentions: List[MultiHeadAttention] = []
         self.mlps: List[Sequence[Affine]] = []
+        self.norms: List[Sequence[LayerNorm]] = []  # each block's two, before attention and MLP
         blocks: List[Residual] = []
         for i in range(config.layers):
             name, offset = f"block{i}", 10 * (i + 1)
@@ -104,10 +105,12 @@ class CharTransformer:
                           activation=ng.gelu, name=f"{name}_mlp_in"),
                    Affine(gaussian(offset + 2), bias_init=0.0, axes=[self.D],
                           name=f"{name}_mlp_out"))
+            norms = (LayerNorm(self.D, config.eps, name=f"{name}_ln1"),
+                     LayerNorm(self.D, config.eps, name=f"{name}_ln2"))
             self.attentions.append(attention)
             self.mlps.append(mlp)
-            blocks += [Residual([LayerNorm(self.D, config.eps, name=f"{name}_ln1"), attention]),
-                       Residual([LayerNorm(self.D, config.eps, name=f"{name}_ln2"), *mlp])]
+            self.norms.append(norms)
+            blocks += [Residual([norms[0], attention]), Residual([norms[1], *mlp])]
         self.ln_final = LayerNorm(self.D, config.eps, name="ln_final")
         self.head = Affine(gaussian(2), bias_init=0.0, axes=[self.V], name="head")
         self.network = Sequential([self.embedding, *blocks, self.ln_final, self.head],

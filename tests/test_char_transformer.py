@@ -98,11 +98,10 @@ class TorchCharTransformer(torch.nn.Module):
         with torch.no_grad():
             copy(self.token.weight, model.embedding.W, [model.V, D])
             copy(self.position, model.embedding.P, [model.T, D])
-            layers = iter(model.network.layers[1:])
-            for mine, attention, mlp in zip(self.blocks, model.attentions, model.mlps):
-                first, second = next(layers), next(layers)
-                norm(mine.ln1, first.block.layers[0])
-                norm(mine.ln2, second.block.layers[0])
+            for mine, attention, mlp, norms in zip(self.blocks, model.attentions, model.mlps,
+                                                   model.norms):
+                norm(mine.ln1, norms[0])
+                norm(mine.ln2, norms[1])
                 heads = [attention.head_axis, attention.head_size_axis]
                 named = model.variables()
                 for part, target in (("q", mine.query), ("k", mine.key), ("v", mine.value)):
