@@ -4,20 +4,22 @@
 
 Target (issue 27): one training step of examples/char_transformer.py (2 pre-LayerNorm
 blocks, 4 heads, d_model 128, context 64, GELU MLP of 512, vocabulary of the help text),
-batch 32, Adam: cpu <= 1.0x PyTorch eager.
+batch 32, AdamW with clipping and the warmup-cosine rate: cpu <= 1.0x PyTorch eager.
 
-Contestants: the example's own model and step (neon Affine layers, ng.layer_norm, ng.gelu,
-ng.softmax over the key axis with ng.causal_mask, Adam), and the PyTorch reference of
+Contestants: the example's own model and step (neon Embedding with positions, LayerNorm,
+causal MultiHeadAttention and Affine layers in Residual blocks; AdamW with global-norm
+clipping and WarmupCosineSchedule, from `make_optimizer`), and the PyTorch reference of
 tests/test_char_transformer.py (nn.Embedding / LayerNorm / Linear,
-F.scaled_dot_product_attention with is_causal, torch.optim.Adam, 2 threads), loaded with
-the values axgraph initialized its variables to. Both are fed the same minibatch every
-step, so data loading is not timed; before timing, three steps of each must give the same
-losses (rtol 1e-4), so a contestant that skips work cannot win.
+F.scaled_dot_product_attention with is_causal, torch.optim.AdamW, clip_grad_norm_, the
+schedulers LinearLR then CosineAnnealingLR, 2 threads), loaded with the values axgraph
+initialized its variables to. Both are fed the same minibatch every step, so data loading
+is not timed; before timing, three steps of each must give the same losses (rtol 1e-4),
+so a contestant that skips work cannot win.
 
 `--profile` times every line of axgraph's generated step function (one core op each) over
-a few steps and prints the time by op kind and by the rank of the op's result: the
-attention contractions of the example's `_contract` (multiply with broadcasting, then sum)
-are the rank-5 Multiply and Sum rows (heads, query, batch, key and head size at once).
+a few steps and prints the time by op kind and by the rank of the op's result, then the
+dense products (projections, MLP, output layer: one GEMM each) against attention's
+batched ones ("Dot batched": scores and weighted values, forward and backward).
 On a machine other jobs keep busy, OpenBLAS's two threads wait for each other and the
 dense products (the Dot rows) slow down tenfold; `OPENBLAS_NUM_THREADS=1` shows the step
 without that (the machine facts print the setting).
@@ -40,10 +42,12 @@ from .common import Verdict
 AXGRAPH, AXGRAPH_JAX, TORCH = "axgraph cpu", "axgraph jax", "torch eager"
 COLUMNS = [AXGRAPH, AXGRAPH_JAX, TORCH]
 STEPS_CHECKED = 3
+#: The steps the learning-rate schedule spans: the example's full run (3 epochs of 150).
+TOTAL_STEPS = 450
 #: The file name the cpu transformer compiles its generated step function under.
 GENERATED_FILE = "<axgraph cpu function>"
 LINE_COMMENT = re.compile(r"#\s*(\w+)\s+\w+\[([^\]]*)\]")  # "# Multiply f32[4, 32, 64]"
-OUT_NAME = re.compile(r"out=(\w+)")
+BATCHED_CALL = "batched_matmul("  # how the generated code calls a batched GEMM
 
 
 def load_reference():
@@ -78,16 +82,15 @@ class AxgraphStep:
 
     def __init__(self, problem: Problem, backend: str = "cpu"):
         import axgraph as ng
-        from axgraph.frontends.neon import Adam
         from examples import char_transformer as ct
 
         config = problem.config
         self.model = ct.CharTransformer(len(problem.alphabet), config, seed=0)
         N = ng.make_axis(config.batch, name="N")
-        chars, next_chars = (ng.placeholder([self.model.axes.T, N], dtype=np.int32)
+        chars, next_chars = (ng.placeholder([self.model.T, N], dtype=np.int32)
                              for _ in range(2))
         loss = self.model.loss(chars, next_chars)
-        step = ng.sequential([Adam(config.learning_rate)(loss), loss])
+        step = ng.sequential([ct.make_optimizer(self.model, TOTAL_STEPS)(loss), loss])
         variables = self.model.variables()
         self.transformer = ng.make_transformer(backend)
         self.values = dict(zip(variables, (np.array(v) for v in self.transformer.computation(
@@ -100,24 +103,18 @@ class AxgraphStep:
 
 
 class TorchStep:
-    """The PyTorch reference, with axgraph's initial values, and torch.optim.Adam."""
+    """The PyTorch reference, with axgraph's initial values, and its AdamW step."""
 
     def __init__(self, problem: Problem, axgraph: AxgraphStep):
-        torch = common.import_torch()
         reference = load_reference()
         config = problem.config
         self.model = reference.TorchCharTransformer(len(problem.alphabet), config).load_axgraph(
             axgraph.model, axgraph.values)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
-        self.loss = reference.torch_loss
+        self.step = reference.torch_training(self.model, config, TOTAL_STEPS)
         self.args = (problem.chars, problem.next_chars)
 
     def __call__(self):
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss(self.model, *self.args)
-        loss.backward()
-        self.optimizer.step()
-        return loss.item()
+        return self.step(*self.args)
 
 
 def make_contestants(batch: int, jax: bool) -> Tuple[AxgraphStep, Dict[str, Callable[[], float]],
@@ -184,18 +181,17 @@ def line_times(calls: int, runner: Callable[[], Any]) -> Dict[int, float]:
     return spent
 
 
-def contraction_lines(source_lines: List[str]) -> List[int]:
-    """The 1-based lines of rank-5 results and of the reductions (plain or fused) that read
-    them: in this model only attention's multiply-and-sum makes rank-5 tensors."""
-    products, lines = set(), []
-    for number, text in enumerate(source_lines, 1):
-        match = LINE_COMMENT.search(text)
-        if match and len(match.group(2).split(",")) == 5:
-            products.update(OUT_NAME.findall(text))
-            lines.append(number)
-        elif any(f"({name}," in text for name in products):  # reads one: reduces it
-            lines.append(number)
-    return lines
+def op_kind(line: str) -> Tuple[str, int]:
+    """(core op kind, result rank) of a generated line, from its comment; the batched
+    products (attention's scores and weighted values, forward and backward) are told
+    apart from the dense ones by the batched GEMM they call."""
+    match = LINE_COMMENT.search(line)
+    if not match:
+        return "(other)", 0
+    kind = match.group(1)
+    if kind == "Dot" and BATCHED_CALL in line:
+        kind = "Dot batched"
+    return kind, len(match.group(2).split(","))
 
 
 def profile_report(step: AxgraphStep, calls: int = 5) -> str:
@@ -209,10 +205,9 @@ def profile_report(step: AxgraphStep, calls: int = 5) -> str:
     spent = line_times(calls, step)
     by_kind: Dict[Tuple[str, int], List[float]] = collections.defaultdict(lambda: [0.0, 0])
     for line, seconds in spent.items():
-        match = LINE_COMMENT.search(source_lines[line - 1]) if line <= len(source_lines) else None
-        kind, rank = (match.group(1), len(match.group(2).split(","))) if match else ("(other)", 0)
-        by_kind[(kind, rank)][0] += seconds / calls
-        by_kind[(kind, rank)][1] += 1
+        kind = op_kind(source_lines[line - 1]) if line <= len(source_lines) else ("(other)", 0)
+        by_kind[kind][0] += seconds / calls
+        by_kind[kind][1] += 1
     traced = sum(v[0] for v in by_kind.values())
     rows = sorted(by_kind.items(), key=lambda item: -item[1][0])
     out = [f"axgraph step: {total * 1e3:.1f} ms untraced, {traced * 1e3:.1f} ms in traced lines "
@@ -220,10 +215,12 @@ def profile_report(step: AxgraphStep, calls: int = 5) -> str:
     for (kind, rank), (seconds, lines) in rows[:14]:
         out.append(f"  {kind:<12} rank {rank}  {seconds * 1e3:8.1f} ms  {seconds / traced:6.1%}"
                    f"  ({lines} lines)")
-    contraction = sum(spent[line] for line in contraction_lines(source_lines)) / calls
-    out.append(f"  the rank-5 products and the sums that reduce them (the multiply-and-sum "
-               f"attention contractions, forward and backward): {contraction * 1e3:.1f} ms, "
-               f"{contraction / traced:.0%} of the step")
+    dense = sum(v[0] for (kind, _), v in by_kind.items() if kind == "Dot")
+    batched = sum(v[0] for (kind, _), v in by_kind.items() if kind == "Dot batched")
+    out.append(f"  dense products (projections, MLP, output layer and their gradients): "
+               f"{dense * 1e3:.1f} ms, {dense / traced:.0%}; attention's batched products: "
+               f"{batched * 1e3:.1f} ms, {batched / traced:.0%}; everything else: "
+               f"{(traced - dense - batched) * 1e3:.1f} ms")
     return "\n".join(out)
 
 
@@ -242,7 +239,7 @@ def main(argv=None) -> int:
     print(f"timing {case}: {', '.join(runners)} ...", flush=True)
     timings = {case: settings.time(runners)}
     print()
-    print(common.ratio_table("Char transformer training step (forward + backward + Adam), float32",
+    print(common.ratio_table("Char transformer training step (forward + backward + AdamW), float32",
                              timings, [c for c in COLUMNS if c in runners], reference))
     if args.profile:
         print()

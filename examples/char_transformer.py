@@ -1,31 +1,35 @@
 """Train a small character-level transformer on Python's own help text, then sample from it.
 
-    python -m examples.char_transformer [--quick] [--epochs 3] [--steps 150] [--transformer cpu]
+    python -m examples.char_transformer [--quick] [--epochs 3] [--steps 150]
+        [--checkpoint run.npz] [--resume run.npz] [--plot loss.png] [--transformer cpu]
 
 The corpus is `pydoc_data.topics`, the documentation that ships with every
 CPython (see examples/text_data.py), so nothing is downloaded; its last tenth
 is held out for the validation loss printed after every epoch.
 
-The model is a GPT-style decoder: learned token and position embeddings, 2
-pre-LayerNorm blocks (causal self-attention with 4 heads, then a GELU MLP,
-each added back to its input) and a final LayerNorm before an untied output
-layer (its own weight and bias, not the embedding table transposed: one
-variable fewer to share, and the same layout as the PyTorch reference in
-tests/test_char_transformer.py). Every tensor carries named axes:
+The model is a GPT-style decoder built from neon layers: an `Embedding` with
+learned positions, 2 pre-LayerNorm blocks (each a `Residual` around
+`LayerNorm` + causal `MultiHeadAttention` with 4 heads, then one around
+`LayerNorm` + a GELU MLP of two `Affine` layers), a final `LayerNorm` and an
+untied output `Affine`, all in one `Sequential`. It trains with `AdamW`
+(weight decay on the weight matrices and embeddings only), a warmup-then-cosine
+learning rate and global-norm gradient clipping, as GPT-style models do; the
+PyTorch reference in tests/test_char_transformer.py computes the same run.
 
-* ``T`` the query positions (flagged recurrent, so neon layers pass it through
-  as they pass REC), ``K`` the key positions (``ng.rename(x, {T: K})``),
-* ``D`` the model width, ``H`` the heads and ``E`` the head size,
-* ``F`` the MLP's hidden width, the vocabulary axis and the batch axis ``N``.
+Every tensor carries named axes: the positions ``T`` (flagged recurrent, so the
+layers pass it through as they pass a batch axis), the model width ``D``, the
+vocabulary ``V``, the MLP's hidden axis ``F`` and the batch axis ``N``; the
+attention layers add their heads, head size and key axes.
 
-Attention contracts query and key over ``E`` while keeping ``H``, ``T``, ``K``
-and ``N``, and the weights and values over ``K`` while keeping ``H``, ``T``,
-``E`` and ``N``: batched products, ``ng.dot(q, k, reduction_axes=[E])``.
+``--checkpoint PATH`` saves the whole run (weights, AdamW's moments and step
+counter, the data iterator's position, the history) after every epoch, and
+``--resume PATH`` continues such a run, given the same options, with exactly
+the losses it would have had uninterrupted. ``--plot PNG`` draws the loss curve.
 """
 from __future__ import annotations
 
 import argparse
-import math
+import importlib.util
 import sys
 import time
 from dataclasses import dataclass
@@ -34,8 +38,10 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 import axgraph as ng
-from axgraph.frontends.neon import (Adam, Affine, ArrayIterator, Gaussian, LookupTable,
-                                    ProgressBar, fit)
+from axgraph.frontends.neon import (AdamW, Affine, ArrayIterator, Callback, Checkpoint,
+                                    CheckpointCallback, Embedding, Gaussian, LayerNorm,
+                                    MultiHeadAttention, ProgressBar, Residual, Sequential,
+                                    WarmupCosineSchedule, fit, plot_history)
 
 from .char_lstm import windows
 from .text_data import load_help_text
@@ -51,9 +57,12 @@ class Config:
     context: int = 64  # characters a prediction sees
     mlp_width: int = 512  # the MLP's hidden axis F (4 d_model)
     batch: int = 32
-    learning_rate: float = 1e-3
+    learning_rate: float = 3e-3  # the peak, after the warmup
+    warmup_fraction: float = 0.1  # of all steps, warming up linearly; then a cosine to 0
+    weight_decay: float = 0.01  # AdamW's, on the weight matrices and embeddings
+    clip_norm: float = 1.0  # the global L2 norm the gradients are scaled down to
     init_scale: float = 0.02  # standard deviation of every initial weight and embedding
-    eps: float = 1e-5  # layer_norm's
+    eps: float = 1e-5  # LayerNorm's
 
 
 #: The length of a run: epochs of `steps` minibatches, the validation batches after each
@@ -62,70 +71,11 @@ FULL = {"epochs": 3, "steps": 150, "val_batches": 20, "sample_length": 300}
 QUICK = {"epochs": 1, "steps": 30, "val_batches": 2, "sample_length": 100}
 
 
-class LayerNormParams:
-    """The gain and bias of one layer_norm over `axis`, as trainable variables."""
-
-    def __init__(self, axis: ng.Axis, name: str, eps: float):
-        self.axis, self.eps = axis, eps
-        self.gain = ng.variable([axis], initial_value=1.0, name=f"{name}_gain")
-        self.bias = ng.variable([axis], initial_value=0.0, name=f"{name}_bias")
-
-    def __call__(self, x: ng.Op) -> ng.Op:
-        return ng.layer_norm(x, self.axis, gain=self.gain, bias=self.bias, eps=self.eps)
-
-
-class Block:
-    """x + attention(ln1(x)), then that + mlp(ln2(that)): one pre-LayerNorm block."""
-
-    def __init__(self, name: str, axes: "ModelAxes", config: Config, seed: int):
-        def dense(out_axes: Sequence[ng.Axis], part: str, offset: int, activation=None):
-            return Affine(weight_init=Gaussian(0.0, config.init_scale, seed=seed + offset),
-                          bias_init=0.0, axes=out_axes, activation=activation,
-                          name=f"{name}_{part}")
-
-        self.axes = axes
-        self.ln1 = LayerNormParams(axes.D, f"{name}_ln1", config.eps)
-        self.query = dense([axes.H, axes.E], "query", 0)
-        self.key = dense([axes.H, axes.E], "key", 1)
-        self.value = dense([axes.H, axes.E], "value", 2)
-        self.attention_out = dense([axes.D], "attention_out", 3)
-        self.ln2 = LayerNormParams(axes.D, f"{name}_ln2", config.eps)
-        self.mlp_in = dense([axes.F], "mlp_in", 4, activation=ng.gelu)
-        self.mlp_out = dense([axes.D], "mlp_out", 5)
-
-    def attention(self, x: ng.Op) -> ng.Op:
-        """Causal self-attention of x (D, T, N): each query sees its own and earlier keys."""
-        T, K, E = self.axes.T, self.axes.K, self.axes.E
-        q = self.query(x)  # (H, E, T, N)
-        k = ng.rename(self.key(x), {T: K})  # keys and values over K: their own positions
-        v = ng.rename(self.value(x), {T: K})
-        scores = ng.dot(q, k, reduction_axes=[E]) * (1.0 / math.sqrt(E.length))
-        weights = ng.softmax(ng.where(ng.causal_mask(T, K), scores, -np.inf), K)
-        return self.attention_out(ng.dot(weights, v, reduction_axes=[K]))  # (H, N, T, E) -> (D, T, N)
-
-    def __call__(self, x: ng.Op) -> ng.Op:
-        x = x + self.attention(self.ln1(x))
-        return x + self.mlp_out(self.mlp_in(self.ln2(x)))
-
-
-@dataclass(frozen=True)
-class ModelAxes:
-    """The named axes of one model (see the module docstring)."""
-
-    T: ng.Axis
-    K: ng.Axis
-    D: ng.Axis
-    H: ng.Axis
-    E: ng.Axis
-    F: ng.Axis
-    V: ng.Axis
-
-
 class CharTransformer:
-    """Characters (T, N) -> next-character logits (V, T, N).
+    """Characters (T, N) -> next-character logits (V, T, N): neon layers in a Sequential.
 
-    The embeddings and layer-norm parameters are made here, the Affine layers' weights on
-    the first call (neon's axis inference); every initializer is seeded from `seed`.
+    The weights are made on the first call (neon's axis inference); every initializer
+    is seeded from `seed`, so two models with one seed start equal.
     """
 
     def __init__(self, vocab_size: int, config: Config, seed: int = 0):
@@ -133,50 +83,75 @@ class CharTransformer:
             raise ValueError(f"d_model {config.d_model} is not a multiple of heads "
                              f"{config.heads}")
         self.config = config
-        self.embedding = LookupTable(vocab_size, config.d_model,
-                                     init=Gaussian(0.0, config.init_scale, seed=seed),
-                                     name="token")
-        self.axes = ModelAxes(
-            T=ng.make_axis(config.context, name="T", recurrent=True),
-            K=ng.make_axis(config.context, name="K"),
-            D=self.embedding.embed_axis,
-            H=ng.make_axis(config.heads, name="H"),
-            E=ng.make_axis(config.d_model // config.heads, name="E"),
-            F=ng.make_axis(config.mlp_width, name="F"),
-            V=self.embedding.vocab_axis)
-        self.position = ng.variable([self.axes.T, self.axes.D], name="position",
-                                    initial_value=Gaussian(0.0, config.init_scale, seed=seed + 1))
-        self.blocks = [Block(f"block{i}", self.axes, config, seed=seed + 10 * (i + 1))
-                       for i in range(config.layers)]
-        self.ln_final = LayerNormParams(self.axes.D, "ln_final", config.eps)
-        self.head = Affine(weight_init=Gaussian(0.0, config.init_scale, seed=seed + 2),
-                           bias_init=0.0, axes=[self.axes.V], name="head")
+
+        def gaussian(offset: int) -> Gaussian:
+            return Gaussian(0.0, config.init_scale, seed=seed + offset)
+
+        self.T = ng.make_axis(config.context, name="T", recurrent=True)
+        self.embedding = Embedding(vocab_size, config.d_model, init=gaussian(0),
+                                   positions=self.T, position_init=gaussian(1), name="token")
+        self.D, self.V = self.embedding.embed_axis, self.embedding.vocab_axis
+        self.F = ng.make_axis(config.mlp_width, name="F")
+        self.attentions: List[MultiHeadAttention] = []
+        self.mlps: List[Sequence[Affine]] = []
+        self.norms: List[Sequence[LayerNorm]] = []  # each block's two, before attention and MLP
+        blocks: List[Residual] = []
+        for i in range(config.layers):
+            name, offset = f"block{i}", 10 * (i + 1)
+            attention = MultiHeadAttention(self.D, config.heads, config.d_model // config.heads,
+                                           weight_init=gaussian(offset), bias_init=0.0,
+                                           causal=True, name=f"{name}_attention")
+            mlp = (Affine(gaussian(offset + 1), bias_init=0.0, axes=[self.F],
+                          activation=ng.gelu, name=f"{name}_mlp_in"),
+                   Affine(gaussian(offset + 2), bias_init=0.0, axes=[self.D],
+                          name=f"{name}_mlp_out"))
+            norms = (LayerNorm(self.D, config.eps, name=f"{name}_ln1"),
+                     LayerNorm(self.D, config.eps, name=f"{name}_ln2"))
+            self.attentions.append(attention)
+            self.mlps.append(mlp)
+            self.norms.append(norms)
+            blocks += [Residual([norms[0], attention]), Residual([norms[1], *mlp])]
+        self.ln_final = LayerNorm(self.D, config.eps, name="ln_final")
+        self.head = Affine(gaussian(2), bias_init=0.0, axes=[self.V], name="head")
+        self.network = Sequential([self.embedding, *blocks, self.ln_final, self.head],
+                                  name="char_transformer")
 
     def __call__(self, chars: ng.Op) -> ng.Op:
-        x = self.embedding(chars) + self.position  # (D, T, N)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.ln_final(x))
+        return self.network(chars)
 
     def variables(self) -> Dict[str, ng.Op]:
-        """The trainable variables by name (complete after the first call), inputs first."""
-        found = [self.embedding.W, self.position]
-        for block in self.blocks:
-            found += [block.ln1.gain, block.ln1.bias]
-            for layer in (block.query, block.key, block.value, block.attention_out):
-                found += layer.variables()
-            found += [block.ln2.gain, block.ln2.bias]
-            found += block.mlp_in.variables() + block.mlp_out.variables()
-        found += [self.ln_final.gain, self.ln_final.bias] + self.head.variables()
-        return {op.name: op for op in found}
+        """The trainable variables by name (after the first call), in the network's order."""
+        return {op.name: op for op in self.network.variables()}
+
+    def weight_matrices(self) -> List[ng.Op]:
+        """The variables AdamW decays: embeddings and projections, not biases or gains."""
+        found = [self.embedding.W, self.embedding.P]
+        for attention, mlp in zip(self.attentions, self.mlps):
+            found += [attention.Wq, attention.Wk, attention.Wv, attention.Wo]
+            found += [layer.W for layer in mlp]
+        return found + [self.head.W]
 
     def loss(self, chars: ng.Op, next_chars: ng.Op) -> ng.Op:
         """The mean cross entropy of the next characters, in nats: a scalar."""
-        V = self.axes.V
-        per_position = ng.cross_entropy_multi(ng.softmax(self(chars), V),
-                                              ng.one_hot(next_chars, axis=V),
+        per_position = ng.cross_entropy_multi(ng.softmax(self(chars), self.V),
+                                              ng.one_hot(next_chars, axis=self.V),
                                               out_axes=next_chars.axes)
         return ng.mean(per_position, out_axes=())
+
+
+def make_optimizer(model: CharTransformer, total_steps: int) -> AdamW:
+    """AdamW with the run's warmup-then-cosine rate and global-norm clipping.
+
+    The schedule spans `total_steps` (all epochs), so a resumed run must plan the same
+    total; the model must have been called (its weights exist).
+    """
+    config = model.config
+    warmup = max(1, int(total_steps * config.warmup_fraction))
+    decayed = {id(op) for op in model.weight_matrices()}
+    return AdamW(config.learning_rate, weight_decay=config.weight_decay,
+                 gradient_clip_norm=config.clip_norm,
+                 schedule=WarmupCosineSchedule(warmup, max(total_steps, warmup + 1)),
+                 decay_filter=lambda variable: id(variable) in decayed)
 
 
 def encode(text: str):
@@ -208,10 +183,17 @@ def generate(predict, prompt: np.ndarray, alphabet: str, length: int, temperatur
 def train(epochs: int = FULL["epochs"], steps: int = FULL["steps"], config: Config = Config(),
           seed: int = 0, backend: Optional[str] = "cpu", val_batches: int = FULL["val_batches"],
           sample_length: int = FULL["sample_length"], temperature: float = 0.8,
+          checkpoint: Optional[str] = None, resume: Optional[str] = None,
+          plot: Optional[str] = None, callbacks: Sequence[Callback] = (),
           verbose: bool = True) -> Dict:
-    """Train for epochs x steps minibatches; returns losses, validation losses, a sample, seconds.
+    """Train for epochs x steps minibatches; returns the losses, a sample and the seconds.
 
-    `backend` None takes the transformer factory's (`ng.set_transformer_factory`).
+    The result holds the per-epoch "losses" and "val_losses", the per-step
+    "step_losses", the "prompt" and the generated "sample", and "seconds" of training.
+    `checkpoint` saves the run after every epoch; `resume` restores one saved by a run
+    with the same arguments and continues it; `plot` writes the loss curve (a PNG, needs
+    matplotlib). `callbacks` join fit's (one may stop the run early). `backend` None
+    takes the transformer factory's (`ng.set_transformer_factory`).
     """
     text = load_help_text()
     alphabet, codes = encode(text)
@@ -224,12 +206,14 @@ def train(epochs: int = FULL["epochs"], steps: int = FULL["steps"], config: Conf
                             total_iterations=min(val_batches, len(val_inputs) // config.batch))
 
     model = CharTransformer(len(alphabet), config, seed=seed)
-    inputs = train_set.make_placeholders(axes={"chars": [model.axes.T], "next": [model.axes.T]})
+    inputs = train_set.make_placeholders(axes={"chars": [model.T], "next": [model.T]})
     loss = model.loss(inputs["chars"], inputs["next"])
-    step = ng.sequential([Adam(config.learning_rate)(loss), loss])
+    optimizer = make_optimizer(model, epochs * steps)
+    step = ng.sequential([optimizer(loss), loss])
+    run = Checkpoint(model.variables(), optimizer, train_set)
     one = ng.make_axis(1, name="N")
-    context = ng.placeholder([model.axes.T, one], dtype=np.int32, name="context")
-    next_logits = ng.slice_along_axis(model(context), model.axes.T, config.context - 1)
+    context = ng.placeholder([model.T, one], dtype=np.int32, name="context")
+    next_logits = ng.slice_along_axis(model(context), model.T, config.context - 1)
 
     if verbose:
         print(f"corpus: {len(text)} characters, {len(alphabet)} symbols; {len(train_inputs)} "
@@ -237,6 +221,10 @@ def train(epochs: int = FULL["epochs"], steps: int = FULL["steps"], config: Conf
               flush=True)
     started = time.perf_counter()
     with ng.make_transformer(backend) as transformer:
+        progress = run.restore(resume, transformer) if resume else None
+        if verbose and progress is not None:
+            print(f"resumed from {resume} after epoch {progress['epoch']} "
+                  f"({progress['iteration']} steps)", flush=True)
         train_step = transformer.computation(step, inputs["chars"], inputs["next"])
         evaluate_loss = transformer.computation(loss, inputs["chars"], inputs["next"])
         predict = transformer.computation(next_logits, context)
@@ -246,12 +234,19 @@ def train(epochs: int = FULL["epochs"], steps: int = FULL["steps"], config: Conf
             return {"val_loss": float(np.mean([evaluate_loss(b["chars"], b["next"])
                                                for b in val_set]))}
 
+        extra: List[Callback] = [ProgressBar()] if verbose else []
+        if checkpoint:
+            extra.append(CheckpointCallback(run, checkpoint, transformer))
         history = fit(train_step, train_set, epochs, feed=lambda b: (b["chars"], b["next"]),
-                      callbacks=[ProgressBar()] if verbose else [], evaluate=validation)
+                      callbacks=extra + list(callbacks), evaluate=validation,
+                      learning_rate=optimizer.learning_rate_at, resume=progress)
         seconds = time.perf_counter() - started
         prompt = codes[split:split + config.context]
         sample = generate(predict, prompt, alphabet, sample_length, temperature, seed)
+    if plot:
+        plot_history(history, plot)
     return {"losses": history["loss"], "val_losses": history["val_loss"],
+            "step_losses": history.steps["loss"],
             "prompt": "".join(alphabet[c] for c in prompt), "sample": sample,
             "seconds": seconds}
 
@@ -269,18 +264,33 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="sampling temperature (default 0.8); 0 takes the most likely "
                              "character")
     parser.add_argument("--seed", type=int, default=0, help="of the weights, batches and sample")
+    parser.add_argument("--checkpoint", metavar="PATH",
+                        help="save the whole run (.npz) after every epoch")
+    parser.add_argument("--resume", metavar="PATH",
+                        help="continue the run saved in PATH (by --checkpoint, with the same "
+                             "options), with the losses it would have had uninterrupted")
+    parser.add_argument("--plot", metavar="PNG", help="write the loss curve (needs matplotlib)")
     parser.add_argument("--transformer", default="cpu", choices=ng.transformer_choices())
     args = parser.parse_args(argv)
     if args.temperature < 0:
         parser.error(f"--temperature must be >= 0, not {args.temperature}")
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        parser.error("--plot needs matplotlib (pip install axgraph[viz])")
     settings: Dict[str, Any] = dict(QUICK) if args.quick else {}
     for name in ("epochs", "steps", "sample_length"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
-    result = train(seed=args.seed, backend=args.transformer, temperature=args.temperature,
-                   **settings)
+    try:
+        result = train(seed=args.seed, backend=args.transformer, temperature=args.temperature,
+                       checkpoint=args.checkpoint, resume=args.resume, plot=args.plot,
+                       **settings)
+    except ng.SerializationError as error:  # a checkpoint that cannot be read or written
+        hint = " (--resume takes the options of the run that saved it)" if args.resume else ""
+        parser.exit(2, f"{parser.prog}: error: {error}{hint}\n")
     print(f"validation loss {result['val_losses'][-1]:.3f} nats/char after "
           f"{len(result['losses'])} epochs ({result['seconds']:.1f} s of training)")
+    if args.plot:
+        print(f"loss curve: {args.plot}")
     print(f"sample, after {result['prompt'][-30:]!r}:\n{result['sample']}")
     return 0
 
