@@ -135,7 +135,7 @@ def _sink_softmax(match: Match) -> Optional[Node]:
     moved, node = match["moved"], match.root
     p = moved.attributes["permutation"]
     axes = tuple(sorted(p[a] for a in node.attributes["axes"]))
-    return _top(moved, Softmax(moved.inputs[0], axes), node)
+    return _top(moved, type(node)(moved.inputs[0], axes), node)  # Softmax or LogSoftmax
 
 
 def _increasing(values: List[int]) -> bool:
