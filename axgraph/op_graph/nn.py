@@ -596,12 +596,15 @@ def squared_L2(x, out_axes: AxesLike = None, reduction_axes: AxesLike = None,
     return red.sum(x * x, reduction_axes=reduction_axes, out_axes=out_axes, name=name)
 
 
-def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None) -> Op:
+def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None,
+            training=True) -> Op:
     """Inverted dropout: keep each value with probability `keep`, scaled by 1/keep.
 
     The mask is drawn afresh on every call, one draw per element of x
     (reproducibly by `seed`); scaling the kept values keeps expected values
-    unchanged, so inference simply leaves the op out.
+    unchanged, so at inference dropout is the identity. `training` says when
+    it applies: ``False`` builds no dropout at all; a scalar placeholder lets
+    one graph serve both, chosen per call.
 
     Parameters
     ----------
@@ -614,24 +617,55 @@ def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str
         `set_random_seed`'s sequence).
     name : str, optional
         A name for the result (automatic if None).
+    training : bool or Op, optional
+        True (the default): drop out. False: return x itself. A scalar op (a
+        boolean placeholder, or a numeric one holding 0 or 1): drop out where
+        it is true (nonzero) when the computation runs, else pass x through.
 
     Returns
     -------
     Op
-        x with dropped values set to 0 and kept ones divided by `keep`.
+        x with dropped values set to 0 and kept ones divided by `keep` (x itself
+        when not training).
 
     Raises
     ------
     IncompatibleAxesError
         If `keep` is not in (0, 1].
+    AxgraphTypeError
+        If `training` is neither a bool nor an op without axes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(length=4, name="C")
+    >>> x, training = ng.placeholder([C]), ng.placeholder((), dtype=np.bool_)
+    >>> y = ng.dropout(x, keep=0.5, training=training)
+    >>> with ng.make_transformer() as t:
+    ...     step = t.computation(y, x, training)
+    ...     print(step(np.ones(4), False))    # inference: x unchanged
+    [1. 1. 1. 1.]
     """
     x = as_op(x)
     if not 0.0 < keep <= 1.0:
         raise IncompatibleAxesError(f"dropout: keep must lie in (0, 1], not {keep}", user_location())
+    if isinstance(training, (bool, np.bool_)):
+        if not training:
+            return x
+        switch = None
+    elif isinstance(training, Op) and not training.axes:
+        switch = training
+    else:
+        raise AxgraphTypeError(f"dropout: training must be True, False or a scalar op (a "
+                               f"placeholder without axes), not {training!r}", user_location())
     if keep == 1.0:
         return x
     mask = ew.less(uniform(x.axes, seed=seed, dtype=x.dtype), keep)
-    return ew.multiply(x, ew.Multiply(mask, 1.0 / keep, dtype=x.dtype), name=name)
+    if switch is None:
+        return ew.multiply(x, ew.Multiply(mask, 1.0 / keep, dtype=x.dtype), name=name)
+    dropped = ew.multiply(x, ew.Multiply(mask, 1.0 / keep, dtype=x.dtype))
+    return ew.where(switch, dropped, x, name=name)
 
 
 def moments(x, reduction_axes: AxesLike = None, name: Optional[str] = None):
