@@ -75,6 +75,8 @@ class RowNumpyKernel:
         self.axes = tuple(row.attributes["axes"])
         self.prologue: Optional[NumpyKernel] = None
         source = group.elementwise_output
+        #: The input that is the row op's operand (None: the prologue computes it).
+        self._source: Optional[int] = None
         if source in group.inputs:
             self._source = group.inputs.index(source)
             text = ""
@@ -82,7 +84,6 @@ class RowNumpyKernel:
             read = [j for j, x in enumerate(group.inputs)
                     if any(x in m.inputs for m in group.elementwise_nodes)]
             self._read = read
-            self._source = None
             self.prologue = NumpyKernel(
                 FusedGroup(group.elementwise_nodes, tuple(group.inputs[j] for j in read),
                            source), shapes)
