@@ -903,7 +903,6 @@ def _row_entry(emitter: "_Emitter", result: str) -> str:
                 "#pragma omp simd reduction(+:s)",
                 f"for (int64_t i = 0; i < inner; ++i) {{ const {value} e = {exp}(o[i] - m); "
                 f"o[i] = e; s += e; }}",
-
                 "#pragma omp simd",
                 "for (int64_t i = 0; i < inner; ++i) o[i] = o[i] / s;"]
     else:
