@@ -339,6 +339,12 @@ def _pooling(op, d):
     return [pooling.PoolingBackpropOp(d, op.args[0], op)]
 
 
+@adjoint(nn.SoftmaxOp, nn.LogSoftmaxOp)
+def _softmax(op, d):
+    return [nn.SoftmaxBackpropOp(_fit_to(d, op), op, op.normalization_axes,
+                                 log=isinstance(op, nn.LogSoftmaxOp))]
+
+
 @adjoint(lookup.LookupTableOp)
 def _lookuptable(op, d):
     return [lookup.LookupTableBackpropOp(d, op.args[1], op), None]

@@ -177,6 +177,24 @@ def _softmax(node, ctx, x):
     return shifted / np.sum(shifted, axis=node.axes, keepdims=True)
 
 
+@kernel(ops.LogSoftmax)
+def _log_softmax(node, ctx, x):
+    if x.size == 0:
+        return x.copy()
+    shifted = x - np.max(x, axis=node.axes, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=node.axes, keepdims=True))
+
+
+@kernel(ops.SoftmaxBackprop)
+def _softmax_backprop(node, ctx, dy, y):
+    return y * (dy - np.sum(dy * y, axis=node.axes, keepdims=True))
+
+
+@kernel(ops.LogSoftmaxBackprop)
+def _log_softmax_backprop(node, ctx, dy, y):
+    return dy - np.exp(y) * np.sum(dy, axis=node.axes, keepdims=True)
+
+
 # -- windows ----------------------------------------------------------------------------------
 
 def _pad_spatial(x: np.ndarray, below, above, value) -> np.ndarray:

@@ -12,7 +12,7 @@ from .. import core
 from ..dims import known
 from ..errors import AxisLengthError
 from ..op_graph import convolution as conv, lookup, nn, pooling
-from .context import LoweringContext
+from .context import LoweringContext, positions
 from .rules import rule
 
 
@@ -132,3 +132,17 @@ def _lookup_backprop(ctx, op, delta, idx):
 def _one_hot(ctx, op, x):
     hot = core.OneHot(x, ctx.dims(op.axes), 0)
     return ctx.convert(hot, op.dtype)
+
+
+@rule(nn.SoftmaxOp)
+def _softmax(ctx, op, x):
+    core_op = core.LogSoftmax if isinstance(op, nn.LogSoftmaxOp) else core.Softmax
+    return core_op(ctx.convert(x, op.dtype), positions(op.args[0].axes, op.normalization_axes))
+
+
+@rule(nn.SoftmaxBackpropOp)
+def _softmax_backprop(ctx, op, delta, y):
+    delta_op, y_op = op.args
+    delta = ctx.align(ctx.convert(delta, op.dtype), delta_op.axes, y_op.axes)
+    core_op = core.LogSoftmaxBackprop if op.log else core.SoftmaxBackprop
+    return core_op(delta, y, positions(y_op.axes, op.normalization_axes))

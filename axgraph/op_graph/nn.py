@@ -14,6 +14,7 @@ import numpy as np
 
 from ..axes import Axes, AxesLike, Axis
 from ..debug_info import user_location
+from ..dtypes import kind_of
 from ..errors import AmbiguousAxesError, AxgraphTypeError, AxisLengthError, IncompatibleAxesError
 from . import elementwise as ew
 from . import reductions as red
@@ -29,12 +30,71 @@ class Softmax:
 
     x: Op
     normalization_axes: Axes
-    shifted: Op  # x - max(x), the log-numerator
-    log_denominator: Op  # log(sum(exp(shifted)))
 
     def log_softmax(self) -> Op:
         """log(softmax(x)) without rounding the probability first."""
-        return self.shifted - self.log_denominator
+        return LogSoftmaxOp(self.x, self.normalization_axes)
+
+
+class SoftmaxOp(Op):
+    """exp(x - max) / sum(exp(x - max)) over `normalization_axes`, as one op.
+
+    One op rather than max, subtract, exp, sum and divide, so that a backend
+    can compute each row in one pass, and its adjoint is the one-pass
+    `SoftmaxBackpropOp` rather than the adjoints of five ops. The result has
+    x's axes and a float type (x's if it is one, else float32).
+    """
+
+    attributes = ("normalization_axes",)
+    normalization_axes: Axes
+    #: The function's name in messages.
+    what = "softmax"
+
+    def __init__(self, x, normalization_axes: AxesLike, name: Optional[str] = None):
+        super().__init__(as_op(x), normalization_axes=normalization_axes, name=name)
+
+    def infer_axes(self) -> Axes:
+        self.normalization_axes = checked_axes(self.what, self.args[0],
+                                               self.normalization_axes, "normalization_axes")
+        return self.args[0].axes
+
+    def infer_dtype(self):
+        return self._asked_dtype or _float_of(self.args[0].dtype)
+
+
+class LogSoftmaxOp(SoftmaxOp):
+    """log(softmax(x)) over `normalization_axes` in the log domain, as one op:
+    x - max - log(sum(exp(x - max)))."""
+
+    what = "log_softmax"
+
+
+class SoftmaxBackpropOp(Op):
+    """The adjoint of a softmax (log=False: y * (delta - sum(delta * y))) or of a
+    log-softmax (log=True: delta - exp(y) * sum(delta)), sums over the softmax's
+    `normalization_axes`; args (delta, y), where y is the op's value."""
+
+    attributes = ("normalization_axes", "log")
+    normalization_axes: Axes
+    log: bool
+    dtype_of_arg = 1
+
+    def __init__(self, delta, y, normalization_axes: AxesLike, log: bool,
+                 name: Optional[str] = None):
+        super().__init__(as_op(delta), as_op(y), normalization_axes=normalization_axes,
+                         log=log, name=name)
+
+    def infer_axes(self) -> Axes:
+        delta, y = self.args
+        if not delta.axes.is_equal_set(y.axes):
+            raise IncompatibleAxesError(f"softmax backprop: delta {delta.axes} and y {y.axes} "
+                                        f"must have the same axes", user_location())
+        return y.axes
+
+
+def _float_of(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    return dtype if kind_of(dtype) == "f" else np.dtype(np.float32)
 
 
 @dataclass(eq=False)
@@ -141,14 +201,8 @@ def softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = None, 
     x = as_op(x)
     if normalization_axes is None:
         normalization_axes = _default_distribution_axis("softmax", x)
-    normalization_axes = Axes(normalization_axes)
-    # Softmax does not change when a constant is subtracted, so the shift that keeps
-    # exp from overflowing needs no gradient of its own (it would be exactly zero).
-    shifted = x - ew.stop_gradient(red.max(x, reduction_axes=normalization_axes))
-    exps = ew.exp(shifted)
-    denominator = red.sum(exps, reduction_axes=normalization_axes)
-    result = ew.divide(exps, denominator, name=name)
-    result.schemas.append(Softmax(x, normalization_axes, shifted, ew.log(denominator)))
+    result = SoftmaxOp(x, normalization_axes, name=name)
+    result.schemas.append(Softmax(x, result.normalization_axes))
     return result
 
 
@@ -188,11 +242,7 @@ def log_softmax(x, normalization_axes: AxesLike = None, name: Optional[str] = No
     if normalization_axes is None:
         normalization_axes = _default_distribution_axis("log_softmax", x)
     axes = checked_axes("log_softmax", x, normalization_axes, "normalization_axes")
-    shifted = x - ew.stop_gradient(red.max(x, reduction_axes=axes))
-    result = shifted - ew.log(red.sum(ew.exp(shifted), reduction_axes=axes))
-    if name is not None:
-        result.name = name
-    return result
+    return LogSoftmaxOp(x, axes, name=name)
 
 
 def sigmoid(x, name: Optional[str] = None, dtype=None) -> Op:
@@ -546,12 +596,15 @@ def squared_L2(x, out_axes: AxesLike = None, reduction_axes: AxesLike = None,
     return red.sum(x * x, reduction_axes=reduction_axes, out_axes=out_axes, name=name)
 
 
-def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None) -> Op:
+def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str] = None,
+            training=True) -> Op:
     """Inverted dropout: keep each value with probability `keep`, scaled by 1/keep.
 
     The mask is drawn afresh on every call, one draw per element of x
     (reproducibly by `seed`); scaling the kept values keeps expected values
-    unchanged, so inference simply leaves the op out.
+    unchanged, so at inference dropout is the identity. `training` says when
+    it applies: ``False`` builds no dropout at all; a scalar placeholder lets
+    one graph serve both, chosen per call.
 
     Parameters
     ----------
@@ -564,24 +617,55 @@ def dropout(x, keep: float = 0.5, seed: Optional[int] = None, name: Optional[str
         `set_random_seed`'s sequence).
     name : str, optional
         A name for the result (automatic if None).
+    training : bool or Op, optional
+        True (the default): drop out. False: return x itself. A scalar op (a
+        boolean placeholder, or a numeric one holding 0 or 1): drop out where
+        it is true (nonzero) when the computation runs, else pass x through.
 
     Returns
     -------
     Op
-        x with dropped values set to 0 and kept ones divided by `keep`.
+        x with dropped values set to 0 and kept ones divided by `keep` (x itself
+        when not training).
 
     Raises
     ------
     IncompatibleAxesError
         If `keep` is not in (0, 1].
+    AxgraphTypeError
+        If `training` is neither a bool nor an op without axes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> C = ng.make_axis(length=4, name="C")
+    >>> x, training = ng.placeholder([C]), ng.placeholder((), dtype=np.bool_)
+    >>> y = ng.dropout(x, keep=0.5, training=training)
+    >>> with ng.make_transformer() as t:
+    ...     step = t.computation(y, x, training)
+    ...     print(step(np.ones(4), False))    # inference: x unchanged
+    [1. 1. 1. 1.]
     """
     x = as_op(x)
     if not 0.0 < keep <= 1.0:
         raise IncompatibleAxesError(f"dropout: keep must lie in (0, 1], not {keep}", user_location())
+    if isinstance(training, (bool, np.bool_)):
+        if not training:
+            return x
+        switch = None
+    elif isinstance(training, Op) and not training.axes:
+        switch = training
+    else:
+        raise AxgraphTypeError(f"dropout: training must be True, False or a scalar op (a "
+                               f"placeholder without axes), not {training!r}", user_location())
     if keep == 1.0:
         return x
     mask = ew.less(uniform(x.axes, seed=seed, dtype=x.dtype), keep)
-    return ew.multiply(x, ew.Multiply(mask, 1.0 / keep, dtype=x.dtype), name=name)
+    if switch is None:
+        return ew.multiply(x, ew.Multiply(mask, 1.0 / keep, dtype=x.dtype), name=name)
+    dropped = ew.multiply(x, ew.Multiply(mask, 1.0 / keep, dtype=x.dtype))
+    return ew.where(switch, dropped, x, name=name)
 
 
 def moments(x, reduction_axes: AxesLike = None, name: Optional[str] = None):

@@ -12,7 +12,7 @@ it outright:
 | sink-elementwise-transposes | B(Transpose(x, p), Transpose(y, p)) (or a uniform Constant) | Transpose(B(x, y), p) |
 | sink-unary-reshape | U(Reshape(x, s)) | Reshape(U(x), s) |
 | sink-elementwise-reshapes | B(Reshape(x, s), Reshape(y, s)), x and y of one shape | Reshape(B(x, y), s) |
-| sink-softmax-transpose | Softmax(Transpose(x, p), axes) | Transpose(Softmax(x, p[axes]), p) |
+| sink-softmax-transpose | Softmax(Transpose(x, p), axes) (or LogSoftmax) | Transpose(Softmax(x, p[axes]), p) |
 | reduce-absorbs-transpose | Sum(Transpose(x, p), axes), kept dims in order | Sum(x, p[axes]) |
 | dot-absorbs-transpose | Dot(Transpose(a, p), b), free dims in order | Dot(a, b) with mapped pairs and batch dims |
 | + transpose-transpose, transpose-identity, reshape-reshape, reshape-same-shape (from algebraic) |
@@ -33,7 +33,7 @@ from typing import Callable, List, Optional, Tuple, Type
 from ..core.function import Function
 from ..core.node import Node
 from ..core.ops import (CORE_OPS, BinaryElementwise, Broadcast, Constant, Convert, Dot,
-                        Reduction, Select, Softmax, Transpose, UnaryElementwise)
+                        LogSoftmax, Reduction, Select, Softmax, Transpose, UnaryElementwise)
 from ..core.traits import ops_with
 from . import algebraic
 from .manager import RulePass
@@ -135,7 +135,8 @@ def _sink_softmax(match: Match) -> Optional[Node]:
     moved, node = match["moved"], match.root
     p = moved.attributes["permutation"]
     axes = tuple(sorted(p[a] for a in node.attributes["axes"]))
-    return _top(moved, Softmax(moved.inputs[0], axes), node)
+    softmax = LogSoftmax if isinstance(node, LogSoftmax) else Softmax
+    return _top(moved, softmax(moved.inputs[0], axes), node)
 
 
 def _increasing(values: List[int]) -> bool:

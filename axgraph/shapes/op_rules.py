@@ -107,6 +107,7 @@ rule(shape_ops.BroadcastOp, shape_ops.ReorderAxes, shape_ops.Flatten, shape_ops.
      says="the operand's axes, their parts or new ones: lengths follow the axes")(_none)
 rule(control.AssignOp, control.SequentialOp, control.ValueOfOp, debug.PrintOp,
      says="an operand's axes")(_none)
+rule(nn.SoftmaxOp, nn.SoftmaxBackpropOp, says="the operands' axes, paired by identity")(_none)
 rule(lookup.LookupTableOp, lookup.LookupTableBackpropOp, nn.OneHotOp,
      pooling.PoolingBackpropOp,
      says="operands' axes and new ones, paired by identity")(_none)

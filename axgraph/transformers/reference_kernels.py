@@ -240,6 +240,41 @@ def _one_hot(op, ctx, x):
     return (labels[np.newaxis] == np.arange(classes).reshape((-1,) + (1,) * labels.ndim)).astype(op.dtype)
 
 
+def _positions(op) -> tuple:
+    """Where a softmax's normalization axes are among its (and its value's) axes."""
+    return tuple(op.axes.index(a) for a in op.normalization_axes)
+
+
+@kernel(nn.SoftmaxOp)
+def _softmax(op, ctx, x):
+    x = x.astype(op.dtype, copy=False)
+    if x.size == 0:
+        return x.copy()
+    axis = _positions(op)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@kernel(nn.LogSoftmaxOp)
+def _log_softmax(op, ctx, x):
+    x = x.astype(op.dtype, copy=False)
+    if x.size == 0:
+        return x.copy()
+    axis = _positions(op)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+@kernel(nn.SoftmaxBackpropOp)
+def _softmax_backprop(op, ctx, delta, y):
+    delta_op, y_op = op.args
+    delta = align(delta, delta_op.axes, op.axes).astype(op.dtype, copy=False)
+    axis = _positions(op)
+    if op.log:  # y = log softmax(x): dx = delta - softmax(x) * sum(delta)
+        return delta - np.exp(y) * delta.sum(axis=axis, keepdims=True)
+    return y * (delta - (delta * y).sum(axis=axis, keepdims=True))
+
+
 @kernel(random.UniformOp)
 def _uniform(op, ctx):
     return ctx.rng(op).uniform(op.low, op.high, ctx.lengths(op.axes, op)).astype(op.dtype)

@@ -12,8 +12,8 @@ from .leaves import Constant, DimValue, Parameter, RandomNormal, RandomUniform
 from .nn import (AvgPool, AvgPoolBackprop, Col2Im, Convolution, ConvolutionBackpropData,
                  ConvolutionBackpropFilters, Gather, Im2Col, MaxPool, MaxPoolBackprop, OneHot,
                  ScatterAdd)
-from .reduction import (ArgMax, ArgMin, Dot, IndexReduction, Max, Min, Prod, Reduction, Softmax,
-                        Sum)
+from .reduction import (ArgMax, ArgMin, Dot, IndexReduction, LogSoftmax, LogSoftmaxBackprop, Max,
+                        Min, Prod, Reduction, Softmax, SoftmaxBackprop, Sum)
 from .shape import Broadcast, Concat, Pad, Reshape, Reverse, Slice, Transpose
 
 CORE_OPS: Tuple[Type[Node], ...] = (
@@ -24,7 +24,8 @@ CORE_OPS: Tuple[Type[Node], ...] = (
     # data movement
     Broadcast, Reshape, Transpose, Slice, Reverse, Concat, Pad,
     # contraction and reductions
-    Dot, Sum, Prod, Max, Min, ArgMax, ArgMin, Softmax,
+    Dot, Sum, Prod, Max, Min, ArgMax, ArgMin, Softmax, LogSoftmax, SoftmaxBackprop,
+    LogSoftmaxBackprop,
     # windows and indexing
     Convolution, ConvolutionBackpropData, ConvolutionBackpropFilters, Im2Col, Col2Im,
     MaxPool, AvgPool, MaxPoolBackprop, AvgPoolBackprop,

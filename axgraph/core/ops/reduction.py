@@ -1,4 +1,5 @@
-"""Ops that combine elements: Dot, Sum/Prod/Max/Min, ArgMax/ArgMin, Softmax.
+"""Ops that combine elements: Dot, Sum/Prod/Max/Min, ArgMax/ArgMin, Softmax, LogSoftmax and
+their backprops.
 
 Sum, Prod, Max and Min declare how they combine elements (their traits,
 axgraph/core/traits.py `ReductionTraits`): the NumPy ufunc they reduce with,
@@ -310,3 +311,103 @@ class Softmax(OverAxes):
         (x,) = self.inputs
         require_kind(self, x, "float")
         return x.element_type, x.shape
+
+
+class LogSoftmax(Softmax):
+    """log(softmax(x)) over `axes`, in the log domain: x - max - log(sum(exp(x - max))).
+
+    No probability is rounded before its log is taken, so a log-probability far
+    below log of the smallest float stays finite and exact.
+
+    Parameters
+    ----------
+    x : Node
+        The values: a floating-point element type, any shape.
+    axes : int or sequence of int
+        At least one position of x's dims, each once: the values normalized
+        together.
+
+    Raises
+    ------
+    DTypeError
+        x is not of a floating-point type.
+    ShapeError
+        `axes` is empty or not distinct positions of x's dims.
+    """
+
+
+class SoftmaxBackprop(Node):
+    """The gradient of x given dy, the gradient of y = Softmax(x, axes): y * (dy - sum(dy * y)).
+
+    The sum runs over `axes`. One node, so that a backend can run the whole
+    adjoint in one pass over each row.
+
+    Parameters
+    ----------
+    dy : Node
+        The gradient of y: a floating-point element type.
+    y : Node
+        The softmax's value: dy's element type and shape.
+    axes : int or sequence of int
+        At least one position of y's dims, each once: the softmax's axes.
+
+    Returns
+    -------
+    {op}
+        A node of y's element type and shape.
+
+    Raises
+    ------
+    DTypeError
+        dy and y differ in element type, or it is not a floating-point type.
+    ShapeError
+        dy and y differ in shape, or `axes` is empty or not distinct positions of y's dims.
+    """
+
+    _attributes = ("axes",)
+
+    def __init__(self, dy: Node, y: Node, axes, name: Optional[str] = None):
+        super().__init__((dy, y), {"axes": axes}, name)
+
+    def _normalize(self, attributes: dict) -> dict:
+        dy, y = arity(self, 2)
+        axes = positions(self, attributes["axes"], y.rank)
+        if not axes:
+            raise self._fail(ShapeError, "needs at least one axis")
+        return {"axes": axes}
+
+    def _infer(self) -> Tuple[ElementType, Shape]:
+        dy, y = self.inputs
+        et = same_element_type(self, (dy, y))
+        require_kind(self, y, "float")
+        if dy.shape != y.shape:
+            raise self._fail(ShapeError, f"dy {dy.type_str()} and y {y.type_str()} differ in "
+                                         f"shape")
+        return et, y.shape
+
+
+class LogSoftmaxBackprop(SoftmaxBackprop):
+    """The gradient of x given dy, the gradient of y = LogSoftmax(x, axes):
+    dy - exp(y) * sum(dy).
+
+    Parameters
+    ----------
+    dy : Node
+        The gradient of y: a floating-point element type.
+    y : Node
+        The log-softmax's value: dy's element type and shape.
+    axes : int or sequence of int
+        At least one position of y's dims, each once: the log-softmax's axes.
+
+    Returns
+    -------
+    {op}
+        A node of y's element type and shape.
+
+    Raises
+    ------
+    DTypeError
+        dy and y differ in element type, or it is not a floating-point type.
+    ShapeError
+        dy and y differ in shape, or `axes` is empty or not distinct positions of y's dims.
+    """

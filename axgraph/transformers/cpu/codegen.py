@@ -21,7 +21,7 @@ from ...dtypes import is_bfloat16
 from ...errors import AxgraphError, ExecutionError, GraphError
 from ...op_table import OpTable
 from ...tensor_description import TensorDescription
-from . import runtime, windows
+from . import rows, runtime, windows
 from .memory_plan import MemoryPlan
 from .schedule import (ALLOCATING, MOVEMENT_OPS, Schedule, concrete, dense_layout_order,
                        elementwise_function)
@@ -66,7 +66,8 @@ class Program:
         #: (result, parameter) positions where the result may overwrite the argument.
         self.donatable = schedule.donatable
         self._users = function.users()
-        self.namespace: Dict[str, Any] = {"np": np, "rt": runtime, "win": windows, "CTX": ctx}
+        self.namespace: Dict[str, Any] = {"np": np, "rt": runtime, "win": windows, "rows": rows,
+                                          "CTX": ctx}
         self.names: Dict[Node, str] = {}
         #: Source line -> the node it computes, to say which op failed at run time.
         self.line_nodes: Dict[int, Node] = {}
@@ -387,6 +388,20 @@ def _arg_reduce(p: Program, node: Node, index: int) -> str:
 def _softmax(p: Program, node: Node, index: int) -> str:
     (x,), out = p._args(node), p.names[node]
     return f"rt.softmax({x}, {tuple(node.attributes['axes'])}, out={out})"
+
+
+@CODE.register(core.LogSoftmax)
+def _log_softmax(p: Program, node: Node, index: int) -> str:
+    (x,), out = p._args(node), p.names[node]
+    return f"rows.log_softmax({x}, {tuple(node.attributes['axes'])}, out={out})"
+
+
+@CODE.register(core.SoftmaxBackprop, core.LogSoftmaxBackprop)
+def _softmax_backprop(p: Program, node: Node, index: int) -> str:
+    dy, y = p._args(node)
+    function = ("rows.log_softmax_backprop" if isinstance(node, core.LogSoftmaxBackprop)
+                else "rows.softmax_backprop")
+    return f"{function}({dy}, {y}, {tuple(node.attributes['axes'])}, out={p.names[node]})"
 
 
 @CODE.register(core.Concat)

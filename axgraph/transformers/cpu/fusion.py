@@ -35,8 +35,9 @@ from ...core.node import Node
 from ...passes.manager import Pass, PassManager
 from ...passes.rewrite_log import record_rewrite
 from ...traversal import post_order
-from . import kernel_c, kernel_blocked_numpy
-from .group import (FusedGroup, c_accepts, is_scalar_constant, op_family, reduces_in_groups)
+from . import kernel_c, kernel_blocked_numpy, rows
+from .group import (FusedGroup, c_accepts, is_row_op, is_scalar_constant, op_family,
+                    reduces_in_groups)
 
 # -- what may join a group ------------------------------------------------------------------
 
@@ -63,6 +64,16 @@ def is_fusible_reduction(node: Node) -> bool:
     if not reduces_in_groups(type(node)):
         return False
     rank = node.inputs[0].rank
+    axes = tuple(sorted(node.attributes["axes"]))
+    return axes == tuple(range(rank - len(axes), rank))
+
+
+def is_fusible_row_op(node: Node) -> bool:
+    """A row op (`is_row_op`: softmax, log-softmax, their backprops) over the trailing
+    dims: each row is one contiguous run that the kernel reads and writes in cache."""
+    if not is_row_op(type(node)):
+        return False
+    rank = node.rank
     axes = tuple(sorted(node.attributes["axes"]))
     return axes == tuple(range(rank - len(axes), rank))
 
@@ -97,9 +108,13 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
             continue
         if reads_partial_broadcast(root):
             continue
+        row: Optional[Node] = None
         if is_fusible_reduction(root):
             reduction: Optional[Node] = root
             shape = root.inputs[0].shape
+        elif is_fusible_row_op(root):
+            reduction, row = None, root
+            shape = root.shape
         elif op_family(root) not in (None, "constant"):
             reduction = None
             shape = root.shape
@@ -116,20 +131,26 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
                 queued.add(node)
                 heapq.heappush(pending, (-position[node], node.name, node))
 
-        for x in root.inputs:
+        # a row op computes only its first operand per element (a backprop reads y as is)
+        for x in root.inputs[:1] if row is not None else root.inputs:
             offer(x)
         while pending:
             _, _, candidate = heapq.heappop(pending)
+            # A row kernel takes a partial broadcast (a mask over T and K for every N
+            # and H) copied out, which costs less than the separate pass that the
+            # member reading it would take otherwise.
             if (op_family(candidate) is None or candidate.shape != shape
-                    or candidate in results or reads_partial_broadcast(candidate)
+                    or candidate in results
+                    or (row is None and reads_partial_broadcast(candidate))
                     or any(user not in members for user in users[candidate])):
                 continue
             members.add(candidate)
             for x in candidate.inputs:
                 offer(x)
 
-        computing = sum(1 for m in members if m is not reduction and op_family(m) != "constant")
-        if reduction is None and computing < 2:
+        final = reduction if reduction is not None else row
+        computing = sum(1 for m in members if m is not final and op_family(m) != "constant")
+        if final is None and computing < 2:
             continue
         ordered = tuple(sorted(members, key=position.__getitem__))
         inputs: List[Node] = []
@@ -137,7 +158,7 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
             for x in member.inputs:
                 if x not in members and x not in inputs:
                     inputs.append(x)
-        groups.append(FusedGroup(ordered, tuple(inputs), root, reduction))
+        groups.append(FusedGroup(ordered, tuple(inputs), root, reduction, row))
         taken |= members
 
     groups.sort(key=lambda g: position[g.output])
@@ -170,6 +191,8 @@ def compile_group(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
     """
     if engine not in ENGINES:
         raise ValueError(f"compile_group: engine must be one of {ENGINES}, not {engine!r}")
+    fallback = rows.RowNumpyKernel if group.row is not None else \
+        kernel_blocked_numpy.NumpyKernel
     if engine in ("auto", "c"):
         if engine == "c" or (c_accepts(group) and kernel_c.has_code(group)
                              and kernel_c.c_available()):
@@ -180,7 +203,7 @@ def compile_group(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
                     raise
                 warnings.warn(f"fused C kernel unavailable, using NumPy: {error}",
                               RuntimeWarning, stacklevel=2)
-    return kernel_blocked_numpy.NumpyKernel(group, shapes)
+    return fallback(group, shapes)
 
 
 
@@ -226,6 +249,7 @@ class FusionPass(Pass):
             if group is not None:
                 node = fused_node(group, rebuilt, function.free_symbols)
                 record_rewrite("fuse-reduction" if group.reduction is not None
+                               else "fuse-row" if group.row is not None
                                else "fuse-elementwise", original, node)
             rebuilt[original] = node
             return node

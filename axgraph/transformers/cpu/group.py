@@ -32,22 +32,34 @@ class FusedGroup:
         `reduces_in_groups`), which reduces all dims or the trailing dims of its
         input (so each output element reduces one contiguous run of the
         elementwise values).
+    row: None, or the final row op (`is_row_op`: a softmax, a log-softmax or
+        the backprop of one) over the trailing dims, which reads each row of
+        the elementwise values (its first operand) a few times and writes one
+        row of the output. A backprop's second operand, y, is an input.
     """
 
     nodes: Tuple[Node, ...]
     inputs: Tuple[Node, ...]
     output: Node
     reduction: Optional[Node] = None
+    row: Optional[Node] = None
+
+    @property
+    def final(self) -> Optional[Node]:
+        """The reduction or the row op the group ends in (None: elementwise only)."""
+        return self.reduction if self.reduction is not None else self.row
 
     @property
     def elementwise_output(self) -> Node:
-        """The last elementwise value: the reduction's input, or the output."""
-        return self.reduction.inputs[0] if self.reduction is not None else self.output
+        """The last elementwise value: the reduction's or row op's (first) input, or the
+        output."""
+        final = self.final
+        return final.inputs[0] if final is not None else self.output
 
     @property
     def elementwise_nodes(self) -> Tuple[Node, ...]:
-        """The members computed per element (every member but the reduction)."""
-        return self.nodes[:-1] if self.reduction is not None else self.nodes
+        """The members computed per element (every member but the reduction or row op)."""
+        return self.nodes[:-1] if self.final is not None else self.nodes
 
     def __repr__(self) -> str:
         ops = " ".join(n.op for n in self.nodes)
@@ -58,7 +70,8 @@ class FusedGroup:
         """The group a Fused node runs: its body, over its body's parameters."""
         output = fused.output
         reduction = output if reduces_in_groups(type(output)) else None
-        return cls(fused.body, fused.function.parameters, output, reduction)
+        row = output if is_row_op(type(output)) else None
+        return cls(fused.body, fused.function.parameters, output, reduction, row)
 
 
 # -- members ---------------------------------------------------------------------------------
@@ -94,6 +107,12 @@ def reduces_in_groups(op_class: type) -> bool:
     it reduces with (the blocked-NumPy engine needs no more; the C engine needs its
     `c_accumulate` too)."""
     return issubclass(op_class, core.Reduction) and reduction_ufunc(op_class) is not None
+
+
+def is_row_op(op_class: type) -> bool:
+    """Whether a group may end in a node of `op_class` as its row op: Softmax, LogSoftmax
+    or the backprop of either."""
+    return issubclass(op_class, (core.Softmax, core.SoftmaxBackprop))
 
 
 # -- calling a kernel -----------------------------------------------------------------------
@@ -145,6 +164,11 @@ def group_shapes(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]]
     size = 1
     for d in element_shape:
         size *= d
+    if group.row is not None:  # rows of the trailing dims, each in and out
+        inner = 1
+        for d in element_shape[len(element_shape) - len(group.row.attributes["axes"]):]:
+            inner *= d
+        return element_shape, out_shape, size // inner if inner else 0, inner
     if group.reduction is None:
         return element_shape, out_shape, size, 1
     reduced = len(group.reduction.attributes["axes"])
@@ -192,7 +216,7 @@ def check_call(kernel_name: str, group: FusedGroup, in_shapes: Sequence[Tuple[in
     if out.dtype != node.element_type.dtype or out.shape != out_shape:
         raise ExecutionError(f"{kernel_name}: out is {out.dtype}{list(out.shape)}, the output "
                              f"({node.name}) is {node.element_type.dtype}{list(out_shape)}")
-    dense = out.flags.c_contiguous or (group.reduction is None and memory_order(out) is not None)
+    dense = out.flags.c_contiguous or (group.final is None and memory_order(out) is not None)
     if not dense or not out.flags.writeable:
         raise ExecutionError(f"{kernel_name}: out must be writeable and C-contiguous (an "
                              f"elementwise group also takes a transposed dense array)")

@@ -786,7 +786,9 @@ def indexed_inputs(group: FusedGroup) -> FrozenSet[int]:
     for j, x in enumerate(group.inputs):
         if is_scalar_constant(x):
             continue
-        if group.reduction is not None and x is group.elementwise_output:
+        if group.final is not None and x is group.elementwise_output:
+            indexed.add(j)
+        elif group.row is not None and x in group.row.inputs:  # a backprop's y
             indexed.add(j)
         elif any(x in m.inputs for m in group.elementwise_nodes if op_family(m) != "broadcast"):
             indexed.add(j)
@@ -859,6 +861,76 @@ def _elementwise_entry(emitter: "_Emitter", result: str, out_type: str) -> str:
             + _indent(end, 1) + "}\n")
 
 
+def _row_entry(emitter: "_Emitter", result: str) -> str:
+    """The entry of a group ending in a row op: each row of the trailing dims (one per
+    thread at a time) computed in three passes over `out`'s row, which stays in cache.
+
+    The elementwise values are computed once, into the row of out, as the first
+    pass reduces them (max, or the sum of a backprop); the second pass takes
+    exp and sums (softmax) or the last pass writes the result. Sums are in the
+    element type, over as many partial sums as the vectors have lanes (a
+    double accumulator cost a fifth more on rows of 128 floats).
+    """
+    group = emitter.group
+    row = group.row
+    assert row is not None  # called for row groups only
+    et = row.element_type
+    value, k = CTYPES[et.name], len(group.inputs)
+    exp = emitter._math("exp", et)
+    lines = [f"{value}* out = ({value}*)p[{k}];"]
+    y = ""
+    if isinstance(row, core.SoftmaxBackprop):
+        j = group.inputs.index(row.inputs[1])
+        lines.append(f"const {value}* yp = (const {value}*)p[{j}];")
+        y = "yp[0]" if j in emitter.scalar_inputs else "yp[base + i]"
+    element = f"const {value} v = axgraph_element(base + i, p);"
+    if isinstance(row, core.Softmax):
+        passes = [
+            f"{value} m = -INFINITY;",
+            "#pragma omp simd reduction(max:m)",
+            f"for (int64_t i = 0; i < inner; ++i) {{ {element} o[i] = v; m = v > m ? v : m; }}",
+            f"{value} s = 0;"]
+        if isinstance(row, core.LogSoftmax):
+            log = emitter._math("log", et)
+            passes += [
+                "#pragma omp simd reduction(+:s)",
+                f"for (int64_t i = 0; i < inner; ++i) s += {exp}(o[i] - m);",
+                f"const {value} ls = {log}(s);",
+                "#pragma omp simd",
+                "for (int64_t i = 0; i < inner; ++i) o[i] = (o[i] - m) - ls;"]
+        else:
+            passes += [
+                "#pragma omp simd reduction(+:s)",
+                f"for (int64_t i = 0; i < inner; ++i) {{ const {value} e = {exp}(o[i] - m); "
+                f"o[i] = e; s += e; }}",
+                "#pragma omp simd",
+                "for (int64_t i = 0; i < inner; ++i) o[i] = o[i] / s;"]
+    else:
+        first = "v * " + y if not isinstance(row, core.LogSoftmaxBackprop) else "v"
+        last = (f"o[i] - {exp}({y}) * s" if isinstance(row, core.LogSoftmaxBackprop)
+                else f"{y} * (o[i] - s)")
+        passes = [
+            f"{value} s = 0;",
+            "#pragma omp simd reduction(+:s)",
+            f"for (int64_t i = 0; i < inner; ++i) {{ {element} o[i] = v; "
+            f"s += {first}; }}",
+            "#pragma omp simd",
+            f"for (int64_t i = 0; i < inner; ++i) o[i] = {last};"]
+    lines += [
+        f"#pragma omp parallel for schedule(static) if(outer * inner >= {PARALLEL_MIN})",
+        "for (int64_t r = 0; r < outer; ++r) {",
+        "    const int64_t base = r * inner;",
+        f"    {value}* const o = out + base;",
+        *("    " + line for line in passes),
+        "}",
+        "return 0;"]
+    return (f"static inline {value} axgraph_element(int64_t i, void* const* p)\n{{\n"
+            + _indent(emitter.pointers + emitter.hoisted + emitter.body
+                      + [f"return {result};"], 1) + "}\n\n"
+            + f"int {ENTRY}(int64_t outer, int64_t inner, void* const* p)\n{{\n"
+            + _indent(lines, 1) + "}\n")
+
+
 def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset(),
                     vector_math: FrozenSet[str] = frozenset()) -> str:
     """The C text of a group's kernel (independent of sizes, which are call arguments).
@@ -876,10 +948,13 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     head = ["/* axgraph fused kernel: " + ops + " */",
             "#include <stdint.h>", "#include <stdlib.h>", "#include <string.h>",
             "#include <math.h>", "#ifdef _OPENMP", "#include <omp.h>", "#endif", ""]
+    rows = _row_entry(emitter, result) if group.row is not None else ""  # adds its math
     head += emitter.declarations()
-    if group.reduction is None:
+    if group.final is None:
         head += [STREAM_SUPPORT, ""]
     text = "\n".join(head) + "\n"
+    if rows:
+        return text + rows
     out_type = CTYPES[group.output.element_type.name]
     if group.reduction is None:
         return text + _elementwise_entry(emitter, result, out_type)
@@ -1044,7 +1119,7 @@ class CKernel:
                 elif not array.flags.c_contiguous:
                     array = np.ascontiguousarray(array)
                 if np.may_share_memory(array, out) and not (
-                        group.reduction is None and j not in scalars
+                        group.final is None and j not in scalars
                         and array.ctypes.data == out.ctypes.data):
                     array = array.copy()
             # other inputs are read at element 0 (the data pointer) or not at all (literals)

@@ -311,8 +311,11 @@ def _reversed(node: Node, source: TensorDescription, shape, bindings):
 
 
 def fused_reduction(node: Node) -> bool:
-    """Whether node is a Fused node ending in a reduction (its kernel walks rows)."""
-    return isinstance(node, core.Fused) and isinstance(node.output, core.Reduction)
+    """Whether node is a Fused node ending in a reduction or a row op (softmax and its
+    backprop): its kernel walks rows, so its operands and its output are row-major and it
+    never overwrites an operand."""
+    return isinstance(node, core.Fused) and isinstance(
+        node.output, (core.Reduction, core.Softmax, core.SoftmaxBackprop))
 
 
 def dense_layout_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:

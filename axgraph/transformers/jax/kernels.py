@@ -311,6 +311,25 @@ def _softmax(node, ctx, x):
     return shifted / jnp.sum(shifted, axis=axes, keepdims=True)
 
 
+@kernel(ops.LogSoftmax)
+def _log_softmax(node, ctx, x):
+    if x.size == 0:
+        return x
+    axes = tuple(node.axes)
+    shifted = x - jnp.max(x, axis=axes, keepdims=True)
+    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True))
+
+
+@kernel(ops.SoftmaxBackprop)
+def _softmax_backprop(node, ctx, dy, y):
+    return y * (dy - jnp.sum(dy * y, axis=tuple(node.axes), keepdims=True))
+
+
+@kernel(ops.LogSoftmaxBackprop)
+def _log_softmax_backprop(node, ctx, dy, y):
+    return dy - jnp.exp(y) * jnp.sum(dy, axis=tuple(node.axes), keepdims=True)
+
+
 # -- windows ----------------------------------------------------------------------------------
 
 def _pad_spatial(x, below, above, value):
