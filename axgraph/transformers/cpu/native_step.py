@@ -199,6 +199,10 @@ def _op_unsupported(program: "Program", node: Node) -> Optional[str]:
                 x.element_type.name == "boolean":
             return "one-hot types"
         return None
+    if isinstance(node, (core.Softmax, core.SoftmaxBackprop)):
+        if name not in ("f32", "f64") or any(x.element_type.name != name for x in node.inputs):
+            return "a softmax of other than f32/f64"
+        return None
     if isinstance(node, core.Reduction):
         reduction = type(node)
         if reduction.c_accumulate is None or reduction.c_start is None:
@@ -401,6 +405,8 @@ class _StepWriter:
             return self._one_hot(node)
         if isinstance(node, core.Reduction):
             return self._reduction(node)
+        if isinstance(node, (core.Softmax, core.SoftmaxBackprop)):
+            return self._row(node)
         return self._elementwise(node)
 
     def _elementwise(self, node: Node) -> List[str]:
@@ -444,6 +450,51 @@ class _StepWriter:
         inner_body = [f"{wide} acc = {start_value};", *body,
                       f"{out.at(out_index)} = ({ctype})acc;"]
         return _loops(shape, outer, inner_body) if outer else inner_body
+
+    def _row(self, node: Node) -> List[str]:
+        """Softmax, LogSoftmax and their backprops, a row (the kept dims) at a time: the
+        passes of the fused row kernels (kernel_c._row_entry) over the row's elements,
+        the sums in order. Each pass reads and writes one element at a time, so the
+        result may share its buffer with an operand."""
+        shape = self.program.shapes[node]
+        reduced = tuple(node.attributes["axes"])
+        out = self.places[node]
+        order = _memory_order(out, len(shape))
+        inner = [d for d in order if d in reduced]
+        outer = [d for d in order if d not in reduced]
+        index = [f"i{d}" for d in range(len(shape))]
+        et = node.element_type
+        value, exp = CTYPES[et.name], self.terms._math("exp", et)
+        o = out.at(index)
+        a, b = self.places[node.inputs[0]].at(index), self.places[node.inputs[-1]].at(index)
+
+        def pass_(body: List[str], summing: bool = False) -> List[str]:
+            lines = _loops(shape, inner, body)
+            return [line for line in lines if "omp simd" not in line] if summing else lines
+
+        if isinstance(node, core.Softmax):  # a: x
+            lines = [f"{value} m = -INFINITY;",
+                     *pass_([f"const {value} v = {a};", "m = v > m ? v : m;"], True),
+                     f"{value} s = 0;"]
+            if isinstance(node, core.LogSoftmax):
+                log = self.terms._math("log", et)
+                lines += [*pass_([f"s += {exp}({a} - m);"], True),
+                          f"const {value} ls = {log}(s);",
+                          *pass_([f"{o} = ({a} - m) - ls;"])]
+            else:
+                lines += [*pass_([f"const {value} e = {exp}({a} - m);", f"{o} = e;", "s += e;"],
+                                 True),
+                          *pass_([f"{o} = {o} / s;"])]
+        else:  # a: dy, b: y
+            of_log = isinstance(node, core.LogSoftmaxBackprop)
+            lines = [f"{value} s = 0;",
+                     *pass_([f"s += {a};" if of_log else f"s += {a} * {b};"], True),
+                     *pass_([f"{o} = {a} - {exp}({b}) * s;" if of_log
+                             else f"{o} = {b} * ({a} - s);"])]
+        lines = ["{", *("    " + line for line in lines), "}"]
+        if not outer:
+            return lines
+        return [line for line in _loops(shape, outer, lines) if "omp simd" not in line]
 
     def _one_hot(self, node: core.OneHot) -> List[str]:
         (x,) = node.inputs
