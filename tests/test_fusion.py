@@ -294,6 +294,32 @@ def test_reading_a_bias_broadcast_keeps_a_node_out():
     assert {node.op for node in group.nodes} == {"Tanh", "Sigmoid", "Multiply"}
 
 
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_a_select_reading_a_broadcast_mask_joins_a_group(engine, rng, has_c):
+    """A boolean mask broadcast over leading dims (an attention mask over every batch
+    and head) is taken in: copying it out costs a byte an element, less than the two
+    passes a lone Select takes. Values are checked against NumPy, NaN included."""
+    if engine == "c" and not has_c:
+        pytest.skip("no working C compiler here")
+    shape = core.Shape(3, 5, 7)
+    g, mask = core.Parameter(core.f32, shape), core.Parameter(core.boolean, (5, 7))
+    spread = core.Broadcast(mask, shape, (0,))
+    kept = core.Select(spread, g, core.Constant(core.f32, shape, 0.0))
+    result = core.Multiply(kept, core.Constant(core.f32, shape, 0.25))
+    (group,) = find_fusion_groups(core.Function([result], [g, mask]))
+    assert kept in group.nodes and result in group.nodes and spread in group.inputs
+    kernel = compile_group(group, kernel_shapes(group), engine=engine)
+    gv = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    gv[0, 0, 0] = np.nan
+    mv = rng.random((5, 7)) < 0.5
+    mv[0, 0] = False  # a NaN where the mask drops it becomes 0
+    given = {g: gv, spread: np.broadcast_to(mv, (3, 5, 7))}
+    out = np.empty((3, 5, 7), np.float32)
+    kernel(*[given[x] for x in group.inputs], out=out)
+    want = np.where(mv, gv, np.float32(0)) * np.float32(0.25)
+    np.testing.assert_array_equal(out, want)
+
+
 def test_single_ops_are_not_groups_but_lone_reductions_are():
     shape = core.Shape(2, 8)
     a, b = core.Parameter(core.f32, shape), core.Parameter(core.f32, shape)

@@ -117,7 +117,8 @@ def fused_kernels(y, dx, x, g, **options):
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
 def test_masked_softmax_is_two_fused_kernels(kind):
     """Forward: mask, scale, max, exp, sum and normalise in one kernel; backward: the
-    adjoint in one more. No reduction or exp is left outside them."""
+    adjoint in one more, and the mask's and scale's adjoints (a Select reading the mask's
+    broadcast, a Multiply) in a third. No reduction, exp or select is left outside them."""
     y, dx, x, g = build(kind, True, np.float32)
     function = fused_kernels(y, dx, x, g, fuse_min_elements=1)
     fused = [n for n in function.nodes if isinstance(n, core.Fused)]
@@ -128,7 +129,8 @@ def test_masked_softmax_is_two_fused_kernels(kind):
     (first,) = [n for n in fused if type(n.output).__name__ == forward_op]
     assert {type(m).__name__ for m in first.body} >= {"Multiply", "Select", forward_op}
     loose = [n for n in function.nodes if isinstance(n, (core.Reduction, core.Exp, core.Log,
-                                                         core.Softmax, core.SoftmaxBackprop))]
+                                                         core.Softmax, core.SoftmaxBackprop,
+                                                         core.Select))]
     assert loose == []
 
 
@@ -198,3 +200,36 @@ def test_dropout_training_flag_values():
     for bad in (1, "yes", x):
         with pytest.raises(ng.AxgraphTypeError, match="training"):
             ng.dropout(x, training=bad)
+
+
+def test_mask_fed_per_call_runs_the_backward_in_three_kernels():
+    """A mask given as a placeholder over T and K stays a Broadcast over N in the
+    program. Its adjoint (a Select on that broadcast) and the scale's join one fused
+    kernel after the backprop's; values and gradients match NumPy written here."""
+    rng = np.random.default_rng(11)
+    xv, gv = rng.standard_normal((N, T, K)) * 4, rng.standard_normal((N, T, K))
+    Na, Ta, Ka = ng.make_axis(N, name="N"), ng.make_axis(T, name="T"), ng.make_axis(K, name="K")
+    x, g = ng.placeholder([Na, Ta, Ka], dtype=np.float32), ng.placeholder([Na, Ta, Ka],
+                                                                            dtype=np.float32)
+    keep = ng.placeholder([Ta, Ka], dtype=np.bool_)
+    y = ng.softmax(ng.where(keep, x * 0.5, -np.inf), Ka)
+    dx = ng.deriv(ng.sum(y * g, out_axes=()), x)
+    with ng.make_transformer("cpu", fuse_min_elements=1) as t:
+        computation = t.computation([y, dx], x, g, keep)
+        got, got_grad = computation(xv.astype(np.float32), gv.astype(np.float32), CAUSAL)
+        function = computation._compiled().last_program.function
+    want = forward("softmax", xv, CAUSAL)
+    # d/dx of sum(y * g): y (g - sum(y g)) through the mask, times the scale 0.5
+    want_grad = np.where(CAUSAL, want * (gv - (want * gv).sum(-1, keepdims=True)), 0.0) * 0.5
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(want_grad, numeric_gradient(
+        lambda v: float(np.sum(forward("softmax", v, CAUSAL) * gv)), xv), atol=1e-7)
+    fused = [n for n in function.nodes if isinstance(n, core.Fused)]
+    assert len(fused) == 3
+    assert any({type(m).__name__ for m in n.body} >= {"Select", "Multiply"}
+               and not isinstance(n.output, (core.Softmax, core.SoftmaxBackprop))
+               for n in fused)
+    loose = [n for n in function.nodes if isinstance(n, (core.Select, core.Multiply,
+                                                         core.Reduction, core.Exp))]
+    assert loose == []

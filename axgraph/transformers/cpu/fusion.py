@@ -44,11 +44,14 @@ from .group import (FusedGroup, c_accepts, is_row_op, is_scalar_constant, op_fam
 def reads_partial_broadcast(node: Node) -> bool:
     """Whether an input of `node` is a Broadcast (or one moved by other movement ops) of
     more than one element: the flat kernels would have to materialize it in full on
-    every call, while a lone NumPy ufunc broadcasts it for free."""
+    every call, while a lone NumPy ufunc broadcasts it for free. A boolean one (a mask
+    over every batch and head) is the exception: its copy costs a byte an element, less
+    than the two passes of a lone Select (np.copyto twice) that reading it in saves."""
     for x in node.inputs:
         while x.movement and not isinstance(x, core.Broadcast):
             (x,) = x.inputs
-        if isinstance(x, core.Broadcast) and op_family(x) is None:
+        if (isinstance(x, core.Broadcast) and op_family(x) is None
+                and x.element_type.name != "boolean"):
             return True
     return False
 
