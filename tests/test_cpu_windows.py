@@ -23,6 +23,7 @@ POOLS = [
     ((2, 3, 13, 29), (3, 2), (2, 1), (1, 1), (2, 0)),              # 2-d, overlapping
     ((2, 16, 9, 23), (2, 2), (2, 2), (0, 1), (1, 1)),              # 2-d, many channels
     ((3, 4, 24, 24), (2, 2), (2, 2), (0, 0), (0, 0)),              # the common 2x2/2
+    ((2, 4, 9, 11), (2, 2), (2, 2), (0, 0), (0, 0)),               # 2x2/2, a side left over
     ((2, 3, 6, 17), (2, 2), (1, 1), (1, 1), (1, 1)),               # corners: one real input
     ((2, 4, 5, 7, 19), (2, 3, 2), (1, 2, 2), (1, 0, 1), (0, 2, 1)),  # 3-d
 ]
@@ -100,6 +101,9 @@ def laid_out(values: np.ndarray, layout: str) -> np.ndarray:
         order = (0,) + tuple(range(2, values.ndim)) + (1,)
         buffer = np.ascontiguousarray(values.transpose(order))
         return buffer.transpose(np.argsort(order))
+    if layout == "batch_last":  # a (N, C, S...) view of a (C, S..., N) buffer
+        order = tuple(range(1, values.ndim)) + (0,)
+        return np.ascontiguousarray(values.transpose(order)).transpose(np.argsort(order))
     assert layout == "reversed"  # negative strides on the last two axes
     return np.ascontiguousarray(values[..., ::-1, ::-1])[..., ::-1, ::-1]
 
@@ -109,6 +113,8 @@ def empty_out(shape, dtype, layout: str) -> np.ndarray:
     if layout == "contiguous":
         return np.full(shape, 7, dtype)  # garbage the kernel must overwrite
     order = (0,) + tuple(range(2, len(shape))) + (1,)
+    if layout == "batch_last":
+        order = tuple(range(1, len(shape))) + (0,)
     buffer = np.full([shape[i] for i in order], 7, dtype)
     return buffer.transpose(np.argsort(order))
 
@@ -155,6 +161,36 @@ def test_pools_match_the_interpreter(case, dtype, layout):
     got = windows.avg_pool_backprop(delta, *geometry, out=empty_out(shape, dtype, out_layout))
     check_sum(got, reference("avg_pool_backprop", [delta], shape, window, strides,
                              below=below, above=above, other_shape=pooled), dtype)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("case", POOLS, ids=_ids(POOLS))
+@pytest.mark.parametrize("batch", [9, 16])
+@pytest.mark.parametrize("out_layout", ["batch_last", "contiguous"])
+def test_pools_over_batch_innermost_images(case, dtype, batch, out_layout):
+    """(C, S..., N) buffers, as the neon layers lay images out: the batch serves as lanes."""
+    shape, window, strides, below, above = case
+    shape = (batch,) + tuple(shape[1:])
+    rng = np.random.default_rng(2)
+    x = laid_out(rng.normal(size=shape).astype(dtype), "batch_last")
+    pooled = pooled_shape(shape, window, strides, below, above)
+    delta = laid_out(rng.normal(size=pooled).astype(dtype), "batch_last")
+    x[1, 0].flat[::3] = x[1, 0].flat[1::3][:x[1, 0].flat[::3].size]  # ties: first maximum wins
+    assert windows._batch_lanes((x.shape, x.strides))
+    geometry = (window, strides, below, above)
+    options = dict(below=below, above=above)
+
+    got = windows.max_pool(x, *geometry, out=empty_out(pooled, dtype, out_layout))
+    np.testing.assert_array_equal(got, reference("max_pool", [x], shape, window, strides,
+                                                 **options))
+    got = windows.avg_pool(x, *geometry, out=empty_out(pooled, dtype, out_layout))
+    check_sum(got, reference("avg_pool", [x], shape, window, strides, **options), dtype)
+    got = windows.max_pool_backprop(x, delta, *geometry, out=empty_out(shape, dtype, out_layout))
+    check_sum(got, reference("max_pool_backprop", [x, delta], shape, window, strides,
+                             other_shape=pooled, **options), dtype)
+    got = windows.avg_pool_backprop(delta, *geometry, out=empty_out(shape, dtype, out_layout))
+    check_sum(got, reference("avg_pool_backprop", [delta], shape, window, strides,
+                             other_shape=pooled, **options), dtype)
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))

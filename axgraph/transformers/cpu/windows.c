@@ -535,6 +535,12 @@ int axg_max_pool_backprop_@S@(const @T@* x, const @T@* delta, @T@* out, const ge
                    && g->step[2] >= (g->w[2] - 1) * g->dil[2] + 1
                    && g->step[3] >= (g->w[3] - 1) * g->dil[3] + 1;
     const int pairs = g->w[3] == 2 && g->step[3] == 2 && g->dil[3] == 1 && g->o[5] == 1;
+    /* windows that tile the whole image without padding (the common 2x2/2 on even
+       sides): the stores below then write every element, so no zeroing first */
+    int covers = tiled;
+    for (int k = 0; k < 4; ++k)
+        covers = covers && g->below[k] == 0 && g->dil[k] == 1 && g->step[k] == g->w[k]
+                 && g->s[k] == g->p[k] * g->w[k];
     int failed = 0;
     #pragma omp parallel if(work >= PARALLEL_MIN)
     {
@@ -551,7 +557,7 @@ int axg_max_pool_backprop_@S@(const @T@* x, const @T@* delta, @T@* out, const ge
         const @T@* src = x + PLANE(q, a);
         const @T@* grad = delta + PLANE(q, b);
         @T@* dst = out + PLANE(q, o);
-        ZERO_PLANE(dst, o)
+        if (!covers) ZERO_PLANE(dst, o)
         for (int64_t p0 = g->p[0] - 1; p0 >= 0; --p0)
         for (int64_t p1 = g->p[1] - 1; p1 >= 0; --p1)
         for (int64_t p2 = g->p[2] - 1; p2 >= 0; --p2) {

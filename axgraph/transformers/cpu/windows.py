@@ -28,8 +28,10 @@ Semantics are the reference's, to the bit:
 Speed: the inner loops run over a "lane" dim: the positions along the last
 spatial dim, or the channels where they are closer in memory (NHWC data;
 for im2col/col2im, columns that keep a position's channels together, which
-then stream in memory order). Pools compute blocks of 8 (f32) or 4 (f64)
-lanes in registers with GCC/clang vector extensions; the max uses the x86
+then stream in memory order; pools over images whose batch is innermost,
+the neon layers' (C, H, W, N) buffers, swap N and C, as every (n, c) plane
+is pooled alike, and run with the batch as lanes). Pools compute blocks of
+8 (f32) or 4 (f64) lanes in registers with GCC/clang vector extensions; the max uses the x86
 max instruction (exactly np.maximum without NaN) and lanes that met a NaN
 are redone one by one. Where windows tile (never overlap), the adjoints store
 ``0 + term`` straight into the zeroed `out` instead of read-modify-writes.
@@ -154,6 +156,32 @@ def _channel_lanes(layout: Layout) -> bool:
     return shape[1] >= 4 and abs(strides[1]) < abs(strides[-1])
 
 
+def _batch_lanes(layout: Layout) -> bool:
+    """Whether a pool should vectorize over the batch: its stride is the smallest.
+
+    Pools treat every (n, c) plane alike, so the batch and channel dims may
+    trade places; with images laid out batch-innermost ((C, H, W, N) buffers
+    seen as (N, C, H, W)) the swapped batch then serves as the lane dim.
+    """
+    shape, strides = layout
+    return shape[0] >= 4 and abs(strides[0]) < min(abs(strides[1]), abs(strides[-1]))
+
+
+#: The pools' operands of image size (by index in (first, second, out)): where their
+#: batch is innermost, the pool runs with the batch as its lanes.
+_IMAGES = {"max_pool": (0,), "avg_pool": (0,), "max_pool_backprop": (0, 2),
+           "avg_pool_backprop": (2,)}
+
+
+def _swap_batch_and_channels(image: Tuple[int, ...], layouts: Tuple[Optional[Layout], ...]
+                             ) -> Tuple[Tuple[int, ...], tuple]:
+    """`image` and every operand's layout with dims 0 and 1 (N and C) exchanged."""
+    def swap(values):
+        return (values[1], values[0]) + tuple(values[2:])
+
+    return swap(image), tuple(None if x is None else (swap(x[0]), swap(x[1])) for x in layouts)
+
+
 def _columns_by_position(layout: Layout, nd: int) -> bool:
     """Whether columns (N, P..., C, R...) keep a position's channels together in memory.
 
@@ -255,11 +283,14 @@ def _run_c(name: str, first: np.ndarray, second: Optional[np.ndarray], out: np.n
     arrays = (first, out) if second is None else (first, second, out)
     if not all(x.flags.aligned for x in arrays):  # the C code reads typed pointers
         return False
+    layouts = ((first.shape, first.strides),
+               None if second is None else (second.shape, second.strides),
+               (out.shape, out.strides))
+    images = [layouts[i] for i in _IMAGES.get(name, ())] if not columns else []
+    if images and all(x is not None and _batch_lanes(x) for x in images):
+        image, layouts = _swap_batch_and_channels(tuple(image), layouts)
     plan = _plan(name, columns, tuple(x.dtype for x in arrays), tuple(image), tuple(points),
-                 tuple(window), tuple(strides), tuple(dilation), tuple(below),
-                 ((first.shape, first.strides),
-                  None if second is None else (second.shape, second.strides),
-                  (out.shape, out.strides)))
+                 tuple(window), tuple(strides), tuple(dilation), tuple(below), layouts)
     if plan is None:
         return False
     function, geometry = plan
