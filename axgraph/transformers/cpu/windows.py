@@ -28,9 +28,9 @@ Semantics are the reference's, to the bit:
 Speed: the inner loops run over a "lane" dim: the positions along the last
 spatial dim, or the channels where they are closer in memory (NHWC data;
 for im2col/col2im, columns that keep a position's channels together, which
-then stream in memory order; pools over images whose batch is innermost,
-the neon layers' (C, H, W, N) buffers, swap N and C, as every (n, c) plane
-is pooled alike, and run with the batch as lanes). Pools compute blocks of
+then stream in memory order; pools over images whose batch is innermost in
+memory swap N and C, as every (n, c) plane is pooled alike, and run with the
+batch as lanes). Pools compute blocks of
 8 (f32) or 4 (f64) lanes in registers with GCC/clang vector extensions; the max uses the x86
 max instruction (exactly np.maximum without NaN) and lanes that met a NaN
 are redone one by one. Where windows tile (never overlap), the adjoints store
