@@ -237,3 +237,42 @@ def test_the_gpu_route_of_float32_division_and_roots_is_correctly_rounded(op_cla
                 "Rsqrt": lambda: np.float32(1) / np.sqrt(a)}  # rounded as its two steps
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, expected[op_class]())
+
+
+@pytest.mark.parametrize("platform", ["cpu", "gpu"])
+@pytest.mark.parametrize("contract_a, contract_b, batch_a, batch_b", [
+    ((0,), (0,), (), ()),            # W^T @ delta: the left operand contracted on its outer dim
+    ((2, 0), (0, 1), (), ()),        # two contracted dims, out of order
+    ((1,), (2,), (2,), (0,)),        # a batch dim behind the contracted one
+    ((2,), (1,), (0,), (0,)),        # already innermost: used as is
+    ((1,), (0,), (), ()),            # three free dims around the contracted one
+])
+def test_a_dot_contracting_its_left_operand_outside_its_innermost_dims(
+        platform, contract_a, contract_b, batch_a, batch_b, rng):
+    """On a CPU the left operand is copied into (batch, free, contracted) order first (XLA's
+    CPU dots are slow otherwise); the values are the contraction's, worked out by einsum."""
+    from axgraph.transformers.jax.kernels import TraceContext, run_kernel
+
+    shapes = {((0,), (0,)): ((6, 5), (6, 4)), ((2, 0), (0, 1)): ((3, 5, 2), (2, 3, 4)),
+              ((1,), (2,)): ((4, 3, 2), (2, 5, 3)), ((2,), (1,)): ((2, 4, 3), (2, 3, 5)),
+              ((1,), (0,)): ((3, 4, 2, 5), (4, 6))}
+    a_shape, b_shape = shapes[(contract_a, contract_b)]
+    a = rng.standard_normal(a_shape)
+    b = rng.standard_normal(b_shape)
+    node = core.Dot(core.Parameter(core.f64, a_shape), core.Parameter(core.f64, b_shape),
+                    contract_a, contract_b, batch_a, batch_b)
+    letters = iter("ijklmnop")
+    a_sub = [next(letters) for _ in a_shape]
+    b_sub = [next(letters) for _ in b_shape]
+    for i, j in zip(contract_a + batch_a, contract_b + batch_b):
+        b_sub[j] = a_sub[i]
+    out = ([a_sub[i] for i in batch_a]
+           + [s for d, s in enumerate(a_sub) if d not in contract_a + batch_a]
+           + [s for d, s in enumerate(b_sub) if d not in contract_b + batch_b])
+    expected = np.einsum(f"{''.join(a_sub)},{''.join(b_sub)}->{''.join(out)}", a, b)
+    ctx = TraceContext({}, {}, platform)
+    assert ctx.contracts_lhs_innermost == (platform == "cpu")
+    with jax.enable_x64(True):
+        got = np.asarray(run_kernel(node, ctx, [jax.numpy.asarray(a), jax.numpy.asarray(b)]))
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
