@@ -271,6 +271,29 @@ def test_dot_merges_contracted_dims_in_the_larger_operands_memory_order():
     assert peak < 64 * 1024
 
 
+def test_a_dot_operand_copied_anyway_is_copied_in_its_memory_order():
+    from axgraph import core
+
+    # a weight gradient of attention: (H, N, T, Dh) activations against (D, T, N) inputs
+    x = core.Parameter(core.f32, (4, 8, 16, 8), name="x")
+    y = core.Parameter(core.f32, (12, 16, 8), name="y")
+    heads = core.Tanh(x)                                     # a row-major buffer
+    grad = core.Dot(heads, y, (2, 1), (1, 2))                # (H, Dh, D)
+    compiled = core.compile(core.Function([grad], [x, y]), backend="cpu")
+    rng = np.random.default_rng(10)
+    xv = rng.normal(size=(4, 8, 16, 8)).astype(np.float32)
+    yv = rng.normal(size=(12, 16, 8)).astype(np.float32)
+    (got,) = compiled(xv, yv)
+    program = compiled.last_program
+    assert program.layout[heads].c_contiguous
+    # (H, Dh) cannot merge into one dim of a view, so the operand is copied; the copy
+    # visits Dh, the contiguous dim, innermost and reaches BLAS transposed
+    line = next(line for line in program.source.splitlines() if "np.matmul(" in line)
+    assert f"{program.names[heads]}.transpose((2, 1, 0, 3)).reshape((128, 32)).T," in line
+    expected = np.einsum("hntd,etn->hde", np.tanh(xv.astype(np.float64)), yv)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_a_fused_reductions_input_stays_row_major():
     from axgraph import core
 
