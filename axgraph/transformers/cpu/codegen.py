@@ -485,23 +485,22 @@ def _operand(name: str, shape: Sequence[int], layout: Optional[TensorDescription
     columns = int(np.prod([shape[i] for i in column_dims], dtype=np.int64))
     order = batch_dims + row_dims + column_dims
     if (not batch and layout is not None and _copy_cost(layout, order, (rows, columns))
-            and _run_length(layout, column_dims + row_dims) > _run_length(layout, order)):
+            and _reading(layout, column_dims + row_dims) > _reading(layout, order)):
         return _arranged(name, shape, column_dims + row_dims, (columns, rows)) + ".T"
     return _arranged(name, shape, order, batch + (rows, columns))
 
 
-def _run_length(layout: TensorDescription, order: List[int]) -> int:
-    """How many elements a copy visiting `layout`'s dims in `order` (the last innermost)
-    reads from consecutive memory before it jumps."""
+def _reading(layout: TensorDescription, order: List[int]) -> Tuple[int, int]:
+    """How well a copy visiting `layout`'s dims in `order` (the last innermost) reads
+    memory, larger is better: the elements it reads consecutively before it jumps, then
+    how short its innermost jump is (nearby jumps stay in the cache lines just read)."""
+    dims = [dim for dim in order if layout.shape[dim] != 1]
     run = 1
-    for dim in reversed(order):
-        length, stride = layout.shape[dim], abs(layout.element_strides[dim])
-        if length == 1:
-            continue
-        if stride != run:
+    for dim in reversed(dims):
+        if abs(layout.element_strides[dim]) != run:
             break
-        run *= length
-    return run
+        run *= layout.shape[dim]
+    return run, -abs(layout.element_strides[dims[-1]]) if dims else 0
 
 
 def _arranged(name: str, shape: Sequence[int], order: List[int], matrix: Tuple[int, ...]) -> str:
