@@ -271,6 +271,35 @@ def test_dot_merges_contracted_dims_in_the_larger_operands_memory_order():
     assert peak < 64 * 1024
 
 
+@pytest.mark.parametrize("shape, contract, copy_order, subscripts", [
+    # (H, N, T, Dh): the copy reads runs of Dh, the contiguous dim
+    ((4, 8, 16, 8), (2, 1), (2, 1, 0, 3), "hntd,etn->hde"),
+    # (H, N, Dh, T): no order reads runs; the one that jumps least (Dh's stride) wins
+    ((4, 8, 8, 16), (3, 1), (3, 1, 0, 2), "hndt,etn->hde")])
+def test_a_dot_operand_copied_anyway_is_copied_in_its_memory_order(shape, contract,
+                                                                   copy_order, subscripts):
+    from axgraph import core
+
+    # a weight gradient of attention: per-head activations against (D, T, N) inputs
+    x = core.Parameter(core.f32, shape, name="x")
+    y = core.Parameter(core.f32, (12, 16, 8), name="y")
+    heads = core.Tanh(x)                                     # a row-major buffer
+    grad = core.Dot(heads, y, contract, (1, 2))              # (H, Dh, D)
+    compiled = core.compile(core.Function([grad], [x, y]), backend="cpu")
+    rng = np.random.default_rng(10)
+    xv = rng.normal(size=shape).astype(np.float32)
+    yv = rng.normal(size=(12, 16, 8)).astype(np.float32)
+    (got,) = compiled(xv, yv)
+    program = compiled.last_program
+    assert program.layout[heads].c_contiguous
+    # (H, Dh) cannot merge into one dim of a view, so the operand is copied: as the
+    # (T N, H Dh) matrix, read in memory order, that reaches BLAS transposed
+    line = next(line for line in program.source.splitlines() if "np.matmul(" in line)
+    assert f"{program.names[heads]}.transpose({copy_order}).reshape((128, 32)).T," in line
+    expected = np.einsum(subscripts, np.tanh(xv.astype(np.float64)), yv)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_a_fused_reductions_input_stays_row_major():
     from axgraph import core
 

@@ -228,10 +228,10 @@ class Program:
         orders = [pairs] + [sorted(pairs, key=lambda p: -layout.element_strides[p[side]])
                             for side, layout in enumerate((layout_a, layout_b)) if layout]
         pairs = min(orders, key=copied)
-        left = _arranged(args[0], shape_a, batch_a + rest_a + [i for i, _ in pairs],
-                         batch + (m, k))
-        right = _arranged(args[1], shape_b, batch_b + [j for _, j in pairs] + rest_b,
-                          batch + (k, n))
+        left = _operand(args[0], shape_a, layout_a, batch_a, rest_a, [i for i, _ in pairs],
+                        batch)
+        right = _operand(args[1], shape_b, layout_b, batch_b, [j for _, j in pairs], rest_b,
+                         batch)
         product = batch + (m, n)
         target = out
         if self.shapes[node] != product and node in self.fresh:
@@ -468,6 +468,39 @@ def _copy_cost(layout: Optional[TensorDescription], order: List[int],
                                 for stride, length in zip(view.element_strides, view.shape)):
         return 0
     return matrix[0] * matrix[1]
+
+
+def _operand(name: str, shape: Sequence[int], layout: Optional[TensorDescription],
+             batch_dims: List[int], row_dims: List[int], column_dims: List[int],
+             batch: Tuple[int, ...]) -> str:
+    """Code for one matmul operand: `name` as a stack of (rows, columns) matrices.
+
+    Where the matrix is no view of `name`, NumPy's reshape copies it in the order of
+    the dims it is given. A copy whose innermost loop strides through memory is several
+    times slower than one that reads it in runs, so an operand whose memory runs along
+    its row dims is copied as the transposed (columns, rows) matrix and handed to BLAS
+    as a transposed view of that copy.
+    """
+    rows = int(np.prod([shape[i] for i in row_dims], dtype=np.int64))
+    columns = int(np.prod([shape[i] for i in column_dims], dtype=np.int64))
+    order = batch_dims + row_dims + column_dims
+    if (not batch and layout is not None and _copy_cost(layout, order, (rows, columns))
+            and _reading(layout, column_dims + row_dims) > _reading(layout, order)):
+        return _arranged(name, shape, column_dims + row_dims, (columns, rows)) + ".T"
+    return _arranged(name, shape, order, batch + (rows, columns))
+
+
+def _reading(layout: TensorDescription, order: List[int]) -> Tuple[int, int]:
+    """How well a copy visiting `layout`'s dims in `order` (the last innermost) reads
+    memory, larger is better: the elements it reads consecutively before it jumps, then
+    how short its innermost jump is (nearby jumps stay in the cache lines just read)."""
+    dims = [dim for dim in order if layout.shape[dim] != 1]
+    run = 1
+    for dim in reversed(dims):
+        if abs(layout.element_strides[dim]) != run:
+            break
+        run *= layout.shape[dim]
+    return run, -abs(layout.element_strides[dims[-1]]) if dims else 0
 
 
 def _arranged(name: str, shape: Sequence[int], order: List[int], matrix: Tuple[int, ...]) -> str:
