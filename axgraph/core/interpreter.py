@@ -22,7 +22,8 @@ from ..op_table import OpTable
 from . import ops
 from .backend import Backend, CacheInfo, bind_arguments, checked_outs, unspecialized_cache_info
 from .function import Function
-from .movement_kernels import movement_kernels
+from .movement_kernels import movement_kernels, pad_spatial, window_positions
+from .softmax_kernels import softmax_kernels
 from .node import Node
 from .traits import numpy_function, reduction_identity, reduction_ufunc
 from .tensor_types import Shape
@@ -169,46 +170,11 @@ def _arg_reduce(node, ctx, x):
     return pick(moved, axis=-1).astype(node.element_type.dtype)
 
 
-@kernel(ops.Softmax)
-def _softmax(node, ctx, x):
-    if x.size == 0:
-        return x.copy()
-    shifted = np.exp(x - np.max(x, axis=node.axes, keepdims=True))
-    return shifted / np.sum(shifted, axis=node.axes, keepdims=True)
-
-
-@kernel(ops.LogSoftmax)
-def _log_softmax(node, ctx, x):
-    if x.size == 0:
-        return x.copy()
-    shifted = x - np.max(x, axis=node.axes, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=node.axes, keepdims=True))
-
-
-@kernel(ops.SoftmaxBackprop)
-def _softmax_backprop(node, ctx, dy, y):
-    return y * (dy - np.sum(dy * y, axis=node.axes, keepdims=True))
-
-
-@kernel(ops.LogSoftmaxBackprop)
-def _log_softmax_backprop(node, ctx, dy, y):
-    return dy - np.exp(y) * np.sum(dy, axis=node.axes, keepdims=True)
+for _op_class, _kernel in softmax_kernels(np).items():
+    kernel(_op_class)(_kernel)
 
 
 # -- windows ----------------------------------------------------------------------------------
-
-def _pad_spatial(x: np.ndarray, below, above, value) -> np.ndarray:
-    if not any(below) and not any(above):
-        return x
-    return np.pad(x, [(0, 0), (0, 0)] + list(zip(below, above)), constant_values=value)
-
-
-def _window(offset, strides, dilation, out_lengths) -> tuple:
-    """For one window offset: the padded-input positions seen by every output position."""
-    return (slice(None), slice(None)) + tuple(
-        slice(o * d, o * d + s * (n - 1) + 1, s)
-        for o, d, s, n in zip(offset, dilation, strides, out_lengths))
-
 
 def _conv_args(node):
     return node.strides, node.dilation, node.padding_below, node.padding_above
@@ -216,12 +182,12 @@ def _conv_args(node):
 
 def columns(x, window, strides, dilation, below, above, out_spatial, out=None) -> np.ndarray:
     """im2col: (N, P..., C, R...) so that one reshape gives the (N*P, C*R) matrix for free."""
-    padded = _pad_spatial(x, below, above, 0)
+    padded = pad_spatial(np, x, below, above, 0)
     nd = len(window)
     shape = (x.shape[0],) + tuple(out_spatial) + (x.shape[1],) + tuple(window)
     result = np.empty(shape, dtype=x.dtype) if out is None else out
     for offset in np.ndindex(*window):
-        patch = padded[_window(offset, strides, dilation, out_spatial)]  # (N, C, P...)
+        patch = padded[window_positions(offset, strides, dilation, out_spatial)]  # (N, C, P...)
         result[(Ellipsis,) + offset] = np.moveaxis(patch, 1, 1 + nd)
     return result
 
@@ -243,7 +209,7 @@ def uncolumns(cols, window, strides, dilation, below, above, x_shape, out=None) 
                                               zip(x_shape[2:], below, above)), dtype=cols.dtype)
     positions = cols.shape[1:1 + nd]
     for offset in np.ndindex(*window):
-        padded[_window(offset, strides, dilation, positions)] += \
+        padded[window_positions(offset, strides, dilation, positions)] += \
             np.moveaxis(cols[(Ellipsis,) + offset], 1 + nd, 1)
     crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, x_shape[2:]))
     if out is None:
@@ -301,10 +267,10 @@ def _pool_geometry(node):
 def _window_counts(x_shape, node, out_lengths) -> np.ndarray:
     """How many real (unpadded) inputs each window covers."""
     strides, dilation, below, above = _pool_geometry(node)
-    ones = _pad_spatial(np.ones((1, 1) + tuple(x_shape[2:])), below, above, 0)
+    ones = pad_spatial(np, np.ones((1, 1) + tuple(x_shape[2:])), below, above, 0)
     counts = np.zeros((1, 1) + tuple(out_lengths))
     for offset in np.ndindex(*node.window):
-        counts += ones[_window(offset, strides, dilation, out_lengths)]
+        counts += ones[window_positions(offset, strides, dilation, out_lengths)]
     return counts
 
 
@@ -313,10 +279,10 @@ def _pool(node, ctx, x):
     strides, dilation, below, above = _pool_geometry(node)
     out = ctx.shape(node.shape)
     is_max = isinstance(node, ops.MaxPool)
-    padded = _pad_spatial(x, below, above, _lowest(x.dtype) if is_max else 0)
+    padded = pad_spatial(np, x, below, above, _lowest(x.dtype) if is_max else 0)
     result = None
     for offset in np.ndindex(*node.window):
-        patch = padded[_window(offset, strides, dilation, out[2:])]
+        patch = padded[window_positions(offset, strides, dilation, out[2:])]
         if result is None:
             result = patch.copy()
         elif is_max:
@@ -334,9 +300,9 @@ def _max_pool_backprop(node, ctx, x, delta):
     # window's maximum: whole-array comparisons per offset, no fancy indexing.
     strides, dilation, below, above = _pool_geometry(node)
     out = delta.shape[2:]
-    padded = _pad_spatial(x, below, above, _lowest(x.dtype))
+    padded = pad_spatial(np, x, below, above, _lowest(x.dtype))
     offsets = list(np.ndindex(*node.window))
-    windows = [_window(offset, strides, dilation, out) for offset in offsets]
+    windows = [window_positions(offset, strides, dilation, out) for offset in offsets]
     best = padded[windows[0]].copy()
     for window in windows[1:]:
         np.maximum(best, padded[window], out=best)
@@ -361,7 +327,7 @@ def _avg_pool_backprop(node, ctx, delta):
     gradient = np.zeros(x_shape[:2] + tuple(n + b + a for n, b, a in zip(x_shape[2:], below, above)),
                         dtype=delta.dtype)
     for offset in np.ndindex(*node.window):
-        gradient[_window(offset, strides, dilation, out)] += share
+        gradient[window_positions(offset, strides, dilation, out)] += share
     crop = (slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(below, x_shape[2:]))
     return gradient[crop]
 

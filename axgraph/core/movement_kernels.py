@@ -7,7 +7,7 @@ NumPy reference transformer keeps its own code, as it does for every op.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Sequence
 
 from ..errors import ExecutionError
 from . import ops
@@ -57,3 +57,20 @@ def movement_kernels(xp: Any) -> Dict[type, Callable]:
 
     return {ops.Broadcast: broadcast, ops.Reshape: reshape, ops.Transpose: transpose,
             ops.Slice: slice_, ops.Reverse: reverse, ops.Concat: concat}
+
+
+def window_positions(offset: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
+                     out_lengths: Sequence[int]) -> tuple:
+    """For one window offset: the index of the padded-input positions (N, C, P...) seen by
+    every output position, as basic slices (a view in either module)."""
+    return (slice(None), slice(None)) + tuple(
+        slice(o * d, o * d + s * (n - 1) + 1, s)
+        for o, d, s, n in zip(offset, dilation, strides, out_lengths))
+
+
+def pad_spatial(xp: Any, x, below: Sequence[int], above: Sequence[int], value):
+    """x (N, C, spatial...) padded with `value` before and after its spatial dims, by the
+    array module `xp` (x itself where nothing is padded)."""
+    if not any(below) and not any(above):
+        return x
+    return xp.pad(x, [(0, 0), (0, 0)] + list(zip(below, above)), constant_values=value)

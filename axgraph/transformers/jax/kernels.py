@@ -30,7 +30,8 @@ from ... import dims
 from ...core import ops
 from ...core.host import HostCall
 from ...core.interpreter import KERNELS as INTERPRETER_KERNELS, bindings_text
-from ...core.movement_kernels import movement_kernels
+from ...core.movement_kernels import movement_kernels, pad_spatial, window_positions
+from ...core.softmax_kernels import softmax_kernels
 from ...core.node import Node
 from ...core.ops import reference
 from ...core.tensor_types import Shape
@@ -323,51 +324,14 @@ def _arg_reduce(node, ctx, x):
     return pick(moved, axis=-1).astype(dtype_of(node))
 
 
-@kernel(ops.Softmax)
-def _softmax(node, ctx, x):
-    if x.size == 0:
-        return x
-    axes = tuple(node.axes)
-    shifted = jnp.exp(x - jnp.max(x, axis=axes, keepdims=True))
-    return shifted / jnp.sum(shifted, axis=axes, keepdims=True)
-
-
-@kernel(ops.LogSoftmax)
-def _log_softmax(node, ctx, x):
-    if x.size == 0:
-        return x
-    axes = tuple(node.axes)
-    shifted = x - jnp.max(x, axis=axes, keepdims=True)
-    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True))
-
-
-@kernel(ops.SoftmaxBackprop)
-def _softmax_backprop(node, ctx, dy, y):
-    return y * (dy - jnp.sum(dy * y, axis=tuple(node.axes), keepdims=True))
-
-
-@kernel(ops.LogSoftmaxBackprop)
-def _log_softmax_backprop(node, ctx, dy, y):
-    return dy - jnp.exp(y) * jnp.sum(dy, axis=tuple(node.axes), keepdims=True)
+for _op_class, _kernel in softmax_kernels(jnp).items():
+    kernel(_op_class)(_kernel)
 
 
 # -- windows ----------------------------------------------------------------------------------
 
-def _pad_spatial(x, below, above, value):
-    if not any(below) and not any(above):
-        return x
-    return jnp.pad(x, [(0, 0), (0, 0)] + list(zip(below, above)), constant_values=value)
-
-
-def _window(offset, strides, dilation, out_lengths) -> tuple:
-    """For one window offset: the padded-input positions seen by every output position."""
-    return (slice(None), slice(None)) + tuple(
-        slice(o * d, o * d + s * (n - 1) + 1, s)
-        for o, d, s, n in zip(offset, dilation, strides, out_lengths))
-
-
 def _placed(values, offset, strides, dilation, padded_spatial):
-    """`values` (N, C, P...) where `_window(offset, ...)` reads them from an array of
+    """`values` (N, C, P...) where `window_positions(offset, ...)` reads them from an array of
     spatial shape `padded_spatial`, zeros elsewhere: the adjoint of that read, as one pad
     (interior padding spreads the positions by the strides), not a scatter."""
     config = [(0, 0, 0), (0, 0, 0)]
@@ -384,9 +348,10 @@ def _crop(x, below, lengths):
 
 def _columns(x, window, strides, dilation, below, above, out_spatial):
     """im2col: (N, P..., C, R...), as the interpreter's `columns`."""
-    padded = _pad_spatial(x, below, above, 0)
+    padded = pad_spatial(jnp, x, below, above, 0)
     nd = len(window)
-    patches = [jnp.moveaxis(padded[_window(offset, strides, dilation, out_spatial)], 1, 1 + nd)
+    patches = [jnp.moveaxis(padded[window_positions(offset, strides, dilation, out_spatial)],
+                            1, 1 + nd)
                for offset in np.ndindex(*window)]
     stacked = jnp.stack(patches, axis=-1)  # (N, P..., C, prod(R))
     return stacked.reshape(stacked.shape[:-1] + tuple(window))
@@ -454,7 +419,7 @@ def _window_counts(x_shape, node, out_lengths) -> np.ndarray:
     counts = np.zeros(tuple(out_lengths))
     unit = (1,) * len(node.window)
     for offset in np.ndindex(*node.window):
-        counts += ones[_window(offset, node.strides, unit, out_lengths)[2:]]
+        counts += ones[window_positions(offset, node.strides, unit, out_lengths)[2:]]
     return counts
 
 
@@ -478,9 +443,9 @@ def _max_pool_backprop(node, ctx, x, delta):
     window's maximum, as on every backend."""
     unit = (1,) * len(node.window)
     out = delta.shape[2:]
-    padded = _pad_spatial(x, node.padding_below, node.padding_above, _lowest(x.dtype))
+    padded = pad_spatial(jnp, x, node.padding_below, node.padding_above, _lowest(x.dtype))
     offsets = list(np.ndindex(*node.window))
-    windows = [_window(offset, node.strides, unit, out) for offset in offsets]
+    windows = [window_positions(offset, node.strides, unit, out) for offset in offsets]
     best = padded[windows[0]]
     for window in windows[1:]:
         best = jnp.maximum(best, padded[window])
