@@ -13,7 +13,8 @@ from .axes import (Axes, Axis, AxisRole, DualAxis, FlattenedAxis, NameScope, Pad
 from .errors import (AmbiguousAxesError, AxesError, AxgraphError, AxgraphTypeError,
                      AxgraphValueError, AxisLengthError, DTypeError, DuplicateAxisError,
                      ExecutionError, FeedError, GraphError, IncompatibleAxesError, LayoutError,
-                     NotDifferentiableError, SerializationError, ShapeCheckError,
+                     NotDifferentiableError, OutOfMemoryError, SerializationError,
+                     ShapeCheckError,
                      ShapeConflictError, ShapeError, TransformerClosedError, UnmatchedAxesError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
 from .op_graph.convolution import convolution, deconvolution, spatial_axis
@@ -57,7 +58,8 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "AxesError",
            "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError",
            "DTypeError", "DuplicateAxisError", "ExecutionError", "FeedError", "GraphError",
-           "IncompatibleAxesError", "LayoutError", "NotDifferentiableError", "SerializationError",
+           "IncompatibleAxesError", "LayoutError", "NotDifferentiableError", "OutOfMemoryError",
+           "SerializationError",
            "ShapeError", "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem",
            "assign", "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",
            "spatial_axis", "PrintOp", "dot", "einsum", "fill", "init_tensor", "lookuptable",

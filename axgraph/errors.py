@@ -116,6 +116,10 @@ class ExecutionError(AxgraphError, RuntimeError):
     """A computation failed while running (bad label values, shapes fed late, ...)."""
 
 
+class OutOfMemoryError(ExecutionError, MemoryError):
+    """A computation needs more memory than the machine (or device) can give it."""
+
+
 class NotDifferentiableError(AxgraphTypeError):
     """deriv() reached an op that has no derivative."""
 

@@ -699,3 +699,41 @@ def test_a_core_op_without_a_kernel_names_itself_and_how_to_add_one():
         assert "cannot run the core op NoKernelNode" in info.value.message
         assert f"@{register}(NoKernelNode)" in info.value.message
         assert_location(info.value, "@no-kernel-node")
+
+
+# -- running out of memory ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["numpy", "interpreter", "cpu", "jax"])
+def test_a_call_that_needs_more_memory_than_exists_is_an_axgraph_error(name):
+    """A value of 10^14 elements (beyond any address space) is refused as an axgraph error
+    naming the call's line (OutOfMemoryError where the backend reports an allocation;
+    XLA may report it otherwise), and the transformer still runs the next computation."""
+    if name == "jax":
+        pytest.importorskip("jax")
+    big_a = ng.make_axis(length=10 ** 7, name="A")
+    big_b = ng.make_axis(length=10 ** 7, name="B")
+    x = ng.placeholder([big_a])
+    op_line = _line() + 1
+    outer = ng.broadcast(x, [big_a, big_b]) * 2.0 + ng.exp(ng.broadcast(x, [big_b, big_a]))
+    small = ng.make_axis(length=3, name="S")
+    y = ng.placeholder([small])
+    with ng.make_transformer(name) as transformer:
+        huge = transformer.computation(ng.sum(outer), x)
+        expected = ng.OutOfMemoryError if name != "jax" else ng.ExecutionError
+        call_line = _line() + 2
+        with pytest.raises(expected) as raised:
+            huge(np.ones(10 ** 7, np.float32))
+        # the numpy transformer names the op that failed, the others the call
+        assert raised.value.location == (__file__, op_line if name == "numpy" else call_line)
+        if isinstance(raised.value, ng.OutOfMemoryError):
+            assert isinstance(raised.value, MemoryError)
+            assert "memory" in raised.value.message
+        doubled = transformer.computation(y * 2.0, y)(np.array([1.0, 2.0, 3.0], np.float32))
+        np.testing.assert_array_equal(doubled, [2.0, 4.0, 6.0])
+
+
+def _line() -> int:
+    """The caller's line number (the line a raise in the same statement reports)."""
+    import sys
+
+    return sys._getframe(1).f_lineno

@@ -11,7 +11,8 @@ import abc
 import functools
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeGuard, cast
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple,
+                    TypeGuard, cast)
 
 import numpy as np
 
@@ -24,7 +25,8 @@ from ..debug_info import user_location
 from ..core.backend import check_out_arrays
 from ..dims import bind_shapes
 from ..dtypes import can_feed, kind_of, unfit_values
-from ..errors import AxgraphTypeError, FeedError, GraphError, ShapeError, TransformerClosedError
+from ..errors import (AxgraphTypeError, FeedError, GraphError, OutOfMemoryError, ShapeError,
+                      TransformerClosedError)
 from ..op_graph.op import Op
 from ..ordered_set import OrderedSet
 from ..op_graph.execution_order import schedule
@@ -171,7 +173,12 @@ class Computation:
             if out is not None:
                 out = self._checked_out(out, list(checked.values()), bindings)
             self._calls += 1
-            outputs = self.transformer._run(self, checked, bindings, out=out)
+            try:
+                outputs = self.transformer._run(self, checked, bindings, out=out)
+            except OutOfMemoryError:
+                raise
+            except MemoryError as error:
+                raise self.out_of_memory(error) from error
         if out is not None:
             for target, value in zip(out, outputs):
                 if target is not None:
@@ -179,6 +186,15 @@ class Computation:
             outputs = [value if target is None or value is None else target
                        for target, value in zip(out, outputs)]
         return self._package(outputs)
+
+    def out_of_memory(self, error: MemoryError) -> OutOfMemoryError:
+        """`error` (NumPy's MemoryError, or a backend's) as an `OutOfMemoryError` naming this
+        computation and the user's line that called it."""
+        file, line = self._location
+        return OutOfMemoryError(
+            f"a call of the computation made at {file}:{line} ran out of memory on the "
+            f"{self.transformer.transformer_name} transformer: {error}; give it smaller "
+            f"inputs (a smaller batch) or split the computation", user_location())
 
     @property
     def executor(self) -> "Computation":

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, cast
 
 import numpy as np
 
-from ..errors import AxgraphError, AxisLengthError, ExecutionError, ShapeError
+from ..errors import AxgraphError, AxisLengthError, ExecutionError, OutOfMemoryError, ShapeError
 from ..op_graph.op import Op
 from ..op_graph.random import RandomOp
 from ..op_graph.execution_order import schedule
@@ -154,6 +154,9 @@ class NumPyTransformer(Transformer):
                 value = run_kernel(op, ctx, args)
             except AxgraphError:
                 raise
+            except MemoryError as error:
+                raise op.error(OutOfMemoryError, f"{type(op).__name__} ran out of memory: "
+                               f"{error}") from error
             except Exception as error:  # a NumPy failure: name the op and the user's line
                 raise op.error(ExecutionError, f"{type(op).__name__} failed: {error}") from error
             if op.is_tensor_op:

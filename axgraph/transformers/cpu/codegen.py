@@ -117,7 +117,11 @@ class Program:
 
     # -- code ----------------------------------------------------------------------------
     def _generate(self) -> str:
-        arena = np.empty(max(self.plan.arena_bytes, 1), dtype=np.uint8)
+        try:
+            arena = np.empty(max(self.plan.arena_bytes, 1), dtype=np.uint8)
+        except MemoryError:
+            raise MemoryError(f"its memory plan needs {self.plan.arena_bytes / 2 ** 30:.4g} "
+                              f"GiB for the values it computes") from None
         self.namespace["ARENA"] = arena
         parameters: List[str] = []
         lines: List[str] = []

@@ -25,7 +25,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, cast
 import jax
 
 from ...debug_info import user_location
-from ...errors import TransformerClosedError
+from ...errors import ExecutionError, TransformerClosedError
 from ..base import Computation, _checked_feed
 from ...core.program_cache import CACHE_SIZE, checked_cache_size
 from ..lowering_transformer import LoweringTransformer
@@ -52,6 +52,22 @@ class JaxComputation(Computation):
 
     def __call__(self, *values, feed_dict=None, out=None, keep_on_device: Optional[bool] = None):
         """Run once, as `Computation.__call__`; `keep_on_device=True` returns jax arrays."""
+        try:
+            return self._call(values, feed_dict, out, keep_on_device)
+        except jax.errors.JaxRuntimeError as error:
+            raise self._runtime_error(error) from error
+
+    def _runtime_error(self, error: Exception) -> ExecutionError:
+        """XLA's failure while running a program, as axgraph's: `OutOfMemoryError` where it
+        says it could not allocate, else `ExecutionError` naming this computation."""
+        text = str(error)
+        if "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower():
+            return self.out_of_memory(MemoryError(text))
+        file, line = self._location
+        return ExecutionError(f"XLA failed running the computation made at {file}:{line} "
+                              f"on the jax transformer: {text}", user_location())
+
+    def _call(self, values: tuple, feed_dict, out, keep_on_device: Optional[bool]):
         transformer = cast("JaxTransformer", self.transformer)
         with transformer._lock:
             if transformer._pending is not None:
