@@ -235,9 +235,9 @@ def sin_and_cos_of_one_value(et):
 GROUPS: Dict[str, Callable] = {f.__name__: f for f in (
     chain, log_exp_divide, relu_and_gradient, logic_sign_floor, l2, max_of_rows, min_of_log,
     erf_tan_rsqrt, every_elementwise_op, sin_and_cos_of_one_value)}
-#: gcc turns sinf(x) and cosf(x) into one sincosf(x), which libmvec lacks, so the loop stays
-#: scalar (-fno-builtin-sin -fno-builtin-sinf -fno-builtin-cos -fno-builtin-cosf avoid it).
-SCALAR_KNOWN = {"sin_and_cos_of_one_value"}
+#: None known: gcc's joining of sinf(x) and cosf(x) into a scalar sincosf(x) is turned off
+#: (kernel_c.NO_SINCOS_FLAGS), which the case `sin_and_cos_of_one_value` checks.
+SCALAR_KNOWN: set = set()
 CASES = [(name, et) for name in GROUPS for et in (core.f32, core.f64)]
 IDS = [f"{name}-{et.name}" for name, et in CASES]
 MARKED_CASES = [pytest.param(name, et, marks=pytest.mark.xfail(
