@@ -1,0 +1,19 @@
+"""Files of axgraph: variables (checkpoints of values) and whole graphs, never pickled.
+
+Variables: `save_variables` / `restore_variables` write and read one .npz of arrays
+with a JSON manifest (`axgraph.serialization.variables`). Graphs: `save_graph` /
+`load_graph` write and read an ``.axg`` file holding the axes graph, its axes and
+the values of its stored tensors (`axgraph.serialization.graphs`). Both kinds are
+written atomically and read as untrusted input (`axgraph.variables_file`): a file
+that is truncated, crafted or not ours is a `SerializationError` naming the path and
+the problem, and nothing in a file can run code.
+"""
+from __future__ import annotations
+
+from ..errors import SerializationError
+from .variables import (FORMAT, MANIFEST_KEY, VERSION, get_values, read_manifest,
+                        restore_variables, restore_with_manifest, save_variables, set_values)
+
+__all__ = ["FORMAT", "MANIFEST_KEY", "VERSION", "SerializationError", "get_values",
+           "read_manifest", "restore_variables", "restore_with_manifest", "save_variables",
+           "set_values"]
