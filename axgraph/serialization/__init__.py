@@ -11,9 +11,11 @@ the problem, and nothing in a file can run code.
 from __future__ import annotations
 
 from ..errors import SerializationError
+from .graphs import GRAPH_FORMAT, GRAPH_SUFFIX, GRAPH_VERSION, LoadedGraph, load_graph, save_graph
 from .variables import (FORMAT, MANIFEST_KEY, VERSION, get_values, read_manifest,
                         restore_variables, restore_with_manifest, save_variables, set_values)
 
-__all__ = ["FORMAT", "MANIFEST_KEY", "VERSION", "SerializationError", "get_values",
-           "read_manifest", "restore_variables", "restore_with_manifest", "save_variables",
-           "set_values"]
+__all__ = ["FORMAT", "GRAPH_FORMAT", "GRAPH_SUFFIX", "GRAPH_VERSION", "LoadedGraph",
+           "MANIFEST_KEY", "VERSION", "SerializationError", "get_values", "load_graph",
+           "read_manifest", "restore_variables", "restore_with_manifest", "save_graph",
+           "save_variables", "set_values"]
