@@ -39,7 +39,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 import numpy as np
 
 from ..axes import Axes, Axis, AxisRole, DualAxis, FlattenedAxis, PaddedAxis, SlicedAxis
-from ..debug_info import SourcePosition
+from ..debug_info import SourcePosition, source_position
 from ..dims import Dim
 from ..dtypes import as_dtype, is_bfloat16
 from ..errors import SerializationError
@@ -616,8 +616,9 @@ class _Reader:
         axes = _refs(entry["axes"], self.axes, len(self.axes), what, "axis")
         dtype = dtype_from_name(entry["dtype"], what)
         op = kind.__new__(kind)
-        try:
-            with Op.all_ops() as made:
+        position = location if isinstance(location, SourcePosition) else SourcePosition(*location)
+        try:     # errors of its own checks name the line that made it, as when it was made
+            with Op.all_ops() as made, source_position(position):
                 op._build(tuple(args), attributes, asked_axes, asked_dtype, name, metadata,
                           location)
         except Exception as error:  # a crafted file may make the op's own checks fail any way
