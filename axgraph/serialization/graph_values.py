@@ -4,7 +4,8 @@ An op's declared attributes and metadata hold plain values (None, bools, ints,
 floats, strings), containers of them (tuples, lists, dicts), slices, dtypes,
 symbolic dims, arrays, and references: to axes, roles and ops (by their index
 in the file's tables) and to the small frozen dataclasses op modules declare
-(a convolution's layouts and geometry). `ValueEncoder` turns one into JSON:
+(a convolution's layouts and geometry); core IR nodes add element types and
+shapes. `ValueEncoder` turns one into JSON:
 None, bools, ints, strings and finite floats as themselves, everything else as
 an object with one key naming its kind (``{"tuple": [...]}``, ``{"axis": 3}``,
 ``{"array": "a0"}``). `ValueDecoder` reads that back, checking every field and
@@ -22,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ..axes import Axes, Axis, AxisRole
+from ..core.tensor_types import ElementType, Shape, element_types
 from ..dims import Dim, dim, dim_max, dim_min
 from ..dtypes import bfloat16, is_bfloat16
 from ..op_graph.op import Op
@@ -204,6 +206,10 @@ class ValueEncoder:
             return {"scalar": self.array(np.asarray(value))}
         if isinstance(value, np.dtype):
             return {"dtype": dtype_name(value)}
+        if isinstance(value, ElementType):
+            return {"element_type": value.name}
+        if isinstance(value, Shape):
+            return {"shape": [self.encode(d, depth + 1) for d in value]}
         if isinstance(value, slice):
             return {"slice": [self.encode(b, depth + 1) for b in (value.start, value.stop,
                                                                   value.step)]}
@@ -241,6 +247,7 @@ class ValueDecoder:
             "role": self._role, "dim": lambda v, what, depth: decode_dim(v, what, depth),
             "array": self._array, "scalar": self._scalar, "dtype": self._dtype,
             "slice": self._slice, "tuple": self._tuple, "list": self._items,
+            "element_type": self._element_type, "shape": self._shape,
             "dict": self._dict, "dataclass": self._dataclass}
 
     def decode(self, value, what: str, depth: int = 0):
@@ -304,6 +311,19 @@ class ValueDecoder:
 
     def _dtype(self, value, what: str, depth: int) -> np.dtype:
         return dtype_from_name(value, what)
+
+    def _element_type(self, value, what: str, depth: int) -> ElementType:
+        found = {t.name: t for t in element_types()}.get(value) if isinstance(value, str) else None
+        if found is None:
+            raise _Invalid(f"{what}: {_short(value)} is not an element type of the core IR")
+        return found
+
+    def _shape(self, value, what: str, depth: int) -> Shape:
+        dims = [self.decode(d, what, depth) for d in _list(value, what, 64)]
+        if not all(isinstance(d, Dim) or (isinstance(d, int) and not isinstance(d, bool)
+                                          and d >= 0) for d in dims):
+            raise _Invalid(f"{what}: shape {_short(value)} is not a list of dims")
+        return Shape(*dims)
 
     def _slice(self, value, what: str, depth: int) -> slice:
         bounds = _list(value, what, 3)

@@ -95,7 +95,12 @@ def _check_graph_manifest(manifest: dict) -> None:
         if len(manifest[field_name]) > most:
             raise _Invalid(f"it lists {len(manifest[field_name])} {field_name}; at most {most} "
                            f"are allowed")
-    for index, entry in enumerate(manifest["arrays"]):
+    _check_arrays(manifest["arrays"])
+
+
+def _check_arrays(entries: list) -> None:
+    """Each array entry: its key and name ``a<index>``, a dtype a file may hold, a shape."""
+    for index, entry in enumerate(entries):
         what = f"array {index}"
         _fields(entry, _ARRAY_FIELDS, what)
         if entry["key"] != f"a{index}" or entry["name"] != entry["key"]:
@@ -110,7 +115,7 @@ def _check_graph_manifest(manifest: dict) -> None:
                 for n in shape):
             raise _Invalid(f"{what}: shape {_short(shape)} is not a list of at most {MAX_NDIM} "
                            f"lengths")
-    check_unique_entries(manifest["arrays"], "arrays")
+    check_unique_entries(entries, "arrays")
 
 
 GRAPH = ArchiveKind("graph file", GRAPH_FORMAT, GRAPH_VERSION, _check_graph_manifest, "arrays",
