@@ -232,8 +232,10 @@ def check_format(manifest, kind: "ArchiveKind") -> None:
     """Raise _Invalid unless `manifest` is a well-formed manifest of `kind` (its format and
     version, then its own schema); a later version is told as one."""
     if not isinstance(manifest, dict) or manifest.get("format") != kind.format:
-        raise _Invalid(f"it is not an axgraph {kind.title} (its manifest is not "
-                       f"{kind.format!r})")
+        other = _KINDS.get(manifest.get("format")) if isinstance(manifest, dict) else None
+        told = (f"it is an axgraph {other.title}" if isinstance(other, ArchiveKind)
+                else f"its manifest is not {kind.format!r}")
+        raise _Invalid(f"it is not an axgraph {kind.title} ({told})")
     version = manifest.get("version")
     if version != kind.version or isinstance(version, bool):
         newer = (" (a newer axgraph wrote it: upgrade axgraph to read it)"
@@ -286,6 +288,13 @@ class ArchiveKind:
     writing: str = "cannot save variables to"
     #: What one entry of `entries` is called in messages.
     item: str = "variable"
+
+    def __post_init__(self) -> None:
+        _KINDS[self.format] = self   # so a file of one kind, read as another, is told which
+
+
+#: Every kind by its format, for messages.
+_KINDS: Dict[str, "ArchiveKind"] = {}
 
 
 VARIABLES = ArchiveKind("variables file", FORMAT, VERSION, _check_variables, "variables")

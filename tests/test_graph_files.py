@@ -262,3 +262,28 @@ def test_what_a_graph_file_cannot_hold_is_named(tmp_path):
         save_graph("w", tmp_path / "bad.axg")
     with pytest.raises(SerializationError, match="directory .* does not exist"):
         save_graph(w, tmp_path / "missing" / "g.axg")
+
+
+def test_a_char_transformer_training_step_keeps_adamw_state(tmp_path):
+    from examples import char_transformer as ct
+
+    config = ct.Config(layers=1, heads=2, d_model=8, context=6, mlp_width=16, batch=2)
+    model = ct.CharTransformer(5, config, seed=4)
+    N = ng.make_axis(config.batch, name="N")
+    chars = ng.placeholder([model.T, N], dtype=np.int32, name="chars")
+    following = ng.placeholder([model.T, N], dtype=np.int32, name="following")
+    loss = model.loss(chars, following)
+    step = ng.sequential([ct.make_optimizer(model, 10)(loss), loss])
+    rng = np.random.default_rng(5)
+    batches = [rng.integers(0, 5, (2, config.context, config.batch)) for _ in range(4)]
+    with ng.NumPyTransformer() as t:
+        train = t.computation(step, chars, following)
+        train(*batches[0])
+        train(*batches[1])
+        save_graph(train, tmp_path / "step.axg")      # the warmup's step count, AdamW's moments
+        expected = [train(*batch) for batch in batches[2:]]
+    graph = load_graph(tmp_path / "step.axg")
+    with ng.NumPyTransformer() as t:
+        loaded_train = graph.computation(t)
+        np.testing.assert_allclose([loaded_train(*batch) for batch in batches[2:]], expected,
+                                   rtol=1e-6)

@@ -196,7 +196,7 @@ def test_files_that_are_not_graph_files(tmp_path):
     H = ng.make_axis(2, name="H")
     w = ng.variable([H], initial_value=0.0, name="w")
     save_variables(tmp_path / "w.npz", {w: np.zeros(2)})
-    refused(tmp_path / "w.npz", "not an axgraph graph file")
+    refused(tmp_path / "w.npz", "not an axgraph graph file (it is an axgraph variables file)")
     with open(tmp_path / "pickled.axg", "wb") as file:
         pickle.dump({"ops": []}, file)
     refused(tmp_path / "pickled.axg", "not a readable zip archive")

@@ -312,8 +312,11 @@ def _graph_ops(roots: Sequence[Op], writer: _Writer) -> List[Op]:
         stack.extend(op.args)
         stack.extend(op.other_deps)
         stack.extend(_main_user_deps(op))
+        attributes = op.attribute_values
+        if op in writer.values:           # its value replaces its initial value (an op, say)
+            del attributes["initial_value"]
         referenced: List[Op] = []
-        _referenced_ops(list(writer.attributes(op).values()) + [op.metadata], referenced)
+        _referenced_ops(list(attributes.values()) + [op.metadata], referenced)
         stack.extend(referenced)
     return sorted(seen, key=lambda op: op._serial)
 
