@@ -232,7 +232,8 @@ def check_format(manifest, kind: "ArchiveKind") -> None:
     """Raise _Invalid unless `manifest` is a well-formed manifest of `kind` (its format and
     version, then its own schema); a later version is told as one."""
     if not isinstance(manifest, dict) or manifest.get("format") != kind.format:
-        other = _KINDS.get(manifest.get("format")) if isinstance(manifest, dict) else None
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        other = _KINDS.get(found) if isinstance(found, str) else None
         told = (f"it is an axgraph {other.title}" if isinstance(other, ArchiveKind)
                 else f"its manifest is not {kind.format!r}")
         raise _Invalid(f"it is not an axgraph {kind.title} ({told})")
