@@ -1,4 +1,9 @@
-"""The variables file on disk: a .npz of arrays plus a JSON manifest, written atomically, read warily.
+"""axgraph's files on disk: a .npz of arrays plus a JSON manifest, written atomically, read warily.
+
+Variables files (checkpoints) are described here; graph files and core function
+files (`axgraph.serialization.graphs`, `.functions`) are other `ArchiveKind`s of
+the same container: their own manifest schema, bounds and messages, and the same
+reading and writing below.
 
 A file is an uncompressed zip (what `np.savez` writes) of ``.npy`` members:
 ``__manifest__.npy``, a JSON document as a uint8 array, and one member

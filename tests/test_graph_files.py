@@ -262,6 +262,11 @@ def test_what_a_graph_file_cannot_hold_is_named(tmp_path):
         save_graph("w", tmp_path / "bad.axg")
     with pytest.raises(SerializationError, match="directory .* does not exist"):
         save_graph(w, tmp_path / "missing" / "g.axg")
+    with ng.NumPyTransformer() as t:
+        computation = t.computation(w)
+    with pytest.raises(SerializationError, match="closed.axg: this NumPyTransformer is "
+                                                 "closed"):
+        save_graph(computation, tmp_path / "closed.axg")
 
 
 def test_a_char_transformer_training_step_keeps_adamw_state(tmp_path):

@@ -30,7 +30,7 @@ from ..variables_file import (BFLOAT16, BFLOAT16_BITS, DTYPES, MAX_NAME_LENGTH, 
                               _cut, _fields, _Invalid, _refused_as, _short,
                               open_variables_file, shown_path, write_variables_file)
 from .graph_values import Unsaveable, ValueDecoder, ValueEncoder, dataclass_table
-from .graphs import (MAX_ARRAYS, MAX_OPS, _check_arrays, _checked, _decoded_location,
+from .graphs import (MAX_ARRAYS, MAX_MANIFEST_BYTES, MAX_MANIFEST_CONTAINERS, MAX_OPS, _check_arrays, _checked, _decoded_location,
                      _location, _refs, _text)
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -52,8 +52,8 @@ def _check_core_manifest(manifest: dict) -> None:
 
 
 CORE = ArchiveKind("core function file", CORE_FORMAT, CORE_VERSION, _check_core_manifest,
-                   "arrays", max_members=MAX_ARRAYS, max_manifest_bytes=1 << 26,
-                   max_manifest_containers=1 << 22, reading="cannot load a core function from",
+                   "arrays", max_members=MAX_ARRAYS, max_manifest_bytes=MAX_MANIFEST_BYTES,
+                   max_manifest_containers=MAX_MANIFEST_CONTAINERS, reading="cannot load a core function from",
                    writing="cannot save a core function to", item="array")
 
 

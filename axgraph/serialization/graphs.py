@@ -64,6 +64,10 @@ GRAPH_SUFFIX = ".axg"
 RESULT_KINDS = ("single", "sequence", "dict")
 MAX_OPS = 1 << 20
 MAX_ARRAYS = 1 << 16
+#: A manifest's size: about 300 bytes an op, so some 50,000 ops; parsing one of this size
+#: takes at most a few hundred MiB, which bounds what a crafted manifest can make us allocate.
+MAX_MANIFEST_BYTES = 1 << 24
+MAX_MANIFEST_CONTAINERS = 1 << 21
 _MAX_LINE = (1 << 31) - 1
 _MAX_DUAL_LEVEL = 1 << 16
 
@@ -119,8 +123,8 @@ def _check_arrays(entries: list) -> None:
 
 
 GRAPH = ArchiveKind("graph file", GRAPH_FORMAT, GRAPH_VERSION, _check_graph_manifest, "arrays",
-                    max_members=MAX_ARRAYS, max_manifest_bytes=1 << 26,
-                    max_manifest_containers=1 << 22, reading="cannot load a graph from",
+                    max_members=MAX_ARRAYS, max_manifest_bytes=MAX_MANIFEST_BYTES,
+                    max_manifest_containers=MAX_MANIFEST_CONTAINERS, reading="cannot load a graph from",
                     writing="cannot save a graph to", item="array")
 
 
@@ -383,7 +387,10 @@ def save_graph(graph, path: PathLike, *, inputs: Sequence[Op] = (), transformer=
                                      f"placeholder")
     values: Dict[Op, np.ndarray] = {}
     if transformer is not None:
-        state, _ = _stored_tensors(transformer)
+        try:
+            state, _ = _stored_tensors(transformer)
+        except SerializationError as error:
+            raise SerializationError(f"cannot save a graph to {shown}: {error.message}") from None
         values = {op: np.array(value, copy=True) for op, value in state.items()
                   if op.persistent and not op.input and not op.constant and _static(op.axes)}
     writer = _Writer(values)
