@@ -1,4 +1,9 @@
-"""The variables file on disk: a .npz of arrays plus a JSON manifest, written atomically, read warily.
+"""axgraph's files on disk: a .npz of arrays plus a JSON manifest, written atomically, read warily.
+
+Variables files (checkpoints) are described here; graph files and core function
+files (`axgraph.serialization.graphs`, `.functions`) are other `ArchiveKind`s of
+the same container: their own manifest schema, bounds and messages, and the same
+reading and writing below.
 
 A file is an uncompressed zip (what `np.savez` writes) of ``.npy`` members:
 ``__manifest__.npy``, a JSON document as a uint8 array, and one member
@@ -48,8 +53,9 @@ import secrets
 import stat
 import struct
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -224,21 +230,80 @@ def _check_entry(entry, index: int) -> None:
 
 def check_manifest(manifest) -> None:
     """Raise _Invalid unless `manifest` is a well-formed manifest of this format and version."""
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise _Invalid(f"it is not an axgraph variables file (its manifest is not {FORMAT!r})")
-    if manifest.get("version") != VERSION or isinstance(manifest.get("version"), bool):
-        raise _Invalid(f"it has format version {_short(manifest.get('version'))}; this axgraph "
-                       f"reads version {VERSION}")
+    check_format(manifest, VARIABLES)
+
+
+def check_format(manifest, kind: "ArchiveKind") -> None:
+    """Raise _Invalid unless `manifest` is a well-formed manifest of `kind` (its format and
+    version, then its own schema); a later version is told as one."""
+    if not isinstance(manifest, dict) or manifest.get("format") != kind.format:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        other = _KINDS.get(found) if isinstance(found, str) else None
+        told = (f"it is an axgraph {other.title}" if isinstance(other, ArchiveKind)
+                else f"its manifest is not {kind.format!r}")
+        raise _Invalid(f"it is not an axgraph {kind.title} ({told})")
+    version = manifest.get("version")
+    if version != kind.version or isinstance(version, bool):
+        newer = (" (a newer axgraph wrote it: upgrade axgraph to read it)"
+                 if isinstance(version, int) and not isinstance(version, bool)
+                 and version > kind.version else "")
+        raise _Invalid(f"it has format version {_short(version)}; this axgraph reads version "
+                       f"{kind.version}{newer}")
+    kind.check(manifest)
+
+
+def _check_variables(manifest: dict) -> None:
     entries = _fields(manifest, _MANIFEST_FIELDS, "the manifest",
                       _OPTIONAL_MANIFEST_FIELDS)["variables"]
     if len(entries) > MAX_VARIABLES:
         raise _Invalid(f"it lists {len(entries)} variables; at most {MAX_VARIABLES} are allowed")
     for index, entry in enumerate(entries):
         _check_entry(entry, index)
+    check_unique_entries(entries, "variables")
+
+
+def check_unique_entries(entries: List[dict], what: str) -> None:
+    """Raise _Invalid if two `entries` share a name or a key."""
     for field in ("name", "key"):
         twice = _repeated(entry[field] for entry in entries)
         if twice:
-            raise _Invalid(f"two variables have the same {field}: {_listing(twice)}")
+            raise _Invalid(f"two {what} have the same {field}: {_listing(twice)}")
+
+
+@dataclass(frozen=True)
+class ArchiveKind:
+    """One kind of file this module reads and writes: a manifest schema over the same container.
+
+    Variables files and graph files are both a .npz of a JSON manifest and arrays,
+    read with the same wariness; each kind names its format, version and limits,
+    checks its own manifest (`check`, after the format and version), and lists its
+    arrays' entries (each with a name, a member key, a dtype and a shape) under
+    `entries`.
+    """
+
+    title: str
+    format: str
+    version: int
+    check: Callable[[dict], None]
+    entries: str
+    max_members: int = MAX_VARIABLES
+    max_manifest_bytes: int = MAX_MANIFEST_BYTES
+    max_manifest_containers: int = MAX_MANIFEST_CONTAINERS
+    #: What a failed read or write of this kind says before the path.
+    reading: str = "cannot read variables from"
+    writing: str = "cannot save variables to"
+    #: What one entry of `entries` is called in messages.
+    item: str = "variable"
+
+    def __post_init__(self) -> None:
+        _KINDS[self.format] = self   # so a file of one kind, read as another, is told which
+
+
+#: Every kind by its format, for messages.
+_KINDS: Dict[str, "ArchiveKind"] = {}
+
+
+VARIABLES = ArchiveKind("variables file", FORMAT, VERSION, _check_variables, "variables")
 
 
 def _repeated(values) -> List[str]:
@@ -256,32 +321,33 @@ def _no_constant(name: str):
     raise _Invalid(f"the manifest holds {name}, which is not JSON")
 
 
-def _encoded_manifest(manifest: dict) -> bytes:
-    check_manifest(manifest)
+def _encoded_manifest(manifest: dict, kind: ArchiveKind) -> bytes:
+    check_format(manifest, kind)
     try:
         text = json.dumps(manifest, separators=(",", ":"), allow_nan=False).encode("ascii")
     except (TypeError, ValueError, RecursionError) as error:
         raise _Invalid(f"its metadata is not JSON (finite numbers, str, bool, None, lists "
                        f"and objects with str keys): {error}") from None
-    _check_manifest_size(text)
+    _check_manifest_size(text, kind)
     return text
 
 
-def _check_manifest_size(text: bytes) -> None:
+def _check_manifest_size(text: bytes, kind: ArchiveKind) -> None:
     containers = text.count(b"{") + text.count(b"[")
-    if len(text) > MAX_MANIFEST_BYTES or containers > MAX_MANIFEST_CONTAINERS:
+    most_bytes, most_containers = kind.max_manifest_bytes, kind.max_manifest_containers
+    if len(text) > most_bytes or containers > most_containers:
         raise _Invalid(f"its manifest has {len(text)} bytes and {containers} objects and lists; "
-                       f"at most {MAX_MANIFEST_BYTES} and {MAX_MANIFEST_CONTAINERS} are allowed")
+                       f"at most {most_bytes} and {most_containers} are allowed")
 
 
-def _decoded_manifest(text: bytes) -> dict:
-    _check_manifest_size(text)
+def _decoded_manifest(text: bytes, kind: ArchiveKind) -> dict:
+    _check_manifest_size(text, kind)
     try:
         manifest = json.loads(text.decode("utf-8"), object_pairs_hook=_unique_fields,
                               parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise _Invalid(f"its manifest is not valid JSON: {error}") from None
-    check_manifest(manifest)
+    check_format(manifest, kind)
     return manifest
 
 
@@ -398,26 +464,29 @@ def _open_regular_file(path: str):
 
 
 class VariablesFile:
-    """An open variables file whose manifest and zip structure have been checked."""
+    """An open variables (or graph) file whose manifest and zip structure have been checked."""
 
-    def __init__(self, path: str, archive: zipfile.ZipFile, file_size: int):
-        self.path, self._archive = path, archive
-        members = self._members(archive)
+    def __init__(self, path: str, archive: zipfile.ZipFile, file_size: int,
+                 kind: ArchiveKind = VARIABLES):
+        self.path, self._archive, self.kind = path, archive, kind
+        members = self._members(archive, kind)
         manifest_name = MANIFEST_KEY + MEMBER_SUFFIX
         if manifest_name not in members:
-            raise _Invalid(f"it is not an axgraph variables file (no {manifest_name} member; it "
+            raise _Invalid(f"it is not an axgraph {kind.title} (no {manifest_name} member; it "
                            f"has {_listing(members) or 'none'})")
         self._check_stored(members[manifest_name], file_size)
-        raw = _read_npy(archive, members[manifest_name], _MANIFEST_DTYPE, None, MAX_MANIFEST_BYTES)
-        self.manifest: dict = _decoded_manifest(raw.tobytes())
-        self.entries: Dict[str, dict] = {e["name"]: e for e in self.manifest["variables"]}
+        raw = _read_npy(archive, members[manifest_name], _MANIFEST_DTYPE, None,
+                        kind.max_manifest_bytes)
+        self.manifest: dict = _decoded_manifest(raw.tobytes(), kind)
+        self.entries: Dict[str, dict] = {e["name"]: e for e in self.manifest[kind.entries]}
         self._infos = self._listed_members(members, manifest_name, file_size)
 
     @staticmethod
-    def _members(archive: zipfile.ZipFile) -> Dict[str, zipfile.ZipInfo]:
+    def _members(archive: zipfile.ZipFile, kind: ArchiveKind) -> Dict[str, zipfile.ZipInfo]:
         infos = archive.infolist()
-        if len(infos) > MAX_VARIABLES + 1:
-            raise _Invalid(f"it has {len(infos)} members; at most {MAX_VARIABLES + 1} are allowed")
+        if len(infos) > kind.max_members + 1:
+            raise _Invalid(f"it has {len(infos)} members; at most {kind.max_members + 1} are "
+                           f"allowed")
         twice = _repeated(info.filename for info in infos)
         if twice:
             raise _Invalid(f"it has members more than once: {_listing(twice)}")
@@ -429,7 +498,7 @@ class VariablesFile:
             raise _Invalid(f"member {info.filename} is encrypted")
         if info.compress_type != zipfile.ZIP_STORED:
             raise _Invalid(f"member {info.filename} is compressed (method {info.compress_type}); "
-                           f"variables files hold uncompressed members")
+                           f"axgraph's files hold uncompressed members")
         if info.compress_size != info.file_size:
             raise _Invalid(f"member {info.filename} is stored uncompressed but declares "
                            f"{info.compress_size} bytes stored for {info.file_size}")
@@ -454,7 +523,7 @@ class VariablesFile:
             self._check_stored(info, file_size)
             data = _data_bytes(stored_dtype(entry["dtype"]), entry["shape"])
             if not data < info.file_size <= data + _NPY_PREFIX_MAX + MAX_NPY_HEADER_BYTES:
-                raise _Invalid(f"member {name} of variable {entry['name']!r} has {info.file_size} "
+                raise _Invalid(f"member {name} of {self.kind.item} {entry['name']!r} has {info.file_size} "
                                f"bytes, but {entry['dtype']} data of shape "
                                f"{tuple(entry['shape'])} takes {data} bytes and a header")
             total += info.file_size
@@ -464,7 +533,7 @@ class VariablesFile:
 
     def read(self, entry: dict) -> np.ndarray:
         """The array of one manifest entry, checked against the entry before it is allocated."""
-        with _refused_as(f"cannot read variables from {self.path}: variable {entry['name']!r}"):
+        with _refused_as(f"{self.kind.reading} {self.path}: {self.kind.item} {entry['name']!r}"):
             info = self._infos[entry["key"]]
             array = _read_npy(self._archive, info, stored_dtype(entry["dtype"]),
                               tuple(entry["shape"]), info.file_size)
@@ -474,10 +543,10 @@ class VariablesFile:
 
 
 @contextlib.contextmanager
-def open_variables_file(path) -> Iterator[VariablesFile]:
+def open_variables_file(path, kind: ArchiveKind = VARIABLES) -> Iterator[VariablesFile]:
     """The checked file at `path`; any problem with it is a SerializationError naming `path`."""
     shown = shown_path(path)
-    prefix = f"cannot read variables from {shown}"
+    prefix = f"{kind.reading} {shown}"
     with _refused_as(prefix):
         file, size = _open_regular_file(shown)
     with file:
@@ -485,22 +554,23 @@ def open_variables_file(path) -> Iterator[VariablesFile]:
             try:
                 archive = zipfile.ZipFile(file)
             except zipfile.BadZipFile as error:
-                raise _Invalid(f"it is not a readable zip archive (a variables file is a .npz): "
-                               f"{_cut(str(error), 200)}") from None
+                raise _Invalid(f"it is not a readable zip archive (a{'n' if kind.title[0] in 'aeiou' else ''} "
+                               f"{kind.title} is a .npz): {_cut(str(error), 200)}") from None
         with archive:
             with _refused_as(prefix):
-                opened = VariablesFile(shown, archive, size)
+                opened = VariablesFile(shown, archive, size, kind)
             yield opened
 
 
 # -- writing a file --------------------------------------------------------------------
 
 
-def write_variables_file(path, manifest: dict, arrays: Mapping[str, np.ndarray]) -> Path:
+def write_variables_file(path, manifest: dict, arrays: Mapping[str, np.ndarray],
+                         kind: ArchiveKind = VARIABLES) -> Path:
     """Write `arrays` (key -> array, as the manifest lists them) and `manifest` to `path` atomically."""
     shown = shown_path(path)
-    with _refused_as(f"cannot save variables to {shown}"):
-        text = _encoded_manifest(manifest)
+    with _refused_as(f"{kind.writing} {shown}"):
+        text = _encoded_manifest(manifest, kind)
         target = _destination(Path(shown))
         members = dict(arrays)
         members[MANIFEST_KEY] = np.frombuffer(text, dtype=_MANIFEST_DTYPE)

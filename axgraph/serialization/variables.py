@@ -44,11 +44,11 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .dtypes import can_feed, is_bfloat16, kind_of, unfit_values
-from .errors import SerializationError
-from .op_graph.op import Op
-from .op_graph.tensors import AssignableTensorOp
-from .variables_file import (BFLOAT16, BFLOAT16_BITS, DTYPES, FORMAT, MANIFEST_KEY, VERSION,
+from ..dtypes import can_feed, is_bfloat16, kind_of, unfit_values
+from ..errors import SerializationError
+from ..op_graph.op import Op
+from ..op_graph.tensors import AssignableTensorOp
+from ..variables_file import (BFLOAT16, BFLOAT16_BITS, DTYPES, FORMAT, MANIFEST_KEY, VERSION,
                              open_variables_file, shown_path, write_variables_file)
 
 PathLike = Union[str, "os.PathLike[str]"]
