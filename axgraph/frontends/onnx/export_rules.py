@@ -1,0 +1,451 @@
+"""One ONNX rule per core op class: how its value is written as ONNX nodes.
+
+`RULES` is an `OpTable`, so a core op without a rule is found by a test over
+`core.CORE_OPS` (`RULES.missing(...)`), not by a user's export. Elementwise
+ops are covered by one rule each family over a declared table of ONNX op types
+(`ELEMENTWISE`); the other ops have a rule of their own. Ops ONNX cannot
+express have a rule too, one that raises `OnnxExportError` saying why
+(`UNSUPPORTED`), so the table is complete and each refusal is documented.
+
+A rule is called as ``rule(g, node, inputs, out)``: `g` the GraphBuilder, `node`
+the core node, `inputs` the ONNX value names of its inputs, `out` the name its
+value must get; it returns nothing and writes `out` as its last node's output.
+Core layouts are ONNX's own (feature maps (N, C, spatial...), filters
+(K, C, R...)), so windows need no transposes.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+
+from ... import core
+from ...core.ops import elementwise as ew
+from ...core.ops.leaves import DimValue
+from ...op_table import OpTable
+from .export_graph import GraphBuilder, OnnxExportError, tensor_type
+
+Rule = Callable[[GraphBuilder, core.Node, List[str], str], None]
+
+#: Op class -> its ONNX rule.
+RULES: "OpTable[Rule]" = OpTable("ONNX export rule")
+
+#: Elementwise core op -> the ONNX op computing it, all of them of the same arity.
+ELEMENTWISE: Dict[type, str] = {
+    ew.Negative: "Neg", ew.Abs: "Abs", ew.Sign: "Sign", ew.Sqrt: "Sqrt", ew.Exp: "Exp",
+    ew.Log: "Log", ew.Tanh: "Tanh", ew.Sigmoid: "Sigmoid", ew.Sin: "Sin", ew.Cos: "Cos",
+    ew.Floor: "Floor", ew.Erf: "Erf", ew.Tan: "Tan", ew.Not: "Not",
+    ew.And: "And", ew.Or: "Or", ew.Add: "Add", ew.Subtract: "Sub", ew.Multiply: "Mul",
+    ew.Divide: "Div", ew.Power: "Pow", ew.Maximum: "Max", ew.Minimum: "Min",
+    ew.Equal: "Equal", ew.Less: "Less", ew.LessEq: "LessOrEqual", ew.Greater: "Greater",
+    ew.GreaterEq: "GreaterOrEqual", ew.Select: "Where",
+}
+
+#: Core ops ONNX has no operator for, and why (their rule raises OnnxExportError).
+UNSUPPORTED: Dict[type, str] = {
+    core.Im2Col: "ONNX has no operator gathering convolution windows into columns (only a "
+                 "backend's convolution-as-matmul pass makes this op; export never runs it)",
+    core.Col2Im: "only a backend's convolution-as-matmul pass makes this op; export never runs "
+                 "it",
+    core.AvgPoolBackprop: "ONNX has no adjoint of AveragePool that leaves the padding out",
+}
+
+
+def _declared(op_class: type) -> bool:
+    return op_class in ELEMENTWISE
+
+
+@RULES.register(ew.UnaryElementwise, ew.BinaryElementwise, ew.Select, when=_declared)
+def _elementwise(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    g.add(ELEMENTWISE[type(node)], inputs, out)
+
+
+def _one(g: GraphBuilder, node: core.Node) -> str:
+    return g.constant(np.ones((), dtype=node.element_type.dtype), hint="one")
+
+
+@RULES.register(ew.Log1p)
+def _log1p(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    g.add("Log", [g.add("Add", [inputs[0], _one(g, node)])], out)
+
+
+@RULES.register(ew.Rsqrt)
+def _rsqrt(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    # a square root then a division, rounded as the core's kernels round it
+    g.add("Div", [_one(g, node), g.add("Sqrt", inputs)], out)
+
+
+@RULES.register(ew.NotEqual)
+def _not_equal(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    g.add("Not", [g.add("Equal", inputs)], out)
+
+
+@RULES.register(ew.Convert)
+def _convert(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    g.add("Cast", inputs, out, to=tensor_type(node.element_type.dtype))
+
+
+# -- leaves ------------------------------------------------------------------------------
+
+@RULES.register(core.Parameter)
+def _parameter(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    raise node._fail(OnnxExportError, "a parameter of the function that is neither an "
+                                      "exported input nor a stored tensor")
+
+
+@RULES.register(core.Constant)
+def _constant(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    value = np.asarray(node.value)
+    if value.ndim == 0 and len(node.shape):  # a scalar filling a shape: write the scalar once
+        g.add("Expand", [g.constant(value), g.shape(node.shape)], out)
+    else:
+        g.add("Identity", [g.constant(value, hint=out + "/value")], out)
+
+
+@RULES.register(DimValue)
+def _dim_value(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    scalar = g.add("Reshape", [g.dim(node.dim), g.ints([])])
+    g.add("Cast", [scalar], out, to=tensor_type(node.element_type.dtype))
+
+
+def _random(onnx_op: str, first: str, second: str) -> Rule:
+    def rule(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+        attributes = {first: float(node.attributes[node._parameter_names[0]]),
+                      second: float(node.attributes[node._parameter_names[1]]),
+                      "dtype": tensor_type(node.element_type.dtype)}
+        if node.seed is not None:
+            attributes["seed"] = float(node.seed)
+        if all(isinstance(d, int) for d in node.shape):
+            g.add(onnx_op, [], out, shape=list(node.shape), **attributes)
+        else:
+            like = g.add("ConstantOfShape", [g.shape(node.shape)])
+            g.add(onnx_op + "Like", [like], out, **attributes)
+    return rule
+
+
+RULES.register(core.RandomUniform)(_random("RandomUniform", "low", "high"))
+RULES.register(core.RandomNormal)(_random("RandomNormal", "mean", "scale"))
+
+
+# -- data movement -----------------------------------------------------------------------
+
+@RULES.register(core.Broadcast)
+def _broadcast(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    x = inputs[0]
+    if node.axes:
+        x = g.add("Unsqueeze", [x, g.ints(node.axes)])
+    g.add("Expand", [x, g.shape(node.shape)], out)
+
+
+@RULES.register(core.Reshape)
+def _reshape(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    # allowzero: a 0 in the shape is a length, not "copy the input's dim"
+    g.add("Reshape", [inputs[0], g.shape(node.shape)], out, allowzero=1)
+
+
+@RULES.register(core.Transpose)
+def _transpose(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    g.add("Transpose", inputs, out, perm=list(node.permutation))
+
+
+@RULES.register(core.Slice)
+def _slice(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    rank = node.inputs[0].rank
+    g.add("Slice", [inputs[0], g.shape(node.lower), g.shape(node.upper), g.ints(range(rank)),
+                    g.ints(node.strides)], out)
+
+
+@RULES.register(core.Reverse)
+def _reverse(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    axes = list(node.axes)
+    if not axes:
+        g.add("Identity", inputs, out)
+        return
+    last = np.iinfo(np.int64)
+    g.add("Slice", [inputs[0], g.ints([-1] * len(axes)), g.ints([last.min] * len(axes)),
+                    g.ints(axes), g.ints([-1] * len(axes))], out)
+
+
+@RULES.register(core.Concat)
+def _concat(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    g.add("Concat", inputs, out, axis=node.axis)
+
+
+@RULES.register(core.Pad)
+def _pad(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    if any(node.interior):
+        raise node._fail(OnnxExportError, f"interior padding {node.interior} (between "
+                                          f"elements) has no ONNX operator")
+    value = g.constant(np.asarray(node.value, dtype=node.element_type.dtype))
+    g.add("Pad", [inputs[0], g.shape(tuple(node.below) + tuple(node.above)), value], out,
+          mode="constant")
+
+
+# -- contraction and reductions ----------------------------------------------------------
+
+def _matmul_form(node: core.Node) -> bool:
+    """Whether a Dot is ONNX MatMul as it stands: batch dims leading in order, then one
+    matrix product of a's last dim with b's first (or second to last) non-batch dim."""
+    a, b = node.inputs
+    batch = len(node.batch_a)
+    if tuple(node.batch_a) != tuple(range(batch)) or tuple(node.batch_b) != tuple(range(batch)):
+        return False
+    if len(node.contract_a) != 1 or node.contract_a[0] != a.rank - 1 or a.rank == batch:
+        return False
+    if batch:
+        return a.rank == b.rank == batch + 2 and node.contract_b[0] == batch
+    return b.rank in (1, 2) and node.contract_b[0] == 0
+
+
+@RULES.register(core.Dot)
+def _dot(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    a, b = node.inputs
+    if _matmul_form(node):
+        g.add("MatMul", inputs, out)
+        return
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    on_a = [next(letters) for _ in range(a.rank)]
+    on_b = [next(letters) for _ in range(b.rank)]
+    for i, j in zip(node.contract_a + node.batch_a, node.contract_b + node.batch_b):
+        on_b[j] = on_a[i]
+    paired_a = set(node.contract_a) | set(node.batch_a)
+    paired_b = set(node.contract_b) | set(node.batch_b)
+    result = ([on_a[i] for i in node.batch_a] + [c for i, c in enumerate(on_a) if i not in paired_a]
+              + [c for j, c in enumerate(on_b) if j not in paired_b])
+    g.add("Einsum", inputs, out,
+          equation=f"{''.join(on_a)},{''.join(on_b)}->{''.join(result)}")
+
+
+def reduce(g: GraphBuilder, op_type: str, x: str, axes: Sequence[int], out=None,
+           keepdims: int = 0) -> str:
+    """ReduceX of x over `axes` (Identity for none): axes are an input from opset 18 on,
+    and ReduceSum's from 13."""
+    if not axes:
+        return g.add("Identity", [x], out)
+    if op_type == "ReduceSum" or g.opset >= 18:
+        return g.add(op_type, [x, g.ints(axes)], out, keepdims=keepdims)
+    return g.add(op_type, [x], out, axes=list(axes), keepdims=keepdims)
+
+
+def _reduction(op_type: str) -> Rule:
+    def rule(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+        reduce(g, op_type, inputs[0], node.axes, out)
+    return rule
+
+
+for _class, _onnx in ((core.Sum, "ReduceSum"), (core.Prod, "ReduceProd"),
+                      (core.Max, "ReduceMax"), (core.Min, "ReduceMin")):
+    RULES.register(_class)(_reduction(_onnx))
+
+
+def _to_last(g: GraphBuilder, node: core.Node, x: str, axes: Sequence[int]):
+    """x with `axes` moved last (in the order given) and flattened into one dim, and the
+    transposed shape to undo it; symbolic dims are copied (Reshape's 0) or read (Shape)."""
+    rank = node.inputs[0].rank
+    kept = [i for i in range(rank) if i not in axes]
+    permutation = kept + list(axes)
+    if permutation != list(range(rank)):
+        x = g.add("Transpose", [x], perm=permutation)
+    shape = g.add("Shape", [x])
+    flat = g.add("Reshape", [x, g.ints([0] * len(kept) + [-1])])
+    return flat, shape, permutation
+
+
+def _from_last(g: GraphBuilder, flat: str, shape: str, permutation: List[int], out: str) -> None:
+    if permutation == sorted(permutation):
+        g.add("Reshape", [flat, shape], out)
+        return
+    inverse = [permutation.index(i) for i in range(len(permutation))]
+    g.add("Transpose", [g.add("Reshape", [flat, shape])], out, perm=inverse)
+
+
+@RULES.register(core.ArgMax, core.ArgMin)
+def _arg_extreme(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    kind = type(node).__name__
+    if len(node.axes) == 1:
+        index = g.add(kind, inputs, axis=node.axes[0], keepdims=0)
+    else:
+        flat, _, _ = _to_last(g, node, inputs[0], node.axes)
+        index = g.add(kind, [flat], axis=-1, keepdims=0)
+    g.add("Cast", [index], out, to=tensor_type(node.element_type.dtype))
+
+
+@RULES.register(core.Softmax, core.LogSoftmax)
+def _softmax(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    kind = type(node).__name__
+    if len(node.axes) == 1:
+        g.add(kind, inputs, out, axis=node.axes[0])
+        return
+    flat, shape, permutation = _to_last(g, node, inputs[0], node.axes)
+    _from_last(g, g.add(kind, [flat], axis=-1), shape, permutation, out)
+
+
+@RULES.register(core.SoftmaxBackprop)
+def _softmax_backprop(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    dy, y = inputs  # y * (dy - sum(dy * y))
+    total = reduce(g, "ReduceSum", g.add("Mul", [dy, y]), node.axes, keepdims=1)
+    g.add("Mul", [y, g.add("Sub", [dy, total])], out)
+
+
+@RULES.register(core.LogSoftmaxBackprop)
+def _log_softmax_backprop(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    dy, y = inputs  # dy - exp(y) * sum(dy)
+    total = reduce(g, "ReduceSum", dy, node.axes, keepdims=1)
+    g.add("Sub", [dy, g.add("Mul", [g.add("Exp", [y]), total])], out)
+
+
+# -- windows -----------------------------------------------------------------------------
+
+def _window_attributes(node: core.Node, dilation: bool = True) -> dict:
+    attributes = {"strides": list(node.strides),
+                  "pads": list(node.padding_below) + list(node.padding_above)}
+    if dilation:
+        attributes["dilations"] = list(node.dilation)
+    return attributes
+
+
+@RULES.register(core.Convolution)
+def _convolution(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    g.add("Conv", inputs, out, **_window_attributes(node))
+
+
+def _static(node: core.Node, dims, what: str) -> List[int]:
+    if not all(isinstance(d, int) for d in dims):
+        raise node._fail(OnnxExportError, f"{what} {list(dims)} must be known sizes for ONNX")
+    return list(dims)
+
+
+@RULES.register(core.ConvolutionBackpropData)
+def _convolution_backprop_data(g: GraphBuilder, node: core.Node, inputs: List[str],
+                               out: str) -> None:
+    # ConvTranspose of delta with the same (K, C, R...) filters, grown to the data's size
+    filters, delta = node.inputs
+    spatial = _static(node, node.data_shape[2:], "the data's spatial dims")
+    window = _static(node, filters.shape[2:], "the filters' window")
+    positions = _static(node, delta.shape[2:], "the output's spatial dims")
+    padding = [s * (p - 1) + d * (r - 1) + 1 - below - above
+               for s, p, d, r, below, above in zip(node.strides, positions, node.dilation, window,
+                                                    node.padding_below, node.padding_above)]
+    extra = [n - made for n, made in zip(spatial, padding)]
+    g.add("ConvTranspose", [inputs[1], inputs[0]], out, output_padding=extra,
+          **_window_attributes(node))
+
+
+@RULES.register(core.ConvolutionBackpropFilters)
+def _convolution_backprop_filters(g: GraphBuilder, node: core.Node, inputs: List[str],
+                                  out: str) -> None:
+    # dW[k, c, r] = sum over n, p of delta[n, k, p] * x[n, c, p*stride + r*dilation - below]:
+    # a convolution of x as (C, N, S...) with delta as (K, N, P...), strides and
+    # dilation swapped, whose (C, K, R'...) result is cut to R and transposed
+    data, delta = node.inputs
+    rank = data.rank
+    swap = [1, 0] + list(range(2, rank))
+    window = _static(node, node.filters_shape[2:], "the filters' window")
+    spatial = _static(node, data.shape[2:], "the data's spatial dims")
+    positions = _static(node, delta.shape[2:], "the output's spatial dims")
+    above = []
+    for n, r, p, s, d, below in zip(spatial, window, positions, node.strides, node.dilation,
+                                    node.padding_below):
+        span = s * (p - 1) + 1  # the "window" of the swapped convolution
+        # enough padding above for R outputs of step d: below + n + above >= (R-1)*d + span
+        above.append(max(0, (r - 1) * d + span - below - n))
+    columns = g.add("Conv", [g.add("Transpose", [inputs[0]], perm=swap),
+                             g.add("Transpose", [inputs[1]], perm=swap)],
+                    strides=list(node.dilation), dilations=list(node.strides),
+                    pads=list(node.padding_below) + above)
+    cut = g.add("Slice", [columns, g.ints([0] * (rank - 2)), g.ints(window),
+                          g.ints(range(2, rank))])
+    g.add("Transpose", [cut], out, perm=swap)
+
+
+def _pool(op_type: str, **extra) -> Rule:
+    def rule(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+        g.add(op_type, inputs, out, kernel_shape=list(node.window),
+              **_window_attributes(node, dilation=False), **extra)
+    return rule
+
+
+RULES.register(core.MaxPool)(_pool("MaxPool"))
+# the mean over the real inputs of each window, as the core's AvgPool
+RULES.register(core.AvgPool)(_pool("AveragePool", count_include_pad=0))
+
+
+@RULES.register(core.MaxPoolBackprop)
+def _max_pool_backprop(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    # MaxPool's indices (into x flattened whole) say where each delta goes; they add up
+    x, delta = inputs
+    _, indices = g.add_many("MaxPool", [x], [None, None], kernel_shape=list(node.window),
+                            **_window_attributes(node, dilation=False))
+    flat = g.ints([-1])
+    zeros = g.add("Reshape", [g.add("Sub", [x, x]), flat])
+    spread = g.add("ScatterElements", [zeros, g.add("Reshape", [indices, flat]),
+                                       g.add("Reshape", [delta, flat])], reduction="add")
+    g.add("Reshape", [spread, g.add("Shape", [x])], out)
+
+
+# -- indexing ----------------------------------------------------------------------------
+
+@RULES.register(core.Gather)
+def _gather(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    g.add("Gather", inputs, out, axis=node.axis)
+
+
+@RULES.register(core.ScatterAdd)
+def _scatter_add(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    # ScatterND adds whole slices along the first dim: move `axis` first in inputs and
+    # updates (whose indexed dims follow the dims before `axis`), and back after
+    target, indices, updates = inputs
+    axis, rank = node.axis, node.inputs[0].rank
+    index_rank = node.inputs[1].rank
+    if axis:
+        target = g.add("Transpose", [target],
+                       perm=[axis] + [i for i in range(rank) if i != axis])
+        picked = list(range(axis, axis + index_rank))
+        updates = g.add("Transpose", [updates], perm=picked + [
+            i for i in range(node.inputs[2].rank) if i not in picked])
+    positions = g.add("Unsqueeze", [g.add("Cast", [indices], to=tensor_type(np.dtype(np.int64))),
+                                    g.ints([-1])])
+    if not axis:
+        g.add("ScatterND", [target, positions, updates], out, reduction="add")
+        return
+    scattered = g.add("ScatterND", [target, positions, updates], reduction="add")
+    back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))
+    g.add("Transpose", [scattered], out, perm=back)
+
+
+@RULES.register(core.OneHot)
+def _one_hot(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    # (x == position along the one-hot dim), in x's type: exact for every numeric type
+    axis, depth = node.one_hot_axis, node.shape[node.one_hot_axis]
+    dtype = tensor_type(node.element_type.dtype)
+    positions = g.add("Range", [g.constant(np.int64(0)),
+                                g.add("Reshape", [g.dim(depth), g.ints([])]),
+                                g.constant(np.int64(1))])
+    trailing = len(node.shape) - axis - 1
+    positions = g.add("Reshape", [g.add("Cast", [positions], to=dtype),
+                                  g.ints([-1] + [1] * trailing)])
+    labels = g.add("Unsqueeze", [inputs[0], g.ints([axis])])
+    g.add("Cast", [g.add("Equal", [labels, positions])], out, to=dtype)
+
+
+# -- groups ------------------------------------------------------------------------------
+
+@RULES.register(core.Fused)
+def _fused(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    from .exporter import write_nodes  # the walk over a function, shared with the body
+
+    body = node.function
+    known = dict(zip(body.parameters, inputs))
+    write_nodes(g, body.nodes, known, {body.results[0]: out})
+
+
+def _unsupported(reason: str) -> Rule:
+    def rule(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+        raise node._fail(OnnxExportError, f"cannot be written as ONNX: {reason}")
+    return rule
+
+
+for _class, _reason in UNSUPPORTED.items():
+    RULES.register(_class)(_unsupported(_reason))
+
+__all__ = ["ELEMENTWISE", "RULES", "UNSUPPORTED", "reduce"]

@@ -1,0 +1,278 @@
+"""ONNX export: an axes-graph computation written as an ONNX model file.
+
+The computation is lowered to the core IR and optimized as every compiling
+transformer does (axgraph/lowering, axgraph/passes), and each core node is
+written by the rule its class has in `export_rules.RULES`. Exporting from the
+core IR, a small closed op set with positional dims, is what makes the export
+complete: a test asks the rule table for every core op class.
+
+The graph's inputs are the exported placeholders, in the order given; stored
+tensors (variables, persistent tensors) become initializers holding their
+values. A training step exports as a pure function: each stored tensor it
+writes is an input too (its initializer is the default) and its new value an
+extra output, ``W.new``.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+from ...debug_info import user_location
+from ...dims import Dim
+from ...errors import FeedError
+from ...core import Function, Node
+from ...lowering import LoweredComputation, lower
+from ...op_graph.execution_order import schedule
+from ...op_graph.op import Op
+from ...op_graph.tensors import AssignableTensorOp
+from ...transformers.base import Computation, Transformer
+from .export_graph import GraphBuilder, OnnxExportError, onnx_dims, tensor_type
+from .export_rules import RULES
+
+#: The lowest opset the rules write for (Shape's start/end, ScatterND's reduction).
+MIN_OPSET = 17
+
+
+def export(computation_or_results: Union[Computation, Op, Sequence[Op]],
+           path: Union[str, os.PathLike, None],
+           inputs: Optional[Sequence[Op]] = None, *, opset: int = MIN_OPSET,
+           transformer: Optional[Transformer] = None, optimize: bool = True,
+           name: str = "axgraph") -> Any:
+    """Write a computation as an ONNX model (and return it).
+
+    Parameters
+    ----------
+    computation_or_results : Computation, Op or sequence of Op
+        A computation made by ``transformer.computation(...)``, or the result
+        op(s) to compute. A result op's name (with a suffix where two collide)
+        names its graph output.
+    path : str, os.PathLike or None
+        The file to write (replaced atomically); None writes nothing.
+    inputs : sequence of Op, optional
+        The placeholders that become the graph's inputs, in order, each named
+        by its placeholder's name; a dim whose length is symbolic or unset
+        becomes a ``dim_param`` named by its size (the axis name). Default: the
+        computation's parameters, or every placeholder the results read, in
+        the order they were made.
+    opset : int, optional
+        The opset of the default ONNX domain, 17 (default) or later.
+    transformer : Transformer, optional
+        Where the stored tensors' values are read (a computation's own
+        transformer by default). Without one, every stored tensor is written
+        with its initial value.
+    optimize : bool, optional
+        Run the default core passes (folding, simplification) first (default True).
+    name : str, optional
+        The graph's name.
+
+    Returns
+    -------
+    onnx.ModelProto
+        The model written, checked by ``onnx.checker``.
+
+    Raises
+    ------
+    OnnxExportError
+        An op ONNX cannot express (named with the user's line that built it),
+        a placeholder read but not among `inputs`, a size no input holds, or an
+        opset below 17.
+    ImportError
+        The ``onnx`` package is not installed (``pip install axgraph[onnx]``).
+    """
+    onnx = _onnx()
+    if not isinstance(opset, int) or opset < MIN_OPSET:
+        raise OnnxExportError(f"export writes opset {MIN_OPSET} or later, not {opset!r}",
+                              user_location())
+    if isinstance(computation_or_results, Computation):
+        computation = computation_or_results
+        results, ops = list(computation.results), list(computation.ops)
+        transformer = transformer if transformer is not None else computation.transformer
+        if inputs is None:
+            inputs = computation.parameters
+    else:
+        results = _result_ops(computation_or_results)
+        ops = schedule(results + [dep for op in results for dep in op.user_deps])
+    if inputs is None:
+        inputs = [op for op in ops if isinstance(op, AssignableTensorOp) and op.input
+                  and op.initial_value is None]
+    inputs = _checked_inputs(inputs)
+    lowered = lower(ops, results, inputs)
+    if optimize:
+        from ...passes import PassManager, default_passes
+
+        lowered.function = PassManager(default_passes(), max_rounds=4).run(lowered.function)
+    graph = _write_graph(onnx, lowered, results, inputs, transformer, opset, name)
+    model = onnx.helper.make_model(graph, producer_name="axgraph",
+                                   opset_imports=[onnx.helper.make_opsetid("", opset)])
+    onnx.checker.check_model(model)
+    if path is not None:
+        _write_atomically(Path(path), model.SerializeToString())
+    return model
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError as error:
+        raise ImportError("ONNX export needs the onnx package: pip install 'axgraph[onnx]'") \
+            from error
+    return onnx
+
+
+def _result_ops(results) -> List[Op]:
+    listed = [results] if isinstance(results, Op) else list(results)
+    for op in listed:
+        if not isinstance(op, Op):
+            raise OnnxExportError(f"export takes a computation or result ops, not "
+                                  f"{type(op).__name__} {op!r:.60}", user_location())
+    return listed
+
+
+def _checked_inputs(inputs: Iterable[Op]) -> List[AssignableTensorOp]:
+    checked = list(inputs)
+    for op in checked:
+        if not (isinstance(op, AssignableTensorOp) and op.input):
+            raise FeedError(f"export inputs must be placeholders; {op!r:.80} is not",
+                            user_location())
+    if len(set(checked)) != len(checked):
+        raise FeedError("a placeholder is listed twice among the export inputs", user_location())
+    return checked
+
+
+def _axes_text(op: Op) -> str:
+    return ",".join(axis.name for axis in op.axes)
+
+
+def _labels(lowered: LoweredComputation) -> Dict[str, str]:
+    """core node name -> the value name its axes op gives it, ``hidden[N,H]``.
+
+    Passes rebuild nodes under their names, so a node that kept its name and its
+    dims after the passes is still the value of that axes op.
+    """
+    return {node.name: f"{op.name}[{_axes_text(op)}]" for op, node in lowered.values.items()
+            if op.is_tensor_op and len(op.axes) == node.rank}
+
+
+def write_nodes(g: GraphBuilder, nodes: Iterable[Node], known: Dict[Node, str],
+                wanted: Dict[Node, str], labels: Optional[Dict[str, str]] = None) -> None:
+    """Write each node not in `known` by its rule, in order, recording its value's name in
+    `known`; a node in `wanted` gets that name (a graph output, a fused body's result)."""
+    labels = labels or {}
+    for node in nodes:
+        if node in known:
+            continue
+        rule = RULES.lookup(type(node))
+        if rule is None:
+            raise node._fail(OnnxExportError, "has no ONNX export rule (a host call such as a "
+                                              "print, or an op made outside the core set)")
+        out = wanted.get(node) or g.fresh(labels.get(node.name, node.name))
+        rule(g, node, [known[x] for x in node.inputs], out)
+        known[node] = out
+
+
+def _stored_values(tensors: List[AssignableTensorOp],
+                   transformer: Optional[Transformer]) -> Dict[AssignableTensorOp, np.ndarray]:
+    from ... import make_transformer
+    from ...serialization import get_values
+
+    if not tensors:
+        return {}
+    if transformer is not None:
+        return get_values(transformer, tensors)
+    with make_transformer("numpy") as fresh:  # the initial values, made as any transformer would
+        return get_values(fresh, tensors)
+
+
+def _value_info(onnx, name: str, node: Node, doc: str):
+    info = onnx.helper.make_tensor_value_info(name, tensor_type(node.element_type.dtype),
+                                              onnx_dims(node.shape))
+    info.doc_string = doc
+    return info
+
+
+def _write_graph(onnx, lowered: LoweredComputation, results: List[Op],
+                 inputs: List[AssignableTensorOp], transformer: Optional[Transformer],
+                 opset: int, name: str):
+    function: Function = lowered.function
+    g = GraphBuilder(opset)
+    known: Dict[Node, str] = {}
+    by_tensor = dict(zip(lowered.state_inputs, function.parameters))
+    stored = [t for t in lowered.state_inputs if t not in inputs]
+    for tensor in stored:
+        if tensor.input and tensor.initial_value is None:
+            raise OnnxExportError(f"placeholder {tensor.name} {tensor.axes} is read but is not "
+                                  f"among the exported inputs", tensor.location)
+    written = list(lowered.state_outputs)
+    graph_inputs, graph_outputs = [], []
+    # the exported placeholders, in order (one the function does not read still appears)
+    for tensor in inputs:
+        input_name = g.fresh(tensor.name)
+        doc = f"placeholder {tensor.name}, axes ({_axes_text(tensor)})"
+        if tensor in by_tensor:
+            parameter = by_tensor[tensor]
+            known[parameter] = input_name
+            graph_inputs.append(_value_info(onnx, input_name, parameter, doc))
+            for position, dim in enumerate(parameter.shape):
+                if isinstance(dim, Dim) and dim.is_symbol:
+                    g.size_sources.setdefault(dim.name, (input_name, position))
+        else:
+            dims = [a.length if isinstance(a.length, int) else
+                    str(a.length) if a.length is not None else a.name for a in tensor.axes]
+            graph_inputs.append(onnx.helper.make_tensor_value_info(
+                input_name, tensor_type(tensor.dtype), dims, doc_string=doc))
+    values = _stored_values(stored, transformer)
+    for tensor in stored:
+        parameter = by_tensor[tensor]
+        value_name = g.fresh(tensor.name)
+        known[parameter] = value_name
+        g.initializer(value_name, np.asarray(values[tensor], dtype=parameter.element_type.dtype))
+        if tensor in written:  # a training step's state: an input whose default is its value
+            doc = f"stored tensor {tensor.name}, axes ({_axes_text(tensor)})"
+            info = onnx.helper.make_tensor_value_info(
+                value_name, tensor_type(parameter.element_type.dtype),
+                list(np.shape(values[tensor])), doc_string=doc)
+            graph_inputs.append(info)
+    # the outputs: the results with a value, then the stored tensors' new values
+    outputs: List[tuple] = []
+    for op, position in zip(results, lowered.result_positions):
+        if position is not None:
+            outputs.append((function.results[position], op.name, op))
+    first_state = len(function.results) - len(written)
+    for tensor, node in zip(written, function.results[first_state:]):
+        outputs.append((node, f"{tensor.name}.new", tensor))
+    wanted: Dict[Node, str] = {}
+    output_names = []
+    for node, output_name, op in outputs:
+        output_name = g.fresh(output_name)
+        output_names.append(output_name)
+        if node not in known and node not in wanted:
+            wanted[node] = output_name
+    write_nodes(g, function.nodes, known, wanted, _labels(lowered))
+    for (node, _, op), output_name in zip(outputs, output_names):
+        if known[node] != output_name:  # an input, or a value output twice
+            g.add("Identity", [known[node]], output_name)
+        graph_outputs.append(_value_info(onnx, output_name, node,
+                                         f"{op.name}, axes ({_axes_text(op)})"))
+    return onnx.helper.make_graph(g.nodes, name, graph_inputs, graph_outputs,
+                                  initializer=g.initializers)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in its folder, then rename."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent or Path("."), prefix=path.name,
+                                             suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+__all__ = ["MIN_OPSET", "OnnxExportError", "export", "write_nodes"]
