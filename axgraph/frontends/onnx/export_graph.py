@@ -106,7 +106,7 @@ class GraphBuilder:
             tensor = helper.make_tensor(name, TensorProto.BFLOAT16, array.shape,
                                         array.view(np.uint16).ravel().tolist(), raw=False)
         else:
-            tensor = numpy_helper.from_array(np.ascontiguousarray(array), name)
+            tensor = numpy_helper.from_array(np.array(array, order="C"), name)
         self.initializers.append(tensor)
         return name
 

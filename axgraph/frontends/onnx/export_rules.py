@@ -104,7 +104,7 @@ def _constant(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> 
 
 @RULES.register(DimValue)
 def _dim_value(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    scalar = g.add("Reshape", [g.dim(node.dim), g.ints([])])
+    scalar = g.add("Squeeze", [g.dim(node.dim), g.ints([0])])
     g.add("Cast", [scalar], out, to=tensor_type(node.element_type.dtype))
 
 
@@ -418,9 +418,9 @@ def _one_hot(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> N
     # (x == position along the one-hot dim), in x's type: exact for every numeric type
     axis, depth = node.one_hot_axis, node.shape[node.one_hot_axis]
     dtype = tensor_type(node.element_type.dtype)
-    positions = g.add("Range", [g.constant(np.int64(0)),
-                                g.add("Reshape", [g.dim(depth), g.ints([])]),
-                                g.constant(np.int64(1))])
+    limit = (g.constant(np.int64(depth)) if isinstance(depth, int)
+             else g.add("Squeeze", [g.dim(depth), g.ints([0])]))
+    positions = g.add("Range", [g.constant(np.int64(0)), limit, g.constant(np.int64(1))])
     trailing = len(node.shape) - axis - 1
     positions = g.add("Reshape", [g.add("Cast", [positions], to=dtype),
                                   g.ints([-1] + [1] * trailing)])

@@ -37,7 +37,7 @@ from .export_rules import RULES
 MIN_OPSET = 17
 
 
-def export(computation_or_results: Union[Computation, Op, Sequence[Op]],
+def export(computation_or_results: Union[Computation, Op, Sequence[Op], Function],
            path: Union[str, os.PathLike, None],
            inputs: Optional[Sequence[Op]] = None, *, opset: int = MIN_OPSET,
            transformer: Optional[Transformer] = None, optimize: bool = True,
@@ -46,10 +46,12 @@ def export(computation_or_results: Union[Computation, Op, Sequence[Op]],
 
     Parameters
     ----------
-    computation_or_results : Computation, Op or sequence of Op
+    computation_or_results : Computation, Op, sequence of Op, or core.Function
         A computation made by ``transformer.computation(...)``, or the result
         op(s) to compute. A result op's name (with a suffix where two collide)
-        names its graph output.
+        names its graph output. A core `Function` is written as it is: its
+        parameters are the inputs (`inputs`, `transformer` and `optimize` do
+        not apply), its results the outputs.
     path : str, os.PathLike or None
         The file to write (replaced atomically); None writes nothing.
     inputs : sequence of Op, optional
@@ -87,6 +89,9 @@ def export(computation_or_results: Union[Computation, Op, Sequence[Op]],
     if not isinstance(opset, int) or opset < MIN_OPSET:
         raise OnnxExportError(f"export writes opset {MIN_OPSET} or later, not {opset!r}",
                               user_location())
+    if isinstance(computation_or_results, Function):
+        graph = _function_graph(onnx, computation_or_results, opset, name)
+        return _finish(onnx, graph, opset, path)
     if isinstance(computation_or_results, Computation):
         computation = computation_or_results
         results, ops = list(computation.results), list(computation.ops)
@@ -106,6 +111,11 @@ def export(computation_or_results: Union[Computation, Op, Sequence[Op]],
 
         lowered.function = PassManager(default_passes(), max_rounds=4).run(lowered.function)
     graph = _write_graph(onnx, lowered, results, inputs, transformer, opset, name)
+    return _finish(onnx, graph, opset, path)
+
+
+def _finish(onnx, graph, opset: int, path):
+    """The checked model of `graph`, written to `path` unless it is None."""
     model = onnx.helper.make_model(graph, producer_name="axgraph",
                                    opset_imports=[onnx.helper.make_opsetid("", opset)])
     onnx.checker.check_model(model)
@@ -197,9 +207,8 @@ def _value_info(onnx, name: str, node: Node, doc: str):
 def _write_graph(onnx, lowered: LoweredComputation, results: List[Op],
                  inputs: List[AssignableTensorOp], transformer: Optional[Transformer],
                  opset: int, name: str):
-    function: Function = lowered.function
-    g = GraphBuilder(opset)
-    known: Dict[Node, str] = {}
+    """The graph of a lowered computation: placeholders in, stored tensors as initializers."""
+    function = lowered.function
     by_tensor = dict(zip(lowered.state_inputs, function.parameters))
     stored = [t for t in lowered.state_inputs if t not in inputs]
     for tensor in stored:
@@ -207,58 +216,90 @@ def _write_graph(onnx, lowered: LoweredComputation, results: List[Op],
             raise OnnxExportError(f"placeholder {tensor.name} {tensor.axes} is read but is not "
                                   f"among the exported inputs", tensor.location)
     written = list(lowered.state_outputs)
-    graph_inputs, graph_outputs = [], []
-    # the exported placeholders, in order (one the function does not read still appears)
-    for tensor in inputs:
-        input_name = g.fresh(tensor.name)
+    parts = _GraphParts()
+    for tensor in inputs:  # in order; one the function does not read still appears
         doc = f"placeholder {tensor.name}, axes ({_axes_text(tensor)})"
-        if tensor in by_tensor:
-            parameter = by_tensor[tensor]
-            known[parameter] = input_name
+        parameter = by_tensor.get(tensor)
+        if parameter is not None:
+            parts.inputs.append((parameter, tensor.name, doc))
+        else:
+            dims = [a.length if isinstance(a.length, int) else
+                    str(a.length) if a.length is not None else a.name for a in tensor.axes]
+            parts.unread.append(onnx.helper.make_tensor_value_info(
+                tensor.name, tensor_type(tensor.dtype), dims, doc_string=doc))
+    values = _stored_values(stored, transformer)
+    for tensor in stored:
+        doc = f"stored tensor {tensor.name}, axes ({_axes_text(tensor)})"
+        parts.stored.append((by_tensor[tensor], tensor.name, values[tensor],
+                             doc if tensor in written else None))
+    for op, position in zip(results, lowered.result_positions):
+        if position is not None:
+            parts.outputs.append((function.results[position], op.name,
+                                  f"{op.name}, axes ({_axes_text(op)})"))
+    first_state = len(function.results) - len(written)
+    for tensor, node in zip(written, function.results[first_state:]):
+        parts.outputs.append((node, f"{tensor.name}.new",
+                              f"new value of {tensor.name}, axes ({_axes_text(tensor)})"))
+    return parts.graph(onnx, function, opset, name, _labels(lowered))
+
+
+def _function_graph(onnx, function: Function, opset: int, name: str):
+    """The graph of a core Function: each parameter an input, each result an output."""
+    parts = _GraphParts()
+    parts.inputs = [(p, p.name, "") for p in function.parameters]
+    parts.outputs = [(node, node.name if node.has_user_name else f"output_{k}", "")
+                     for k, node in enumerate(function.results)]
+    return parts.graph(onnx, function, opset, name, {})
+
+
+class _GraphParts:
+    """What becomes a graph's inputs, initializers and outputs, before names are fixed."""
+
+    def __init__(self) -> None:
+        #: (parameter, name, doc) of each graph input, in order.
+        self.inputs: List[tuple] = []
+        #: value infos of exported inputs the function does not read.
+        self.unread: List[Any] = []
+        #: (parameter, name, value, doc) of each initializer; a doc makes it an input too.
+        self.stored: List[tuple] = []
+        #: (node, name, doc) of each graph output, in order.
+        self.outputs: List[tuple] = []
+
+    def graph(self, onnx, function: Function, opset: int, name: str, labels: Dict[str, str]):
+        g = GraphBuilder(opset)
+        known: Dict[Node, str] = {}
+        graph_inputs = []
+        for parameter, input_name, doc in self.inputs:
+            known[parameter] = input_name = g.fresh(input_name)
             graph_inputs.append(_value_info(onnx, input_name, parameter, doc))
             for position, dim in enumerate(parameter.shape):
                 if isinstance(dim, Dim) and dim.is_symbol:
                     g.size_sources.setdefault(dim.name, (input_name, position))
-        else:
-            dims = [a.length if isinstance(a.length, int) else
-                    str(a.length) if a.length is not None else a.name for a in tensor.axes]
-            graph_inputs.append(onnx.helper.make_tensor_value_info(
-                input_name, tensor_type(tensor.dtype), dims, doc_string=doc))
-    values = _stored_values(stored, transformer)
-    for tensor in stored:
-        parameter = by_tensor[tensor]
-        value_name = g.fresh(tensor.name)
-        known[parameter] = value_name
-        g.initializer(value_name, np.asarray(values[tensor], dtype=parameter.element_type.dtype))
-        if tensor in written:  # a training step's state: an input whose default is its value
-            doc = f"stored tensor {tensor.name}, axes ({_axes_text(tensor)})"
-            info = onnx.helper.make_tensor_value_info(
-                value_name, tensor_type(parameter.element_type.dtype),
-                list(np.shape(values[tensor])), doc_string=doc)
+        for info in self.unread:
+            info.name = g.fresh(info.name)
             graph_inputs.append(info)
-    # the outputs: the results with a value, then the stored tensors' new values
-    outputs: List[tuple] = []
-    for op, position in zip(results, lowered.result_positions):
-        if position is not None:
-            outputs.append((function.results[position], op.name, op))
-    first_state = len(function.results) - len(written)
-    for tensor, node in zip(written, function.results[first_state:]):
-        outputs.append((node, f"{tensor.name}.new", tensor))
-    wanted: Dict[Node, str] = {}
-    output_names = []
-    for node, output_name, op in outputs:
-        output_name = g.fresh(output_name)
-        output_names.append(output_name)
-        if node not in known and node not in wanted:
-            wanted[node] = output_name
-    write_nodes(g, function.nodes, known, wanted, _labels(lowered))
-    for (node, _, op), output_name in zip(outputs, output_names):
-        if known[node] != output_name:  # an input, or a value output twice
-            g.add("Identity", [known[node]], output_name)
-        graph_outputs.append(_value_info(onnx, output_name, node,
-                                         f"{op.name}, axes ({_axes_text(op)})"))
-    return onnx.helper.make_graph(g.nodes, name, graph_inputs, graph_outputs,
-                                  initializer=g.initializers)
+        for parameter, value_name, value, doc in self.stored:
+            known[parameter] = value_name = g.fresh(value_name)
+            value = np.asarray(value, dtype=parameter.element_type.dtype)
+            g.initializer(value_name, value)
+            if doc is not None:  # a training step's state: an input defaulting to its value
+                graph_inputs.append(onnx.helper.make_tensor_value_info(
+                    value_name, tensor_type(value.dtype), list(value.shape), doc_string=doc))
+        wanted: Dict[Node, str] = {}
+        output_names = []
+        for node, output_name, _ in self.outputs:
+            output_name = g.fresh(output_name)
+            output_names.append(output_name)
+            if node not in known and node not in wanted:
+                wanted[node] = output_name
+        write_nodes(g, function.nodes, known, wanted, labels)
+        graph_outputs = []
+        for (node, _, doc), output_name in zip(self.outputs, output_names):
+            if known[node] != output_name:  # an input, or a value output twice
+                g.add("Identity", [known[node]], output_name)
+            graph_outputs.append(_value_info(onnx, output_name, node, doc))
+        return onnx.helper.make_graph(g.nodes, name, graph_inputs, graph_outputs,
+                                      initializer=g.initializers)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
