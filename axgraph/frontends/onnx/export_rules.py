@@ -15,17 +15,19 @@ Core layouts are ONNX's own (feature maps (N, C, spatial...), filters
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
 from ... import core
 from ...core.ops import elementwise as ew
 from ...core.ops.leaves import DimValue
+from ...core.ops.reduction import IndexReduction
 from ...op_table import OpTable
 from .export_graph import GraphBuilder, OnnxExportError, tensor_type
 
-Rule = Callable[[GraphBuilder, core.Node, List[str], str], None]
+#: A rule's node parameter is typed by the op class it is registered for.
+Rule = Callable[[GraphBuilder, Any, List[str], str], None]
 
 #: Op class -> its ONNX rule.
 RULES: "OpTable[Rule]" = OpTable("ONNX export rule")
@@ -81,7 +83,7 @@ def _not_equal(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) ->
 
 
 @RULES.register(ew.Convert)
-def _convert(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _convert(g: GraphBuilder, node: ew.Convert, inputs: List[str], out: str) -> None:
     g.add("Cast", inputs, out, to=tensor_type(node.element_type.dtype))
 
 
@@ -94,8 +96,8 @@ def _parameter(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) ->
 
 
 @RULES.register(core.Constant)
-def _constant(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    value = np.asarray(node.value)
+def _constant(g: GraphBuilder, node: core.Constant, inputs: List[str], out: str) -> None:
+    value = np.asarray(node.attributes["value"])
     if value.ndim == 0 and len(node.shape):  # a scalar filling a shape: write the scalar once
         g.add("Expand", [g.constant(value), g.shape(node.shape)], out)
     else:
@@ -103,18 +105,19 @@ def _constant(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> 
 
 
 @RULES.register(DimValue)
-def _dim_value(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    scalar = g.add("Squeeze", [g.dim(node.dim), g.ints([0])])
+def _dim_value(g: GraphBuilder, node: DimValue, inputs: List[str], out: str) -> None:
+    scalar = g.add("Squeeze", [g.dim(node.attributes["dim"]), g.ints([0])])
     g.add("Cast", [scalar], out, to=tensor_type(node.element_type.dtype))
 
 
 def _random(onnx_op: str, first: str, second: str) -> Rule:
-    def rule(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-        attributes = {first: float(node.attributes[node._parameter_names[0]]),
-                      second: float(node.attributes[node._parameter_names[1]]),
-                      "dtype": tensor_type(node.element_type.dtype)}
-        if node.seed is not None:
-            attributes["seed"] = float(node.seed)
+    def rule(g: GraphBuilder, node: Any, inputs: List[str], out: str) -> None:
+        attributes: Dict[str, Any] = {
+            first: float(node.attributes[node._parameter_names[0]]),
+            second: float(node.attributes[node._parameter_names[1]]),
+            "dtype": tensor_type(node.element_type.dtype)}
+        if node.attributes["seed"] is not None:
+            attributes["seed"] = float(node.attributes["seed"])
         if all(isinstance(d, int) for d in node.shape):
             g.add(onnx_op, [], out, shape=list(node.shape), **attributes)
         else:
@@ -130,34 +133,34 @@ RULES.register(core.RandomNormal)(_random("RandomNormal", "mean", "scale"))
 # -- data movement -----------------------------------------------------------------------
 
 @RULES.register(core.Broadcast)
-def _broadcast(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _broadcast(g: GraphBuilder, node: core.Broadcast, inputs: List[str], out: str) -> None:
     x = inputs[0]
-    if node.axes:
-        x = g.add("Unsqueeze", [x, g.ints(node.axes)])
+    if node.attributes["axes"]:
+        x = g.add("Unsqueeze", [x, g.ints(node.attributes["axes"])])
     g.add("Expand", [x, g.shape(node.shape)], out)
 
 
 @RULES.register(core.Reshape)
-def _reshape(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _reshape(g: GraphBuilder, node: core.Reshape, inputs: List[str], out: str) -> None:
     # allowzero: a 0 in the shape is a length, not "copy the input's dim"
     g.add("Reshape", [inputs[0], g.shape(node.shape)], out, allowzero=1)
 
 
 @RULES.register(core.Transpose)
-def _transpose(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    g.add("Transpose", inputs, out, perm=list(node.permutation))
+def _transpose(g: GraphBuilder, node: core.Transpose, inputs: List[str], out: str) -> None:
+    g.add("Transpose", inputs, out, perm=list(node.attributes["permutation"]))
 
 
 @RULES.register(core.Slice)
-def _slice(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _slice(g: GraphBuilder, node: core.Slice, inputs: List[str], out: str) -> None:
     rank = node.inputs[0].rank
-    g.add("Slice", [inputs[0], g.shape(node.lower), g.shape(node.upper), g.ints(range(rank)),
-                    g.ints(node.strides)], out)
+    g.add("Slice", [inputs[0], g.shape(node.attributes["lower"]), g.shape(node.attributes["upper"]), g.ints(range(rank)),
+                    g.ints(node.attributes["strides"])], out)
 
 
 @RULES.register(core.Reverse)
-def _reverse(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    axes = list(node.axes)
+def _reverse(g: GraphBuilder, node: core.Reverse, inputs: List[str], out: str) -> None:
+    axes = list(node.attributes["axes"])
     if not axes:
         g.add("Identity", inputs, out)
         return
@@ -167,17 +170,18 @@ def _reverse(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> N
 
 
 @RULES.register(core.Concat)
-def _concat(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    g.add("Concat", inputs, out, axis=node.axis)
+def _concat(g: GraphBuilder, node: core.Concat, inputs: List[str], out: str) -> None:
+    g.add("Concat", inputs, out, axis=node.attributes["axis"])
 
 
 @RULES.register(core.Pad)
-def _pad(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    if any(node.interior):
-        raise node._fail(OnnxExportError, f"interior padding {node.interior} (between "
-                                          f"elements) has no ONNX operator")
-    value = g.constant(np.asarray(node.value, dtype=node.element_type.dtype))
-    g.add("Pad", [inputs[0], g.shape(tuple(node.below) + tuple(node.above)), value], out,
+def _pad(g: GraphBuilder, node: core.Pad, inputs: List[str], out: str) -> None:
+    interior = node.attributes["interior"]
+    if any(interior):
+        raise node._fail(OnnxExportError, f"interior padding {interior} (between elements) has "
+                                          f"no ONNX operator")
+    value = g.constant(np.asarray(node.attributes["value"], dtype=node.element_type.dtype))
+    g.add("Pad", [inputs[0], g.shape(tuple(node.attributes["below"]) + tuple(node.attributes["above"])), value], out,
           mode="constant")
 
 
@@ -187,18 +191,18 @@ def _matmul_form(node: core.Node) -> bool:
     """Whether a Dot is ONNX MatMul as it stands: batch dims leading in order, then one
     matrix product of a's last dim with b's first (or second to last) non-batch dim."""
     a, b = node.inputs
-    batch = len(node.batch_a)
-    if tuple(node.batch_a) != tuple(range(batch)) or tuple(node.batch_b) != tuple(range(batch)):
+    batch = len(node.attributes["batch_a"])
+    if tuple(node.attributes["batch_a"]) != tuple(range(batch)) or tuple(node.attributes["batch_b"]) != tuple(range(batch)):
         return False
-    if len(node.contract_a) != 1 or node.contract_a[0] != a.rank - 1 or a.rank == batch:
+    if len(node.attributes["contract_a"]) != 1 or node.attributes["contract_a"][0] != a.rank - 1 or a.rank == batch:
         return False
     if batch:
-        return a.rank == b.rank == batch + 2 and node.contract_b[0] == batch
-    return b.rank in (1, 2) and node.contract_b[0] == 0
+        return a.rank == b.rank == batch + 2 and node.attributes["contract_b"][0] == batch
+    return b.rank in (1, 2) and node.attributes["contract_b"][0] == 0
 
 
 @RULES.register(core.Dot)
-def _dot(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _dot(g: GraphBuilder, node: core.Dot, inputs: List[str], out: str) -> None:
     a, b = node.inputs
     if _matmul_form(node):
         g.add("MatMul", inputs, out)
@@ -206,11 +210,11 @@ def _dot(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     on_a = [next(letters) for _ in range(a.rank)]
     on_b = [next(letters) for _ in range(b.rank)]
-    for i, j in zip(node.contract_a + node.batch_a, node.contract_b + node.batch_b):
+    for i, j in zip(node.attributes["contract_a"] + node.attributes["batch_a"], node.attributes["contract_b"] + node.attributes["batch_b"]):
         on_b[j] = on_a[i]
-    paired_a = set(node.contract_a) | set(node.batch_a)
-    paired_b = set(node.contract_b) | set(node.batch_b)
-    result = ([on_a[i] for i in node.batch_a] + [c for i, c in enumerate(on_a) if i not in paired_a]
+    paired_a = set(node.attributes["contract_a"]) | set(node.attributes["batch_a"])
+    paired_b = set(node.attributes["contract_b"]) | set(node.attributes["batch_b"])
+    result = ([on_a[i] for i in node.attributes["batch_a"]] + [c for i, c in enumerate(on_a) if i not in paired_a]
               + [c for j, c in enumerate(on_b) if j not in paired_b])
     g.add("Einsum", inputs, out,
           equation=f"{''.join(on_a)},{''.join(on_b)}->{''.join(result)}")
@@ -228,8 +232,8 @@ def reduce(g: GraphBuilder, op_type: str, x: str, axes: Sequence[int], out=None,
 
 
 def _reduction(op_type: str) -> Rule:
-    def rule(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-        reduce(g, op_type, inputs[0], node.axes, out)
+    def rule(g: GraphBuilder, node: Any, inputs: List[str], out: str) -> None:
+        reduce(g, op_type, inputs[0], node.attributes["axes"], out)
     return rule
 
 
@@ -260,52 +264,52 @@ def _from_last(g: GraphBuilder, flat: str, shape: str, permutation: List[int], o
 
 
 @RULES.register(core.ArgMax, core.ArgMin)
-def _arg_extreme(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _arg_extreme(g: GraphBuilder, node: IndexReduction, inputs: List[str], out: str) -> None:
     kind = type(node).__name__
-    if len(node.axes) == 1:
-        index = g.add(kind, inputs, axis=node.axes[0], keepdims=0)
+    if len(node.attributes["axes"]) == 1:
+        index = g.add(kind, inputs, axis=node.attributes["axes"][0], keepdims=0)
     else:
-        flat, _, _ = _to_last(g, node, inputs[0], node.axes)
+        flat, _, _ = _to_last(g, node, inputs[0], node.attributes["axes"])
         index = g.add(kind, [flat], axis=-1, keepdims=0)
     g.add("Cast", [index], out, to=tensor_type(node.element_type.dtype))
 
 
 @RULES.register(core.Softmax, core.LogSoftmax)
-def _softmax(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _softmax(g: GraphBuilder, node: core.Softmax, inputs: List[str], out: str) -> None:
     kind = type(node).__name__
-    if len(node.axes) == 1:
-        g.add(kind, inputs, out, axis=node.axes[0])
+    if len(node.attributes["axes"]) == 1:
+        g.add(kind, inputs, out, axis=node.attributes["axes"][0])
         return
-    flat, shape, permutation = _to_last(g, node, inputs[0], node.axes)
+    flat, shape, permutation = _to_last(g, node, inputs[0], node.attributes["axes"])
     _from_last(g, g.add(kind, [flat], axis=-1), shape, permutation, out)
 
 
 @RULES.register(core.SoftmaxBackprop)
-def _softmax_backprop(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _softmax_backprop(g: GraphBuilder, node: core.SoftmaxBackprop, inputs: List[str], out: str) -> None:
     dy, y = inputs  # y * (dy - sum(dy * y))
-    total = reduce(g, "ReduceSum", g.add("Mul", [dy, y]), node.axes, keepdims=1)
+    total = reduce(g, "ReduceSum", g.add("Mul", [dy, y]), node.attributes["axes"], keepdims=1)
     g.add("Mul", [y, g.add("Sub", [dy, total])], out)
 
 
 @RULES.register(core.LogSoftmaxBackprop)
-def _log_softmax_backprop(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _log_softmax_backprop(g: GraphBuilder, node: core.LogSoftmaxBackprop, inputs: List[str], out: str) -> None:
     dy, y = inputs  # dy - exp(y) * sum(dy)
-    total = reduce(g, "ReduceSum", dy, node.axes, keepdims=1)
+    total = reduce(g, "ReduceSum", dy, node.attributes["axes"], keepdims=1)
     g.add("Sub", [dy, g.add("Mul", [g.add("Exp", [y]), total])], out)
 
 
 # -- windows -----------------------------------------------------------------------------
 
 def _window_attributes(node: core.Node, dilation: bool = True) -> dict:
-    attributes = {"strides": list(node.strides),
-                  "pads": list(node.padding_below) + list(node.padding_above)}
+    attributes = {"strides": list(node.attributes["strides"]),
+                  "pads": list(node.attributes["padding_below"]) + list(node.attributes["padding_above"])}
     if dilation:
-        attributes["dilations"] = list(node.dilation)
+        attributes["dilations"] = list(node.attributes["dilation"])
     return attributes
 
 
 @RULES.register(core.Convolution)
-def _convolution(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _convolution(g: GraphBuilder, node: core.Convolution, inputs: List[str], out: str) -> None:
     g.add("Conv", inputs, out, **_window_attributes(node))
 
 
@@ -316,23 +320,23 @@ def _static(node: core.Node, dims, what: str) -> List[int]:
 
 
 @RULES.register(core.ConvolutionBackpropData)
-def _convolution_backprop_data(g: GraphBuilder, node: core.Node, inputs: List[str],
+def _convolution_backprop_data(g: GraphBuilder, node: core.ConvolutionBackpropData, inputs: List[str],
                                out: str) -> None:
     # ConvTranspose of delta with the same (K, C, R...) filters, grown to the data's size
     filters, delta = node.inputs
-    spatial = _static(node, node.data_shape[2:], "the data's spatial dims")
+    spatial = _static(node, node.attributes["data_shape"][2:], "the data's spatial dims")
     window = _static(node, filters.shape[2:], "the filters' window")
     positions = _static(node, delta.shape[2:], "the output's spatial dims")
     padding = [s * (p - 1) + d * (r - 1) + 1 - below - above
-               for s, p, d, r, below, above in zip(node.strides, positions, node.dilation, window,
-                                                    node.padding_below, node.padding_above)]
+               for s, p, d, r, below, above in zip(node.attributes["strides"], positions, node.attributes["dilation"], window,
+                                                    node.attributes["padding_below"], node.attributes["padding_above"])]
     extra = [n - made for n, made in zip(spatial, padding)]
     g.add("ConvTranspose", [inputs[1], inputs[0]], out, output_padding=extra,
           **_window_attributes(node))
 
 
 @RULES.register(core.ConvolutionBackpropFilters)
-def _convolution_backprop_filters(g: GraphBuilder, node: core.Node, inputs: List[str],
+def _convolution_backprop_filters(g: GraphBuilder, node: core.ConvolutionBackpropFilters, inputs: List[str],
                                   out: str) -> None:
     # dW[k, c, r] = sum over n, p of delta[n, k, p] * x[n, c, p*stride + r*dilation - below]:
     # a convolution of x as (C, N, S...) with delta as (K, N, P...), strides and
@@ -340,27 +344,27 @@ def _convolution_backprop_filters(g: GraphBuilder, node: core.Node, inputs: List
     data, delta = node.inputs
     rank = data.rank
     swap = [1, 0] + list(range(2, rank))
-    window = _static(node, node.filters_shape[2:], "the filters' window")
+    window = _static(node, node.attributes["filters_shape"][2:], "the filters' window")
     spatial = _static(node, data.shape[2:], "the data's spatial dims")
     positions = _static(node, delta.shape[2:], "the output's spatial dims")
     above = []
-    for n, r, p, s, d, below in zip(spatial, window, positions, node.strides, node.dilation,
-                                    node.padding_below):
+    for n, r, p, s, d, below in zip(spatial, window, positions, node.attributes["strides"], node.attributes["dilation"],
+                                    node.attributes["padding_below"]):
         span = s * (p - 1) + 1  # the "window" of the swapped convolution
         # enough padding above for R outputs of step d: below + n + above >= (R-1)*d + span
         above.append(max(0, (r - 1) * d + span - below - n))
     columns = g.add("Conv", [g.add("Transpose", [inputs[0]], perm=swap),
                              g.add("Transpose", [inputs[1]], perm=swap)],
-                    strides=list(node.dilation), dilations=list(node.strides),
-                    pads=list(node.padding_below) + above)
+                    strides=list(node.attributes["dilation"]), dilations=list(node.attributes["strides"]),
+                    pads=list(node.attributes["padding_below"]) + above)
     cut = g.add("Slice", [columns, g.ints([0] * (rank - 2)), g.ints(window),
                           g.ints(range(2, rank))])
     g.add("Transpose", [cut], out, perm=swap)
 
 
 def _pool(op_type: str, **extra) -> Rule:
-    def rule(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-        g.add(op_type, inputs, out, kernel_shape=list(node.window),
+    def rule(g: GraphBuilder, node: Any, inputs: List[str], out: str) -> None:
+        g.add(op_type, inputs, out, kernel_shape=list(node.attributes["window"]),
               **_window_attributes(node, dilation=False), **extra)
     return rule
 
@@ -371,10 +375,10 @@ RULES.register(core.AvgPool)(_pool("AveragePool", count_include_pad=0))
 
 
 @RULES.register(core.MaxPoolBackprop)
-def _max_pool_backprop(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _max_pool_backprop(g: GraphBuilder, node: core.MaxPoolBackprop, inputs: List[str], out: str) -> None:
     # MaxPool's indices (into x flattened whole) say where each delta goes; they add up
     x, delta = inputs
-    _, indices = g.add_many("MaxPool", [x], [None, None], kernel_shape=list(node.window),
+    _, indices = g.add_many("MaxPool", [x], [None, None], kernel_shape=list(node.attributes["window"]),
                             **_window_attributes(node, dilation=False))
     flat = g.ints([-1])
     zeros = g.add("Reshape", [g.add("Sub", [x, x]), flat])
@@ -386,16 +390,16 @@ def _max_pool_backprop(g: GraphBuilder, node: core.Node, inputs: List[str], out:
 # -- indexing ----------------------------------------------------------------------------
 
 @RULES.register(core.Gather)
-def _gather(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    g.add("Gather", inputs, out, axis=node.axis)
+def _gather(g: GraphBuilder, node: core.Gather, inputs: List[str], out: str) -> None:
+    g.add("Gather", inputs, out, axis=node.attributes["axis"])
 
 
 @RULES.register(core.ScatterAdd)
-def _scatter_add(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _scatter_add(g: GraphBuilder, node: core.ScatterAdd, inputs: List[str], out: str) -> None:
     # ScatterND adds whole slices along the first dim: move `axis` first in inputs and
     # updates (whose indexed dims follow the dims before `axis`), and back after
     target, indices, updates = inputs
-    axis, rank = node.axis, node.inputs[0].rank
+    axis, rank = node.attributes["axis"], node.inputs[0].rank
     index_rank = node.inputs[1].rank
     if axis:
         target = g.add("Transpose", [target],
@@ -414,9 +418,9 @@ def _scatter_add(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) 
 
 
 @RULES.register(core.OneHot)
-def _one_hot(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _one_hot(g: GraphBuilder, node: core.OneHot, inputs: List[str], out: str) -> None:
     # (x == position along the one-hot dim), in x's type: exact for every numeric type
-    axis, depth = node.one_hot_axis, node.shape[node.one_hot_axis]
+    axis, depth = node.attributes["one_hot_axis"], node.shape[node.attributes["one_hot_axis"]]
     dtype = tensor_type(node.element_type.dtype)
     limit = (g.constant(np.int64(depth)) if isinstance(depth, int)
              else g.add("Squeeze", [g.dim(depth), g.ints([0])]))
@@ -431,7 +435,7 @@ def _one_hot(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> N
 # -- groups ------------------------------------------------------------------------------
 
 @RULES.register(core.Fused)
-def _fused(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+def _fused(g: GraphBuilder, node: core.Fused, inputs: List[str], out: str) -> None:
     from .exporter import write_nodes  # the walk over a function, shared with the body
 
     body = node.function
@@ -440,7 +444,7 @@ def _fused(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> Non
 
 
 def _unsupported(reason: str) -> Rule:
-    def rule(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
+    def rule(g: GraphBuilder, node: Any, inputs: List[str], out: str) -> None:
         raise node._fail(OnnxExportError, f"cannot be written as ONNX: {reason}")
     return rule
 

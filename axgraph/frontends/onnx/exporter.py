@@ -143,11 +143,12 @@ def _result_ops(results) -> List[Op]:
 
 
 def _checked_inputs(inputs: Iterable[Op]) -> List[AssignableTensorOp]:
-    checked = list(inputs)
-    for op in checked:
+    checked: List[AssignableTensorOp] = []
+    for op in inputs:
         if not (isinstance(op, AssignableTensorOp) and op.input):
             raise FeedError(f"export inputs must be placeholders; {op!r:.80} is not",
                             user_location())
+        checked.append(op)
     if len(set(checked)) != len(checked):
         raise FeedError("a placeholder is listed twice among the export inputs", user_location())
     return checked
@@ -185,7 +186,7 @@ def write_nodes(g: GraphBuilder, nodes: Iterable[Node], known: Dict[Node, str],
 
 
 def _stored_values(tensors: List[AssignableTensorOp],
-                   transformer: Optional[Transformer]) -> Dict[AssignableTensorOp, np.ndarray]:
+                   transformer: Optional[Transformer]) -> Dict[Op, np.ndarray]:
     from ... import make_transformer
     from ...serialization import get_values
 
