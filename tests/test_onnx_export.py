@@ -205,22 +205,37 @@ def test_training_step_exports_new_values_as_outputs(tmp_path, numpy_transformer
     assert not np.allclose(w_new, before)
 
 
-def test_what_onnx_cannot_express_is_an_error_at_the_users_line(tmp_path):
-    C = ng.make_axis(1, name="C", roles=[ng.frontends.neon.ar.Channel])
-    Hh = ng.make_axis(4, name="H", roles=[ng.frontends.neon.ar.Height])
-    W = ng.make_axis(4, name="W", roles=[ng.frontends.neon.ar.Width])
-    N = ng.make_axis(2, name="N")
+def test_gradients_through_convolution_and_pooling(tmp_path, numpy_transformer):
+    C = ng.make_axis(2, name="C", roles=[ng.frontends.neon.ar.Channel])
+    Hh = ng.make_axis(9, name="H", roles=[ng.frontends.neon.ar.Height])
+    W = ng.make_axis(10, name="W", roles=[ng.frontends.neon.ar.Width])
+    N = ng.make_axis(name="N")
+    network = Sequential([
+        Convolution((3, 3, 3), filter_init=uniform(12), padding=1, strides=2, bias_init=0.0,
+                    activation=Rectlin()),
+        Pooling(2, strides=1, pool_type="avg"),
+        Convolution((2, 2, 4), filter_init=uniform(13), padding=0, bias_init=0.0),
+        Pooling(2, strides=1, pool_type="max"),
+    ])
     images = ng.placeholder([C, Hh, W, N], name="images")
-    pool = Pooling(2, pool_type="avg")
-    pooled = pool(images)
-    gradient = ng.deriv(ng.sum(pooled * pooled, out_axes=()), images)  # avg-pool adjoint here
-    with pytest.raises(OnnxExportError, match="AvgPoolBackprop") as info:
-        export(gradient, tmp_path / "g.onnx", [images])
-    assert info.value.location == (__file__, line_of("avg-pool adjoint here"))
-    assert not (tmp_path / "g.onnx").exists()
-    printed = ng.PrintOp(images * 2.0)  # a host call
+    out = network(images)
+    loss = ng.sum(out * out, out_axes=())
+    filters = [v for v in loss.variables() if len(v.axes) == 4]
+    gradients = [ng.deriv(loss, images)] + [ng.deriv(loss, f) for f in filters]
+    compute = numpy_transformer.computation(gradients, images)
+    export(compute, tmp_path / "gradients.onnx")
+    value = np.random.default_rng(5).standard_normal((2, 9, 10, 3)).astype(np.float32)
+    got = run_file(tmp_path / "gradients.onnx", [value])
+    for g, want in zip(got, compute(value)):
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5)
+
+
+def test_what_onnx_cannot_express_is_an_error_at_the_users_line():
+    N = ng.make_axis(3, name="N")
+    x = ng.placeholder([N], name="x")
+    printed = ng.PrintOp(x * 2.0)  # a host call
     with pytest.raises(OnnxExportError, match="Print") as info:
-        export(printed, None, [images])
+        export(printed, None, [x])
     assert info.value.location == (__file__, line_of("a host call"))
 
 

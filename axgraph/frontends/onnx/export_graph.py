@@ -127,6 +127,13 @@ class GraphBuilder:
         """A 1-D int64 constant (axes, pads, static shapes, slice bounds)."""
         return self.constant(np.asarray(list(values), dtype=np.int64), hint="ints")
 
+    def zeros(self, shape: str, dtype: np.dtype) -> str:
+        """Zeros of `dtype` in the shape the 1-D int64 tensor `shape` holds at run time."""
+        from onnx import numpy_helper
+
+        return self.add("ConstantOfShape", [shape],
+                        value=numpy_helper.from_array(np.zeros(1, dtype=dtype)))
+
     # -- sizes -----------------------------------------------------------------------
     def dim(self, value) -> str:
         """A 1-D int64 tensor of one element: `value` (an int or a dim expression) at run time."""

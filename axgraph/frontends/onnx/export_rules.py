@@ -46,10 +46,10 @@ ELEMENTWISE: Dict[type, str] = {
 #: Core ops ONNX has no operator for, and why (their rule raises OnnxExportError).
 UNSUPPORTED: Dict[type, str] = {
     core.Im2Col: "ONNX has no operator gathering convolution windows into columns (only a "
-                 "backend's convolution-as-matmul pass makes this op; export never runs it)",
-    core.Col2Im: "only a backend's convolution-as-matmul pass makes this op; export never runs "
-                 "it",
-    core.AvgPoolBackprop: "ONNX has no adjoint of AveragePool that leaves the padding out",
+                 "backend's convolution-as-matmul pass makes this op, and export does not run "
+                 "it)",
+    core.Col2Im: "ONNX's Col2Im has another layout, and only a backend's convolution-as-matmul "
+                 "pass makes this op (export does not run it)",
 }
 
 
@@ -153,9 +153,9 @@ def _transpose(g: GraphBuilder, node: core.Transpose, inputs: List[str], out: st
 
 @RULES.register(core.Slice)
 def _slice(g: GraphBuilder, node: core.Slice, inputs: List[str], out: str) -> None:
-    rank = node.inputs[0].rank
-    g.add("Slice", [inputs[0], g.shape(node.attributes["lower"]), g.shape(node.attributes["upper"]), g.ints(range(rank)),
-                    g.ints(node.attributes["strides"])], out)
+    attributes = node.attributes
+    g.add("Slice", [inputs[0], g.shape(attributes["lower"]), g.shape(attributes["upper"]),
+                    g.ints(range(node.rank)), g.ints(attributes["strides"])], out)
 
 
 @RULES.register(core.Reverse)
@@ -176,29 +176,51 @@ def _concat(g: GraphBuilder, node: core.Concat, inputs: List[str], out: str) -> 
 
 @RULES.register(core.Pad)
 def _pad(g: GraphBuilder, node: core.Pad, inputs: List[str], out: str) -> None:
-    interior = node.attributes["interior"]
-    if any(interior):
-        raise node._fail(OnnxExportError, f"interior padding {interior} (between elements) has "
-                                          f"no ONNX operator")
-    value = g.constant(np.asarray(node.attributes["value"], dtype=node.element_type.dtype))
-    g.add("Pad", [inputs[0], g.shape(tuple(node.attributes["below"]) + tuple(node.attributes["above"])), value], out,
-          mode="constant")
+    attributes = node.attributes
+    value = g.constant(np.asarray(attributes["value"], dtype=node.element_type.dtype))
+    x = _interior(g, inputs[0], node.inputs[0].shape, attributes["interior"], value)
+    pads = g.shape(tuple(attributes["below"]) + tuple(attributes["above"]))
+    g.add("Pad", [x, pads, value], out, mode="constant")
+
+
+def _interior(g: GraphBuilder, x: str, dims, interior, value: str) -> str:
+    """x with interior[i] values between neighbours along each dim i: every element gets
+    them after it (on a new dim, padded), the pairs are merged, the last ones cut off."""
+    rank = len(dims)
+    for position, (length, gap) in enumerate(zip(dims, interior)):
+        if not gap:
+            continue
+        pads = [0] * (2 * rank + 2)
+        pads[rank + 1 + position + 1] = gap  # after each element, on the new dim
+        spread = g.add("Pad", [g.add("Unsqueeze", [x, g.ints([position + 1])]), g.ints(pads),
+                               value], mode="constant")
+        pieces = [g.add("Shape", [x], start=0, end=position)] if position else []
+        pieces.append(g.ints([-1]))
+        if position + 1 < rank:
+            pieces.append(g.add("Shape", [x], start=position + 1))
+        merged = g.add("Reshape", [spread, g.add("Concat", pieces, axis=0)])
+        gaps = max(length - 1, 0) if isinstance(length, int) else length - 1
+        kept = g.dim(length + gap * gaps)
+        x = g.add("Slice", [merged, g.ints([0]), kept, g.ints([position])])
+    return x
 
 
 # -- contraction and reductions ----------------------------------------------------------
 
-def _matmul_form(node: core.Node) -> bool:
+def _matmul_form(node: core.Dot) -> bool:
     """Whether a Dot is ONNX MatMul as it stands: batch dims leading in order, then one
     matrix product of a's last dim with b's first (or second to last) non-batch dim."""
     a, b = node.inputs
-    batch = len(node.attributes["batch_a"])
-    if tuple(node.attributes["batch_a"]) != tuple(range(batch)) or tuple(node.attributes["batch_b"]) != tuple(range(batch)):
+    pairs = node.attributes
+    leading = tuple(range(len(pairs["batch_a"])))
+    if tuple(pairs["batch_a"]) != leading or tuple(pairs["batch_b"]) != leading:
         return False
-    if len(node.attributes["contract_a"]) != 1 or node.attributes["contract_a"][0] != a.rank - 1 or a.rank == batch:
+    if len(pairs["contract_a"]) != 1 or pairs["contract_a"][0] != a.rank - 1 or a.rank == len(
+            leading):
         return False
-    if batch:
-        return a.rank == b.rank == batch + 2 and node.attributes["contract_b"][0] == batch
-    return b.rank in (1, 2) and node.attributes["contract_b"][0] == 0
+    if leading:
+        return a.rank == b.rank == len(leading) + 2 and pairs["contract_b"][0] == len(leading)
+    return b.rank in (1, 2) and pairs["contract_b"][0] == 0
 
 
 @RULES.register(core.Dot)
@@ -207,14 +229,16 @@ def _dot(g: GraphBuilder, node: core.Dot, inputs: List[str], out: str) -> None:
     if _matmul_form(node):
         g.add("MatMul", inputs, out)
         return
+    pairs = node.attributes
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     on_a = [next(letters) for _ in range(a.rank)]
     on_b = [next(letters) for _ in range(b.rank)]
-    for i, j in zip(node.attributes["contract_a"] + node.attributes["batch_a"], node.attributes["contract_b"] + node.attributes["batch_b"]):
+    paired_a = pairs["contract_a"] + pairs["batch_a"]
+    paired_b = pairs["contract_b"] + pairs["batch_b"]
+    for i, j in zip(paired_a, paired_b):
         on_b[j] = on_a[i]
-    paired_a = set(node.attributes["contract_a"]) | set(node.attributes["batch_a"])
-    paired_b = set(node.attributes["contract_b"]) | set(node.attributes["batch_b"])
-    result = ([on_a[i] for i in node.attributes["batch_a"]] + [c for i, c in enumerate(on_a) if i not in paired_a]
+    result = ([on_a[i] for i in pairs["batch_a"]]
+              + [c for i, c in enumerate(on_a) if i not in paired_a]
               + [c for j, c in enumerate(on_b) if j not in paired_b])
     g.add("Einsum", inputs, out,
           equation=f"{''.join(on_a)},{''.join(on_b)}->{''.join(result)}")
@@ -285,106 +309,19 @@ def _softmax(g: GraphBuilder, node: core.Softmax, inputs: List[str], out: str) -
 
 
 @RULES.register(core.SoftmaxBackprop)
-def _softmax_backprop(g: GraphBuilder, node: core.SoftmaxBackprop, inputs: List[str], out: str) -> None:
+def _softmax_backprop(g: GraphBuilder, node: core.SoftmaxBackprop, inputs: List[str],
+                      out: str) -> None:
     dy, y = inputs  # y * (dy - sum(dy * y))
     total = reduce(g, "ReduceSum", g.add("Mul", [dy, y]), node.attributes["axes"], keepdims=1)
     g.add("Mul", [y, g.add("Sub", [dy, total])], out)
 
 
 @RULES.register(core.LogSoftmaxBackprop)
-def _log_softmax_backprop(g: GraphBuilder, node: core.LogSoftmaxBackprop, inputs: List[str], out: str) -> None:
+def _log_softmax_backprop(g: GraphBuilder, node: core.LogSoftmaxBackprop, inputs: List[str],
+                          out: str) -> None:
     dy, y = inputs  # dy - exp(y) * sum(dy)
     total = reduce(g, "ReduceSum", dy, node.attributes["axes"], keepdims=1)
     g.add("Sub", [dy, g.add("Mul", [g.add("Exp", [y]), total])], out)
-
-
-# -- windows -----------------------------------------------------------------------------
-
-def _window_attributes(node: core.Node, dilation: bool = True) -> dict:
-    attributes = {"strides": list(node.attributes["strides"]),
-                  "pads": list(node.attributes["padding_below"]) + list(node.attributes["padding_above"])}
-    if dilation:
-        attributes["dilations"] = list(node.attributes["dilation"])
-    return attributes
-
-
-@RULES.register(core.Convolution)
-def _convolution(g: GraphBuilder, node: core.Convolution, inputs: List[str], out: str) -> None:
-    g.add("Conv", inputs, out, **_window_attributes(node))
-
-
-def _static(node: core.Node, dims, what: str) -> List[int]:
-    if not all(isinstance(d, int) for d in dims):
-        raise node._fail(OnnxExportError, f"{what} {list(dims)} must be known sizes for ONNX")
-    return list(dims)
-
-
-@RULES.register(core.ConvolutionBackpropData)
-def _convolution_backprop_data(g: GraphBuilder, node: core.ConvolutionBackpropData, inputs: List[str],
-                               out: str) -> None:
-    # ConvTranspose of delta with the same (K, C, R...) filters, grown to the data's size
-    filters, delta = node.inputs
-    spatial = _static(node, node.attributes["data_shape"][2:], "the data's spatial dims")
-    window = _static(node, filters.shape[2:], "the filters' window")
-    positions = _static(node, delta.shape[2:], "the output's spatial dims")
-    padding = [s * (p - 1) + d * (r - 1) + 1 - below - above
-               for s, p, d, r, below, above in zip(node.attributes["strides"], positions, node.attributes["dilation"], window,
-                                                    node.attributes["padding_below"], node.attributes["padding_above"])]
-    extra = [n - made for n, made in zip(spatial, padding)]
-    g.add("ConvTranspose", [inputs[1], inputs[0]], out, output_padding=extra,
-          **_window_attributes(node))
-
-
-@RULES.register(core.ConvolutionBackpropFilters)
-def _convolution_backprop_filters(g: GraphBuilder, node: core.ConvolutionBackpropFilters, inputs: List[str],
-                                  out: str) -> None:
-    # dW[k, c, r] = sum over n, p of delta[n, k, p] * x[n, c, p*stride + r*dilation - below]:
-    # a convolution of x as (C, N, S...) with delta as (K, N, P...), strides and
-    # dilation swapped, whose (C, K, R'...) result is cut to R and transposed
-    data, delta = node.inputs
-    rank = data.rank
-    swap = [1, 0] + list(range(2, rank))
-    window = _static(node, node.attributes["filters_shape"][2:], "the filters' window")
-    spatial = _static(node, data.shape[2:], "the data's spatial dims")
-    positions = _static(node, delta.shape[2:], "the output's spatial dims")
-    above = []
-    for n, r, p, s, d, below in zip(spatial, window, positions, node.attributes["strides"], node.attributes["dilation"],
-                                    node.attributes["padding_below"]):
-        span = s * (p - 1) + 1  # the "window" of the swapped convolution
-        # enough padding above for R outputs of step d: below + n + above >= (R-1)*d + span
-        above.append(max(0, (r - 1) * d + span - below - n))
-    columns = g.add("Conv", [g.add("Transpose", [inputs[0]], perm=swap),
-                             g.add("Transpose", [inputs[1]], perm=swap)],
-                    strides=list(node.attributes["dilation"]), dilations=list(node.attributes["strides"]),
-                    pads=list(node.attributes["padding_below"]) + above)
-    cut = g.add("Slice", [columns, g.ints([0] * (rank - 2)), g.ints(window),
-                          g.ints(range(2, rank))])
-    g.add("Transpose", [cut], out, perm=swap)
-
-
-def _pool(op_type: str, **extra) -> Rule:
-    def rule(g: GraphBuilder, node: Any, inputs: List[str], out: str) -> None:
-        g.add(op_type, inputs, out, kernel_shape=list(node.attributes["window"]),
-              **_window_attributes(node, dilation=False), **extra)
-    return rule
-
-
-RULES.register(core.MaxPool)(_pool("MaxPool"))
-# the mean over the real inputs of each window, as the core's AvgPool
-RULES.register(core.AvgPool)(_pool("AveragePool", count_include_pad=0))
-
-
-@RULES.register(core.MaxPoolBackprop)
-def _max_pool_backprop(g: GraphBuilder, node: core.MaxPoolBackprop, inputs: List[str], out: str) -> None:
-    # MaxPool's indices (into x flattened whole) say where each delta goes; they add up
-    x, delta = inputs
-    _, indices = g.add_many("MaxPool", [x], [None, None], kernel_shape=list(node.attributes["window"]),
-                            **_window_attributes(node, dilation=False))
-    flat = g.ints([-1])
-    zeros = g.add("Reshape", [g.add("Sub", [x, x]), flat])
-    spread = g.add("ScatterElements", [zeros, g.add("Reshape", [indices, flat]),
-                                       g.add("Reshape", [delta, flat])], reduction="add")
-    g.add("Reshape", [spread, g.add("Shape", [x])], out)
 
 
 # -- indexing ----------------------------------------------------------------------------
@@ -407,8 +344,8 @@ def _scatter_add(g: GraphBuilder, node: core.ScatterAdd, inputs: List[str], out:
         picked = list(range(axis, axis + index_rank))
         updates = g.add("Transpose", [updates], perm=picked + [
             i for i in range(node.inputs[2].rank) if i not in picked])
-    positions = g.add("Unsqueeze", [g.add("Cast", [indices], to=tensor_type(np.dtype(np.int64))),
-                                    g.ints([-1])])
+    as_int64 = g.add("Cast", [indices], to=tensor_type(np.dtype(np.int64)))
+    positions = g.add("Unsqueeze", [as_int64, g.ints([-1])])
     if not axis:
         g.add("ScatterND", [target, positions, updates], out, reduction="add")
         return
@@ -420,7 +357,8 @@ def _scatter_add(g: GraphBuilder, node: core.ScatterAdd, inputs: List[str], out:
 @RULES.register(core.OneHot)
 def _one_hot(g: GraphBuilder, node: core.OneHot, inputs: List[str], out: str) -> None:
     # (x == position along the one-hot dim), in x's type: exact for every numeric type
-    axis, depth = node.attributes["one_hot_axis"], node.shape[node.attributes["one_hot_axis"]]
+    axis = node.attributes["one_hot_axis"]
+    depth = node.shape[axis]
     dtype = tensor_type(node.element_type.dtype)
     limit = (g.constant(np.int64(depth)) if isinstance(depth, int)
              else g.add("Squeeze", [g.dim(depth), g.ints([0])]))
@@ -452,4 +390,4 @@ def _unsupported(reason: str) -> Rule:
 for _class, _reason in UNSUPPORTED.items():
     RULES.register(_class)(_unsupported(_reason))
 
-__all__ = ["ELEMENTWISE", "RULES", "UNSUPPORTED", "reduce"]
+__all__ = ["ELEMENTWISE", "RULES", "Rule", "UNSUPPORTED", "reduce"]

@@ -31,6 +31,7 @@ from ...op_graph.op import Op
 from ...op_graph.tensors import AssignableTensorOp
 from ...transformers.base import Computation, Transformer
 from .export_graph import GraphBuilder, OnnxExportError, onnx_dims, tensor_type
+from . import export_windows  # noqa: F401  (registers the window rules in RULES)
 from .export_rules import RULES
 
 #: The lowest opset the rules write for (Shape's start/end, ScatterND's reduction).
