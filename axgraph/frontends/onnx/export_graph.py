@@ -62,6 +62,7 @@ class GraphBuilder:
         self._used: set = set()
         self._shared_constants: Dict[Tuple, str] = {}
         self._dims: Dict[str, str] = {}
+        self._shapes: Dict[Tuple[str, ...], str] = {}
 
     # -- names -----------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -148,7 +149,10 @@ class GraphBuilder:
         """A 1-D int64 tensor of `dims` (a constant when they are all ints)."""
         if all(isinstance(d, int) for d in dims):
             return self.ints(dims)
-        return self.add("Concat", [self.dim(d) for d in dims], axis=0)
+        key = tuple(str(d) for d in dims)
+        if key not in self._shapes:
+            self._shapes[key] = self.add("Concat", [self.dim(d) for d in dims], axis=0)
+        return self._shapes[key]
 
     def _expression(self, tree: ast.AST, whole: Dim) -> str:
         """ONNX integer ops computing the parsed dim expression `tree` (of `whole`)."""
