@@ -248,3 +248,41 @@ def test_bad_requests_are_clear_errors():
         export(x, None, [x], opset=16)
     with pytest.raises(ng.FeedError, match="must be placeholders"):
         export(x * 2.0, None, [x * 2.0])
+
+
+def test_inputs_stored_tensors_and_constants_as_outputs():
+    N, B = ng.make_axis(3, name="N"), ng.make_axis(name="B")
+    x = ng.placeholder([N], name="x")
+    unread = ng.placeholder([N, B], name="unread")
+    w = ng.variable([N], initial_value=np.arange(3.0), name="w")
+    c = ng.constant(np.array([1.0, 2.0, 3.0]), [N], name="c")
+    default = ng.placeholder([N], initial_value=np.array([5.0, 6.0, 7.0]), name="default")
+    results = [x, x, w, c, ng.less(x, w), ng.sum(x + default, out_axes=())]
+    model = export(results, None, [x, unread])
+    assert [i.name for i in model.graph.input] == ["x", "unread"]
+    assert [d.dim_param or d.dim_value for d in
+            model.graph.input[1].type.tensor_type.shape.dim] == [3, "B"]
+    onnx.checker.check_model(model, full_check=True)
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    value = np.array([0.5, 1.5, 2.5], np.float32)
+    got = session.run(None, {"x": value, "unread": np.zeros((3, 2), np.float32)})
+    expected = [value, value, [0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [False, False, False],
+                (value + [5.0, 6.0, 7.0]).sum()]
+    for g, want in zip(got, expected):
+        np.testing.assert_allclose(g, want, rtol=1e-6)
+
+
+def test_bfloat16_values_keep_their_bits():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    N = ng.make_axis(3, name="N")
+    h = ng.placeholder([N], dtype=ml_dtypes.bfloat16, name="h")
+    w = ng.variable([N], dtype=ml_dtypes.bfloat16, initial_value=np.array([1.0, -2.5, 3.0]),
+                    name="w")
+    model = export(h * w, None, [h])
+    onnx.checker.check_model(model, full_check=True)
+    (stored,) = model.graph.initializer
+    assert stored.data_type == onnx.TensorProto.BFLOAT16
+    bits = np.frombuffer(stored.raw_data, dtype=np.uint16)
+    assert bits.tolist() == np.array([1.0, -2.5, 3.0], ml_dtypes.bfloat16).view(
+        np.uint16).tolist()

@@ -100,14 +100,14 @@ class GraphBuilder:
         """A named initializer holding `array` (its name returned, as given)."""
         from onnx import numpy_helper
 
-        array = np.asarray(array)
-        if array.dtype.name == "bfloat16":
-            from onnx import helper, TensorProto
+        array = np.array(array, order="C")
+        if array.dtype.name == "bfloat16":  # ml_dtypes' type: its bits, as ONNX stores them
+            from onnx import TensorProto, helper
 
             tensor = helper.make_tensor(name, TensorProto.BFLOAT16, array.shape,
-                                        array.view(np.uint16).ravel().tolist(), raw=False)
+                                        array.tobytes(), raw=True)
         else:
-            tensor = numpy_helper.from_array(np.array(array, order="C"), name)
+            tensor = numpy_helper.from_array(array, name)
         self.initializers.append(tensor)
         return name
 
