@@ -3,6 +3,7 @@
 onnxruntime what axgraph computes; symbolic sizes become dim_params, axis names show in
 value names, and what ONNX cannot express is a clear error at the user's line."""
 import inspect
+import sys
 
 import numpy as np
 import pytest
@@ -286,3 +287,14 @@ def test_bfloat16_values_keep_their_bits():
     bits = np.frombuffer(stored.raw_data, dtype=np.uint16)
     assert bits.tolist() == np.array([1.0, -2.5, 3.0], ml_dtypes.bfloat16).view(
         np.uint16).tolist()
+
+
+def test_without_onnx_installed_the_error_says_what_to_install(monkeypatch):
+    from axgraph.frontends.onnx.export_graph import OnnxNotInstalledError
+
+    N = ng.make_axis(2, name="N")
+    x = ng.placeholder([N], name="x")
+    monkeypatch.setitem(sys.modules, "onnx", None)  # an import of it fails
+    with pytest.raises(OnnxNotInstalledError, match=r"pip install 'axgraph\[onnx\]'"):
+        export(x * 2.0, None, [x])
+    assert issubclass(OnnxNotInstalledError, ImportError)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...core import Node
 from ...dims import Dim
-from ...errors import GraphError
+from ...errors import AxgraphError, GraphError
 
 
 class OnnxExportError(GraphError):
@@ -25,6 +25,20 @@ class OnnxExportError(GraphError):
     The message names the op (its core op and, where known, the axes op it
     came from) and the user's file and line that built it.
     """
+
+
+class OnnxNotInstalledError(AxgraphError, ImportError):
+    """ONNX export was asked for, but the onnx package is not installed."""
+
+
+def load_onnx():
+    """The onnx module, imported on first use (it is an optional extra)."""
+    try:
+        import onnx
+    except ImportError as error:
+        raise OnnxNotInstalledError("ONNX export needs the onnx package: pip install "
+                                    "'axgraph[onnx]'") from error
+    return onnx
 
 
 def tensor_type(dtype: np.dtype) -> int:

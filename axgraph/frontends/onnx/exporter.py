@@ -30,7 +30,8 @@ from ...op_graph.execution_order import schedule
 from ...op_graph.op import Op
 from ...op_graph.tensors import AssignableTensorOp
 from ...transformers.base import Computation, Transformer
-from .export_graph import GraphBuilder, OnnxExportError, onnx_dims, tensor_type
+from .export_graph import (GraphBuilder, OnnxExportError, OnnxNotInstalledError, load_onnx,
+                           onnx_dims, tensor_type)
 from . import export_windows  # noqa: F401  (registers the window rules in RULES)
 from .export_rules import RULES
 
@@ -83,10 +84,11 @@ def export(computation_or_results: Union[Computation, Op, Sequence[Op], Function
         An op ONNX cannot express (named with the user's line that built it),
         a placeholder read but not among `inputs`, a size no input holds, or an
         opset below 17.
-    ImportError
-        The ``onnx`` package is not installed (``pip install axgraph[onnx]``).
+    OnnxNotInstalledError
+        The ``onnx`` package is not installed (``pip install 'axgraph[onnx]'``);
+        an ImportError too.
     """
-    onnx = _onnx()
+    onnx = load_onnx()
     if not isinstance(opset, int) or opset < MIN_OPSET:
         raise OnnxExportError(f"export writes opset {MIN_OPSET} or later, not {opset!r}",
                               user_location())
@@ -116,22 +118,15 @@ def export(computation_or_results: Union[Computation, Op, Sequence[Op], Function
 
 
 def _finish(onnx, graph, opset: int, path):
-    """The checked model of `graph`, written to `path` unless it is None."""
-    model = onnx.helper.make_model(graph, producer_name="axgraph",
-                                   opset_imports=[onnx.helper.make_opsetid("", opset)])
+    """The checked model of `graph`, written to `path` unless it is None. Its IR version
+    is the oldest that knows the opset, so that older runtimes read it too."""
+    opsets = [onnx.helper.make_opsetid("", opset)]
+    model = onnx.helper.make_model(graph, producer_name="axgraph", opset_imports=opsets)
+    model.ir_version = onnx.helper.find_min_ir_version_for(opsets, ignore_unknown=True)
     onnx.checker.check_model(model)
     if path is not None:
         _write_atomically(Path(path), model.SerializeToString())
     return model
-
-
-def _onnx():
-    try:
-        import onnx
-    except ImportError as error:
-        raise ImportError("ONNX export needs the onnx package: pip install 'axgraph[onnx]'") \
-            from error
-    return onnx
 
 
 def _result_ops(results) -> List[Op]:
@@ -318,4 +313,4 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-__all__ = ["MIN_OPSET", "OnnxExportError", "export", "write_nodes"]
+__all__ = ["MIN_OPSET", "OnnxExportError", "OnnxNotInstalledError", "export", "write_nodes"]
