@@ -138,7 +138,8 @@ def test_random_fills_draw_the_shape_and_distribution(op):
 
 # -- data movement --------------------------------------------------------------------------
 
-def test_movement_ops_over_symbolic_dims():
+@pytest.mark.parametrize("opset", [17, 21])
+def test_movement_ops_over_symbolic_dims(opset):
     x = core.Parameter(core.f32, ("N", 6), name="x")
     reshaped = core.Reshape(x, (core.Dim("N") * 2, 3))
     transposed = core.Transpose(reshaped, (1, 0))
@@ -150,7 +151,7 @@ def test_movement_ops_over_symbolic_dims():
     results = [transposed, sliced, reversed_, joined, padded, spread]
     for size in (2, 5):
         value = f32(size, 6)
-        _, got = check_function(core.Function(results, [x]), value)
+        _, got = check_function(core.Function(results, [x]), value, opset=opset)
         np.testing.assert_array_equal(got[0], value.reshape(2 * size, 3).T)
         np.testing.assert_array_equal(got[1], value[1:, ::2])
         np.testing.assert_array_equal(got[2], value[::-1, ::-1])
@@ -199,7 +200,7 @@ def test_batched_dot_is_numpy_matmul():
     np.testing.assert_allclose(got, av @ bv, rtol=1e-5)
 
 
-@pytest.mark.parametrize("opset", [17, 18])
+@pytest.mark.parametrize("opset", [17, 18, 21])
 def test_reductions(opset):
     x = core.Parameter(core.f32, ("N", 3, 4), name="x")
     results = [core.Sum(x, (0, 2)), core.Prod(x, (1,)), core.Max(x, (0,)), core.Min(x, (2, 1)),
@@ -228,7 +229,8 @@ def test_softmax_backprops():
 GEOMETRY = dict(strides=(2, 1), dilation=(1, 2), padding_below=(1, 0), padding_above=(0, 2))
 
 
-def test_convolution_and_its_adjoints():
+@pytest.mark.parametrize("opset", [17, 21])
+def test_convolution_and_its_adjoints(opset):
     data = core.Parameter(core.f32, ("N", 3, 7, 6), name="data")
     filters = core.Parameter(core.f32, (4, 3, 3, 2), name="filters")
     conv = core.Convolution(data, filters, **GEOMETRY)
@@ -238,7 +240,8 @@ def test_convolution_and_its_adjoints():
     function = core.Function([conv, back_data, back_filters], [data, filters, delta])
     size = 2
     delta_shape = [size] + list(conv.shape[1:])
-    check_function(function, f32(size, 3, 7, 6), f32(4, 3, 3, 2), f32(*delta_shape), atol=1e-5)
+    check_function(function, f32(size, 3, 7, 6), f32(4, 3, 3, 2), f32(*delta_shape), atol=1e-5,
+                   opset=opset)
 
 
 def test_pools_and_max_pool_backprop():

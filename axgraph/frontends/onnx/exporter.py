@@ -279,6 +279,9 @@ class _GraphParts:
             known[parameter] = value_name = g.fresh(value_name)
             value = np.asarray(value, dtype=parameter.element_type.dtype)
             g.initializer(value_name, value)
+            for position, dim in enumerate(parameter.shape):  # a size only it holds
+                if isinstance(dim, Dim) and dim.is_symbol:
+                    g.size_sources.setdefault(dim.name, (value_name, position))
             if doc is not None:  # a training step's state: an input defaulting to its value
                 graph_inputs.append(onnx.helper.make_tensor_value_info(
                     value_name, tensor_type(value.dtype), list(value.shape), doc_string=doc))
