@@ -84,6 +84,15 @@ def test_binary_elementwise(op):
     check_function(core.Function([op(a, b)], [a, b]), left, right)
 
 
+def test_log1p_keeps_small_arguments():
+    x = core.Parameter(core.f32, (6,), name="x")
+    value = np.array([1e-10, -3e-8, 1e-5, 0.0, np.inf, -1.0], np.float32)
+    _, (got,) = check_function(core.Function([ew.Log1p(x)], [x]), value, rtol=1e-6, atol=0)
+    with np.errstate(divide="ignore"):  # log1p(-1) is -inf
+        expected = np.log1p(value.astype(np.float64))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
 def test_logical_ops_select_and_integer_division():
     p = core.Parameter(core.boolean, (2, 3), name="p")
     q = core.Parameter(core.boolean, (2, 3), name="q")

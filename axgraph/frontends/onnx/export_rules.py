@@ -10,8 +10,8 @@ express have a rule too, one that raises `OnnxExportError` saying why
 A rule is called as ``rule(g, node, inputs, out)``: `g` the GraphBuilder, `node`
 the core node, `inputs` the ONNX value names of its inputs, `out` the name its
 value must get; it returns nothing and writes `out` as its last node's output.
-Core layouts are ONNX's own (feature maps (N, C, spatial...), filters
-(K, C, R...)), so windows need no transposes.
+The windowed ops (convolution, pooling, their adjoints) have their rules in
+export_windows.py.
 """
 from __future__ import annotations
 
@@ -68,7 +68,13 @@ def _one(g: GraphBuilder, node: core.Node) -> str:
 
 @RULES.register(ew.Log1p)
 def _log1p(g: GraphBuilder, node: core.Node, inputs: List[str], out: str) -> None:
-    g.add("Log", [g.add("Add", [inputs[0], _one(g, node)])], out)
+    # ONNX has no log1p. log(u) * x / (u - 1) for u = 1 + x corrects the rounding of u
+    # (x itself where u rounds to 1, and x where it is +inf, whose quotient is NaN)
+    x, one = inputs[0], _one(g, node)
+    u = g.add("Add", [x, one])
+    corrected = g.add("Mul", [g.add("Log", [u]), g.add("Div", [x, g.add("Sub", [u, one])])])
+    g.add("Where", [g.add("Or", [g.add("Equal", [u, one]), g.add("IsInf", [x], detect_negative=0)]),
+                    x, corrected], out)
 
 
 @RULES.register(ew.Rsqrt)
