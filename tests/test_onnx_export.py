@@ -127,7 +127,18 @@ def test_transformer_block_of_neon_layers(tmp_path, numpy_transformer):
     h = x + attention(norm1(x))
     y = h + down(ng.gelu(up(norm2(h))))
     forward = numpy_transformer.computation(y, x)
-    export(forward, tmp_path / "block.onnx")
+    model = export(forward, tmp_path / "block.onnx")
+    lengths = {"D": 8, "T": 5, "N": "N", "Hidden": 16}
+    named = 0
+    for info in onnx.shape_inference.infer_shapes(model).graph.value_info:
+        if "[" in info.name:  # "op[A,B]": its dims are those axes' lengths, in that order
+            # (the types of inner values are declared, checked by onnx's full check)
+            axes = info.name[info.name.index("[") + 1:-1].split(",")
+            dims = [d.dim_param or d.dim_value for d in info.type.tensor_type.shape.dim]
+            assert len(dims) == len(axes), info.name
+            assert all(dim == lengths[a] for a, dim in zip(axes, dims) if a in lengths)
+            named += 1
+    assert named > 10
     for size in (1, 3):
         value = np.random.default_rng(size).standard_normal((8, 5, size)).astype(np.float32)
         (got,) = run_file(tmp_path / "block.onnx", [value])

@@ -69,6 +69,8 @@ class GraphBuilder:
         self.opset = opset
         self.nodes: List[Any] = []
         self.initializers: List[Any] = []
+        #: The declared types of inner values (core nodes' element types and shapes).
+        self.value_info: List[Any] = []
         #: The ONNX value holding each core node's result.
         self.values: Dict[Node, str] = {}
         #: Where each size variable can be read: (graph input name, dim position).

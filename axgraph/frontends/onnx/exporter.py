@@ -25,10 +25,12 @@ from ...debug_info import user_location
 from ...dims import Dim
 from ...errors import FeedError
 from ...core import Function, Node
+from ...core.function import map_nodes
 from ...lowering import LoweredComputation, lower
 from ...op_graph.execution_order import schedule
 from ...op_graph.op import Op
 from ...op_graph.tensors import AssignableTensorOp
+from ...passes.pattern import renamed_copy
 from ...transformers.base import Computation, Transformer
 from .export_graph import (GraphBuilder, OnnxExportError, OnnxNotInstalledError, load_onnx,
                            onnx_dims, tensor_type)
@@ -109,6 +111,7 @@ def export(computation_or_results: Union[Computation, Op, Sequence[Op], Function
                   and op.initial_value is None]
     inputs = _checked_inputs(inputs)
     lowered = lower(ops, results, inputs)
+    lowered.function = _named_by_axes(lowered)
     if optimize:
         from ...passes import PassManager, default_passes
 
@@ -154,21 +157,28 @@ def _axes_text(op: Op) -> str:
     return ",".join(axis.name for axis in op.axes)
 
 
-def _labels(lowered: LoweredComputation) -> Dict[str, str]:
-    """core node name -> the value name its axes op gives it, ``hidden[N,H]``.
+def _named_by_axes(lowered: LoweredComputation) -> Function:
+    """The lowered function with each axes op's core node named by the op and its axes,
+    ``hidden[H,N]`` (its dims are those axes, in order).
 
-    Passes rebuild nodes under their names, so a node that kept its name and its
-    dims after the passes is still the value of that axes op.
+    The names are given as user names, which passes keep on the nodes they rebuild for
+    the same value and drop from those computing another (a transposed one).
     """
-    return {node.name: f"{op.name}[{_axes_text(op)}]" for op, node in lowered.values.items()
-            if op.is_tensor_op and len(op.axes) == node.rank}
+    labels = {node: f"{op.name}[{_axes_text(op)}]" for op, node in lowered.values.items()
+              if op.is_tensor_op and node.inputs and not node.has_user_name}
+
+    def rename(node: Node, original: Node) -> Optional[Node]:
+        label = labels.get(original)
+        return None if label is None else renamed_copy(node, node.inputs, label)
+
+    return map_nodes(lowered.function, rename)
 
 
 def write_nodes(g: GraphBuilder, nodes: Iterable[Node], known: Dict[Node, str],
-                wanted: Dict[Node, str], labels: Optional[Dict[str, str]] = None) -> None:
+                wanted: Dict[Node, str]) -> None:
     """Write each node not in `known` by its rule, in order, recording its value's name in
-    `known`; a node in `wanted` gets that name (a graph output, a fused body's result)."""
-    labels = labels or {}
+    `known`; a node in `wanted` gets that name (a graph output, a fused body's result),
+    the others their own (made unique)."""
     for node in nodes:
         if node in known:
             continue
@@ -176,7 +186,10 @@ def write_nodes(g: GraphBuilder, nodes: Iterable[Node], known: Dict[Node, str],
         if rule is None:
             raise node._fail(OnnxExportError, "has no ONNX export rule (a host call such as a "
                                               "print, or an op made outside the core set)")
-        out = wanted.get(node) or g.fresh(labels.get(node.name, node.name))
+        out = wanted.get(node)
+        if out is None:  # an inner value: its type is declared, symbolic dims included
+            out = g.fresh(node.name)
+            g.value_info.append(value_info(out, node))
         rule(g, node, [known[x] for x in node.inputs], out)
         known[node] = out
 
@@ -194,11 +207,12 @@ def _stored_values(tensors: List[AssignableTensorOp],
         return get_values(fresh, tensors)
 
 
-def _value_info(onnx, name: str, node: Node, doc: str):
-    info = onnx.helper.make_tensor_value_info(name, tensor_type(node.element_type.dtype),
-                                              onnx_dims(node.shape))
-    info.doc_string = doc
-    return info
+def value_info(name: str, node: Node, doc: str = ""):
+    """The ONNX ValueInfo of `node`'s value under `name`: element type and dims."""
+    from onnx import helper
+
+    return helper.make_tensor_value_info(name, tensor_type(node.element_type.dtype),
+                                         onnx_dims(node.shape), doc_string=doc)
 
 
 def _write_graph(onnx, lowered: LoweredComputation, results: List[Op],
@@ -237,7 +251,7 @@ def _write_graph(onnx, lowered: LoweredComputation, results: List[Op],
     for tensor, node in zip(written, function.results[first_state:]):
         parts.outputs.append((node, f"{tensor.name}.new",
                               f"new value of {tensor.name}, axes ({_axes_text(tensor)})"))
-    return parts.graph(onnx, function, opset, name, _labels(lowered))
+    return parts.graph(onnx, function, opset, name)
 
 
 def _function_graph(onnx, function: Function, opset: int, name: str):
@@ -246,7 +260,7 @@ def _function_graph(onnx, function: Function, opset: int, name: str):
     parts.inputs = [(p, p.name, "") for p in function.parameters]
     parts.outputs = [(node, node.name if node.has_user_name else f"output_{k}", "")
                      for k, node in enumerate(function.results)]
-    return parts.graph(onnx, function, opset, name, {})
+    return parts.graph(onnx, function, opset, name)
 
 
 class _GraphParts:
@@ -262,13 +276,13 @@ class _GraphParts:
         #: (node, name, doc) of each graph output, in order.
         self.outputs: List[tuple] = []
 
-    def graph(self, onnx, function: Function, opset: int, name: str, labels: Dict[str, str]):
+    def graph(self, onnx, function: Function, opset: int, name: str):
         g = GraphBuilder(opset)
         known: Dict[Node, str] = {}
         graph_inputs = []
         for parameter, input_name, doc in self.inputs:
             known[parameter] = input_name = g.fresh(input_name)
-            graph_inputs.append(_value_info(onnx, input_name, parameter, doc))
+            graph_inputs.append(value_info(input_name, parameter, doc))
             for position, dim in enumerate(parameter.shape):
                 if isinstance(dim, Dim) and dim.is_symbol:
                     g.size_sources.setdefault(dim.name, (input_name, position))
@@ -292,14 +306,14 @@ class _GraphParts:
             output_names.append(output_name)
             if node not in known and node not in wanted:
                 wanted[node] = output_name
-        write_nodes(g, function.nodes, known, wanted, labels)
+        write_nodes(g, function.nodes, known, wanted)
         graph_outputs = []
         for (node, _, doc), output_name in zip(self.outputs, output_names):
             if known[node] != output_name:  # an input, or a value output twice
                 g.add("Identity", [known[node]], output_name)
-            graph_outputs.append(_value_info(onnx, output_name, node, doc))
+            graph_outputs.append(value_info(output_name, node, doc))
         return onnx.helper.make_graph(g.nodes, name, graph_inputs, graph_outputs,
-                                      initializer=g.initializers)
+                                      initializer=g.initializers, value_info=g.value_info)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
