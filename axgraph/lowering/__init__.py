@@ -10,7 +10,7 @@ whose array value needs a length only fed data binds: a Parameter, made at the c
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from .. import core
@@ -37,6 +37,9 @@ class LoweredComputation:
     result_positions: List[Optional[int]]
     #: The tensors whose new values follow the computation's results.
     state_outputs: List[AssignableTensorOp]
+    #: The core node each lowered axes op became (before any pass): its dims follow the
+    #: op's axes in order, so an exporter can name a value by its axes.
+    values: Dict[Op, core.Node] = field(default_factory=dict)
 
     @functools.cached_property
     def replaced_state(self) -> Dict[int, int]:
@@ -120,7 +123,7 @@ def lower(ops: Sequence[Op], results: Sequence[Op],
     effects = ctx.effects[-1:]
     function = core.Function(result_nodes + effects + [ctx.state[t] for t in written],
                              [ctx.state_parameters[t] for t in state_inputs])
-    return LoweredComputation(function, state_inputs, positions, written)
+    return LoweredComputation(function, state_inputs, positions, written, dict(ctx.values))
 
 
 def _unbound_axes(ctx: LoweringContext) -> set:
