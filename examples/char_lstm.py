@@ -22,11 +22,11 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 import axgraph as ng
-from axgraph.frontends.neon import (LSTM, Adam, Affine, ArrayIterator, Callback, Checkpoint,
+from axgraph.frontends.neon import (LSTM, Adam, Affine, ArrayIterator, Callback,
                                     CheckpointCallback, GlorotUniform, LookupTable, ProgressBar,
                                     Sequential, Softmax, Uniform, fit, inference_mode_on)
 
-from .command_line import add_run_options, run_options
+from .command_line import add_run_options, run_checkpoint, run_options
 from .text_data import load_help_text
 
 
@@ -95,7 +95,7 @@ def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
                                   ng.one_hot(placeholders["next"], axis=V))
     optimizer = Adam(learning_rate)
     step = ng.sequential([optimizer(loss), ng.mean(loss, out_axes=())])
-    run = Checkpoint(model.variables(), optimizer, train_set)
+    run = run_checkpoint(model, optimizer, train_set)
 
     context = ng.placeholder([ng.make_axis(1, name="N"), REC], dtype=np.int32, name="context")
     with inference_mode_on():

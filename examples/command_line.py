@@ -12,6 +12,7 @@ import argparse
 from typing import Any, Callable, Dict
 
 import axgraph as ng
+from axgraph.frontends.neon import Checkpoint
 
 
 def add_run_options(parser: argparse.ArgumentParser, epochs: int, quick_epochs: int) -> None:
@@ -42,3 +43,14 @@ def run_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
     except ng.SerializationError as error:
         hint = " (--resume takes the options of the run that saved it)" if args.resume else ""
         parser.exit(2, f"{parser.prog}: error: {error}{hint}\n")
+
+
+def run_checkpoint(model, optimizer, data) -> Checkpoint:
+    """A `Checkpoint` of the whole run: the model's variables, the optimizer's state and
+    the data iterator's position.
+
+    The variables are saved by their place in the model (``variable0``, ...), not
+    by their op names: unnamed layers are numbered in creation order, so a model built
+    again in the same process (a notebook, a test) has other names than the one saved."""
+    variables = model.variables()
+    return Checkpoint({f"variable{i}": op for i, op in enumerate(variables)}, optimizer, data)

@@ -13,11 +13,11 @@ import sys
 from typing import Dict, Optional
 
 import axgraph as ng
-from axgraph.frontends.neon import (Affine, ArrayIterator, Checkpoint, Convolution, GlorotUniform,
+from axgraph.frontends.neon import (Affine, ArrayIterator, Convolution, GlorotUniform,
                                     GradientDescentMomentum, Kaiming, Pooling, Rectlin, Sequential,
                                     Softmax, ar, inference_mode_on)
 
-from .command_line import add_run_options, run_options
+from .command_line import add_run_options, run_checkpoint, run_options
 from .digits_data import load_digits_split, train_and_test
 
 
@@ -60,7 +60,7 @@ def train(epochs: int = 15, batch: int = 32, learning_rate: float = 0.05, moment
     with inference_mode_on():
         prediction = ng.argmax(model(test_images), reduction_axes=[Y])
 
-    run = Checkpoint(model.variables(), optimizer, train_set)
+    run = run_checkpoint(model, optimizer, train_set)
     return train_and_test(step, inputs, prediction, test_images, train_set, test_x, test_y,
                           epochs, backend, verbose, run, checkpoint, resume)
 

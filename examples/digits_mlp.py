@@ -13,11 +13,11 @@ import sys
 from typing import Dict, Optional
 
 import axgraph as ng
-from axgraph.frontends.neon import (Affine, ArrayIterator, Checkpoint, GlorotUniform,
+from axgraph.frontends.neon import (Affine, ArrayIterator, GlorotUniform,
                                     GradientDescentMomentum, Sequential, Softmax, Tanh,
                                     inference_mode_on, plot_history)
 
-from .command_line import add_run_options, run_options
+from .command_line import add_run_options, run_checkpoint, run_options
 from .digits_data import load_digits_split, train_and_test
 
 
@@ -44,8 +44,7 @@ def build_run(train_set: ArrayIterator, test_count: int, hidden: int = 64,
     test_images = ng.placeholder([ng.make_axis(test_count, name="N"), F], name="test_images")
     with inference_mode_on():
         prediction = ng.argmax(model(test_images), reduction_axes=[Y])
-    return inputs, step, test_images, prediction, Checkpoint(model.variables(), optimizer,
-                                                             train_set)
+    return inputs, step, test_images, prediction, run_checkpoint(model, optimizer, train_set)
 
 
 def train(epochs: int = 20, hidden: int = 64, batch: int = 32, learning_rate: float = 0.1,

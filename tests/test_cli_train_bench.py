@@ -36,6 +36,7 @@ def test_train_digits_mlp_resumes_to_the_uninterrupted_run(tmp_path):
                        "--resume", saved)
     assert rest.returncode == 0, rest.stderr
     assert f"resumed from {saved} after epoch 1" in rest.stdout
+    assert "epoch 1/2" not in rest.stderr and "epoch 2/2" in rest.stderr
     assert final_accuracy(rest.stdout) == final_accuracy(whole.stdout)
     assert f"loss {losses[1]:.4f}" in rest.stderr
 
@@ -139,3 +140,36 @@ def test_pip_install_editable_puts_an_axgraph_script_on_the_path(tmp_path):
                           cwd=tmp_path)
     assert done.returncode == 1
     assert f"not installed with axgraph (looked in {project})" in done.stderr
+
+
+def test_the_default_benchmarks_exist():
+    from axgraph.cli import bench
+
+    assert set(bench.DEFAULT) <= set(benchmark_names())
+
+
+def test_char_lstm_resumed_from_its_checkpoint_has_the_uninterrupted_losses(tmp_path,
+                                                                           monkeypatch):
+    from examples import char_lstm
+
+    steps_run = []
+
+    def counting_fit(train_step, *args, **kwargs):
+        def step(*feeds):
+            steps_run.append(1)
+            return train_step(*feeds)
+        return fit(step, *args, **kwargs)
+
+    fit = char_lstm.fit
+    monkeypatch.setattr(char_lstm, "fit", counting_fit)
+
+    small = dict(steps=3, seq_len=8, batch=8, hidden=16, embed=8, sample_length=0,
+                 verbose=False, backend="numpy")
+    whole = char_lstm.train(epochs=2, **small)
+    path = tmp_path / "lstm.npz"
+    first = char_lstm.train(epochs=1, checkpoint=str(path), **small)
+    assert first["losses"] == whole["losses"][:1]
+    steps_run.clear()
+    resumed = char_lstm.train(epochs=2, resume=str(path), **small)
+    assert len(steps_run) == small["steps"]     # only the second epoch ran
+    assert resumed["losses"] == pytest.approx(whole["losses"], rel=1e-6)
