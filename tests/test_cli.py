@@ -151,6 +151,12 @@ def test_check_shows_the_users_own_bug_at_its_line(tmp_path):
     assert f"at {path}:3\n    x = ng.placeholdr([])" in done.stdout
 
 
+def test_a_python_file_that_exits_while_read_is_an_error(tmp_path):
+    done = run_axgraph("check", write(tmp_path, "script.py", "import sys\nsys.exit(0)\n"))
+    assert done.returncode == 1
+    assert "called sys.exit(0) while building its graph" in done.stderr
+
+
 def test_a_python_file_without_a_graph_is_an_error(tmp_path):
     done = run_axgraph("check", write(tmp_path, "empty.py", "VALUE = 3\n"))
     assert done.returncode == 1

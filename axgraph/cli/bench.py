@@ -69,7 +69,18 @@ def benchmarks() -> Dict[str, Benchmark]:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Declare ``bench``'s options on the command line's `subparsers`."""
+    """Declare ``bench``'s options on the command line's `subparsers`.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        What ``add_subparsers`` returned for the ``axgraph`` parser.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser; its ``run`` default is this module's `run`.
+    """
     parser = subparsers.add_parser(
         "bench", help="run the benchmarks and print their tables",
         description=f"Run benchmark scripts of the source checkout (benchmarks/), one process "
@@ -84,7 +95,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """List or run the benchmarks; 0 when every one succeeded, else 1."""
+    """List or run the benchmarks; 0 when every one succeeded, else 1.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``axgraph bench`` options.
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    CommandError
+        No checkout with benchmarks/, or an unknown name.
+    """
     known = benchmarks()
     if args.list:
         width = max(len(name) for name in known)

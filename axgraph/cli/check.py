@@ -16,7 +16,18 @@ from .graph_files import KINDS, kind_of
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Declare ``check``'s options on the command line's `subparsers`."""
+    """Declare ``check``'s options on the command line's `subparsers`.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        What ``add_subparsers`` returned for the ``axgraph`` parser.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser; its ``run`` default is this module's `run`.
+    """
     kinds = ", ".join(f"{suffix} ({kind.description})" for suffix, kind in KINDS.items())
     parser = subparsers.add_parser(
         "check", help="check a graph's shapes and axes without data",
@@ -54,7 +65,23 @@ def check_text(path: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check `args.file`; 0 if it has no error, else the error printed and 1."""
+    """Check `args.file`; 0 if it has no error, else the error printed and 1.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``axgraph check`` options.
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    CommandError
+        An unknown kind of file, a missing file or optional reader.
+    """
     try:
         text = check_text(args.file)
     except CommandError:

@@ -10,15 +10,26 @@ import sys
 from pathlib import Path
 
 from .failures import CommandError, describe_error
-from .graph_files import load, optional_function
+from .graph_files import KINDS, load, optional_function
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Declare ``export``'s options on the command line's `subparsers`."""
+    """Declare ``export``'s options on the command line's `subparsers`.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        What ``add_subparsers`` returned for the ``axgraph`` parser.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser; its ``run`` default is this module's `run`.
+    """
     parser = subparsers.add_parser(
         "export", help="write a graph as an ONNX model",
-        description="Write the graph a file holds (.py, .axon, .onnx, .axg) as an ONNX model, "
-                    "its placeholders as the model's inputs (needs pip install axgraph[onnx]).")
+        description=f"Write the graph a file holds ({', '.join(KINDS)}) as an ONNX model, its "
+                    f"placeholders as the model's inputs (needs pip install axgraph[onnx]).")
     parser.add_argument("file", type=Path, metavar="FILE", help="the file holding the graph")
     parser.add_argument("--onnx", type=Path, required=True, metavar="OUT",
                         help="the ONNX file to write")
@@ -27,7 +38,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Export `args.file` to `args.onnx`; 0 when written, 1 on an error."""
+    """Export `args.file` to `args.onnx`; 0 when written, 1 on an error.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``axgraph export`` options.
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    CommandError
+        The ONNX exporter is not installed, or the file cannot be read.
+    """
     export = optional_function("axgraph.frontends.onnx", "export", "ONNX")
     try:
         graph = load(args.file)

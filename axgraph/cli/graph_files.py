@@ -63,7 +63,7 @@ class FileKind:
     check: Optional[Callable[[Path], str]] = None
 
 
-def graph_file(path: Path, found: Any, inputs: Any = None) -> GraphFile:
+def _graph_file(path: Path, found: Any, inputs: Any = None) -> GraphFile:
     """A GraphFile from what a reader gave: an op, a sequence or dict of ops, or an object
     with ``outputs`` (or ``results``) and optionally ``inputs``."""
     if inputs is None and not isinstance(found, (Op, Mapping, list, tuple)):
@@ -93,11 +93,11 @@ def _ops(found: Any, path: Path, what: str) -> List[Op]:
 
 
 # -- Python files -------------------------------------------------------------------------
-def load_python(path: Path) -> GraphFile:
+def _load_python(path: Path) -> GraphFile:
     """Run the file as the user's program and take its graph (see the module docstring)."""
-    namespace = run_user_program(path)
+    namespace = _run_user_program(path)
     if callable(namespace.get("graph")):
-        return graph_file(path, namespace["graph"]())
+        return _graph_file(path, namespace["graph"]())
     found: Dict[int, Op] = {}
     for value in namespace.values():
         if isinstance(value, Op):
@@ -107,10 +107,10 @@ def load_python(path: Path) -> GraphFile:
     if not found:
         raise CommandError(f"{path}: no graph found: define graph() returning the results, "
                            f"or build ops at module level")
-    return graph_file(path, [op for key, op in found.items() if key not in used])
+    return _graph_file(path, [op for key, op in found.items() if key not in used])
 
 
-def run_user_program(path: Path) -> Dict[str, Any]:
+def _run_user_program(path: Path) -> Dict[str, Any]:
     """Run `path` as ``python FILE`` would (its directory first on sys.path, sys.argv its
     name), but under ``__name__ == "__axgraph__"``; its module-level names."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -118,20 +118,24 @@ def run_user_program(path: Path) -> Dict[str, Any]:
     sys.argv, sys.path = [str(path)], [directory] + sys.path
     try:
         return runpy.run_path(str(path), run_name="__axgraph__")
+    except SystemExit as stop:
+        raise CommandError(f"{path} called sys.exit({stop.code!r}) while building its graph: "
+                           f"put what should not run here under "
+                           f"if __name__ == '__main__':") from None
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
 # -- Axon programs ------------------------------------------------------------------------
-def load_axon(path: Path) -> GraphFile:
+def _load_axon(path: Path) -> GraphFile:
     """The graph of an Axon program: its top-level tensor values, every size symbolic."""
     from ..frontends import axon
 
     graph = axon.compile(path).graph()
-    return graph_file(path, graph.values, list(graph.inputs.values()))
+    return _graph_file(path, graph.values, list(graph.inputs.values()))
 
 
-def check_axon(path: Path) -> str:
+def _check_axon(path: Path) -> str:
     """Each top-level binding's type with its symbolic shapes, then the run-time checks."""
     from ..frontends import axon
 
@@ -144,37 +148,74 @@ def check_axon(path: Path) -> str:
 
 # -- kinds written by optional parts --------------------------------------------------------
 def optional_function(module: str, name: str, what: str) -> Callable[..., Any]:
-    """`module.name`, imported now; a CommandError naming `what` if it is not available
-    (an optional package missing, or a part of axgraph this installation lacks)."""
+    """`module.name`, imported now: the readers and writers of optional parts load only
+    when a file needs them.
+
+    Parameters
+    ----------
+    module : str
+        The module's full name.
+    name : str
+        The function in it.
+    what : str
+        What it supports, for the error (``"ONNX"``).
+
+    Returns
+    -------
+    callable
+        The function.
+
+    Raises
+    ------
+    CommandError
+        ``<what> support not available: ...``: an optional package is missing, or this
+        installation of axgraph lacks the part.
+    """
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as error:
         raise CommandError(f"{what} support not available: {error}") from None
 
 
-def load_onnx(path: Path) -> GraphFile:
+def _load_onnx(path: Path) -> GraphFile:
     """An ONNX model through `axgraph.frontends.onnx.import_model`."""
     import_model = optional_function("axgraph.frontends.onnx", "import_model", "ONNX")
-    return graph_file(path, import_model(path))
+    return _graph_file(path, import_model(path))
 
 
-def load_axg(path: Path) -> GraphFile:
+def _load_axg(path: Path) -> GraphFile:
     """A saved graph through `axgraph.serialization.load_graph`."""
     load_graph = optional_function("axgraph.serialization", "load_graph", "Graph file (.axg)")
-    return graph_file(path, load_graph(path))
+    return _graph_file(path, load_graph(path))
 
 
 #: Every kind of file the subcommands read, by suffix.
 KINDS: Dict[str, FileKind] = {
-    ".py": FileKind("a Python program that builds a graph", load_python),
-    ".axon": FileKind("an Axon program", load_axon, check_axon),
-    ".onnx": FileKind("an ONNX model", load_onnx),
-    ".axg": FileKind("a saved axgraph graph", load_axg),
+    ".py": FileKind("a Python program that builds a graph", _load_python),
+    ".axon": FileKind("an Axon program", _load_axon, _check_axon),
+    ".onnx": FileKind("an ONNX model", _load_onnx),
+    ".axg": FileKind("a saved axgraph graph", _load_axg),
 }
 
 
 def kind_of(path: Path) -> FileKind:
-    """The kind of `path` by its suffix; a CommandError if it is unknown or not a file."""
+    """The kind of `path`, by its suffix.
+
+    Parameters
+    ----------
+    path : Path
+        The file.
+
+    Returns
+    -------
+    FileKind
+        How to read it.
+
+    Raises
+    ------
+    CommandError
+        The suffix is not in `KINDS`, or there is no such file.
+    """
     kind = KINDS.get(path.suffix.lower())
     if kind is None:
         known = ", ".join(f"{suffix} ({kind.description})" for suffix, kind in KINDS.items())

@@ -20,25 +20,36 @@ from ..op_graph.op import Op
 from ..op_graph.printing import format_graph
 from ..visualize import graph_to_dot
 from .failures import CommandError, describe_error
-from .graph_files import GraphFile, load
+from .graph_files import KINDS, GraphFile, load
 
 FORMATS = ("text", "dot", "svg", "png")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Declare ``show``'s options on the command line's `subparsers`."""
+    """Declare ``show``'s options on the command line's `subparsers`.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        What ``add_subparsers`` returned for the ``axgraph`` parser.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser; its ``run`` default is this module's `run`.
+    """
     parser = subparsers.add_parser(
         "show", help="draw a graph, or its memory plan",
         description="Draw the graph a file holds: as text (ng.format_graph), DOT, or SVG/PNG "
                     "through Graphviz's dot program (DOT text with a note when dot is not "
                     "installed). --memory charts the cpu transformer's memory plan instead "
                     "(a PNG, needs matplotlib).")
-    parser.add_argument("file", type=Path, metavar="FILE", help="a .py, .axon, .onnx or .axg file")
+    parser.add_argument("file", type=Path, metavar="FILE", help=f"a {' or '.join(KINDS)} file")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="what to draw (default text)")
     parser.add_argument("-o", "--output", type=Path, metavar="OUT",
-                        help="where to write (default: standard output; for png and --memory "
-                             "FILE's name with .png)")
+                        help="where to write (default: standard output; a PNG to FILE's name "
+                             "with .png, a memory chart with _memory.png)")
     parser.add_argument("--memory", action="store_true",
                         help="chart the memory plan of the graph's computation on the cpu "
                              "transformer (a PNG; it runs once on zeros)")
@@ -49,8 +60,24 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Draw `args.file` as asked; 0 when written, 1 when the file has an error."""
-    sizes = parse_sizes(args.size)
+    """Draw `args.file` as asked; 0 when written, 1 when the file has an error.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``axgraph show`` options.
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    CommandError
+        The file cannot be read, dot failed, or a size is missing for --memory.
+    """
+    sizes = _parse_sizes(args.size)
     try:
         graph = load(args.file)
     except CommandError:
@@ -60,21 +87,21 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.memory:
         out = args.output or Path(args.file.stem + "_memory.png")
-        draw_memory(graph, sizes, out)
+        _draw_memory(graph, sizes, out)
         print(f"memory plan written to {out}", file=sys.stderr)
         return 0
     if args.format == "text":
-        return emit(format_graph(graph.results, shapes=True) + "\n", args.output)
+        return _emit(format_graph(graph.results, shapes=True) + "\n", args.output)
     dot = graph_to_dot(graph.results, shapes=True)
     if args.format == "dot":
-        return emit(dot, args.output)
+        return _emit(dot, args.output)
     program = shutil.which("dot")
     if program is None:
         out = args.output.with_suffix(".dot") if args.output else None
         print(f"note: Graphviz's dot program is not installed (apt install graphviz), so this "
               f"is the DOT text{f' in {out}' if out else ''}; render it with "
               f"dot -T{args.format}", file=sys.stderr)
-        return emit(dot, out)
+        return _emit(dot, out)
     drawn = subprocess.run([program, f"-T{args.format}"], input=dot.encode(),
                            capture_output=True, check=False)
     if drawn.returncode != 0:
@@ -82,10 +109,10 @@ def run(args: argparse.Namespace) -> int:
                            f"{drawn.stderr.decode(errors='replace').strip()}")
     if args.format == "png" and args.output is None:
         args.output = Path(args.file.stem + ".png")
-    return emit(drawn.stdout, args.output)
+    return _emit(drawn.stdout, args.output)
 
 
-def emit(content, out: Optional[Path]) -> int:
+def _emit(content, out: Optional[Path]) -> int:
     """Write `content` (str or bytes) to `out`, or to standard output; 0."""
     if out is None:
         if isinstance(content, bytes):
@@ -104,7 +131,7 @@ def emit(content, out: Optional[Path]) -> int:
     return 0
 
 
-def parse_sizes(items: List[str]) -> Dict[str, int]:
+def _parse_sizes(items: List[str]) -> Dict[str, int]:
     """``["B=32", ...]`` -> ``{"B": 32}``; a CommandError for anything else."""
     sizes: Dict[str, int] = {}
     for item in items:
@@ -115,7 +142,7 @@ def parse_sizes(items: List[str]) -> Dict[str, int]:
     return sizes
 
 
-def feed_shape(op: Op, sizes: Dict[str, int]) -> tuple:
+def _feed_shape(op: Op, sizes: Dict[str, int]) -> tuple:
     """The shape of `op` with every symbolic length evaluated for `sizes`."""
     shape = []
     for axis in op.axes:
@@ -133,12 +160,12 @@ def feed_shape(op: Op, sizes: Dict[str, int]) -> tuple:
     return tuple(shape)
 
 
-def draw_memory(graph: GraphFile, sizes: Dict[str, int], out: Path) -> None:
+def _draw_memory(graph: GraphFile, sizes: Dict[str, int], out: Path) -> None:
     """Compile the graph on the cpu transformer, run it once on zeros, chart its plan."""
     from .. import make_transformer
     from ..visualize import draw_memory_plan
 
-    feeds = [np.zeros(feed_shape(op, sizes), dtype=op.dtype) for op in graph.inputs]
+    feeds = [np.zeros(_feed_shape(op, sizes), dtype=op.dtype) for op in graph.inputs]
     with make_transformer("cpu") as transformer:
         computation = transformer.computation(graph.results, *graph.inputs)
         computation(*feeds)

@@ -25,7 +25,18 @@ EXAMPLES: Dict[str, str] = {
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Declare ``train``'s options on the command line's `subparsers`."""
+    """Declare ``train``'s options on the command line's `subparsers`.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        What ``add_subparsers`` returned for the ``axgraph`` parser.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser; its ``run`` default is this module's `run`.
+    """
     parser = subparsers.add_parser(
         "train", help="train an example model",
         description="Train one of the example models (the programs of the source checkout's "
@@ -67,7 +78,23 @@ def example_argv(args: argparse.Namespace) -> List[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the example's ``main``; its exit status."""
+    """Run the example's ``main``; its exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``axgraph train`` options.
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    CommandError
+        No checkout with examples/, or a module the example needs is missing.
+    """
     module = import_module("examples", EXAMPLES[args.example])
     saved = sys.argv[:]
     sys.argv[0] = f"axgraph train {args.example}"  # the example's parser names itself so
