@@ -1,7 +1,8 @@
 """Train a multilayer perceptron on scikit-learn's 8x8 digits with the neon frontend.
 
-    python -m examples.digits_mlp [--epochs 20] [--quick] [--hidden 64] [--backend cpu] [--quiet]
-                                  [--checkpoint run.npz] [--resume run.npz] [--plot curves.png]
+    python -m examples.digits_mlp [--epochs 20] [--quick] [--hidden 64] [--backend cpu]
+                                  [--quiet] [--checkpoint run.npz] [--resume run.npz]
+                                  [--plot curves.png]
 
 Layers learn their input axes on first call; the optimizer turns the loss into
 one update op, so one call of the training computation is one training step.
