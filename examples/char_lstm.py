@@ -1,6 +1,7 @@
 """Train a character-level LSTM on Python's own help text, then sample from it.
 
-    python -m examples.char_lstm [--epochs 6] [--steps 100] [--backend cpu]
+    python -m examples.char_lstm [--epochs 6] [--quick] [--steps 100] [--backend cpu]
+                                 [--checkpoint run.npz] [--resume run.npz]
 
 The corpus is `pydoc_data.topics`, the English documentation that ships
 with every CPython (about 465,000 characters), so nothing is downloaded.
@@ -16,15 +17,16 @@ import collections
 import math
 import sys
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 import axgraph as ng
-from axgraph.frontends.neon import (LSTM, Adam, Affine, ArrayIterator, GlorotUniform,
-                                    LookupTable, ProgressBar, Sequential, Softmax, Uniform, fit,
-                                    inference_mode_on)
+from axgraph.frontends.neon import (LSTM, Adam, Affine, ArrayIterator, Callback,
+                                    CheckpointCallback, GlorotUniform, LookupTable, ProgressBar,
+                                    Sequential, Softmax, Uniform, fit, inference_mode_on)
 
+from .command_line import add_run_options, run_checkpoint, run_options
 from .text_data import load_help_text
 
 
@@ -60,8 +62,12 @@ def sample(predict, codes: np.ndarray, alphabet: str, length: int, context: int,
 def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
           hidden: int = 128, embed: int = 32, learning_rate: float = 3e-3, seed: int = 0,
           backend: Optional[str] = "cpu", sample_length: int = 300, verbose: bool = True,
-          batch_axis: Optional[ng.Axis] = None) -> Dict:
+          batch_axis: Optional[ng.Axis] = None, checkpoint: Optional[str] = None,
+          resume: Optional[str] = None) -> Dict:
     """Train for epochs x steps minibatches; returns losses, entropy, a sample and seconds.
+
+    `checkpoint` saves the run after every epoch; `resume` continues one saved by a run
+    with the same arguments.
 
     `backend` None takes the transformer factory's (`ng.set_transformer_factory`);
     `batch_axis` is the axis the batches are fed along (new if None), for a transformer
@@ -87,7 +93,9 @@ def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
     ])
     loss = ng.cross_entropy_multi(model(placeholders["chars"]),
                                   ng.one_hot(placeholders["next"], axis=V))
-    step = ng.sequential([Adam(learning_rate)(loss), ng.mean(loss, out_axes=())])
+    optimizer = Adam(learning_rate)
+    step = ng.sequential([optimizer(loss), ng.mean(loss, out_axes=())])
+    run = run_checkpoint(model, optimizer, train_set)
 
     context = ng.placeholder([ng.make_axis(1, name="N"), REC], dtype=np.int32, name="context")
     with inference_mode_on():
@@ -99,10 +107,16 @@ def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
               f"{entropy:.3f} nats/char", flush=True)
     started = time.perf_counter()
     with ng.make_transformer(backend) as transformer:
+        progress = run.restore(resume, transformer) if resume else None
+        if verbose and progress is not None:
+            print(f"resumed from {resume} after epoch {progress['epoch']}", flush=True)
         train_step = transformer.computation(step, placeholders["chars"], placeholders["next"])
         predict = transformer.computation(next_char, context)
+        callbacks: List[Callback] = [ProgressBar()] if verbose else []
+        if checkpoint:
+            callbacks.append(CheckpointCallback(run, checkpoint, transformer))
         history = fit(train_step, train_set, epochs, feed=lambda b: (b["chars"], b["next"]),
-                      callbacks=[ProgressBar()] if verbose else [])
+                      callbacks=callbacks, resume=progress)
         seconds = time.perf_counter() - started
         text_sample = sample(predict, codes[:seq_len * 1000], alphabet, sample_length, seq_len,
                              0.7, np.random.default_rng(seed)) if sample_length else ""
@@ -112,15 +126,20 @@ def train(epochs: int = 6, steps: int = 100, seq_len: int = 32, batch: int = 32,
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=100, help="minibatches per epoch")
+    add_run_options(parser, epochs=6, quick_epochs=1)
+    parser.add_argument("--steps", type=int, default=None,
+                        help="minibatches per epoch (default 100, --quick: 20)")
     parser.add_argument("--seq-len", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default="cpu", choices=ng.transformer_choices())
     args = parser.parse_args(argv)
-    result = train(args.epochs, args.steps, args.seq_len, hidden=args.hidden, seed=args.seed,
-                   backend=args.backend)
+    if args.steps is None:
+        args.steps = 20 if args.quick else 100
+    sample_length = 60 if args.quick else 300
+    result = run_options(parser, args, lambda: train(
+        args.epochs, args.steps, args.seq_len, hidden=args.hidden, seed=args.seed,
+        backend=args.backend, sample_length=sample_length, checkpoint=args.checkpoint,
+        resume=args.resume))
     final = result["losses"][-1]
     print(f"final loss {final:.3f} nats/char against a unigram entropy of "
           f"{result['unigram_entropy']:.3f} ({final / result['unigram_entropy']:.0%}) "

@@ -1,6 +1,7 @@
 """Train a small convolutional network on scikit-learn's 8x8 digits.
 
-    python -m examples.digits_convnet [--epochs 15] [--backend cpu]
+    python -m examples.digits_convnet [--epochs 15] [--quick] [--backend cpu]
+                                      [--checkpoint run.npz] [--resume run.npz]
 
 Two 3x3 convolutions (16 and 32 channels, ReLU, 2x2 max pooling) and a
 softmax layer. Convolution finds the channel and spatial axes by their roles.
@@ -9,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Dict
+from typing import Dict, Optional
 
 import axgraph as ng
 from axgraph.frontends.neon import (Affine, ArrayIterator, Convolution, GlorotUniform,
                                     GradientDescentMomentum, Kaiming, Pooling, Rectlin, Sequential,
                                     Softmax, ar, inference_mode_on)
 
+from .command_line import add_run_options, run_checkpoint, run_options
 from .digits_data import load_digits_split, train_and_test
 
 
@@ -34,8 +36,12 @@ def build_model(seed: int, classes) -> Sequential:
 
 
 def train(epochs: int = 15, batch: int = 32, learning_rate: float = 0.05, momentum: float = 0.9,
-          seed: int = 0, backend: str = "cpu", verbose: bool = True) -> Dict:
-    """Train; returns the loss per epoch, the final test accuracy and the seconds taken."""
+          seed: int = 0, backend: str = "cpu", verbose: bool = True,
+          checkpoint: Optional[str] = None, resume: Optional[str] = None) -> Dict:
+    """Train; returns the loss per epoch, the final test accuracy and the seconds taken.
+
+    `checkpoint` saves the run after every epoch; `resume` continues one saved by a run
+    with the same arguments."""
     (train_x, train_y), (test_x, test_y) = load_digits_split(seed)
     train_x, test_x = train_x[:, None], test_x[:, None]  # a channel dim: (examples, 1, 8, 8)
     C = ng.make_axis(1, name="C", roles=[ar.Channel])
@@ -54,20 +60,21 @@ def train(epochs: int = 15, batch: int = 32, learning_rate: float = 0.05, moment
     with inference_mode_on():
         prediction = ng.argmax(model(test_images), reduction_axes=[Y])
 
+    run = run_checkpoint(model, optimizer, train_set)
     return train_and_test(step, inputs, prediction, test_images, train_set, test_x, test_y,
-                          epochs, backend, verbose)
+                          epochs, backend, verbose, run, checkpoint, resume)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=15)
+    add_run_options(parser, epochs=15, quick_epochs=1)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default="cpu", choices=ng.transformer_choices())
     args = parser.parse_args(argv)
-    result = train(args.epochs, args.batch, args.learning_rate, seed=args.seed,
-                   backend=args.backend)
+    result = run_options(parser, args, lambda: train(
+        args.epochs, args.batch, args.learning_rate, seed=args.seed, backend=args.backend,
+        checkpoint=args.checkpoint, resume=args.resume))
     print(f"final test accuracy {result['test_accuracy']:.2%} after {args.epochs} epochs "
           f"in {result['seconds']:.1f} s")
     return 0

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -32,22 +32,34 @@ def accuracy(predict: Callable[[np.ndarray], np.ndarray], images: np.ndarray,
 
 
 def train_and_test(step, inputs, prediction, test_images, train_set, test_x: np.ndarray,
-                   test_y: np.ndarray, epochs: int, backend: str, verbose: bool) -> Dict:
+                   test_y: np.ndarray, epochs: int, backend: str, verbose: bool,
+                   run=None, checkpoint: Optional[str] = None,
+                   resume: Optional[str] = None) -> Dict:
     """Run `epochs` of the training step, then test; the loss per epoch, accuracy, seconds and
-    the whole history (per step too, for a curve: ``plot_history(result["history"], path)``)."""
+    the whole history (per step too, for a curve: ``plot_history(result["history"], path)``).
+
+    `run` (a neon ``Checkpoint`` of the model, optimizer and `train_set`) is saved to
+    `checkpoint` after every epoch, and restored from `resume` before training, which then
+    continues the saved run up to `epochs` in all."""
     import axgraph as ng
-    from axgraph.frontends.neon import ProgressBar, fit
+    from axgraph.frontends.neon import CheckpointCallback, ProgressBar, fit
 
     started = time.perf_counter()
     with ng.make_transformer(backend) as transformer:
+        progress = run.restore(resume, transformer) if resume else None
+        if verbose and progress is not None:
+            print(f"resumed from {resume} after epoch {progress['epoch']}", flush=True)
         train_step = transformer.computation(step, inputs["image"], inputs["label"])
         predict = transformer.computation(prediction, test_images)
+        callbacks = [ProgressBar()] if verbose else []
+        if checkpoint:
+            callbacks.append(CheckpointCallback(run, checkpoint, transformer))
         history = fit(train_step, train_set, epochs,
-                      feed=lambda b: (b["image"], b["label"]),
-                      callbacks=[ProgressBar()] if verbose else [],
-                      evaluate=lambda: {"test_accuracy": accuracy(predict, test_x, test_y)})
+                      feed=lambda b: (b["image"], b["label"]), callbacks=callbacks,
+                      evaluate=lambda: {"test_accuracy": accuracy(predict, test_x, test_y)},
+                      resume=progress)
         # evaluate() scored the test set after the last epoch already
-        test_accuracy = history["test_accuracy"][-1] if epochs else accuracy(predict, test_x,
-                                                                             test_y)
+        scored = history["test_accuracy"]
+        test_accuracy = scored[-1] if scored else accuracy(predict, test_x, test_y)
     return {"losses": history["loss"], "test_accuracy": test_accuracy,
             "seconds": time.perf_counter() - started, "history": history}
