@@ -1,11 +1,12 @@
 """The ``axgraph`` command line, run as a subprocess: help, exit statuses, check, show, export."""
-import importlib.util
 import re
 import shutil
 import textwrap
 
+import numpy as np
 import pytest
 
+import axgraph as ng
 from axgraph.cli.failures import CommandError
 from axgraph.cli.graph_files import KINDS, optional_function
 from cli_runner import run_axgraph
@@ -255,13 +256,71 @@ def test_show_memory_charts_the_plan_for_given_sizes(tmp_path):
     assert run_axgraph("show", path, "--memory", "--size", "B=zero").returncode == 1
 
 
-def test_export_to_onnx(tmp_path):
+def _run_mlp_in_axgraph(x_value):
+    """The MLP of `MLP` built here and run on numpy: what the exported file must compute."""
+    namespace: dict = {}
+    exec(MLP, namespace)
+    with ng.make_transformer("numpy") as transformer:
+        return transformer.computation(namespace["joined"], namespace["x"])(x_value)
+
+
+def test_export_to_onnx_runs_in_onnxruntime_as_in_axgraph(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    onnxruntime = pytest.importorskip("onnxruntime")
     path = write(tmp_path, "mlp.py", MLP)
     done = run_axgraph("export", path, "--onnx", tmp_path / "mlp.onnx")
-    if importlib.util.find_spec("axgraph.frontends.onnx") is None:
-        assert done.returncode == 1
-        assert "ONNX support not available" in done.stderr
-        return
-    onnx = pytest.importorskip("onnx")
     assert done.returncode == 0, done.stderr
-    onnx.checker.check_model(onnx.load(str(tmp_path / "mlp.onnx")))
+    model = onnx.load(str(tmp_path / "mlp.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    session = onnxruntime.InferenceSession(str(tmp_path / "mlp.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    x_value = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    (got,) = session.run(None, {"x": x_value})
+    # by hand: tanh(w . x) with w all 0.1, the batch joined to itself
+    by_hand = np.tanh(0.1 * x_value.sum(axis=0, keepdims=True)).repeat(5, axis=0)
+    np.testing.assert_allclose(got, np.concatenate([by_hand, by_hand], axis=1), rtol=1e-6)
+    np.testing.assert_allclose(got, _run_mlp_in_axgraph(x_value), rtol=1e-6)
+
+
+def _saved_graph_file(tmp_path):
+    """`MLP` saved as a graph file with its placeholder as input."""
+    namespace: dict = {}
+    exec(MLP, namespace)
+    path = tmp_path / "mlp.axg"
+    ng.serialization.save_graph(namespace["joined"], path, inputs=[namespace["x"]])
+    return path
+
+
+def test_check_and_show_a_graph_file(tmp_path):
+    path = _saved_graph_file(tmp_path)
+    done = run_axgraph("check", path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"joined = .*: \(H: 5, N: 2\*B\)", done.stdout), done.stdout
+    assert "mlp.axg: ok" in done.stdout
+    done = run_axgraph("show", path, "--format", "dot", "-o", tmp_path / "mlp.dot")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "mlp.dot").read_text().startswith("digraph")
+
+
+def test_a_corrupt_graph_file_is_an_error_naming_it(tmp_path):
+    path = _saved_graph_file(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    done = run_axgraph("check", path)
+    assert done.returncode == 1
+    # check reports what it finds, a file it cannot read included, on standard output
+    assert "mlp.axg: it is not a readable zip archive" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_export_a_graph_file_to_onnx(tmp_path):
+    pytest.importorskip("onnx")
+    onnxruntime = pytest.importorskip("onnxruntime")
+    path = _saved_graph_file(tmp_path)
+    done = run_axgraph("export", path, "--onnx", tmp_path / "from_axg.onnx")
+    assert done.returncode == 0, done.stderr
+    session = onnxruntime.InferenceSession(str(tmp_path / "from_axg.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    x_value = np.arange(8, dtype=np.float32).reshape(4, 2) / 8
+    (got,) = session.run(None, {"x": x_value})
+    np.testing.assert_allclose(got, _run_mlp_in_axgraph(x_value), rtol=1e-6)
