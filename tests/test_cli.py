@@ -302,6 +302,18 @@ def test_check_and_show_a_graph_file(tmp_path):
     assert (tmp_path / "mlp.dot").read_text().startswith("digraph")
 
 
+def test_check_a_core_function_file_prints_its_listing(tmp_path):
+    from axgraph import core
+
+    x = core.Parameter(core.f32, (3,), name="x")
+    function = core.Function([core.Exp(core.Negative(x))], [x])
+    path = tmp_path / "core.axg"
+    ng.serialization.save_function(function, path)
+    done = run_axgraph("check", path)
+    assert done.returncode == 0, done.stderr
+    assert "Exp" in done.stdout and "Negative" in done.stdout, done.stdout
+
+
 def test_a_corrupt_graph_file_is_an_error_naming_it(tmp_path):
     path = _saved_graph_file(tmp_path)
     data = path.read_bytes()

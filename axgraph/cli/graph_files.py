@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from ..errors import SerializationError
 from ..op_graph.op import Op, upstream_ops
+from ..op_graph.printing import format_graph
 from .failures import CommandError
 
 
@@ -189,12 +191,28 @@ def _load_axg(path: Path) -> GraphFile:
     return _graph_file(path, load_graph(path))
 
 
+def _check_axg(path: Path) -> str:
+    """A saved axes graph with its inferred shapes, or a saved core function's listing (both
+    kinds use the suffix; the function file is tried where the graph file says it is not
+    one)."""
+    try:
+        return format_graph(_load_axg(path).results, shapes=True)
+    except SerializationError as graph_error:
+        load_function = optional_function("axgraph.serialization", "load_function",
+                                          "Graph file (.axg)")
+        try:
+            function = load_function(path)
+        except SerializationError:
+            raise graph_error from None
+        return str(function)
+
+
 #: Every kind of file the subcommands read, by suffix.
 KINDS: Dict[str, FileKind] = {
     ".py": FileKind("a Python program that builds a graph", _load_python),
     ".axon": FileKind("an Axon program", _load_axon, _check_axon),
     ".onnx": FileKind("an ONNX model", _load_onnx),
-    ".axg": FileKind("a saved axgraph graph", _load_axg),
+    ".axg": FileKind("a saved axgraph graph (or core function)", _load_axg, _check_axg),
 }
 
 
