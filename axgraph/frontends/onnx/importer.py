@@ -1,0 +1,291 @@
+"""Import an ONNX model as an axes graph.
+
+The importer walks the model's nodes in their (topological) order and looks
+each operator up in the rule table (`_onnx_rules.RULES`). Values known when the
+model is imported (initializers, constants, shapes) stay NumPy arrays, and a
+node whose inputs are all known is computed at once with ONNX's reference
+evaluator, so shape arithmetic never reaches the graph. Every other value is an
+op whose axes are its ONNX dimensions in order (see `_onnx_axes`).
+
+Axes come from the inputs' dimensions: one axis per distinct `dim_param`, shared
+by every input that names it, whose length is the size variable ``ng.dim(name)``
+(or the size given in `sizes`); a fixed dimension gets an axis of its own.
+"""
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+import numpy as np
+
+from ...axes import Axes, Axis, make_axis
+from ...debug_info import user_location
+from ...dims import DimLike, dim
+from ...op_graph.op import Op
+from ...op_graph.tensors import constant, placeholder, variable
+from . import import_elementwise, import_linear, import_nn, import_rnn, import_shape  # noqa: F401
+from ._onnx_rules import RULES, Node, OnnxImportError, UnsupportedOperatorError, Value
+
+#: The operator set (domain "" or "ai.onnx") the rules follow; older models import too,
+#: with the attributes their opset used (axes given as attributes, ...).
+DOMAINS = ("", "ai.onnx")
+
+
+@dataclass
+class ImportedModel:
+    """An ONNX model as axgraph ops.
+
+    Attributes
+    ----------
+    inputs : list of Op
+        One placeholder per model input that is not an initializer, in the model's
+        order, with the input's name; its axes are the input's dimensions in order.
+    outputs : list of Op
+        One op per model output, in the model's order; its axes are the output's
+        dimensions in order.
+    input_names, output_names : list of str
+        The ONNX names of `inputs` and `outputs`.
+    axes : dict of str to Axis
+        The axis of each `dim_param` of the inputs, by name.
+    variables : dict of str to Op
+        The initializers imported as variables (``trainable=True``), by name.
+    opset : int
+        The model's default-domain operator set version.
+    """
+
+    inputs: List[Op]
+    outputs: List[Op]
+    input_names: List[str]
+    output_names: List[str]
+    axes: Dict[str, Axis] = field(default_factory=dict)
+    variables: Dict[str, Op] = field(default_factory=dict)
+    opset: int = 0
+
+
+class GraphBuilder:
+    """What the rules share while one model is imported: new axes, constants as ops."""
+
+    def __init__(self, sizes: Mapping[str, int]):
+        self.sizes = dict(sizes)
+        self.axes_by_dim: Dict[str, Axis] = {}
+        self._counter = itertools.count()
+        self._constant_ops: Dict[int, tuple] = {}
+
+    def unique_name(self, hint: str) -> str:
+        """`hint` made an identifier and numbered: a name no other axis of the model has."""
+        return f"{_op_name(hint)}_{next(self._counter)}"
+
+    def new_axis(self, length: Optional[DimLike], hint: str) -> Axis:
+        """A new axis of `length`, named after `hint` and numbered."""
+        return make_axis(length=length, name=self.unique_name(hint))
+
+    def as_op(self, value: Value, hint: str) -> Op:
+        """`value` as an op: an array becomes a constant on new axes (once per array)."""
+        if isinstance(value, Op):
+            return value
+        if value.dtype == object:
+            raise OnnxImportError(f"ONNX value {hint!r} holds symbolic sizes {value.tolist()}: "
+                                  f"it can only feed shape arguments (Reshape, Expand ...), or "
+                                  f"give the sizes with import_model(..., sizes={{...}})",
+                                  user_location())
+        known = self._constant_ops.get(id(value))
+        if known is not None:
+            return known[1]
+        axes = Axes([self.new_axis(int(n), f"{hint}_d{i}") for i, n in enumerate(value.shape)])
+        op = constant(value, axes, dtype=value.dtype, name=_op_name(hint))
+        self._constant_ops[id(value)] = (value, op)  # (the array is kept alive with its id)
+        return op
+
+    def input_axis(self, dimension: Any, input_name: str, position: int, taken: List[Axis]
+                   ) -> Axis:
+        """The axis of one dimension of a model input."""
+        param = dimension.dim_param if dimension.HasField("dim_param") else ""
+        if dimension.HasField("dim_value"):
+            return self.new_axis(int(dimension.dim_value), f"{input_name}_d{position}")
+        if not param:
+            param = f"{input_name}_d{position}"
+        axis = self.axes_by_dim.get(param)
+        if axis is None:
+            axis = make_axis(length=self._length_of(param), name=param)
+            self.axes_by_dim[param] = axis
+        return self.new_axis(axis.length, param) if axis in taken else axis
+
+    def _length_of(self, param: str) -> DimLike:
+        if param in self.sizes:
+            return int(self.sizes[param])
+        identifier = re.sub(r"\W", "_", param)
+        return dim(identifier if identifier.isidentifier() else f"d_{identifier}")
+
+
+def _op_name(name: str) -> str:
+    """An ONNX name made an identifier (ONNX names may hold any character)."""
+    return re.sub(r"\W", "_", name) or "value"
+
+
+def _onnx():
+    try:
+        return importlib.import_module("onnx")
+    except ImportError:
+        raise OnnxImportError("ONNX import needs the optional package onnx: "
+                              "pip install 'axgraph[onnx]'", user_location()) from None
+
+
+def import_model(model: Any, sizes: Optional[Mapping[str, int]] = None,
+                 trainable: bool = False) -> ImportedModel:
+    """Import an ONNX model as axgraph ops over named axes.
+
+    Parameters
+    ----------
+    model : str, os.PathLike or onnx.ModelProto
+        The model, or the path of a ``.onnx`` file.
+    sizes : dict of str to int, optional
+        A fixed length for some `dim_param`s; the others become size variables
+        (``ng.dim``), bound when data is fed.
+    trainable : bool
+        Import float initializers as variables (`ImportedModel.variables`), so
+        the model can be trained further; by default they are constants.
+
+    Returns
+    -------
+    ImportedModel
+        The inputs (placeholders) and outputs (ops): ``t.computation(model.outputs,
+        *model.inputs)`` runs the model on any transformer.
+
+    Raises
+    ------
+    UnsupportedOperatorError
+        If the model uses an operator (or an attribute value) with no import rule:
+        the message names the operator and the node, and lists the supported ones.
+    OnnxImportError
+        If the model is malformed (an input no node computes, an axis out of range).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import axgraph as ng
+    >>> from onnx import TensorProto, helper
+    >>> from axgraph.frontends.onnx import import_model
+    >>> graph = helper.make_graph(
+    ...     [helper.make_node("Relu", ["x"], ["y"])], "relu",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])])
+    >>> model = import_model(helper.make_model(graph))
+    >>> model.inputs[0].axes
+    Axes(batch: batch, x_d1_0: 3)
+    >>> with ng.make_transformer("numpy") as t:
+    ...     run = t.computation(model.outputs, *model.inputs)
+    ...     print(run(np.array([[-1.0, 0.0, 2.0]], np.float32))[0])
+    [[0. 0. 2.]]
+    """
+    onnx = _onnx()
+    if isinstance(model, (str, os.PathLike)):
+        model = onnx.load(os.fspath(model))
+    if not isinstance(model, onnx.ModelProto):
+        raise OnnxImportError(f"import_model takes an onnx.ModelProto or a path, not "
+                              f"{type(model).__name__}", user_location())
+    opset = next((o.version for o in model.opset_import if o.domain in DOMAINS), 0)
+    graph = model.graph
+    builder = GraphBuilder(sizes or {})
+    env: Dict[str, Value] = {}
+    variables: Dict[str, Op] = {}
+    for tensor in graph.initializer:
+        array = onnx.numpy_helper.to_array(tensor)
+        if trainable and array.dtype.kind == "f":
+            axes = Axes([builder.new_axis(int(n), f"{tensor.name}_d{i}")
+                         for i, n in enumerate(array.shape)])
+            variables[tensor.name] = variable(axes, dtype=array.dtype, initial_value=array,
+                                              name=_op_name(tensor.name))
+            env[tensor.name] = variables[tensor.name]
+        else:
+            env[tensor.name] = array
+    inputs, input_names = [], []
+    for value_info in graph.input:
+        if value_info.name in env:
+            continue  # an initializer listed among the inputs (models of IR version < 4)
+        inputs.append(_placeholder(onnx, builder, value_info))
+        input_names.append(value_info.name)
+        env[value_info.name] = inputs[-1]
+    for index, proto in enumerate(graph.node):
+        _import_node(onnx, builder, env, proto, index, opset)
+    outputs = []
+    for value_info in graph.output:
+        if value_info.name not in env:
+            raise OnnxImportError(f"ONNX output {value_info.name!r} is computed by no node",
+                                  user_location())
+        outputs.append(builder.as_op(env[value_info.name], value_info.name))
+    return ImportedModel(inputs, outputs, input_names, [o.name for o in graph.output],
+                         dict(builder.axes_by_dim), variables, opset)
+
+
+def _placeholder(onnx, builder: GraphBuilder, value_info) -> Op:
+    tensor_type = value_info.type.tensor_type
+    if not value_info.type.HasField("tensor_type") or not tensor_type.HasField("shape"):
+        raise OnnxImportError(f"ONNX input {value_info.name!r} must be a tensor of known rank",
+                              user_location())
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+    axes: List[Axis] = []
+    for position, dimension in enumerate(tensor_type.shape.dim):
+        axes.append(builder.input_axis(dimension, value_info.name, position, axes))
+    return placeholder(Axes(axes), dtype=dtype, name=_op_name(value_info.name))
+
+
+def _import_node(onnx, builder: GraphBuilder, env: Dict[str, Value], proto, index: int,
+                 opset: int) -> None:
+    label = f"{proto.op_type} node {proto.name!r}" if proto.name else \
+        f"{proto.op_type} node #{index}"
+    inputs: List[Optional[Value]] = []
+    for name in proto.input:
+        if name and name not in env:
+            raise OnnxImportError(f"ONNX {label}: input {name!r} is computed by no earlier node",
+                                  user_location())
+        inputs.append(env[name] if name else None)
+    given = [v for v in inputs if v is not None]
+    results: List[Optional[Value]]
+    if proto.domain in DOMAINS and given and all(
+            isinstance(v, np.ndarray) and v.dtype != object for v in given):
+        results = _folded(proto, inputs, opset)
+    else:
+        rule = RULES.get(proto.op_type) if proto.domain in DOMAINS else None
+        if rule is None:
+            domain = f" of domain {proto.domain!r}" if proto.domain not in DOMAINS else ""
+            raise UnsupportedOperatorError(
+                f"ONNX {label}: operator {proto.op_type}{domain} is not supported; the "
+                f"supported operators are {', '.join(sorted(RULES))}", user_location())
+        attributes = {a.name: _attribute(onnx, a) for a in proto.attribute}
+        node = Node(proto, inputs, attributes, builder, opset, label)
+        produced = rule(node)
+        results = list(produced) if isinstance(produced, tuple) else [produced]
+    for name, value in zip(proto.output, results):
+        if name:
+            if value is None:
+                raise UnsupportedOperatorError(f"ONNX {label}: output {name!r} is not supported",
+                                               user_location())
+            env[name] = value
+
+
+def _attribute(onnx, attribute) -> Any:
+    value = onnx.helper.get_attribute_value(attribute)
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode() for v in value]
+    return value
+
+
+def _folded(proto, inputs: List[Optional[Value]], opset: int) -> List[Optional[Value]]:
+    """A node whose inputs are all known, computed now by ONNX's reference evaluator."""
+    reference = importlib.import_module("onnx.reference")
+    feeds = {name: value for name, value in zip(proto.input, inputs) if name}
+    evaluator = reference.ReferenceEvaluator(proto, opsets={"": opset or 17})
+    try:
+        results = evaluator.run(None, feeds)
+    except Exception as error:  # the reference evaluator's own errors vary by operator
+        raise OnnxImportError(f"ONNX {proto.op_type} node {proto.name!r}: computing it from its "
+                              f"constant inputs failed: {error}", user_location()) from None
+    return [np.asarray(r) for r in results]

@@ -1,0 +1,381 @@
+"""ONNX import: models built with onnx.helper run in axgraph as in onnxruntime.
+
+Each model runs in onnxruntime (the reference) and, imported, on every
+transformer; the outputs must agree to float32 tolerances.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import axgraph as ng
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+
+from axgraph.frontends.onnx import (OnnxImportError, UnsupportedOperatorError,  # noqa: E402
+                                    import_model, supported_operators)
+
+F, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+TRANSFORMERS = ("numpy", "cpu", "jax")
+rng = np.random.default_rng(0)
+
+
+def randn(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=17):
+    """A model of `nodes`; inputs and outputs are (name, elem_type, shape) triples."""
+    graph = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
+        initializer=[onnx.numpy_helper.from_array(np.asarray(a), name) for name, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    if all(shape is not None for _, _, shape in outputs):  # (the checker wants output shapes)
+        onnx.checker.check_model(model)
+    return model
+
+
+def run_onnxruntime(model, feeds):
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def run_axgraph(model, feeds, transformer, **options):
+    """The model's outputs computed by axgraph (inputs fed by their ONNX names)."""
+    imported = import_model(model, **options)
+    with ng.make_transformer(transformer) as t:
+        computation = t.computation(imported.outputs, *imported.inputs)
+        return computation(*(feeds[name] for name in imported.input_names))
+
+
+def check(model, feeds, transformers=TRANSFORMERS, rtol=1e-4, atol=1e-5, **options):
+    """The model's outputs in axgraph agree with onnxruntime's on each transformer."""
+    expected = run_onnxruntime(model, feeds)
+    for transformer in transformers:
+        results = run_axgraph(model, feeds, transformer, **options)
+        assert len(results) == len(expected)
+        for got, want in zip(results, expected):
+            assert got.shape == want.shape, (transformer, got.shape, want.shape)
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol,
+                                       err_msg=f"on the {transformer} transformer")
+    return expected
+
+
+def node(op_type, inputs, outputs, **attributes):
+    return helper.make_node(op_type, inputs, outputs, **attributes)
+
+
+# -- dense layers ----------------------------------------------------------------------------
+def test_gemm_relu_mlp_with_dynamic_batch():
+    w1, b1, w2 = randn(4, 5), randn(5), randn(3, 5)
+    model = make_model(
+        [node("Gemm", ["x", "w1", "b1"], ["h"]), node("Relu", ["h"], ["r"]),
+         node("Gemm", ["r", "w2"], ["y"], transB=1, alpha=0.5)],
+        [("x", F, ["batch", 4])], [("y", F, ["batch", 3])],
+        [("w1", w1), ("b1", b1), ("w2", w2)])
+    check(model, {"x": randn(2, 4)})
+    for batch in (1, 6):  # one computation, several batch sizes
+        x = randn(batch, 4)
+        want = 0.5 * np.maximum(x @ w1 + b1, 0) @ w2.T
+        np.testing.assert_allclose(run_axgraph(model, {"x": x}, "numpy")[0], want, rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_gemm_trans_a_and_beta():
+    model = make_model([node("Gemm", ["a", "b", "c"], ["y"], transA=1, beta=2.0)],
+                       [("a", F, [4, 3]), ("b", F, [4, 5]), ("c", F, [1, 5])], [("y", F, [3, 5])])
+    check(model, {"a": randn(4, 3), "b": randn(4, 5), "c": randn(1, 5)})
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((3, 4), (4, 5)),
+    ((2, 3, 4), (4, 5)),            # batched times a matrix
+    ((2, 3, 4), (2, 4, 5)),         # batched times batched
+    ((2, 1, 3, 4), (1, 6, 4, 5)),   # batch dims that broadcast both ways
+    ((4,), (2, 4, 5)),              # a vector on the left
+    ((2, 3, 4), (4,)),              # a vector on the right
+])
+def test_matmul_broadcasts_batch_dimensions(a_shape, b_shape):
+    model = make_model([node("MatMul", ["a", "b"], ["y"])],
+                       [("a", F, list(a_shape)), ("b", F, list(b_shape))], [("y", F, None)])
+    a, b = randn(*a_shape), randn(*b_shape)
+    np.testing.assert_allclose(check(model, {"a": a, "b": b})[0], np.matmul(a, b), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_matmul_of_a_square_matrix_with_itself():
+    model = make_model([node("MatMul", ["a", "a"], ["y"])], [("a", F, [3, 3])], [("y", F, [3, 3])])
+    check(model, {"a": randn(3, 3)})
+
+
+# -- elementwise -----------------------------------------------------------------------------
+@pytest.mark.parametrize("op_type", ["Add", "Sub", "Mul", "Div", "Pow"])
+def test_binary_ops_broadcast_like_numpy(op_type):
+    model = make_model([node(op_type, ["a", "b"], ["y"])],
+                       [("a", F, [2, 1, 4]), ("b", F, [3, 1])], [("y", F, [2, 3, 4])])
+    a, b = np.abs(randn(2, 1, 4)) + 0.5, randn(3, 1)
+    check(model, {"a": a, "b": b})
+
+
+def test_broadcast_against_an_initializer_and_a_scalar():
+    model = make_model([node("Mul", ["x", "s"], ["m"]), node("Add", ["m", "bias"], ["y"])],
+                       [("x", F, ["batch", 3, 4])], [("y", F, ["batch", 3, 4])],
+                       [("s", np.array(2.0, np.float32)), ("bias", randn(3, 1))])
+    check(model, {"x": randn(2, 3, 4)})
+
+
+def test_broadcast_of_two_inputs_sharing_a_dim_param():
+    model = make_model([node("Add", ["a", "b"], ["y"])],
+                       [("a", F, ["n", 3]), ("b", F, ["n", 1])], [("y", F, ["n", 3])])
+    imported = import_model(model)
+    assert imported.inputs[0].axes[0] is imported.inputs[1].axes[0] is imported.axes["n"]
+    check(model, {"a": randn(5, 3), "b": randn(5, 1)})
+
+
+@pytest.mark.parametrize("op_type", ["Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Neg",
+                                     "Abs", "Reciprocal", "Softplus"])
+def test_unary_ops(op_type):
+    model = make_model([node(op_type, ["x"], ["y"])], [("x", F, [3, 4])], [("y", F, [3, 4])])
+    x = randn(3, 4)
+    if op_type in ("Log", "Sqrt", "Reciprocal"):
+        x = np.abs(x) + 0.1
+    check(model, {"x": x})
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu(approximate):
+    model = make_model([node("Gelu", ["x"], ["y"], approximate=approximate)],
+                       [("x", F, [2, 5])], [("y", F, [2, 5])], opset=20)
+    check(model, {"x": randn(2, 5)})
+
+
+def test_comparisons_where_and_cast():
+    model = make_model(
+        [node("Less", ["a", "b"], ["lt"]), node("Greater", ["a", "b"], ["gt"]),
+         node("Equal", ["i", "j"], ["eq"]), node("Where", ["lt", "a", "b"], ["w"]),
+         node("Cast", ["gt"], ["g"], to=F), node("Cast", ["a"], ["ai"], to=I64)],
+        [("a", F, [2, 3]), ("b", F, [3]), ("i", I64, [2, 3]), ("j", I64, [1, 3])],
+        [("lt", BOOL, [2, 3]), ("eq", BOOL, [2, 3]), ("w", F, [2, 3]), ("g", F, [2, 3]),
+         ("ai", I64, [2, 3])])
+    check(model, {"a": 3 * randn(2, 3), "b": randn(3),
+                  "i": np.array([[1, 2, 3], [3, 2, 1]]), "j": np.array([[1, 2, 1]])})
+
+
+# -- shapes ----------------------------------------------------------------------------------
+def test_reshape_transpose_flatten():
+    model = make_model(
+        [node("Reshape", ["x", "shape"], ["r"]), node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+         node("Flatten", ["t"], ["y"], axis=2)],
+        [("x", F, ["batch", 6, 4])], [("y", F, ["batch", 2, 12])],
+        [("shape", np.array([0, 3, -1, 4], np.int64))])
+    check(model, {"x": randn(2, 6, 4)})
+
+
+def test_reshape_of_a_symbolic_batch_through_shape_arithmetic():
+    """Shape -> Gather -> Concat -> Reshape: the chain exporters write for a dynamic batch."""
+    model = make_model(
+        [node("Shape", ["x"], ["s"]), node("Gather", ["s", "zero"], ["n"], axis=0),
+         node("Unsqueeze", ["n", "zero1"], ["n1"]), node("Concat", ["n1", "rest"], ["shape"], axis=0),
+         node("Reshape", ["x", "shape"], ["y"])],
+        [("x", F, ["batch", 2, 3, 4])], [("y", F, ["batch", 24])],
+        [("zero", np.array(0, np.int64)), ("zero1", np.array([0], np.int64)),
+         ("rest", np.array([24], np.int64))])
+    check(model, {"x": randn(3, 2, 3, 4)})
+
+
+def test_concat_slice_split_squeeze_unsqueeze():
+    model = make_model(
+        [node("Concat", ["a", "b"], ["c"], axis=1),
+         node("Slice", ["c", "starts", "ends", "axes", "steps"], ["s"]),
+         node("Split", ["c", "sizes"], ["p", "q"], axis=1),
+         node("Unsqueeze", ["q", "ax"], ["u"]), node("Squeeze", ["u", "ax"], ["v"])],
+        [("a", F, [2, 3]), ("b", F, [2, 4])],
+        [("s", F, None), ("p", F, [2, 5]), ("v", F, [2, 2])],
+        [("starts", np.array([-1, 1], np.int64)), ("ends", np.array([-100, 2 ** 62], np.int64)),
+         ("axes", np.array([0, 1], np.int64)), ("steps", np.array([-1, 2], np.int64)),
+         ("sizes", np.array([5, 2], np.int64)), ("ax", np.array([0, 2], np.int64))])
+    check(model, {"a": randn(2, 3), "b": randn(2, 4)})
+
+
+def test_gather_embedding_and_constant_index():
+    table = randn(10, 4)
+    model = make_model(
+        [node("Gather", ["table", "ids"], ["e"]), node("Gather", ["e", "one"], ["g"], axis=1)],
+        [("ids", I64, ["batch", 3])], [("e", F, ["batch", 3, 4]), ("g", F, ["batch", 4])],
+        [("table", table), ("one", np.array(-2, np.int64))])
+    check(model, {"ids": np.array([[1, 9, 0], [3, 3, -1]], np.int64)})
+
+
+def test_expand_and_constants():
+    model = make_model(
+        [node("Constant", [], ["k"], value=onnx.numpy_helper.from_array(randn(3, 1))),
+         node("Add", ["x", "k"], ["s"]), node("Expand", ["s", "shape"], ["y"])],
+        [("x", F, [1, 4])], [("y", F, [2, 3, 4])], [("shape", np.array([2, 1, 1], np.int64))])
+    check(model, {"x": randn(1, 4)})
+
+
+# -- reductions, softmax ---------------------------------------------------------------------
+@pytest.mark.parametrize("op_type", ["ReduceMean", "ReduceSum", "ReduceMax"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reductions_with_axes_as_input(op_type, keepdims):
+    model = make_model([node(op_type, ["x", "axes"], ["y"], keepdims=keepdims)],
+                       [("x", F, [2, 3, 4])], [("y", F, None)],
+                       [("axes", np.array([-1, 0], np.int64))], opset=18)
+    check(model, {"x": randn(2, 3, 4)})
+
+
+def test_reductions_with_axes_as_attribute_and_all_axes():
+    model = make_model([node("ReduceMean", ["x"], ["m"], axes=[1]),
+                        node("ReduceMax", ["x"], ["a"], keepdims=0)],
+                       [("x", F, [2, 3, 4])], [("m", F, None), ("a", F, None)], opset=13)
+    check(model, {"x": randn(2, 3, 4)})
+
+
+@pytest.mark.parametrize("op_type", ["Softmax", "LogSoftmax"])
+def test_softmax_along_an_axis(op_type):
+    model = make_model([node(op_type, ["x"], ["y"], axis=1)], [("x", F, [2, 3, 4])],
+                       [("y", F, [2, 3, 4])])
+    check(model, {"x": randn(2, 3, 4)})
+
+
+def test_layer_normalization():
+    model = make_model([node("LayerNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)],
+                       [("x", F, ["batch", 3, 4])], [("y", F, ["batch", 3, 4])],
+                       [("g", randn(4)), ("b", randn(4))])
+    check(model, {"x": randn(2, 3, 4)})
+
+
+# -- convolutional layers --------------------------------------------------------------------
+@pytest.mark.parametrize("attributes", [
+    {},
+    {"pads": [1, 1, 1, 1], "strides": [2, 2]},
+    {"pads": [0, 1, 2, 1], "dilations": [2, 1]},    # uneven padding
+    {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+])
+def test_conv(attributes):
+    model = make_model([node("Conv", ["x", "w", "b"], ["y"], **attributes)],
+                       [("x", F, ["batch", 2, 7, 6])], [("y", F, None)],
+                       [("w", randn(3, 2, 3, 3)), ("b", randn(3))])
+    check(model, {"x": randn(2, 2, 7, 6)}, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_1d_without_bias():
+    model = make_model([node("Conv", ["x", "w"], ["y"], pads=[1, 1])],
+                       [("x", F, [2, 3, 8])], [("y", F, None)], [("w", randn(4, 3, 3))])
+    check(model, {"x": randn(2, 3, 8)}, atol=1e-4)
+
+
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("attributes", [{"kernel_shape": [2, 2], "strides": [2, 2]},
+                                        {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}])
+def test_pooling(op_type, attributes):
+    model = make_model([node(op_type, ["x"], ["y"], **attributes)],
+                       [("x", F, ["batch", 2, 6, 6])], [("y", F, None)])
+    check(model, {"x": randn(2, 2, 6, 6)})
+
+
+def test_batch_norm_and_global_average_pool():
+    model = make_model(
+        [node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["n"], epsilon=1e-3),
+         node("GlobalAveragePool", ["n"], ["y"])],
+        [("x", F, ["batch", 3, 4, 4])], [("n", F, ["batch", 3, 4, 4]), ("y", F, ["batch", 3, 1, 1])],
+        [("scale", randn(3)), ("bias", randn(3)), ("mean", randn(3)),
+         ("var", np.abs(randn(3)) + 0.5)])
+    check(model, {"x": randn(2, 3, 4, 4)})
+
+
+# -- recurrent layers ------------------------------------------------------------------------
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_lstm(direction):
+    dirs, hidden, features, steps = (2 if direction == "bidirectional" else 1), 3, 2, 4
+    model = make_model(
+        [node("LSTM", ["x", "w", "r", "b", "", "h0", "c0"], ["y", "yh", "yc"],
+              hidden_size=hidden, direction=direction)],
+        [("x", F, [steps, "batch", features]), ("h0", F, [dirs, "batch", hidden]),
+         ("c0", F, [dirs, "batch", hidden])],
+        [("y", F, None), ("yh", F, None), ("yc", F, None)],
+        [("w", randn(dirs, 4 * hidden, features)), ("r", randn(dirs, 4 * hidden, hidden)),
+         ("b", randn(dirs, 8 * hidden))])
+    check(model, {"x": randn(steps, 2, features), "h0": randn(dirs, 2, hidden),
+                  "c0": randn(dirs, 2, hidden)}, atol=1e-4)
+
+
+@pytest.mark.parametrize("linear_before_reset", [0, 1])
+def test_gru_from_a_zero_state(linear_before_reset):
+    hidden, features, steps = 3, 2, 3
+    model = make_model(
+        [node("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hidden,
+              linear_before_reset=linear_before_reset)],
+        [("x", F, [steps, 2, features])], [("y", F, None), ("yh", F, None)],
+        [("w", randn(1, 3 * hidden, features)), ("r", randn(1, 3 * hidden, hidden)),
+         ("b", randn(1, 6 * hidden))])
+    check(model, {"x": randn(steps, 2, features)}, atol=1e-4)
+
+
+# -- the importer ----------------------------------------------------------------------------
+def test_inputs_follow_the_model_order_and_exclude_initializers(tmp_path):
+    model = make_model([node("Sub", ["b", "a"], ["y"])],
+                       [("a", F, [2]), ("b", F, [2]), ("w", F, [2])], [("y", F, [2])],
+                       [("w", randn(2))])
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    imported = import_model(path)
+    assert imported.input_names == ["a", "b"] and imported.output_names == ["y"]
+    assert [x.name for x in imported.inputs] == ["a", "b"]
+
+
+def test_sizes_fix_a_dim_param():
+    model = make_model([node("Relu", ["x"], ["y"])], [("x", F, ["batch", 3])],
+                       [("y", F, ["batch", 3])])
+    imported = import_model(model, sizes={"batch": 4})
+    assert imported.axes["batch"].length == 4
+
+
+def test_trainable_initializers_become_variables():
+    w = randn(3, 2)
+    model = make_model([node("MatMul", ["x", "w"], ["y"])], [("x", F, ["batch", 3])],
+                       [("y", F, ["batch", 2])], [("w", w)])
+    imported = import_model(model, trainable=True)
+    weight = imported.variables["w"]
+    x = randn(4, 3)
+    loss = ng.sum(imported.outputs[0])
+    grad = ng.deriv(loss, weight)
+    with ng.make_transformer("numpy") as t:
+        computed = t.computation(grad, *imported.inputs)(x)
+    np.testing.assert_allclose(computed, np.repeat(x.sum(0)[:, None], 2, axis=1), rtol=1e-5)
+
+
+def test_an_unknown_operator_is_named_with_its_node():
+    model = make_model([node("Relu", ["x"], ["r"]), node("Hardmax", ["r"], ["y"], name="head")],
+                       [("x", F, [2, 3])], [("y", F, [2, 3])])
+    with pytest.raises(UnsupportedOperatorError) as raised:
+        import_model(model)
+    message = str(raised.value)
+    assert "Hardmax" in message and "'head'" in message and "Gemm" in message
+    assert __file__ in message  # the user's line
+    assert isinstance(raised.value, ng.AxgraphError)
+
+
+def test_a_refused_attribute_is_named():
+    model = make_model([node("Conv", ["x", "w"], ["y"], group=2)],
+                       [("x", F, [1, 2, 4, 4])], [("y", F, None)], [("w", randn(2, 1, 3, 3))])
+    with pytest.raises(UnsupportedOperatorError, match="group=2"):
+        import_model(model)
+
+
+def test_a_model_that_is_not_a_model():
+    with pytest.raises(OnnxImportError, match="ModelProto"):
+        import_model(42)
+
+
+def test_supported_operators_cover_the_common_ones():
+    supported = set(supported_operators())
+    assert {"Gemm", "MatMul", "Conv", "MaxPool", "AveragePool", "BatchNormalization",
+            "LayerNormalization", "Softmax", "LSTM", "GRU", "Reshape", "Gather"} <= supported
