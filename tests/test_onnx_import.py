@@ -379,3 +379,21 @@ def test_supported_operators_cover_the_common_ones():
     supported = set(supported_operators())
     assert {"Gemm", "MatMul", "Conv", "MaxPool", "AveragePool", "BatchNormalization",
             "LayerNormalization", "Softmax", "LSTM", "GRU", "Reshape", "Gather"} <= supported
+
+
+def test_older_opsets_give_axes_as_attributes():
+    """Opset 11: Squeeze/Unsqueeze/ReduceSum axes are attributes, Softmax flattens from its axis."""
+    model = make_model(
+        [node("Unsqueeze", ["x"], ["u"], axes=[0]), node("Squeeze", ["u"], ["s"], axes=[0]),
+         node("ReduceSum", ["s"], ["r"], axes=[1], keepdims=0),
+         node("Softmax", ["x"], ["p"], axis=1)],
+        [("x", F, [2, 3, 4])], [("r", F, [2, 4]), ("p", F, [2, 3, 4])], opset=11)
+    check(model, {"x": randn(2, 3, 4)})
+
+
+def test_the_docstring_example_runs():
+    import doctest
+
+    import axgraph.frontends.onnx.importer as importer
+
+    assert doctest.testmod(importer, optionflags=doctest.ELLIPSIS).failed == 0

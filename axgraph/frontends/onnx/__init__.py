@@ -2,7 +2,7 @@
 
 The `onnx` package is imported when a model is imported, not with this module.
 """
-from ._onnx_rules import OnnxImportError, UnsupportedOperatorError, supported_operators
+from .import_rules import OnnxImportError, UnsupportedOperatorError, supported_operators
 from .importer import ImportedModel, import_model
 
 __all__ = ["ImportedModel", "OnnxImportError", "UnsupportedOperatorError", "import_model",

@@ -15,7 +15,7 @@ import axgraph as ng
 
 from ...op_graph.op import Op
 from ._onnx_axes import aligned, broadcast_axes, in_order
-from ._onnx_rules import Node, rule
+from .import_rules import Node, rule
 
 UNARY: Dict[str, Callable[[Op], Op]] = {
     "Relu": ng.relu, "Sigmoid": ng.sigmoid, "Tanh": ng.tanh, "Erf": ng.erf, "Exp": ng.exp,

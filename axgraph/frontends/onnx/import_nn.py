@@ -17,7 +17,7 @@ import axgraph as ng
 from ...axes import Axis, make_axis, make_axis_role
 from ...op_graph.op import Op
 from ._onnx_axes import in_order, relabelled
-from ._onnx_rules import Node, positive_axis, rule
+from .import_rules import Node, positive_axis, rule
 
 # Roles are matched by name, so these are the roles of neon's `ar` without importing neon.
 CHANNEL, CHANNEL_OUT = make_axis_role("Channel"), make_axis_role("Channelout")

@@ -18,7 +18,7 @@ import axgraph as ng
 from ...axes import Axis
 from ...op_graph.op import Op
 from ._onnx_axes import in_order, relabelled
-from ._onnx_rules import Node, rule
+from .import_rules import Node, rule
 
 LSTM_GATES = "iofc"
 GRU_GATES = "zrh"

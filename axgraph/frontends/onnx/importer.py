@@ -1,7 +1,7 @@
 """Import an ONNX model as an axes graph.
 
 The importer walks the model's nodes in their (topological) order and looks
-each operator up in the rule table (`_onnx_rules.RULES`). Values known when the
+each operator up in the rule table (`import_rules.RULES`). Values known when the
 model is imported (initializers, constants, shapes) stay NumPy arrays, and a
 node whose inputs are all known is computed at once with ONNX's reference
 evaluator, so shape arithmetic never reaches the graph. Every other value is an
@@ -28,7 +28,7 @@ from ...dims import DimLike, dim
 from ...op_graph.op import Op
 from ...op_graph.tensors import constant, placeholder, variable
 from . import import_elementwise, import_linear, import_nn, import_rnn, import_shape  # noqa: F401
-from ._onnx_rules import RULES, Node, OnnxImportError, UnsupportedOperatorError, Value
+from .import_rules import RULES, Node, OnnxImportError, UnsupportedOperatorError, Value
 
 #: The operator set (domain "" or "ai.onnx") the rules follow; older models import too,
 #: with the attributes their opset used (axes given as attributes, ...).
