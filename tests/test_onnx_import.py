@@ -156,6 +156,20 @@ def test_gelu(approximate):
     check(model, {"x": randn(2, 5)})
 
 
+def test_mod_of_floats():
+    model = make_model([node("Mod", ["a", "b"], ["y"], fmod=1)],
+                       [("a", F, [2, 4]), ("b", F, [4])], [("y", F, [2, 4])])
+    a, b = 5 * randn(2, 4), np.array([1.5, -2.0, 3.0, -0.7], np.float32)
+    np.testing.assert_allclose(check(model, {"a": a, "b": b})[0], np.fmod(a, b), rtol=1e-5,
+                               atol=1e-5)
+    # fmod=0 (the divisor's sign) is Python's %; onnxruntime runs it on floats from opset 28
+    floor_mod = make_model([node("Mod", ["a", "b"], ["y"])],
+                           [("a", F, [2, 4]), ("b", F, [4])], [("y", F, [2, 4])])
+    for transformer in TRANSFORMERS:
+        np.testing.assert_allclose(run_axgraph(floor_mod, {"a": a, "b": b}, transformer)[0],
+                                   np.mod(a, b), rtol=1e-5, atol=1e-5)
+
+
 def test_comparisons_where_and_cast():
     model = make_model(
         [node("Less", ["a", "b"], ["lt"]), node("Greater", ["a", "b"], ["gt"]),
@@ -219,6 +233,59 @@ def test_expand_and_constants():
          node("Add", ["x", "k"], ["s"]), node("Expand", ["s", "shape"], ["y"])],
         [("x", F, [1, 4])], [("y", F, [2, 3, 4])], [("shape", np.array([2, 1, 1], np.int64))])
     check(model, {"x": randn(1, 4)})
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij,jk", [(3, 4), (4, 2)]),          # implicit output: the letters seen once
+    ("i j , i j -> i", [(3, 4), (3, 4)]),  # spaces, and a product summed over one axis
+])
+def test_einsum(equation, shapes):
+    names = [f"x{i}" for i in range(len(shapes))]
+    model = make_model([node("Einsum", names, ["y"], equation=equation)],
+                       [(n, F, list(s)) for n, s in zip(names, shapes)], [("y", F, None)])
+    arrays = [randn(*s) for s in shapes]
+    got = check(model, dict(zip(names, arrays)))[0]
+    np.testing.assert_allclose(got, np.einsum(equation.replace(" ", ""), *arrays), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_expand_to_a_shape_read_at_run_time():
+    """Expand to Shape(x), x of a symbolic batch: the shape is the array [batch, 3]."""
+    model = make_model([node("Shape", ["x"], ["s"]), node("Expand", ["bias", "s"], ["b"]),
+                        node("Mul", ["x", "b"], ["y"])],
+                       [("x", F, ["batch", 3])], [("y", F, ["batch", 3])],
+                       [("bias", randn(1, 3))])
+    for batch in (1, 4):
+        check(model, {"x": randn(batch, 3)})
+
+
+def test_arithmetic_on_symbolic_sizes():
+    """Shape -> Slice -> Mul -> Concat -> Reshape: (batch, 4, 2) to (batch * 4, 2)."""
+    model = make_model(
+        [node("Shape", ["x"], ["s"]), node("Slice", ["s", "zero", "one"], ["n"]),
+         node("Mul", ["n", "four"], ["rows"]), node("Concat", ["rows", "two"], ["shape"], axis=0),
+         node("Reshape", ["x", "shape"], ["y"])],
+        [("x", F, ["batch", 4, 2])], [("y", F, [None, 2])],
+        [("zero", np.array([0], np.int64)), ("one", np.array([1], np.int64)),
+         ("four", np.array([4], np.int64)), ("two", np.array([2], np.int64))])
+    check(model, {"x": randn(3, 4, 2)})
+
+
+def test_a_symbolic_size_used_as_a_value():
+    """A mean over the batch written as ReduceSum / Cast(Shape(x)[0]): the size is read when
+    the model runs."""
+    model = make_model(
+        [node("Shape", ["x"], ["s"]), node("Gather", ["s", "zero"], ["n"]),
+         node("Cast", ["n"], ["nf"], to=F), node("ReduceSum", ["x", "axes"], ["total"], keepdims=0),
+         node("Div", ["total", "nf"], ["y"])],
+        [("x", F, ["batch", 3])], [("y", F, [3])],
+        [("zero", np.array(0, np.int64)), ("axes", np.array([0], np.int64))])
+    for batch in (2, 5):
+        x = randn(batch, 3)
+        np.testing.assert_allclose(check(model, {"x": x})[0], x.mean(axis=0), rtol=1e-5,
+                                   atol=1e-6)
 
 
 # -- reductions, softmax ---------------------------------------------------------------------

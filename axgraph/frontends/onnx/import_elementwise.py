@@ -7,15 +7,17 @@ broadcast, then calls the axgraph function, which pairs the axes by identity.
 """
 from __future__ import annotations
 
+import operator
 from typing import Callable, Dict
 
 import numpy as np
 
 import axgraph as ng
 
+from ...dims import dim_max, dim_min
 from ...op_graph.op import Op
 from ._onnx_axes import aligned, broadcast_axes, in_order
-from .import_rules import Node, rule
+from .import_rules import Node, Value, rule
 
 UNARY: Dict[str, Callable[[Op], Op]] = {
     "Relu": ng.relu, "Sigmoid": ng.sigmoid, "Tanh": ng.tanh, "Erf": ng.erf, "Exp": ng.exp,
@@ -36,14 +38,47 @@ VARIADIC: Dict[str, Callable[[Op, Op], Op]] = {
 }
 
 
+#: What shape arithmetic computes on arrays of sizes (ONNX's integer Div truncates; sizes
+#: are never negative, so it is a floor division).
+SIZE_ARITHMETIC: Dict[str, Callable] = {
+    "Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "Div": operator.floordiv,
+    "Mod": operator.mod, "Max": dim_max, "Min": dim_min, "Neg": operator.neg,
+}
+
+
+def size_arithmetic(node: Node):
+    """The op on arrays of sizes (`Shape` of a tensor with symbolic lengths), computed now;
+    None if an operand is computed at run time."""
+    operands = [node.inputs[i] for i in range(len(node.inputs)) if node.has_input(i)]
+    if not all(isinstance(x, np.ndarray) for x in operands):
+        return None
+    function = SIZE_ARITHMETIC.get(node.op_type)
+    if function is None:
+        raise node.unsupported(f"{node.op_type} of symbolic sizes is not supported")
+    result = np.asarray(np.frompyfunc(function, len(operands), 1)(*operands), dtype=object)
+    if all(isinstance(v, (int, np.integer)) for v in result.reshape(-1)):
+        return result.astype(np.int64)
+    return result
+
+
 def broadcast(node: Node, function: Callable[..., Op], *operands, dtype=None) -> Op:
     """function(*operands) with NumPy broadcasting by position; its axes in ONNX order.
 
-    Arrays among the operands become constants of `dtype` (their own if None).
+    Arrays among the operands become constants of `dtype` (their own if None); sizes
+    (symbolic) become ops reading them when the model runs.
     """
+    operands = tuple(_sizes_read(node, x, dtype) for x in operands)
     out_axes = broadcast_axes(node.builder, operands, node.proto.output[0])
     result = function(*(aligned(x, out_axes, dtype) for x in operands))
     return in_order(result, out_axes)
+
+
+def _sizes_read(node: Node, x, dtype):
+    """x, or if it holds symbolic sizes, an op reading them at run time (of `dtype`)."""
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        size = node.builder.as_op(x, node.proto.output[0])
+        return size if dtype is None else cast(size, dtype)
+    return x
 
 
 def _common_dtype(operands) -> np.dtype:
@@ -55,14 +90,19 @@ def _common_dtype(operands) -> np.dtype:
 
 
 def _unary(function: Callable[[Op], Op]):
-    def import_unary(node: Node) -> Op:
+    def import_unary(node: Node) -> Value:
+        if node.op_type in SIZE_ARITHMETIC and isinstance(node.input(0), np.ndarray):
+            return size_arithmetic(node)
         return function(node.op(0))
 
     return import_unary
 
 
 def _binary(function: Callable[[Op, Op], Op]):
-    def import_binary(node: Node) -> Op:
+    def import_binary(node: Node) -> Value:
+        sizes = size_arithmetic(node) if node.op_type in SIZE_ARITHMETIC else None
+        if sizes is not None:
+            return sizes
         operands = [node.input(0), node.input(1)]
         dtype = _common_dtype(operands)
         if node.op_type == "Pow":
@@ -78,7 +118,10 @@ def _binary(function: Callable[[Op, Op], Op]):
 
 
 def _variadic(function: Callable[[Op, Op], Op]):
-    def import_variadic(node: Node) -> Op:
+    def import_variadic(node: Node) -> Value:
+        sizes = size_arithmetic(node)
+        if sizes is not None:
+            return sizes
         operands = [node.input(i) for i in range(len(node.inputs))]
         dtype = _common_dtype(operands)
         return broadcast(node, lambda *xs: _fold(function, xs), *operands, dtype=dtype)
@@ -99,6 +142,22 @@ for _op_type, _binary_function in BINARY.items():
     rule(_op_type)(_binary(_binary_function))
 for _op_type, _binary_function in VARIADIC.items():
     rule(_op_type)(_variadic(_binary_function))
+
+
+@rule("Mod")
+def import_mod(node: Node) -> Value:
+    sizes = size_arithmetic(node)
+    if sizes is not None:
+        return sizes
+    operands = [node.input(0), node.input(1)]
+    dtype = _common_dtype(operands)
+    if np.dtype(dtype).kind != "f":
+        raise node.unsupported("Mod of integer tensors computed at run time is not supported "
+                               "(only of floats, and of sizes)")
+    if node.attr("fmod", 0):  # the sign of the dividend (C's fmod)
+        return broadcast(node, lambda x, y: x - y * (ng.sign(x / y) * ng.floor(
+            ng.absolute(x / y))), *operands, dtype=dtype)
+    return broadcast(node, lambda x, y: x - y * ng.floor(x / y), *operands, dtype=dtype)
 
 
 @rule("Not")
@@ -142,10 +201,13 @@ def import_clip(node: Node) -> Op:
 
 
 @rule("Cast")
-def import_cast(node: Node) -> Op:
+def import_cast(node: Node) -> Value:
     import onnx
 
     dtype = onnx.helper.tensor_dtype_to_np_dtype(int(node.attr("to")))
+    value = node.input(0)
+    if isinstance(value, np.ndarray) and np.dtype(dtype).kind in "iu":
+        return value  # sizes (symbolic), whole numbers already: they stay shape arithmetic
     return cast(node.op(0), dtype)
 
 

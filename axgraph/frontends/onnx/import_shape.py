@@ -6,16 +6,17 @@ do on shapes happens here, in NumPy, and only its result reaches the graph.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 import axgraph as ng
 
 from ...axes import FlattenedAxis
-from ...dims import DimLike, exact_quotient
+from ...axes import Axis
+from ...dims import Dim, DimLike, exact_quotient
 from ...op_graph.op import Op
-from ._onnx_axes import in_order, index_slices, is_one, lengths, relabelled
+from ._onnx_axes import aligned, in_order, index_slices, is_one, lengths, relabelled
 from .import_rules import Node, Value, positive_axis, rule
 
 INT_MAX = 2 ** 62  # ONNX writes "to the end" as INT64_MAX (or near it)
@@ -249,15 +250,44 @@ def import_unsqueeze(node: Node) -> Value:
 
 @rule("Expand")
 def import_expand(node: Node) -> Op:
-    from ._onnx_axes import aligned, broadcast_axes
-
-    shape = node.constant(1, "shape")
     x = node.op(0)
-    if shape.dtype == object:
-        raise node.unsupported("Expand to a symbolic shape is not supported")
-    target = np.zeros([int(n) for n in shape.reshape(-1)], np.int8)
-    out_axes = broadcast_axes(node.builder, [x, target], node.proto.output[0])
+    target = [v if isinstance(v, Dim) else int(v)
+              for v in node.constant(1, "shape").reshape(-1).tolist()]
+    rank = max(len(x.axes), len(target))
+    shape = [1] * (rank - len(target)) + target
+    own = [None] * (rank - len(x.axes)) + list(x.axes)
+    out_axes: List[Axis] = []
+    for axis, length in zip(own, shape):
+        if axis is not None and (is_one(length) or bool(axis.length == length)):
+            out_axes.append(axis)
+        else:
+            out_axes.append(node.builder.axis_of_length(length, node.proto.output[0], out_axes))
     return in_order(ng.broadcast(aligned(x, out_axes), out_axes), out_axes)
+
+
+@rule("Einsum")
+def import_einsum(node: Node) -> Op:
+    equation = node.attr("equation").replace(" ", "")
+    terms, arrow, result = equation.partition("->")
+    operands = terms.split(",")
+    if not arrow:  # implicit mode: the letters that appear once, in alphabetical order
+        result = "".join(sorted(c for c in set(terms) if c.isalpha() and terms.count(c) == 1))
+    if "." in equation:
+        raise node.unsupported(f"Einsum with an ellipsis ({equation!r}) is not supported")
+    axes_of: Dict[str, Axis] = {}
+    ops = []
+    for index, term in enumerate(operands):
+        x = node.op(index)
+        if len(term) != len(x.axes) or len(set(term)) != len(term):
+            raise node.unsupported(f"Einsum term {term!r} of {equation!r} must name each of the "
+                                   f"{len(x.axes)} dimensions of input {index} once")
+        for letter, axis in zip(term, x.axes):
+            if letter not in axes_of:
+                taken = axis in axes_of.values()
+                axes_of[letter] = node.builder.new_axis(axis.length, letter) if taken else axis
+        ops.append(relabelled(x, [axes_of[letter] for letter in term]))
+    out = [axes_of[letter] for letter in result]
+    return in_order(ng.einsum(out, *ops), out)
 
 
 @rule("Shape")

@@ -24,8 +24,9 @@ import numpy as np
 
 from ...axes import Axes, Axis, make_axis
 from ...debug_info import user_location
-from ...dims import DimLike, dim
+from ...dims import Dim, DimLike, dim
 from ...op_graph.op import Op
+from ...op_graph.reductions import tensor_size
 from ...op_graph.tensors import constant, placeholder, variable
 from . import import_elementwise, import_linear, import_nn, import_rnn, import_shape  # noqa: F401
 from .import_rules import RULES, Node, OnnxImportError, UnsupportedOperatorError, Value
@@ -74,6 +75,8 @@ class GraphBuilder:
         self.axes_by_dim: Dict[str, Axis] = {}
         self._counter = itertools.count()
         self._constant_ops: Dict[int, tuple] = {}
+        #: Each input's axes, by size variable: where a size is read at run time.
+        self.size_sources: Dict[str, tuple] = {}
 
     def unique_name(self, hint: str) -> str:
         """`hint` made an identifier and numbered: a name no other axis of the model has."""
@@ -83,10 +86,22 @@ class GraphBuilder:
         """A new axis of `length`, named after `hint` and numbered."""
         return make_axis(length=length, name=self.unique_name(hint))
 
+    def axis_of_length(self, length: DimLike, hint: str, taken: List[Axis]) -> Axis:
+        """An axis of `length`: the input axis of that size variable if it is one (and not
+        in `taken`), else a new one."""
+        if isinstance(length, Dim) and str(length) in self.size_sources:
+            axis = self.size_sources[str(length)][1]
+            if axis not in taken:
+                return axis
+        return self.new_axis(length, hint)
+
     def as_op(self, value: Value, hint: str) -> Op:
         """`value` as an op: an array becomes a constant on new axes (once per array)."""
         if isinstance(value, Op):
             return value
+        if value.dtype == object and value.ndim == 0 and str(value[()]) in self.size_sources:
+            source, axis = self.size_sources[str(value[()])]  # a size, read at run time
+            return tensor_size(source, reduction_axes=[axis], dtype=np.int64)
         if value.dtype == object:
             raise OnnxImportError(f"ONNX value {hint!r} holds symbolic sizes {value.tolist()}: "
                                   f"it can only feed shape arguments (Reshape, Expand ...), or "
@@ -207,6 +222,9 @@ def import_model(model: Any, sizes: Optional[Mapping[str, int]] = None,
         if value_info.name in env:
             continue  # an initializer listed among the inputs (models of IR version < 4)
         inputs.append(_placeholder(onnx, builder, value_info))
+        for axis in inputs[-1].axes:
+            if isinstance(axis.length, Dim):
+                builder.size_sources.setdefault(str(axis.length), (inputs[-1], axis))
         input_names.append(value_info.name)
         env[value_info.name] = inputs[-1]
     for index, proto in enumerate(graph.node):
