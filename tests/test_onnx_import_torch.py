@@ -1,11 +1,13 @@
 """Models written in PyTorch, exported with torch.onnx.export and imported, agree with PyTorch."""
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("onnx")
+onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")  # torch.onnx.export's exporter
 
 from test_onnx_import import TRANSFORMERS, run_axgraph  # noqa: E402
@@ -47,12 +49,23 @@ class TransformerBlock(torch.nn.Module):
 
 # torch.export's own deprecation warnings, and the one it gives for nn.LSTM's weights
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore:Converting a tensor to a Python boolean"),
               pytest.mark.filterwarnings("ignore:The tensor attributes:UserWarning")]
 
 
-def exported(module, example, batch_dim=0):
-    """The ONNX model of `module` (eval mode), dimension `batch_dim` a dynamic 'batch'."""
+def exported(module, example, batch_dim=0, dynamo=True):
+    """The ONNX model of `module` (eval mode), dimension `batch_dim` a dynamic 'batch'.
+
+    dynamo=False uses the TorchScript exporter, which writes shapes as Shape, Gather,
+    Concat chains of its own.
+    """
     module.eval()
+    if not dynamo:
+        buffer = io.BytesIO()
+        torch.onnx.export(module, (example,), buffer, dynamo=False, input_names=["x"],
+                          dynamic_axes={"x": {batch_dim: "batch"}}, opset_version=14)
+        return onnx.load_from_string(buffer.getvalue())
     dynamic = {"x": {batch_dim: torch.export.Dim("batch")}} if batch_dim is not None else None
     program = torch.onnx.export(module, (example,), input_names=["x"], dynamo=True,
                                 dynamic_shapes=dynamic, verbose=False)
@@ -69,14 +82,15 @@ def randomize_batch_norm(module):
                 layer.weight.uniform_(0.5, 1.5)
 
 
+@pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
 @pytest.mark.parametrize("make, shape", [(SmallCNN, (2, 1, 12, 12)),
                                          (TransformerBlock, (2, 5, 8))],
                          ids=["cnn", "transformer-block"])
-def test_exported_model_agrees_with_pytorch(make, shape):
+def test_exported_model_agrees_with_pytorch(make, shape, dynamo):
     torch.manual_seed(0)
     module = make()
     randomize_batch_norm(module)
-    model = exported(module, torch.randn(*shape))
+    model = exported(module, torch.randn(*shape), dynamo=dynamo)
     imported = import_model(model)
     assert imported.input_names == ["x"] and imported.inputs[0].axes[0] is imported.axes["batch"]
     x = np.random.default_rng(1).standard_normal((3,) + shape[1:]).astype(np.float32)

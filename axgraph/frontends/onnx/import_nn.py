@@ -16,7 +16,7 @@ import axgraph as ng
 
 from ...axes import Axis, make_axis, make_axis_role
 from ...op_graph.op import Op
-from ._onnx_axes import in_order, relabelled
+from ._onnx_axes import aligned, in_order, relabelled
 from .import_rules import Node, positive_axis, rule
 
 # Roles are matched by name, so these are the roles of neon's `ar` without importing neon.
@@ -45,7 +45,8 @@ def _pads(node: Node, x: Op, kernel: Sequence[int], strides: Sequence[int],
     count = len(kernel)
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad in ("NOTSET", "VALID"):
-        pads = list(node.attr("pads") or [0] * 2 * count) if auto_pad == "NOTSET" else [0] * 2 * count
+        pads = list(node.attr("pads") or [0] * 2 * count) if auto_pad == "NOTSET" \
+            else [0] * 2 * count
         return pads[:count], pads[count:]
     if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
         raise node.unsupported(f"auto_pad={auto_pad!r} is not supported")
@@ -185,8 +186,6 @@ def import_layer_norm(node: Node) -> tuple:
 
 def _trailing(node: Node, index: int, axes: List[Axis]) -> Op:
     """Input `index` (a scale or bias) on the last of `axes` it covers."""
-    from ._onnx_axes import aligned
-
     return aligned(node.input(index), axes, node.op(0).dtype)
 
 

@@ -60,9 +60,9 @@ class _Direction:
         bias = self.r_bias[gate]
         if h is None:
             return bias
-        hidden = h.axes[-1]
+        # h is on (batch, hidden): R contracts the previous step's hidden units, so they
+        # must be an axis of their own
         result = ng.dot(relabelled(h, list(h.axes)[:-1] + [previous]), self.r[gate])
-        del hidden
         return result if bias is None else result + bias
 
 

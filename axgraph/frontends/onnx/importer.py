@@ -31,8 +31,8 @@ from ...op_graph.tensors import constant, placeholder, variable
 from . import import_elementwise, import_linear, import_nn, import_rnn, import_shape  # noqa: F401
 from .import_rules import RULES, Node, OnnxImportError, UnsupportedOperatorError, Value
 
-#: The operator set (domain "" or "ai.onnx") the rules follow; older models import too,
-#: with the attributes their opset used (axes given as attributes, ...).
+#: The names of ONNX's default operator domain, the one the rules import (a rule reads the
+#: model's opset of it where operators changed: axes as attributes in older opsets, ...).
 DOMAINS = ("", "ai.onnx")
 
 
@@ -282,7 +282,16 @@ def _import_node(onnx, builder: GraphBuilder, env: Dict[str, Value], proto, inde
             if value is None:
                 raise UnsupportedOperatorError(f"ONNX {label}: output {name!r} is not supported",
                                                user_location())
-            env[name] = value
+            env[name] = _plain(value)
+
+
+def _plain(value: Value) -> Value:
+    """An array of sizes that are all whole numbers as an int64 array (the symbolic sizes
+    sliced out of a shape may leave only fixed ones)."""
+    if isinstance(value, np.ndarray) and value.dtype == object and all(
+            isinstance(v, (int, np.integer)) for v in value.reshape(-1)):
+        return value.astype(np.int64)
+    return value
 
 
 def _attribute(onnx, attribute) -> Any:
