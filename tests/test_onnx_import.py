@@ -182,6 +182,28 @@ def test_comparisons_where_and_cast():
                   "i": np.array([[1, 2, 3], [3, 2, 1]]), "j": np.array([[1, 2, 1]])})
 
 
+@pytest.mark.parametrize("op_type, attributes", [
+    ("LeakyRelu", {"alpha": 0.1}), ("Elu", {"alpha": 0.5}), ("Selu", {}),
+    ("HardSigmoid", {}), ("HardSwish", {}),
+])
+def test_more_activations(op_type, attributes):
+    model = make_model([node(op_type, ["x"], ["y"], **attributes)], [("x", F, [3, 4])],
+                       [("y", F, [3, 4])])
+    check(model, {"x": 4 * randn(3, 4)})
+
+
+def test_prelu_and_logical_ops():
+    model = make_model(
+        [node("PRelu", ["x", "slope"], ["p"]), node("Greater", ["x", "zero"], ["g"]),
+         node("Less", ["x", "one"], ["l"]), node("Or", ["g", "l"], ["o"]),
+         node("Xor", ["g", "l"], ["e"]), node("Not", ["g"], ["n"])],
+        [("x", F, [2, 3])], [("p", F, [2, 3]), ("o", BOOL, [2, 3]), ("e", BOOL, [2, 3]),
+                             ("n", BOOL, [2, 3])],
+        [("slope", np.array([0.1, 0.2, 0.3], np.float32)), ("zero", np.float32(0)),
+         ("one", np.float32(1))])
+    check(model, {"x": 2 * randn(2, 3)})
+
+
 # -- shapes ----------------------------------------------------------------------------------
 def test_reshape_transpose_flatten():
     model = make_model(
@@ -288,8 +310,28 @@ def test_a_symbolic_size_used_as_a_value():
                                    atol=1e-6)
 
 
+@pytest.mark.parametrize("pads, value", [([0, 1, 2, 0], 0.0), ([1, 0, 0, 2], 1.5),
+                                         ([0, -1, 1, 1], 0.0)])   # a negative pad crops
+def test_pad(pads, value):
+    model = make_model([node("Pad", ["x", "pads", "value"], ["y"])], [("x", F, [2, 3])],
+                       [("y", F, None)],
+                       [("pads", np.array(pads, np.int64)), ("value", np.float32(value))])
+    check(model, {"x": randn(2, 3)})
+
+
+def test_constant_of_a_shape_read_at_run_time():
+    model = make_model([node("Shape", ["x"], ["s"]),
+                        node("ConstantOfShape", ["s"], ["c"],
+                             value=onnx.numpy_helper.from_array(np.array([2.5], np.float32))),
+                        node("Add", ["x", "c"], ["y"])],
+                       [("x", F, ["batch", 3])], [("y", F, ["batch", 3])])
+    check(model, {"x": randn(4, 3)})
+
+
 # -- reductions, softmax ---------------------------------------------------------------------
-@pytest.mark.parametrize("op_type", ["ReduceMean", "ReduceSum", "ReduceMax"])
+@pytest.mark.parametrize("op_type", ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+                                     "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                                     "ReduceLogSumExp"])
 @pytest.mark.parametrize("keepdims", [0, 1])
 def test_reductions_with_axes_as_input(op_type, keepdims):
     model = make_model([node(op_type, ["x", "axes"], ["y"], keepdims=keepdims)],
@@ -346,6 +388,13 @@ def test_pooling(op_type, attributes):
     model = make_model([node(op_type, ["x"], ["y"], **attributes)],
                        [("x", F, ["batch", 2, 6, 6])], [("y", F, None)])
     check(model, {"x": randn(2, 2, 6, 6)})
+
+
+def test_instance_normalization():
+    model = make_model([node("InstanceNormalization", ["x", "scale", "bias"], ["y"])],
+                       [("x", F, ["batch", 3, 4, 5])], [("y", F, ["batch", 3, 4, 5])],
+                       [("scale", randn(3)), ("bias", randn(3))])
+    check(model, {"x": randn(2, 3, 4, 5)})
 
 
 def test_batch_norm_and_global_average_pool():
@@ -440,6 +489,14 @@ def test_a_refused_attribute_is_named():
 def test_a_model_that_is_not_a_model():
     with pytest.raises(OnnxImportError, match="ModelProto"):
         import_model(42)
+
+
+def test_the_guide_lists_every_supported_operator():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "onnx.md").read_text()
+    missing = [op for op in supported_operators() if f"`{op}`" not in page]
+    assert not missing, f"docs/onnx.md's table lacks {missing}"
 
 
 def test_supported_operators_cover_the_common_ones():

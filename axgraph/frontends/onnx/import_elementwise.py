@@ -29,7 +29,8 @@ UNARY: Dict[str, Callable[[Op], Op]] = {
 BINARY: Dict[str, Callable[[Op, Op], Op]] = {
     "Add": ng.add, "Sub": ng.subtract, "Mul": ng.multiply, "Div": ng.divide, "Pow": ng.power,
     "Equal": ng.equal, "Less": ng.less, "Greater": ng.greater, "LessOrEqual": ng.less_equal,
-    "GreaterOrEqual": ng.greater_equal, "And": ng.multiply,
+    "GreaterOrEqual": ng.greater_equal, "And": ng.multiply, "Or": ng.maximum,
+    "Xor": ng.not_equal,
 }
 
 #: Operators of any number of operands, folded pairwise.
@@ -185,6 +186,45 @@ def import_gelu(node: Node) -> Op:
 def import_leaky_relu(node: Node) -> Op:
     x = node.op(0)
     return ng.where(ng.greater(x, 0), x, x * float(node.attr("alpha", 0.01)))
+
+
+@rule("PRelu")
+def import_prelu(node: Node) -> Op:
+    x = node.op(0)
+    return broadcast(node, lambda x, slope: ng.where(ng.less(x, 0), x * slope, x), x,
+                     node.input(1), dtype=x.dtype)
+
+
+def _elu(x: Op, alpha: float) -> Op:
+    return ng.where(ng.greater(x, 0), x, alpha * (ng.exp(x) - 1))
+
+
+@rule("Elu")
+def import_elu(node: Node) -> Op:
+    return _elu(node.op(0), float(node.attr("alpha", 1.0)))
+
+
+@rule("Selu")
+def import_selu(node: Node) -> Op:
+    alpha = float(node.attr("alpha", 1.67326319217681884765625))
+    gamma = float(node.attr("gamma", 1.05070102214813232421875))
+    return gamma * _elu(node.op(0), alpha)
+
+
+def _hard_sigmoid(x: Op, alpha: float, beta: float) -> Op:
+    return ng.minimum(ng.maximum(alpha * x + beta, 0.0), 1.0)
+
+
+@rule("HardSigmoid")
+def import_hard_sigmoid(node: Node) -> Op:
+    return _hard_sigmoid(node.op(0), float(node.attr("alpha", 0.2)),
+                         float(node.attr("beta", 0.5)))
+
+
+@rule("HardSwish")
+def import_hard_swish(node: Node) -> Op:
+    x = node.op(0)
+    return x * _hard_sigmoid(x, 1 / 6, 0.5)
 
 
 @rule("Clip")

@@ -170,6 +170,16 @@ def import_batch_norm(node: Node) -> Op:
     return in_order(x * factor + (bias - mean * factor), list(x.axes))
 
 
+@rule("InstanceNormalization")
+def import_instance_norm(node: Node) -> Op:
+    x = node.op(0)
+    channel = [x.axes[1]]
+    scale, bias = (relabelled(node.op(i), channel) for i in (1, 2))
+    result = ng.layer_norm(x, list(x.axes)[2:], gain=scale, bias=bias,
+                           eps=float(node.attr("epsilon", 1e-5)))
+    return in_order(result, list(x.axes))
+
+
 @rule("LayerNormalization")
 def import_layer_norm(node: Node) -> tuple:
     x = node.op(0)
@@ -207,9 +217,26 @@ def import_log_softmax(node: Node) -> Op:
     return _softmax(node, ng.log_softmax)
 
 
+def _sum_square(x: Op, reduction_axes) -> Op:
+    return ng.sum(x * x, reduction_axes=reduction_axes)
+
+
 #: op_type -> (the reduction, the opset from which its axes are an input, not an attribute)
-REDUCTIONS = {"ReduceMean": (ng.mean, 18), "ReduceSum": (ng.sum, 13), "ReduceMax": (ng.max, 18),
-              "ReduceMin": (ng.min, 18), "ReduceProd": (ng.prod, 18)}
+REDUCTIONS = {
+    "ReduceMean": (ng.mean, 18), "ReduceSum": (ng.sum, 13), "ReduceMax": (ng.max, 18),
+    "ReduceMin": (ng.min, 18), "ReduceProd": (ng.prod, 18),
+    "ReduceSumSquare": (_sum_square, 18),
+    "ReduceL1": (lambda x, reduction_axes: ng.sum(ng.absolute(x), reduction_axes=reduction_axes),
+                 18),
+    "ReduceL2": (lambda x, reduction_axes: ng.sqrt(_sum_square(x, reduction_axes)), 18),
+    "ReduceLogSumExp": (lambda x, reduction_axes: _log_sum_exp(x, reduction_axes), 18),
+}
+
+
+def _log_sum_exp(x: Op, reduction_axes) -> Op:
+    """log(sum(exp(x))), with the maximum taken out first so that exp cannot overflow."""
+    top = ng.stop_gradient(ng.max(x, reduction_axes=reduction_axes))
+    return top + ng.log(ng.sum(ng.exp(x - top), reduction_axes=reduction_axes))
 
 
 def _reduction(function, axes_as_input_from: int):

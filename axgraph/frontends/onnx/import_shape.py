@@ -290,6 +290,40 @@ def import_einsum(node: Node) -> Op:
     return in_order(ng.einsum(out, *ops), out)
 
 
+@rule("Pad")
+def import_pad(node: Node) -> Op:
+    node.refuse_attribute("mode", ("constant",))
+    x = node.op(0)
+    rank = len(x.axes)
+    pads = node.ints(1, "pads") if node.opset >= 11 else tuple(node.attr("pads"))
+    if pads is None:
+        raise node.error("pads are required")
+    value = node.constant(2, "constant_value") if node.has_input(2) else \
+        np.asarray(node.attr("value", 0.0))
+    positions = [positive_axis(node, a, rank) for a in (node.ints(3, "axes") or range(rank))]
+    before, after = [0] * rank, [0] * rank
+    for i, position in enumerate(positions):
+        before[position], after[position] = pads[i], pads[len(positions) + i]
+    crop = tuple(slice(max(-b, 0), None if a >= 0 else a) for b, a in zip(before, after))
+    if any(b < 0 or a < 0 for b, a in zip(before, after)):
+        x = ng.tensor_slice(x, crop)
+    fill = value.reshape(-1)[0].item() if value.size else 0
+    shifted = x - fill if fill else x  # ng.pad adds zeros: pad x - value, add value back
+    padded = ng.pad(shifted, [(max(b, 0), max(a, 0)) for b, a in zip(before, after)])
+    padded = relabelled(padded, [a if a in x.axes else node.builder.new_axis(
+        a.length, node.proto.output[0]) for a in padded.axes])
+    return padded + fill if fill else padded
+
+
+@rule("ConstantOfShape")
+def import_constant_of_shape(node: Node) -> Op:
+    value = np.asarray(node.attr("value", np.zeros(1, np.float32)))
+    axes: List[Axis] = []
+    for length in node.constant(0, "shape").reshape(-1).tolist():
+        axes.append(node.builder.axis_of_length(length, node.proto.output[0], axes))
+    return ng.broadcast(ng.constant(value.reshape(()), dtype=value.dtype), axes)
+
+
 @rule("Shape")
 def import_shape(node: Node) -> np.ndarray:
     data = node.input(0)
