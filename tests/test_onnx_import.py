@@ -375,6 +375,27 @@ def test_conv(attributes):
     check(model, {"x": randn(2, 2, 7, 6)}, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("group, out_channels", [(2, 4), (4, 4)])  # 4: depthwise
+def test_grouped_conv(group, out_channels):
+    model = make_model([node("Conv", ["x", "w", "b"], ["y"], group=group, pads=[1, 1, 1, 1])],
+                       [("x", F, ["batch", 4, 5, 5])], [("y", F, None)],
+                       [("w", randn(out_channels, 4 // group, 3, 3)), ("b", randn(out_channels))])
+    check(model, {"x": randn(2, 4, 5, 5)}, atol=1e-4)
+
+
+@pytest.mark.parametrize("attributes", [
+    {"strides": [2, 2]},
+    {"strides": [2, 1], "pads": [1, 0, 1, 0], "dilations": [1, 2]},
+    {"strides": [2, 2], "pads": [0, 1, 1, 2]},    # uneven padding
+    {"strides": [1, 1], "group": 2},
+])
+def test_conv_transpose(attributes):
+    model = make_model([node("ConvTranspose", ["x", "w", "b"], ["y"], **attributes)],
+                       [("x", F, ["batch", 4, 4, 3])], [("y", F, None)],
+                       [("w", randn(4, 3, 3, 3)), ("b", randn(3 * attributes.get("group", 1)))])
+    check(model, {"x": randn(2, 4, 4, 3)}, atol=1e-4)
+
+
 def test_conv_1d_without_bias():
     model = make_model([node("Conv", ["x", "w"], ["y"], pads=[1, 1])],
                        [("x", F, [2, 3, 8])], [("y", F, None)], [("w", randn(4, 3, 3))])
@@ -480,9 +501,9 @@ def test_an_unknown_operator_is_named_with_its_node():
 
 
 def test_a_refused_attribute_is_named():
-    model = make_model([node("Conv", ["x", "w"], ["y"], group=2)],
-                       [("x", F, [1, 2, 4, 4])], [("y", F, None)], [("w", randn(2, 1, 3, 3))])
-    with pytest.raises(UnsupportedOperatorError, match="group=2"):
+    model = make_model([node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1)],
+                       [("x", F, [1, 2, 5, 5])], [("y", F, None)])
+    with pytest.raises(UnsupportedOperatorError, match="ceil_mode=1"):
         import_model(model)
 
 

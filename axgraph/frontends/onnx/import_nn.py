@@ -8,7 +8,7 @@ Channel and spatial roles, and the result is put back in NCHW order.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 
@@ -72,41 +72,110 @@ def _padded(node: Node, x: Op, begin: Sequence[int], end: Sequence[int]) -> Tupl
     return relabelled(padded, axes), [0] * len(begin)
 
 
-@rule("Conv")
-def import_conv(node: Node) -> Op:
-    x, w = node.op(0), node.op(1)
+def _window_op(node: Node, x: Op, w: Op, transposed: bool, padding: Sequence[int],
+               strides: Sequence[int], dilations: Sequence[int]) -> Op:
+    """One convolution (or its transpose) of NC(D)HW `x` with ONNX's filter `w`, in NCHW order.
+
+    A Conv filter is (out channels, in channels, window...); a ConvTranspose filter is
+    (in channels, out channels, window...), the filter of the convolution it transposes.
+    """
+    hint = node.proto.output[0]
+    spatial = len(x.axes) - 2
+    x_axes = _image_axes(node, x)
+    other = make_axis(w.axes[1].length if transposed else w.axes[0].length,
+                      name=node.builder.unique_name(f"{hint}_K"),
+                      roles=[CHANNEL if transposed else CHANNEL_OUT])
+    window = [make_axis(a.length, name=node.builder.unique_name(f"{hint}_R"), roles=[role])
+              for a, role in zip(list(w.axes)[2:], _spatial_roles(spatial))]
+    if transposed:  # x's channels are the out channels of the convolution transposed
+        x_axes[1] = make_axis(x.axes[1].length, name=node.builder.unique_name(f"{hint}_C"),
+                              roles=[CHANNEL_OUT])
+        y = ng.deconvolution(None, relabelled(x, x_axes),
+                             relabelled(w, [x_axes[1], other] + window), padding=padding,
+                             strides=strides, dilation=dilations)
+    else:
+        y = ng.convolution(None, relabelled(x, x_axes), relabelled(w, [other, x_axes[1]] + window),
+                           padding=padding, strides=strides, dilation=dilations)
+    return _nchw(node, y, x.axes[0], x_axes[0])
+
+
+def _grouped(node: Node, x: Op, w: Op, transposed: bool, padding: Sequence[int],
+             strides: Sequence[int], dilations: Sequence[int]) -> Op:
+    """`_window_op` of each group of channels, the results joined along the channels."""
+    groups = int(node.attr("group", 1))
+    if groups == 1:
+        return _window_op(node, x, w, transposed, padding, strides, dilations)
+    channels = x.axes[1].length
+    if not isinstance(channels, int) or channels % groups or w.axes[0].length % groups:
+        raise node.error(f"group={groups} does not divide the {channels} input channels and "
+                         f"the filter's {w.axes[0].length}")
+    size, filters = channels // groups, w.axes[0].length // groups
+    parts = []
+    for g in range(groups):
+        x_g = ng.tensor_slice(x, (slice(None), slice(g * size, (g + 1) * size)))
+        w_g = ng.tensor_slice(w, (slice(g * filters, (g + 1) * filters),))
+        parts.append(_window_op(node, x_g, w_g, transposed, padding, strides, dilations))
+    joined = node.builder.unique_name(f"{node.proto.output[0]}_channels")
+    first = parts[0]
+    aligned_parts = [relabelled(part, [first.axes[0], make_axis(part.axes[1].length, name=joined)]
+                                + list(first.axes)[2:]) for part in parts]
+    return ng.concat_along_axis(aligned_parts, aligned_parts[0].axes[1])
+
+
+def _geometry(node: Node, x: Op, w: Op):
     spatial = len(x.axes) - 2
     if spatial not in (1, 2, 3):
-        raise node.unsupported(f"Conv over {spatial} spatial dimensions (1 to 3 are supported)")
-    if node.attr("group", 1) != 1:
-        raise node.unsupported(f"group={node.attr('group')} is not supported (only 1)")
+        raise node.unsupported(f"{node.op_type} over {spatial} spatial dimensions (1 to 3 are "
+                               f"supported)")
     kernel = [a.length for a in list(w.axes)[2:]]
     strides = list(node.attr("strides") or [1] * spatial)
     dilations = list(node.attr("dilations") or [1] * spatial)
+    return kernel, strides, dilations
+
+
+def _biased(node: Node, y: Op) -> Op:
+    if not node.has_input(2):
+        return y
+    return y + relabelled(node.op(2), [y.axes[1]])
+
+
+@rule("Conv")
+def import_conv(node: Node) -> Op:
+    x, w = node.op(0), node.op(1)
+    kernel, strides, dilations = _geometry(node, x, w)
     begin, end = _pads(node, x, kernel, strides, dilations)
     x, padding = _padded(node, x, begin, end)
-    x_axes = _image_axes(node, x)
-    hint = node.proto.output[0]
-    out_channel = make_axis(w.axes[0].length, name=node.builder.unique_name(f"{hint}_K"),
-                            roles=[CHANNEL_OUT])
-    w_axes = [out_channel, x_axes[1]] + [
-        make_axis(a.length, name=node.builder.unique_name(f"{hint}_R"), roles=[role])
-        for a, role in zip(list(w.axes)[2:], _spatial_roles(spatial))]
-    y = ng.convolution(None, relabelled(x, x_axes), relabelled(w, w_axes), padding=padding,
-                       strides=strides, dilation=dilations)
-    return _nchw(node, y, x.axes[0], x_axes[0], bias=node.op(2) if node.has_input(2) else None)
+    return _biased(node, _grouped(node, x, w, False, padding, strides, dilations))
 
 
-def _nchw(node: Node, y: Op, batch: Axis, image_batch: Axis, bias: Optional[Op] = None) -> Op:
+@rule("ConvTranspose")
+def import_conv_transpose(node: Node) -> Op:
+    x, w = node.op(0), node.op(1)
+    kernel, strides, dilations = _geometry(node, x, w)
+    if any(node.attr("output_padding") or []) or node.attr("output_shape"):
+        raise node.unsupported("output_padding and output_shape are not supported")
+    node.refuse_attribute("auto_pad", ("NOTSET", "VALID"))
+    count = len(kernel)
+    pads = list(node.attr("pads") or [0] * 2 * count)
+    begin, end = pads[:count], pads[count:]
+    even = [min(b, e) for b, e in zip(begin, end)]
+    y = _grouped(node, x, w, True, even, strides, dilations)
+    if begin != end:  # the transpose of uneven padding: crop the extra rows
+        crop = [slice(None), slice(None)] + [
+            slice(b - p, None if e == p else -(e - p)) for b, e, p in zip(begin, end, even)]
+        y = ng.tensor_slice(y, tuple(crop))
+        y = relabelled(y, list(y.axes)[:2] + [node.builder.new_axis(a.length, node.proto.output[0])
+                                              for a in list(y.axes)[2:]])
+    return _biased(node, y)
+
+
+def _nchw(node: Node, y: Op, batch: Axis, image_batch: Axis) -> Op:
     """A convolution's or pooling's result in NCHW order, on the input's batch axis."""
     channel = next(a for a in y.axes if a is not image_batch and
                    {r.name.lower() for r in a.roles} & {"channel", "channelout"})
     spatial = [a for a in y.axes if a is not image_batch and a is not channel]
     ordered = in_order(y, [image_batch, channel] + spatial)
-    result = relabelled(ordered, [batch, channel] + spatial)
-    if bias is not None:
-        result = result + relabelled(bias, [channel])
-    return result
+    return relabelled(ordered, [batch, channel] + spatial)
 
 
 def _pool(node: Node, kind: str) -> Op:
