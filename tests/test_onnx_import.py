@@ -507,6 +507,36 @@ def test_a_refused_attribute_is_named():
         import_model(model)
 
 
+def test_an_op_that_refuses_its_operands_names_the_node():
+    model = make_model([node("Add", ["a", "b"], ["y"], name="bad_add")],
+                       [("a", F, [2, 3]), ("b", F, [4])], [("y", F, None)])
+    with pytest.raises(OnnxImportError, match="Add node 'bad_add'") as raised:
+        import_model(model)
+    assert isinstance(raised.value.__cause__, ng.AxgraphError)
+
+
+def test_an_input_no_node_computes():
+    model = make_model([node("Relu", ["x"], ["y"])], [("x", F, [2])], [("y", F, [2])])
+    model.graph.node[0].input[0] = "nowhere"
+    with pytest.raises(OnnxImportError, match="'nowhere' is computed by no earlier node"):
+        import_model(model)
+
+
+def test_dims_of_unknown_length_are_each_their_own():
+    model = make_model([node("Relu", ["x"], ["y"])], [("x", F, [None, None])],
+                       [("y", F, [None, None])])
+    imported = import_model(model)
+    first, second = imported.inputs[0].axes
+    assert first is not second and not imported.axes
+    check(model, {"x": randn(2, 3)})
+
+
+def test_dim_params_that_read_alike_stay_apart():
+    model = make_model([node("Relu", ["x"], ["y"])], [("x", F, ["a-b", "a_b"])],
+                       [("y", F, ["a-b", "a_b"])])
+    check(model, {"x": randn(2, 3)})
+
+
 def test_a_model_that_is_not_a_model():
     with pytest.raises(OnnxImportError, match="ModelProto"):
         import_model(42)

@@ -18,12 +18,13 @@ import itertools
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Set
 
 import numpy as np
 
 from ...axes import Axes, Axis, make_axis
 from ...debug_info import user_location
+from ...errors import AxgraphError
 from ...dims import Dim, DimLike, dim
 from ...op_graph.op import Op
 from ...op_graph.reductions import tensor_size
@@ -77,6 +78,7 @@ class GraphBuilder:
         self._constant_ops: Dict[int, tuple] = {}
         #: Each input's axes, by size variable: where a size is read at run time.
         self.size_sources: Dict[str, tuple] = {}
+        self._size_names: Set[str] = set()
 
     def unique_name(self, hint: str) -> str:
         """`hint` made an identifier and numbered: a name no other axis of the model has."""
@@ -121,8 +123,9 @@ class GraphBuilder:
         param = dimension.dim_param if dimension.HasField("dim_param") else ""
         if dimension.HasField("dim_value"):
             return self.new_axis(int(dimension.dim_value), f"{input_name}_d{position}")
-        if not param:
-            param = f"{input_name}_d{position}"
+        if not param:  # a dimension of unknown length, its own
+            name = self.unique_name(f"{input_name}_d{position}")
+            return make_axis(length=self._length_of(name), name=name)
         axis = self.axes_by_dim.get(param)
         if axis is None:
             axis = make_axis(length=self._length_of(param), name=param)
@@ -130,10 +133,16 @@ class GraphBuilder:
         return self.new_axis(axis.length, param) if axis in taken else axis
 
     def _length_of(self, param: str) -> DimLike:
+        """A fixed size from `sizes`, or a size variable named after `param` (one per param:
+        two params that read alike as identifiers get different names)."""
         if param in self.sizes:
             return int(self.sizes[param])
         identifier = re.sub(r"\W", "_", param)
-        return dim(identifier if identifier.isidentifier() else f"d_{identifier}")
+        identifier = identifier if identifier.isidentifier() else f"d_{identifier}"
+        while identifier in self._size_names:
+            identifier += "_"
+        self._size_names.add(identifier)
+        return dim(identifier)
 
 
 def _op_name(name: str) -> str:
@@ -275,7 +284,12 @@ def _import_node(onnx, builder: GraphBuilder, env: Dict[str, Value], proto, inde
                 f"supported operators are {', '.join(sorted(RULES))}", user_location())
         attributes = {a.name: _attribute(onnx, a) for a in proto.attribute}
         node = Node(proto, inputs, attributes, builder, opset, label)
-        produced = rule(node)
+        try:
+            produced = rule(node)
+        except OnnxImportError:
+            raise
+        except AxgraphError as error:  # an op refused what the node asked: name the node
+            raise OnnxImportError(f"ONNX {label}: {error.message}", user_location()) from error
         results = list(produced) if isinstance(produced, tuple) else [produced]
     for name, value in zip(proto.output, results):
         if name:
