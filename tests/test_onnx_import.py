@@ -249,6 +249,14 @@ def test_gather_embedding_and_constant_index():
     check(model, {"ids": np.array([[1, 9, 0], [3, 3, -1]], np.int64)})
 
 
+def test_gather_of_constant_indices_counts_negatives_from_the_end():
+    model = make_model([node("Gather", ["x", "ids"], ["y"], axis=1)], [("x", F, ["batch", 5])],
+                       [("y", F, ["batch", 2, 2])],
+                       [("ids", np.array([[0, -1], [-2, 3]], np.int64))])
+    x = randn(3, 5)
+    np.testing.assert_allclose(check(model, {"x": x})[0], x[:, [[0, 4], [3, 3]]])
+
+
 def test_expand_and_constants():
     model = make_model(
         [node("Constant", [], ["k"], value=onnx.numpy_helper.from_array(randn(3, 1))),

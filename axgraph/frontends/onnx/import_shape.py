@@ -207,7 +207,11 @@ def import_gather(node: Node) -> Value:
         position = int(indices)
         position = position + gathered.length if position < 0 else position
         return ng.tensor_slice(x, index_slices(rank, axis, position))
-    index_op = node.op(1)
+    if isinstance(indices, np.ndarray) and np.any(indices < 0):
+        if not isinstance(gathered.length, int):
+            raise node.unsupported("negative indices into a dimension of symbolic length")
+        indices = np.where(indices < 0, indices + gathered.length, indices)
+    index_op = node.builder.as_op(indices, node.proto.input[1])
     fresh = [node.builder.new_axis(a.length, node.proto.output[0]) for a in index_op.axes]
     index_op = relabelled(index_op, fresh)
     if index_op.dtype.kind == "i" and not isinstance(indices, np.ndarray):
