@@ -545,9 +545,14 @@ def test_dim_params_that_read_alike_stay_apart():
     check(model, {"x": randn(2, 3)})
 
 
-def test_a_model_that_is_not_a_model():
+def test_a_model_that_is_not_a_model(tmp_path):
     with pytest.raises(OnnxImportError, match="ModelProto"):
         import_model(42)
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"\x0a\xff\xff not a model")
+    for path in (corrupt, tmp_path / "missing.onnx"):
+        with pytest.raises(OnnxImportError, match="cannot read the ONNX model"):
+            import_model(path)
 
 
 def test_the_guide_lists_every_supported_operator():

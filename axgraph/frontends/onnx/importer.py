@@ -185,7 +185,9 @@ def import_model(model: Any, sizes: Optional[Mapping[str, int]] = None,
         If the model uses an operator (or an attribute value) with no import rule:
         the message names the operator and the node, and lists the supported ones.
     OnnxImportError
-        If the model is malformed (an input no node computes, an axis out of range).
+        If the file cannot be read as an ONNX model, or the model is malformed (an
+        input no node computes, an axis out of range), or an op refuses what a node
+        asks of it (the node is named).
 
     Examples
     --------
@@ -207,7 +209,12 @@ def import_model(model: Any, sizes: Optional[Mapping[str, int]] = None,
     """
     onnx = _onnx()
     if isinstance(model, (str, os.PathLike)):
-        model = onnx.load(os.fspath(model))
+        path = os.fspath(model)
+        try:
+            model = onnx.load(path)
+        except Exception as error:  # a missing file, or bytes that are no ONNX model
+            raise OnnxImportError(f"cannot read the ONNX model {path!r}: "
+                                  f"{type(error).__name__}: {error}", user_location()) from None
     if not isinstance(model, onnx.ModelProto):
         raise OnnxImportError(f"import_model takes an onnx.ModelProto or a path, not "
                               f"{type(model).__name__}", user_location())
