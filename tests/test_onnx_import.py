@@ -226,6 +226,18 @@ def test_reshape_of_a_symbolic_batch_through_shape_arithmetic():
     check(model, {"x": randn(3, 2, 3, 4)})
 
 
+def test_slice_to_a_size_read_from_a_shape():
+    """Slice(x, 0, Shape(x)[0:1]) along a symbolic batch: the whole dimension."""
+    model = make_model(
+        [node("Shape", ["x"], ["s"]), node("Slice", ["s", "zero", "one"], ["n"]),
+         node("Slice", ["x", "zero", "n", "zero"], ["y"]),
+         node("Slice", ["x", "one", "big", "one"], ["z"])],
+        [("x", F, ["batch", 3])], [("y", F, ["batch", 3]), ("z", F, ["batch", 2])],
+        [("zero", np.array([0], np.int64)), ("one", np.array([1], np.int64)),
+         ("big", np.array([2 ** 63 - 1], np.int64))])
+    check(model, {"x": randn(4, 3)})
+
+
 def test_concat_slice_split_squeeze_unsqueeze():
     model = make_model(
         [node("Concat", ["a", "b"], ["c"], axis=1),

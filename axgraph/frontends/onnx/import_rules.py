@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ...debug_info import user_location
+from ...dims import Dim, DimLike
 from ...errors import AxgraphValueError
 from ...op_graph.op import Op
 
@@ -102,10 +103,24 @@ class Node:
 
     def ints(self, index: int, attribute: str) -> Optional[Tuple[int, ...]]:
         """A list of ints given as input `index` (newer opsets) or as `attribute` (older)."""
+        given = self.sizes(index, attribute)
+        if given is None:
+            return None
+        whole = tuple(v for v in given if isinstance(v, int))
+        if len(whole) != len(given):
+            raise self.unsupported(f"{attribute} {list(given)} must be whole numbers, not sizes "
+                                   f"known only when the model runs")
+        return whole
+
+    def sizes(self, index: int, attribute: str) -> Optional[Tuple[DimLike, ...]]:
+        """Like `ints`, but symbolic sizes (read from a `Shape`) are allowed too."""
         if self.has_input(index):
-            return tuple(int(v) for v in np.asarray(self.constant(index, attribute)).reshape(-1))
-        given = self.attr(attribute)
-        return None if given is None else tuple(int(v) for v in given)
+            values = np.asarray(self.constant(index, attribute)).reshape(-1).tolist()
+        else:
+            values = self.attr(attribute)
+        if values is None:
+            return None
+        return tuple(v if isinstance(v, Dim) else int(v) for v in values)
 
     def error(self, message: str) -> OnnxImportError:
         return OnnxImportError(f"ONNX {self.label}: {message}", user_location())

@@ -164,7 +164,7 @@ def import_split(node: Node) -> tuple:
 
 @rule("Slice")
 def import_slice(node: Node) -> Value:
-    starts, ends = node.ints(1, "starts"), node.ints(2, "ends")  # (inputs from opset 10)
+    starts, ends = node.sizes(1, "starts"), node.sizes(2, "ends")  # (inputs from opset 10)
     if starts is None or ends is None:
         raise node.error("starts and ends are required")
     given_axes, given_steps = node.ints(3, "axes"), node.ints(4, "steps")
@@ -176,16 +176,29 @@ def import_slice(node: Node) -> Value:
     index = [slice(None)] * rank
     for axis, start, end, step in zip(axes, starts, ends, steps):
         length = data.shape[axis] if isinstance(data, np.ndarray) else data.axes[axis].length
-        index[axis] = _slice(int(start), int(end), int(step), length)
+        index[axis] = _slice(node, start, end, int(step), length)
     if isinstance(data, np.ndarray):
         return data[tuple(index)]
     return ng.tensor_slice(data, tuple(index))
 
 
-def _slice(start: int, end: int, step: int, length: DimLike) -> slice:
+def _slice(node: Node, start: DimLike, end: DimLike, step: int, length: DimLike) -> slice:
+    """ONNX's start, end and step along a dimension as a slice tensor_slice takes."""
+    if isinstance(end, Dim) and bool(end == length):
+        end = INT_MAX  # "to the end", as a size
+    if isinstance(start, Dim) or isinstance(end, Dim):
+        raise node.unsupported(f"slicing from {start} to {end} (sizes known only when the "
+                               f"model runs) is not supported")
     if isinstance(length, (int, np.integer)):
         start, end, step = slice(start, end, step).indices(int(length))
+        if (start, end, step) == (0, length, 1):
+            return slice(None)  # the whole dimension: it keeps its axis
         return slice(start, None if end < 0 else end, step)
+    if (start, step) == (0, 1) and end >= INT_MAX:
+        return slice(None)
+    if start < 0 or (end < 0 and end > -INT_MAX):
+        raise node.unsupported(f"slicing from {start} to {end} counts from the end of a "
+                               f"dimension of symbolic length {length}")
     return slice(start, None if end >= INT_MAX else end, step)
 
 
