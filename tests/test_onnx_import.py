@@ -269,6 +269,24 @@ def test_gather_of_constant_indices_counts_negatives_from_the_end():
     np.testing.assert_allclose(check(model, {"x": x})[0], x[:, [[0, 4], [3, 3]]])
 
 
+@pytest.mark.parametrize("repeats", [[2, 1, 3], [1, 1, 1], [1, 2, 1]])
+def test_tile(repeats):
+    model = make_model([node("Tile", ["x", "repeats"], ["y"])], [("x", F, ["batch", 2, 3])],
+                       [("y", F, None)], [("repeats", np.array(repeats, np.int64))])
+    x = randn(2, 2, 3)
+    np.testing.assert_allclose(check(model, {"x": x})[0], np.tile(x, repeats))
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [-1, 0, 2])
+def test_trilu(upper, k):
+    model = make_model([node("Trilu", ["x", "k"], ["y"], upper=upper)], [("x", F, [2, 3, 4])],
+                       [("y", F, [2, 3, 4])], [("k", np.array(k, np.int64))])
+    x = randn(2, 3, 4)
+    want = np.triu(x, k) if upper else np.tril(x, k)
+    np.testing.assert_allclose(check(model, {"x": x})[0], want)
+
+
 def test_expand_and_constants():
     model = make_model(
         [node("Constant", [], ["k"], value=onnx.numpy_helper.from_array(randn(3, 1))),

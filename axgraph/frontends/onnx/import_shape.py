@@ -307,6 +307,41 @@ def import_einsum(node: Node) -> Op:
     return in_order(ng.einsum(out, *ops), out)
 
 
+@rule("Tile")
+def import_tile(node: Node) -> Op:
+    x = node.op(0)
+    repeats = node.ints(1, "repeats") or ()
+    if len(repeats) != len(x.axes):
+        raise node.error(f"{len(repeats)} repeats for {len(x.axes)} dimensions")
+    for position in reversed(range(len(x.axes))):
+        count = repeats[position]
+        if count == 1:
+            continue
+        # a new axis of `count` copies just before the dimension, then the two as one:
+        # row-major, that is the dimension's values repeated `count` times
+        copies = node.builder.new_axis(count, node.proto.output[0])
+        spread = ng.expand_dims(x, copies, position)
+        shape = list(lengths(spread))
+        x = reshape(node, spread, shape[:position] + [count * shape[position + 1]]
+                    + shape[position + 2:])
+    return x
+
+
+@rule("Trilu")
+def import_trilu(node: Node) -> Op:
+    x = node.op(0)
+    if len(x.axes) < 2:
+        raise node.error("Trilu needs at least 2 dimensions")
+    k = int(node.constant(1, "k").reshape(())) if node.has_input(1) else 0
+    rows, columns = x.axes[-2], x.axes[-1]
+    if node.attr("upper", 1):  # keep column >= row + k: not (column <= row + k - 1)
+        keep = ng.equal(ng.causal_mask(rows, columns, offset=k - 1), False)
+    else:  # keep column <= row + k
+        keep = ng.causal_mask(rows, columns, offset=k)
+    zero = ng.constant(np.zeros((), x.dtype), dtype=x.dtype)
+    return in_order(ng.where(keep, x, zero), list(x.axes))
+
+
 @rule("Pad")
 def import_pad(node: Node) -> Op:
     node.refuse_attribute("mode", ("constant",))
