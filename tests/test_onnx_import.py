@@ -482,6 +482,26 @@ def test_lstm(direction):
                   "c0": randn(dirs, 2, hidden)}, atol=1e-4)
 
 
+def test_lstm_batch_first_layout_matches_the_time_first_one():
+    """layout=1 takes (batch, time, features) and gives (batch, time, directions, hidden)."""
+    hidden, features, steps = 3, 2, 3
+    weights = [("w", randn(1, 4 * hidden, features)), ("r", randn(1, 4 * hidden, hidden)),
+               ("b", randn(1, 8 * hidden))]
+    x = randn(steps, 2, features)
+
+    def outputs(layout, shape):
+        model = make_model([node("LSTM", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hidden,
+                                 layout=layout)],
+                           [("x", F, shape)], [("y", F, None), ("yh", F, None)], weights)
+        if layout == 0:
+            return check(model, {"x": x}, transformers=("numpy",))
+        return run_axgraph(model, {"x": x.transpose(1, 0, 2)}, "numpy")
+
+    (y0, h0), (y1, h1) = outputs(0, [steps, 2, features]), outputs(1, [2, steps, features])
+    np.testing.assert_allclose(y1, y0.transpose(2, 0, 1, 3), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h1, h0.transpose(1, 0, 2), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("linear_before_reset", [0, 1])
 def test_gru_from_a_zero_state(linear_before_reset):
     hidden, features, steps = 3, 2, 3
