@@ -333,6 +333,18 @@ def test_arithmetic_on_symbolic_sizes():
     check(model, {"x": randn(3, 4, 2)})
 
 
+def test_sizes_compared_and_chosen():
+    """TorchScript's pattern: Where(Equal(shape, -1), ones, shape) before an Expand."""
+    model = make_model(
+        [node("Shape", ["x"], ["s"]), node("Equal", ["s", "minus_one"], ["unknown"]),
+         node("Where", ["unknown", "ones", "s"], ["target"]),
+         node("Expand", ["bias", "target"], ["b"]), node("Add", ["x", "b"], ["y"])],
+        [("x", F, ["batch", 3])], [("y", F, ["batch", 3])],
+        [("minus_one", np.array([-1, -1], np.int64)), ("ones", np.array([1, 1], np.int64)),
+         ("bias", randn(3))])
+    check(model, {"x": randn(2, 3)})
+
+
 def test_a_symbolic_size_used_as_a_value():
     """A mean over the batch written as ReduceSum / Cast(Shape(x)[0]): the size is read when
     the model runs."""

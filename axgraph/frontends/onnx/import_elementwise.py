@@ -14,7 +14,8 @@ import numpy as np
 
 import axgraph as ng
 
-from ...dims import dim_max, dim_min
+from ...dims import Dim, dim_max, dim_min
+from ...shapes.prover import provably_different
 from ...op_graph.op import Op
 from ._onnx_axes import aligned, broadcast_axes, in_order
 from .import_rules import Node, Value, rule
@@ -44,7 +45,23 @@ VARIADIC: Dict[str, Callable[[Op, Op], Op]] = {
 SIZE_ARITHMETIC: Dict[str, Callable] = {
     "Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "Div": operator.floordiv,
     "Mod": operator.mod, "Max": dim_max, "Min": dim_min, "Neg": operator.neg,
+    "Equal": lambda a, b: _sizes_equal(a, b),
 }
+
+
+class _Undecided(Exception):
+    """Two sizes whose equality depends on the values fed."""
+
+
+def _sizes_equal(a, b) -> bool:
+    """Whether two sizes are equal, for every value of their variables (or _Undecided)."""
+    if not isinstance(a, Dim) and not isinstance(b, Dim):
+        return bool(a == b)
+    if bool(a == b):
+        return True
+    if provably_different(a, b):
+        return False
+    raise _Undecided(f"{a} == {b}")
 
 
 def size_arithmetic(node: Node):
@@ -56,9 +73,14 @@ def size_arithmetic(node: Node):
     function = SIZE_ARITHMETIC.get(node.op_type)
     if function is None:
         raise node.unsupported(f"{node.op_type} of symbolic sizes is not supported")
-    result = np.asarray(np.frompyfunc(function, len(operands), 1)(*operands), dtype=object)
-    if all(isinstance(v, (int, np.integer)) for v in result.reshape(-1)):
-        return result.astype(np.int64)
+    try:
+        result = np.asarray(np.frompyfunc(function, len(operands), 1)(*operands), dtype=object)
+    except _Undecided as undecided:
+        raise node.unsupported(f"{undecided} depends on the sizes fed; give them with "
+                               f"import_model(..., sizes={{...}})") from None
+    values = result.reshape(-1).tolist()
+    if all(isinstance(v, bool) for v in values):
+        return result.astype(np.bool_)
     return result
 
 
@@ -167,8 +189,11 @@ def import_not(node: Node) -> Op:
 
 
 @rule("Where")
-def import_where(node: Node) -> Op:
+def import_where(node: Node) -> Value:
     condition, x, y = node.input(0), node.input(1), node.input(2)
+    if isinstance(condition, np.ndarray) and isinstance(x, np.ndarray) and isinstance(
+            y, np.ndarray):  # choosing among sizes
+        return np.where(condition.astype(np.bool_), x, y)
     dtype = _common_dtype([x, y])
     out_axes = broadcast_axes(node.builder, [condition, x, y], node.proto.output[0])
     result = ng.where(aligned(condition, out_axes), aligned(x, out_axes, dtype),
