@@ -277,6 +277,20 @@ def test_tile(repeats):
     np.testing.assert_allclose(check(model, {"x": x})[0], np.tile(x, repeats))
 
 
+@pytest.mark.parametrize("modes", [("asymmetric", "floor"), ("half_pixel", "round_prefer_floor")])
+@pytest.mark.parametrize("by_sizes", [False, True])
+def test_resize_nearest_by_whole_factors(modes, by_sizes):
+    scales = np.array([1, 1, 2, 3], np.float32)
+    inputs = ["x", "", "", "sizes"] if by_sizes else ["x", "", "scales"]
+    model = make_model([node("Resize", inputs, ["y"], mode="nearest",
+                             coordinate_transformation_mode=modes[0], nearest_mode=modes[1])],
+                       [("x", F, [2, 3, 2, 2])], [("y", F, [2, 3, 4, 6])],
+                       [("scales", scales), ("sizes", np.array([2, 3, 4, 6], np.int64))])
+    x = randn(2, 3, 2, 2)
+    want = x.repeat(2, axis=2).repeat(3, axis=3)
+    np.testing.assert_allclose(check(model, {"x": x})[0], want)
+
+
 @pytest.mark.parametrize("upper", [0, 1])
 @pytest.mark.parametrize("k", [-1, 0, 2])
 def test_trilu(upper, k):

@@ -31,6 +31,19 @@ class SmallCNN(torch.nn.Module):
         return torch.log_softmax(self.dense(torch.flatten(x, 1)), -1)
 
 
+class Upsampler(torch.nn.Module):
+    """Nearest upsampling (Resize), a transposed convolution and a grouped convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.Sequential(
+            torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.Upsample(scale_factor=2),
+            torch.nn.ConvTranspose2d(3, 2, 2, stride=2), torch.nn.Conv2d(2, 4, 3, groups=2))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
 class TransformerBlock(torch.nn.Module):
     """A pre-LayerNorm block: multi-head self-attention, then a GELU MLP, each residual."""
 
@@ -66,7 +79,7 @@ def exported(module, example, batch_dim=0, dynamo=True):
         torch.onnx.export(module, (example,), buffer, dynamo=False, input_names=["x"],
                           dynamic_axes={"x": {batch_dim: "batch"}}, opset_version=14)
         return onnx.load_from_string(buffer.getvalue())
-    dynamic = {"x": {batch_dim: torch.export.Dim("batch")}} if batch_dim is not None else None
+    dynamic = ({batch_dim: torch.export.Dim("batch")},) if batch_dim is not None else None
     program = torch.onnx.export(module, (example,), input_names=["x"], dynamo=True,
                                 dynamic_shapes=dynamic, verbose=False)
     return program.model_proto
@@ -84,8 +97,9 @@ def randomize_batch_norm(module):
 
 @pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
 @pytest.mark.parametrize("make, shape", [(SmallCNN, (2, 1, 12, 12)),
+                                         (Upsampler, (2, 2, 4, 4)),
                                          (TransformerBlock, (2, 5, 8))],
-                         ids=["cnn", "transformer-block"])
+                         ids=["cnn", "upsampler", "transformer-block"])
 def test_exported_model_agrees_with_pytorch(make, shape, dynamo):
     torch.manual_seed(0)
     module = make()

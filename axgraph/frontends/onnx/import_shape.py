@@ -327,6 +327,56 @@ def import_tile(node: Node) -> Op:
     return x
 
 
+#: (coordinate_transformation_mode, nearest_mode) pairs under which a nearest-neighbour
+#: Resize by a whole factor repeats each value: every output position rounds back to the
+#: input position it lies in.
+REPEATING_RESIZES = {("asymmetric", "floor"),
+                     ("half_pixel", "round_prefer_floor"), ("half_pixel", "round_prefer_ceil"),
+                     ("pytorch_half_pixel", "round_prefer_floor"),
+                     ("pytorch_half_pixel", "round_prefer_ceil")}
+
+
+@rule("Resize")
+def import_resize(node: Node) -> Op:
+    x = node.op(0)
+    mode = (node.attr("coordinate_transformation_mode", "half_pixel"),
+            node.attr("nearest_mode", "round_prefer_floor"))
+    if node.attr("mode", "nearest") != "nearest" or mode not in REPEATING_RESIZES:
+        raise node.unsupported(f"Resize mode={node.attr('mode', 'nearest')!r} with "
+                               f"coordinate_transformation_mode, nearest_mode = {mode} is not "
+                               f"supported (only nearest, by whole factors, with one of "
+                               f"{sorted(REPEATING_RESIZES)})")
+    in_lengths = lengths(x)
+    if node.has_input(3):
+        sizes = node.sizes(3, "sizes") or ()
+        factors = [_whole_factor(node, out, n) for out, n in zip(sizes, in_lengths)]
+    else:
+        scales = [float(v) for v in node.constant(2, "scales").reshape(-1)]
+        if any(s != int(s) or s < 1 for s in scales):
+            raise node.unsupported(f"scales {scales} must be whole numbers >= 1")
+        factors = [int(s) for s in scales]
+    for position in reversed(range(len(x.axes))):
+        factor = factors[position]
+        if factor == 1:
+            continue
+        # a new axis of `factor` copies just after the dimension, then the two as one:
+        # row-major, that is each value repeated `factor` times
+        spread = ng.expand_dims(x, node.builder.new_axis(factor, node.proto.output[0]),
+                                position + 1)
+        shape = list(lengths(spread))
+        x = reshape(node, spread, shape[:position] + [shape[position] * factor]
+                    + shape[position + 2:])
+    return x
+
+
+def _whole_factor(node: Node, out: DimLike, length: DimLike) -> int:
+    factor = exact_quotient(out, length) if not isinstance(out, int) or not isinstance(
+        length, int) else (out // length if out % length == 0 else None)
+    if not isinstance(factor, int) or factor < 1:
+        raise node.unsupported(f"Resize from {length} to {out} is not by a whole factor")
+    return factor
+
+
 @rule("Trilu")
 def import_trilu(node: Node) -> Op:
     x = node.op(0)
