@@ -149,6 +149,35 @@ def test_unary_ops(op_type):
     check(model, {"x": x})
 
 
+@pytest.mark.parametrize("op_type", ["Floor", "Sign", "Sin", "Cos", "Tan"])
+def test_more_unary_ops(op_type):
+    model = make_model([node(op_type, ["x"], ["y"])], [("x", F, [3, 4])], [("y", F, [3, 4])])
+    check(model, {"x": randn(3, 4)})
+
+
+def test_variadic_clip_dropout_identity_and_size():
+    model = make_model(
+        [node("Max", ["a", "b", "c"], ["mx"]), node("Min", ["a", "b"], ["mn"]),
+         node("Sum", ["a", "b", "c"], ["sm"]), node("Clip", ["a", "low", "high"], ["cl"]),
+         node("Dropout", ["a"], ["dr"]), node("Identity", ["b"], ["id"]),
+         node("Size", ["a"], ["size"]), node("Cast", ["size"], ["sf"], to=F),
+         node("Mul", ["a", "sf"], ["scaled"]),
+         node("Constant", [], ["k"], value_floats=[1.0, 2.0, 3.0]), node("Add", ["b", "k"], ["bk"])],
+        [("a", F, ["batch", 3]), ("b", F, [3]), ("c", F, [1, 3])],
+        [("mx", F, None), ("mn", F, None), ("sm", F, None), ("cl", F, None), ("dr", F, None),
+         ("id", F, None), ("scaled", F, None), ("bk", F, None)],
+        [("low", np.float32(-0.5)), ("high", np.float32(0.5))])
+    check(model, {"a": randn(2, 3), "b": randn(3), "c": randn(1, 3)})
+
+
+@pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_arg_reductions(op_type, keepdims):
+    model = make_model([node(op_type, ["x"], ["y"], axis=-1, keepdims=keepdims)],
+                       [("x", F, [2, 3, 4])], [("y", I64, None)])
+    check(model, {"x": randn(2, 3, 4)})
+
+
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu(approximate):
     model = make_model([node("Gelu", ["x"], ["y"], approximate=approximate)],
@@ -479,6 +508,12 @@ def test_instance_normalization():
     model = make_model([node("InstanceNormalization", ["x", "scale", "bias"], ["y"])],
                        [("x", F, ["batch", 3, 4, 5])], [("y", F, ["batch", 3, 4, 5])],
                        [("scale", randn(3)), ("bias", randn(3))])
+    check(model, {"x": randn(2, 3, 4, 5)})
+
+
+def test_global_max_pool():
+    model = make_model([node("GlobalMaxPool", ["x"], ["y"])], [("x", F, ["batch", 3, 4, 5])],
+                       [("y", F, ["batch", 3, 1, 1])])
     check(model, {"x": randn(2, 3, 4, 5)})
 
 

@@ -39,15 +39,6 @@ def relabelled(op: Op, axes: Sequence[Axis]) -> Op:
     return op if tuple(op.axes) == tuple(axes) else cast_axes(op, Axes(axes))
 
 
-def distinct(builder, axes: Sequence[Axis], hint: str) -> List[Axis]:
-    """`axes` with each repeated axis replaced by a new one of its length (a tensor holds
-    an axis once)."""
-    result: List[Axis] = []
-    for axis in axes:
-        result.append(builder.new_axis(axis.length, hint) if axis in result else axis)
-    return result
-
-
 def broadcast_axes(builder, operands: Sequence, hint: str) -> List[Axis]:
     """The axes of NumPy's broadcast of `operands`, right-aligned.
 

@@ -13,12 +13,13 @@ by every input that names it, whose length is the size variable ``ng.dim(name)``
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import itertools
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from ...debug_info import user_location
 from ...errors import AxgraphError
 from ...dims import Dim, DimLike, dim
 from ...op_graph.op import Op
+from ...op_graph.elementwise import add, floor, maximum, minimum, multiply, subtract
 from ...op_graph.reductions import tensor_size
 from ...op_graph.tensors import constant, placeholder, variable
 from . import import_elementwise, import_linear, import_nn, import_rnn, import_shape  # noqa: F401
@@ -101,9 +103,8 @@ class GraphBuilder:
         """`value` as an op: an array becomes a constant on new axes (once per array)."""
         if isinstance(value, Op):
             return value
-        if value.dtype == object and value.ndim == 0 and str(value[()]) in self.size_sources:
-            source, axis = self.size_sources[str(value[()])]  # a size, read at run time
-            return tensor_size(source, reduction_axes=[axis], dtype=np.int64)
+        if value.dtype == object and value.ndim == 0:
+            return self.size_op(value.item(), hint)
         if value.dtype == object:
             raise OnnxImportError(f"ONNX value {hint!r} holds symbolic sizes {value.tolist()}: "
                                   f"it can only feed shape arguments (Reshape, Expand ...), or "
@@ -116,6 +117,37 @@ class GraphBuilder:
         op = constant(value, axes, dtype=value.dtype, name=_op_name(hint))
         self._constant_ops[id(value)] = (value, op)  # (the array is kept alive with its id)
         return op
+
+    def size_op(self, size: DimLike, hint: str) -> Op:
+        """An int64 scalar op computing `size` (an expression of the inputs' sizes) at run
+        time, from the lengths of the inputs' axes."""
+        try:
+            return self._size_expression(ast.parse(str(size), mode="eval").body)
+        except (SyntaxError, KeyError):
+            raise OnnxImportError(f"ONNX value {hint!r} is the size {size}, which cannot be "
+                                  f"computed from the inputs' sizes: give the sizes with "
+                                  f"import_model(..., sizes={{...}})", user_location()) from None
+
+    def _size_expression(self, tree: ast.AST) -> Op:
+        if isinstance(tree, ast.Constant) and isinstance(tree.value, int):
+            return constant(np.int64(tree.value), dtype=np.int64)
+        if isinstance(tree, ast.Name):
+            source, axis = self.size_sources[tree.id]
+            return tensor_size(source, reduction_axes=[axis], dtype=np.int64)
+        if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.USub):
+            return -self._size_expression(tree.operand)
+        if isinstance(tree, ast.BinOp) and type(tree.op) in _SIZE_OPERATORS:
+            left, right = self._size_expression(tree.left), self._size_expression(tree.right)
+            return _SIZE_OPERATORS[type(tree.op)](left, right)
+        if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and \
+                tree.func.id in ("max", "min") and tree.args:
+            combine = maximum if tree.func.id == "max" else minimum
+            terms = [self._size_expression(arg) for arg in tree.args]
+            result = terms[0]
+            for term in terms[1:]:
+                result = combine(result, term)
+            return result
+        raise KeyError(ast.dump(tree))
 
     def input_axis(self, dimension: Any, input_name: str, position: int, taken: List[Axis]
                    ) -> Axis:
@@ -143,6 +175,18 @@ class GraphBuilder:
             identifier += "_"
         self._size_names.add(identifier)
         return dim(identifier)
+
+
+def _floor_divide(a: Op, b: Op) -> Op:
+    """a // b of whole numbers (sizes: a >= 0, b >= 1), in int64."""
+    return multiply(floor(a / b), 1, dtype=np.int64)
+
+
+#: Python's arithmetic on sizes (`str` of an `ng.dim` expression) as ops.
+_SIZE_OPERATORS: Dict[type, Callable[[Op, Op], Op]] = {
+    ast.Add: add, ast.Sub: subtract, ast.Mult: multiply, ast.FloorDiv: _floor_divide,
+    ast.Mod: lambda a, b: a - b * _floor_divide(a, b),
+}
 
 
 def _op_name(name: str) -> str:
