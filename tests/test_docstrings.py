@@ -19,6 +19,7 @@ import axgraph
 import axgraph.core
 import axgraph.frontends.axon
 import axgraph.frontends.neon
+import axgraph.frontends.onnx
 import axgraph.shapes
 import axgraph.testing
 
@@ -27,6 +28,7 @@ NAMESPACES = {
     "axgraph.core": axgraph.core,
     "axgraph.frontends.axon": axgraph.frontends.axon,
     "axgraph.frontends.neon": axgraph.frontends.neon,
+    "axgraph.frontends.onnx": axgraph.frontends.onnx,
     "axgraph.shapes": axgraph.shapes,
     "axgraph.testing": axgraph.testing,
 }
