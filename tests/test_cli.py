@@ -336,3 +336,29 @@ def test_export_a_graph_file_to_onnx(tmp_path):
     x_value = np.arange(8, dtype=np.float32).reshape(4, 2) / 8
     (got,) = session.run(None, {"x": x_value})
     np.testing.assert_allclose(got, _run_mlp_in_axgraph(x_value), rtol=1e-6)
+
+
+def test_check_and_export_an_onnx_model(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = np.arange(12, dtype=np.float32).reshape(4, 3) / 10 - 0.5
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+        "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+        [numpy_helper.from_array(weights, "w")])
+    path = tmp_path / "mlp.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    done = run_axgraph("check", path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"Relu_\d+ = Relu\(.*\) : \(batch: batch, \w+: 3\)", done.stdout), done.stdout
+    # back out through axgraph: the same function of a batch of any size
+    done = run_axgraph("export", path, "--onnx", tmp_path / "again.onnx")
+    assert done.returncode == 0, done.stderr
+    session = onnxruntime.InferenceSession(str(tmp_path / "again.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    x_value = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    (got,) = session.run(None, {session.get_inputs()[0].name: x_value})
+    np.testing.assert_allclose(got, np.maximum(x_value @ weights, 0), rtol=1e-5, atol=1e-6)
