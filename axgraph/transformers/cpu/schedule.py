@@ -183,6 +183,8 @@ class _Scheduler:
         instead of one of them with a large stride, and the transposes around
         it stay free views.
         """
+        if isinstance(node, (core.Im2Col, core.Col2Im)) and node not in self._results:
+            return _channels_innermost(node, shape, dtype)
         if node in self._results or not self._writes_any_layout(node) or \
                 node in self._reduction_inputs:  # fused reductions walk rows: row-major
             return TensorDescription.row_major(shape, dtype)
@@ -308,6 +310,27 @@ def _reversed(node: Node, source: TensorDescription, shape, bindings):
     axes = node.attributes["axes"]
     return source.slice(tuple(slice(None, None, -1) if i in axes else slice(None)
                               for i in range(node.rank)))
+
+
+def _channels_innermost(node: Node, shape: Tuple[int, ...], dtype) -> TensorDescription:
+    """Columns (N, P..., C, R...) laid out as (N, P..., R..., C), images (N, C, S...)
+    as (N, S..., C): channels innermost.
+
+    A window row then copies whole runs of an NHWC image's channels (im2col) and
+    adds them back in runs into an NHWC image (col2im), instead of one element
+    per channel at a stride of the window's size. The products over the columns
+    merge their contracted dims in this memory order (the small filters are the
+    operand copied).
+    """
+    if isinstance(node, core.Im2Col):
+        nd = (len(shape) - 2) // 2
+        channels = 1 + nd
+    else:
+        nd, channels = len(shape) - 2, 1
+    order = tuple(i for i in range(len(shape)) if i != channels) + (channels,)
+    physical = tuple(shape[i] for i in order)
+    return TensorDescription.row_major(physical, dtype).transpose(
+        tuple(int(i) for i in np.argsort(order)))
 
 
 def fused_reduction(node: Node) -> bool:

@@ -297,6 +297,8 @@ int axg_im2col_@S@(const @T@* x, const @T@* unused, @T@* out, const geometry* g)
     const int64_t *a = g->a, *o = g->o;
     const int64_t window = g->w[0] * g->w[1] * g->w[2] * g->w[3];
     const int64_t work = g->planes * g->p[0] * g->p[1] * g->p[2] * g->p[3] * window;
+    const int64_t ilo = t.lanes[0].lo, ihi = t.lanes[g->w[3] - 1].hi;  /* all-real lanes */
+    const int64_t in_step = g->step[3] * a[5];
     int failed = 0;
     #pragma omp parallel if(work >= PARALLEL_MIN)
     {
@@ -315,7 +317,22 @@ int axg_im2col_@S@(const @T@* x, const @T@* unused, @T@* out, const geometry* g)
         for (int64_t p2 = 0; p2 < g->p[2]; ++p2) {
             const int64_t row = ROW(a);
             const int64_t n = row_offsets(g, &t, p0, p1, p2, a, offs, NULL);
+            const int bulk = n == window && ilo < ihi;
+            if (bulk) {
+                /* the lanes whose whole window is real, one window offset at a time: a
+                   run of lanes (channels, in columns that keep them innermost) per copy */
+                @T@* cells = dst + p0 * o[2] + p1 * o[3] + p2 * o[4];
+                const @T@* from = src + row + LANE(0, 0) * a[5];
+                for (int64_t k = 0; k < window; ++k) {
+                    @T@* into = cells + t.cell[k];
+                    const @T@* at = from + offs[k];
+                    if (o[5] == 1) BY_STEP(in_step, ilo, ihi, into[j] = at[j * s_]);
+                    else BY_STEP(in_step, ilo, ihi, into[j * o[5]] = at[j * s_]);
+                }
+            }
             for (int64_t p3 = 0; p3 < g->p[3]; ++p3) {
+                if (bulk && p3 == ilo) p3 = ihi;
+                if (p3 >= g->p[3]) break;
                 @T@* cells = dst + p0 * o[2] + p1 * o[3] + p2 * o[4] + p3 * o[5];
                 const @T@* from = src + row + LANE(p3, 0) * a[5];
                 if (n == window && t.sp[3][p3].lo == 0 && t.sp[3][p3].hi == g->w[3]) {
@@ -367,8 +384,12 @@ int axg_col2im_@S@(const @T@* cols, const @T@* unused, @T@* out, const geometry*
                 for (int64_t o3 = 0; o3 < g->w[3]; ++o3) {
                     const @T@* col = src + block + o0 * a[6] + o1 * a[7] + o2 * a[8] + o3 * a[9];
                     const int64_t at = row + OFFSET(o) + LANE(0, o3) * o[5];
-                    BY_STEP(g->step[3] * o[5], t.lanes[o3].lo, t.lanes[o3].hi,
-                            dst[at + j * s_] += col[j * a[5]]);
+                    if (a[5] == 1)   /* columns with their lanes innermost */
+                        BY_STEP(g->step[3] * o[5], t.lanes[o3].lo, t.lanes[o3].hi,
+                                dst[at + j * s_] += col[j]);
+                    else
+                        BY_STEP(g->step[3] * o[5], t.lanes[o3].lo, t.lanes[o3].hi,
+                                dst[at + j * s_] += col[j * a[5]]);
                 }
                 continue;
             }

@@ -183,13 +183,13 @@ def _swap_batch_and_channels(image: Tuple[int, ...], layouts: Tuple[Optional[Lay
 
 
 def _columns_by_position(layout: Layout, nd: int) -> bool:
-    """Whether columns (N, P..., C, R...) keep a position's channels together in memory.
+    """Whether columns (N, P..., C, R...) keep a position's channels (4 or more) together.
 
     Then im2col/col2im run with the channels as lanes, walking the positions
     in the outer loops, and the columns are read or written in memory order.
     """
-    strides = layout[1]
-    return abs(strides[1 + nd]) < abs(strides[nd])
+    shape, strides = layout
+    return shape[1 + nd] >= 4 and abs(strides[1 + nd]) < abs(strides[nd])
 
 
 def _channel_blocks(batch: int, channels: int) -> int:
