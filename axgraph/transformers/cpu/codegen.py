@@ -21,7 +21,7 @@ from ...dtypes import is_bfloat16
 from ...errors import AxgraphError, ExecutionError, GraphError
 from ...op_table import OpTable
 from ...tensor_description import TensorDescription
-from . import rows, runtime, windows
+from . import gemm, rows, runtime, windows
 from .memory_plan import MemoryPlan
 from .schedule import (ALLOCATING, MOVEMENT_OPS, Schedule, concrete, dense_layout_order,
                        elementwise_function)
@@ -67,7 +67,7 @@ class Program:
         self.donatable = schedule.donatable
         self._users = function.users()
         self.namespace: Dict[str, Any] = {"np": np, "rt": runtime, "win": windows, "rows": rows,
-                                          "CTX": ctx}
+                                          "gemm": gemm, "CTX": ctx}
         self.names: Dict[Node, str] = {}
         #: Source line -> the node it computes, to say which op failed at run time.
         self.line_nodes: Dict[int, Node] = {}
@@ -243,6 +243,8 @@ class Program:
             left, right = f"{left}.astype(np.float32)", f"{right}.astype(np.float32)"
         if batch:
             return f"rt.batched_matmul({left}, {right}, out={target})"
+        if gemm.suits(m, k, n, node.element_type.dtype):
+            return f"gemm.matmul({left}, {right}, out={target})"
         return f"np.matmul({left}, {right}, out={target})"
 
     def _view(self, node: Node) -> str:
