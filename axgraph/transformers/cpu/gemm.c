@@ -14,13 +14,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define MR 8
 #define NR 32
 #define KC 512
 #define MC (MR * 8)
-/* Panels of B per task: a task is (block of MC rows, group of panels). */
-#define GROUP 4
 /* Below this many multiply-adds a call runs on one thread. */
 #define PARALLEL_MIN (1 << 20)
 
@@ -28,6 +29,16 @@
 #include <immintrin.h>
 
 int axg_gemm_available(void) { return 1; }
+
+/* The threads the next parallel region gets. */
+static int64_t threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
 
 /* tile = a (MR x kc, packed k-major) times b (kc x NR, packed k-major) */
 static inline __attribute__((always_inline)) void tile(int64_t kc, const float* a,
@@ -76,40 +87,50 @@ static inline __attribute__((always_inline)) void store(float* c, int64_t rs, in
         }
 }
 
-/* B rows [k0, k0 + kc), all n columns, into panels of NR columns, k-major. */
-static void pack_b(const float* b, int64_t brs, int64_t bcs, int64_t k0, int64_t kc,
-                   int64_t n, int64_t panel, float* into)
+/* Row k0 + k of B, all n columns, into row k of every panel of NR columns (panel p
+   at into + p * kc * NR, k-major): B is read in its rows' order. */
+static void pack_b_row(const float* b, int64_t brs, int64_t bcs, int64_t k0, int64_t kc,
+                       int64_t n, int64_t k, float* into)
 {
-    const int64_t j0 = panel * NR, nr = n - j0 < NR ? n - j0 : NR;
-    float* dst = into + panel * kc * NR;
-    for (int64_t k = 0; k < kc; ++k) {
-        const float* src = b + (k0 + k) * brs + j0 * bcs;
-        float* row = dst + k * NR;
+    const float* src = b + (k0 + k) * brs;
+    for (int64_t j0 = 0, p = 0; j0 < n; j0 += NR, ++p) {
+        const int64_t nr = n - j0 < NR ? n - j0 : NR;
+        float* row = into + p * kc * NR + k * NR;
         if (bcs == 1) {
-            memcpy(row, src, (size_t)nr * sizeof(float));
+            memcpy(row, src + j0, (size_t)nr * sizeof(float));
         } else {
-            for (int64_t j = 0; j < nr; ++j) row[j] = src[j * bcs];
+            for (int64_t j = 0; j < nr; ++j) row[j] = src[(j0 + j) * bcs];
         }
         for (int64_t j = nr; j < NR; ++j) row[j] = 0.0f;
     }
 }
 
-/* A rows [i0, i0 + mc), columns [k0, k0 + kc), into micro-panels of MR rows, k-major. */
+/* A rows [i0, i0 + mc), columns [k0, k0 + kc), into micro-panels of MR rows, k-major
+   (panel t at into + t * kc), each read in the order its memory runs. */
 static void pack_a(const float* a, int64_t ars, int64_t acs, int64_t i0, int64_t mc,
                    int64_t k0, int64_t kc, float* into)
 {
+    if (ars == 1) {   /* a transposed operand: its columns are runs */
+        for (int64_t k = 0; k < kc; ++k) {
+            const float* src = a + i0 + (k0 + k) * acs;
+            for (int64_t t = 0; t < mc; t += MR) {
+                const int64_t mr = mc - t < MR ? mc - t : MR;
+                float* dst = into + t * kc + k * MR;
+                memcpy(dst, src + t, (size_t)mr * sizeof(float));
+                for (int64_t i = mr; i < MR; ++i) dst[i] = 0.0f;
+            }
+        }
+        return;
+    }
     for (int64_t t = 0; t < mc; t += MR) {
         float* dst = into + t * kc;
         const int64_t mr = mc - t < MR ? mc - t : MR;
-        if (acs == 1) {
-            for (int64_t i = 0; i < mr; ++i) {
-                const float* src = a + (i0 + t + i) * ars + k0;
+        for (int64_t i = 0; i < mr; ++i) {
+            const float* src = a + (i0 + t + i) * ars + k0 * acs;
+            if (acs == 1) {
                 for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
-            }
-        } else {
-            for (int64_t k = 0; k < kc; ++k) {
-                const float* src = a + (i0 + t) * ars + (k0 + k) * acs;
-                for (int64_t i = 0; i < mr; ++i) dst[k * MR + i] = src[i * ars];
+            } else {
+                for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k * acs];
             }
         }
         for (int64_t i = mr; i < MR; ++i)
@@ -129,8 +150,12 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
         return 0;
     }
     const int64_t panels = (n + NR - 1) / NR;
-    const int64_t groups = (panels + GROUP - 1) / GROUP;
     const int64_t blocks = (m + MC - 1) / MC;
+    /* Each task packs its rows of A again: split the panels into groups only where
+       there are fewer row blocks than threads. */
+    const int64_t per_group = blocks >= threads() ? panels
+                            : (panels + threads() - 1) / threads();
+    const int64_t groups = (panels + per_group - 1) / per_group;
     const int64_t tasks = blocks * groups;
     const int64_t kc_max = k < KC ? k : KC;
     float* bp = (float*)aligned_alloc(64, (size_t)(panels * kc_max * NR) * sizeof(float));
@@ -146,16 +171,17 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
     for (int64_t k0 = 0; k0 < k; k0 += KC) {
         const int64_t kc = k - k0 < KC ? k - k0 : KC;
         #pragma omp for schedule(static)
-        for (int64_t p = 0; p < panels; ++p) pack_b(b, brs, bcs, k0, kc, n, p, bp);
+        for (int64_t kk = 0; kk < kc; ++kk) pack_b_row(b, brs, bcs, k0, kc, n, kk, bp);
         /* (the implicit barrier: every panel packed before any is read) */
         #pragma omp for schedule(static)
         for (int64_t task = 0; task < tasks; ++task) {
             if (!ap) continue;
             const int64_t block = task / groups, group = task % groups;
             const int64_t i0 = block * MC, mc = m - i0 < MC ? m - i0 : MC;
-            const int64_t p_end = (group + 1) * GROUP < panels ? (group + 1) * GROUP : panels;
+            const int64_t p_end = (group + 1) * per_group < panels ? (group + 1) * per_group
+                                                                   : panels;
             pack_a(a, ars, acs, i0, mc, k0, kc, ap);
-            for (int64_t p = group * GROUP; p < p_end; ++p) {
+            for (int64_t p = group * per_group; p < p_end; ++p) {
                 const int64_t j0 = p * NR, nr = n - j0 < NR ? n - j0 : NR;
                 for (int64_t t = 0; t < mc; t += MR) {
                     __m512 acc[2 * MR];
