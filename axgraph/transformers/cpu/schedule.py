@@ -87,6 +87,15 @@ class Schedule:
     donatable: FrozenSet[Tuple[int, int]] = frozenset()
     #: Display names as `print(function)` shows them.
     names: Mapping[Node, str] = field(default_factory=dict)
+    #: Col2Im node -> the Dot whose columns it sums, computed with it a block of images
+    #: at a time (the columns of a block stay in the cache between the two): the Dot runs
+    #: at the Col2Im's step, so its inputs are read there too (`reads`).
+    blocked_products: Mapping[Node, Node] = field(default_factory=dict)
+
+    def reads(self, node: Node) -> Tuple[Node, ...]:
+        """The nodes whose values node's step reads: its inputs, and a blocked product's."""
+        product = self.blocked_products.get(node)
+        return tuple(node.inputs) + (tuple(product.inputs) if product is not None else ())
 
     def needs_buffer(self, node: Node) -> bool:
         """Whether node gets space in the arena."""
@@ -141,7 +150,29 @@ class _Scheduler:
                         parameters=self.function.parameters, shapes=self.shapes,
                         storage=storage, alias=self.alias, layout=self.layout,
                         fresh=self.fresh, overwritable=overwritable,
-                        donatable=self._donatable(), names=self.function.display_names())
+                        donatable=self._donatable(), names=self.function.display_names(),
+                        blocked_products=self._blocked_products(storage))
+
+    def _blocked_products(self, storage: Mapping[Node, str]) -> Dict[Node, Node]:
+        """Each Col2Im that sums a Dot's output, seen through transposes that keep the
+        images' dim first, where nothing else reads that Dot: the Dot's rows then start
+        with the images, so a block of images is a block of its left operand's rows."""
+        users = self.function.users()
+        found: Dict[Node, Node] = {}
+        for node in self.function.nodes:
+            if not isinstance(node, core.Col2Im):
+                continue
+            source = node.inputs[0]
+            while (isinstance(source, core.Transpose) and storage[source] == "view"
+                   and source.attributes["permutation"][0] == 0
+                   and len(users[source]) == 1):
+                source = source.inputs[0]
+            if (isinstance(source, core.Dot) and storage[source] == "buffer"
+                    and not source.batch_a and len(users[source]) == 1
+                    and source.inputs[0].rank > len(source.contract_a)
+                    and self.shapes[source][0] == self.shapes[node][0]):
+                found[node] = source
+        return found
 
     def _classify(self, node: Node) -> None:
         """Decide how node gets its value, tracking its layout (seed 003 descriptions).
