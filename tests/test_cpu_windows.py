@@ -218,10 +218,13 @@ def test_im2col_and_col2im_match_the_interpreter(case, dtype, layout):
                              other_shape=cshape), dtype)
 
 
-# Columns with channels innermost run with the channels as lanes from 4 channels up:
-# lane counts off the vector width, odd sides, strides, dilation, padding, a 3-d case.
+# Columns with channels innermost run with the channels as lanes from 4 channels up
+# (col2im adds a window row's offsets and channels as one run where the channels fill
+# the image's rows): lane counts off the vector width, odd sides, strides, dilation,
+# padding, a 3-d case.
 CHANNEL_COLUMNS = COLUMNS + [
-    ((3, 20, 12, 12), (5, 5), (1, 1), (1, 1), (0, 0), (0, 0)),     # LeNet's second conv
+    ((4, 20, 12, 12), (5, 5), (1, 1), (1, 1), (0, 0), (0, 0)),     # LeNet's second conv
+    ((5, 12, 9, 7), (3, 3), (1, 2), (2, 1), (1, 1), (0, 2)),       # padding across the rows
     ((3, 9, 11, 10), (5, 3), (2, 1), (1, 2), (2, 0), (1, 2)),
     ((2, 4, 7, 9), (3, 3), (2, 3), (1, 1), (4, 0), (1, 5)),        # whole windows of padding
     ((2, 5, 5, 6, 7), (2, 3, 2), (2, 1, 1), (1, 2, 1), (1, 1, 0), (0, 2, 1)),
