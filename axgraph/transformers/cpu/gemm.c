@@ -96,7 +96,10 @@ static void pack_b_row(const float* b, int64_t brs, int64_t bcs, int64_t k0, int
     for (int64_t j0 = 0, p = 0; j0 < n; j0 += NR, ++p) {
         const int64_t nr = n - j0 < NR ? n - j0 : NR;
         float* row = into + p * kc * NR + k * NR;
-        if (bcs == 1) {
+        if (bcs == 1 && nr == NR) {   /* a constant size: inlined, no call */
+            memcpy(row, src + j0, NR * sizeof(float));
+            continue;
+        } else if (bcs == 1) {
             memcpy(row, src + j0, (size_t)nr * sizeof(float));
         } else {
             for (int64_t j = 0; j < nr; ++j) row[j] = src[(j0 + j) * bcs];
@@ -116,6 +119,10 @@ static void pack_a(const float* a, int64_t ars, int64_t acs, int64_t i0, int64_t
             for (int64_t t = 0; t < mc; t += MR) {
                 const int64_t mr = mc - t < MR ? mc - t : MR;
                 float* dst = into + t * kc + k * MR;
+                if (mr == MR) {   /* a constant size: inlined, no call */
+                    memcpy(dst, src + t, MR * sizeof(float));
+                    continue;
+                }
                 memcpy(dst, src + t, (size_t)mr * sizeof(float));
                 for (int64_t i = mr; i < MR; ++i) dst[i] = 0.0f;
             }
