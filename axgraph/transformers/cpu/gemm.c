@@ -30,6 +30,12 @@
 
 int axg_gemm_available(void) { return 1; }
 
+/* Bytes of `count` floats rounded up to whole 64-byte lines (aligned_alloc's rule). */
+static size_t whole_lines(size_t count)
+{
+    return (count * sizeof(float) + 63) / 64 * 64;
+}
+
 /* The threads the next parallel region gets. */
 static int64_t threads(void)
 {
@@ -165,12 +171,12 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
     const int64_t groups = (panels + per_group - 1) / per_group;
     const int64_t tasks = blocks * groups;
     const int64_t kc_max = k < KC ? k : KC;
-    float* bp = (float*)aligned_alloc(64, (size_t)(panels * kc_max * NR) * sizeof(float));
+    float* bp = (float*)aligned_alloc(64, whole_lines((size_t)(panels * kc_max * NR)));
     if (!bp) return -1;
     int failed = 0;
     #pragma omp parallel if(m * n * k >= PARALLEL_MIN)
     {
-    float* ap = (float*)aligned_alloc(64, (size_t)(MC * kc_max) * sizeof(float));
+    float* ap = (float*)aligned_alloc(64, whole_lines((size_t)(MC * kc_max)));
     if (!ap) {
         #pragma omp atomic write
         failed = 1;
