@@ -120,3 +120,37 @@ def test_data_gradient_becomes_one_product_and_a_col2im():
     for backend in ("interpreter", "cpu"):
         (got,) = core.compile(rewritten, backend)(xv, wv)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("batch, geometry", [
+    (5, dict(strides=(2, 1), dilation=(1, 2), padding_below=(1, 1), padding_above=(1, 0))),
+    (7, dict(strides=(1, 1), dilation=(1, 1), padding_below=(0, 0), padding_above=(0, 0))),
+])
+@pytest.mark.parametrize("dtype", [core.f64, core.f32])
+def test_cpu_data_gradient_runs_a_block_of_images_at_a_time(monkeypatch, batch, geometry,
+                                                            dtype):
+    """The cpu backend computes the data gradient's product and its col2im together, a
+    few images at a time (here 2, so the last block is short): same values."""
+    from axgraph.transformers.cpu import backend as cpu_backend, codegen
+
+    x_shape, w_shape = (batch, 6, 9, 7), (5, 6, 3, 3)
+    x = core.Parameter(dtype, x_shape, name="x")
+    w = core.Parameter(dtype, w_shape, name="w")
+    delta = core.Tanh(core.Convolution(x, w, **geometry))
+    dx = core.ConvolutionBackpropData(x.shape, w, delta, **geometry)
+    function = core.Function([core.Multiply(dx, dx)], [x, w])  # dx read by a later op
+    rng = np.random.default_rng(4)
+    xv = rng.normal(size=x_shape).astype(dtype.dtype)
+    wv = rng.normal(size=w_shape).astype(dtype.dtype)
+    (expected,) = core.compile(function)(xv, wv)
+    # the columns of one image, as the product writes them
+    per_image = int(np.prod(core.Im2Col(x, (3, 3), **geometry).shape[1:])) * dtype.dtype.itemsize
+    for images in (1, 2):
+        monkeypatch.setattr(codegen, "COLUMN_BLOCK_BYTES", images * per_image)
+        compiled = cpu_backend.CpuFunction(
+            passes.PassManager([passes.ConvolutionAsMatmul(),
+                                passes.DeadCodeElimination()]).run(function))
+        (got,) = compiled(xv, wv)
+        assert f"block={images})" in compiled.last_program.source
+        tolerance = 1e-12 if dtype == core.f64 else 1e-4
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)

@@ -120,11 +120,15 @@ def empty_out(shape, dtype, layout: str) -> np.ndarray:
 
 
 def columns_out(shape, dtype, layout: str) -> np.ndarray:
-    """Columns (N, P..., C, R...) `out`: contiguous, or channels outermost after N."""
+    """Columns (N, P..., C, R...) `out`: contiguous, channels outermost after N, or
+    channels innermost (the cpu backend's (N, P..., R..., C) buffers)."""
     if layout == "contiguous":
         return np.full(shape, 7, dtype)
     nd = (len(shape) - 2) // 2
-    order = (0, 1 + nd) + tuple(i for i in range(1, len(shape)) if i != 1 + nd)
+    if layout == "channels_innermost":
+        order = tuple(i for i in range(len(shape)) if i != 1 + nd) + (1 + nd,)
+    else:
+        order = (0, 1 + nd) + tuple(i for i in range(1, len(shape)) if i != 1 + nd)
     buffer = np.full([shape[i] for i in order], 7, dtype)
     return buffer.transpose(np.argsort(order))
 
@@ -210,6 +214,38 @@ def test_im2col_and_col2im_match_the_interpreter(case, dtype, layout):
     cols = columns_out(cshape, dtype, "contiguous" if layout == "contiguous" else "transposed")
     cols[...] = rng.normal(size=cshape)
     got = windows.col2im(cols, *geometry, out=empty_out(shape, dtype, out_layout))
+    check_sum(got, reference("col2im", [cols], shape, window, strides, dilation, below, above,
+                             other_shape=cshape), dtype)
+
+
+# Columns with channels innermost run with the channels as lanes from 4 channels up
+# (col2im adds a window row's offsets and channels as one run where the channels fill
+# the image's rows): lane counts off the vector width, odd sides, strides, dilation,
+# padding, a 3-d case.
+CHANNEL_COLUMNS = COLUMNS + [
+    ((4, 20, 12, 12), (5, 5), (1, 1), (1, 1), (0, 0), (0, 0)),     # LeNet's second conv
+    ((5, 12, 9, 7), (3, 3), (1, 2), (2, 1), (1, 1), (0, 2)),       # padding across the rows
+    ((3, 9, 11, 10), (5, 3), (2, 1), (1, 2), (2, 0), (1, 2)),
+    ((2, 4, 7, 9), (3, 3), (2, 3), (1, 1), (4, 0), (1, 5)),        # whole windows of padding
+    ((2, 5, 5, 6, 7), (2, 3, 2), (2, 1, 1), (1, 2, 1), (1, 1, 0), (0, 2, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("case", CHANNEL_COLUMNS, ids=_ids(CHANNEL_COLUMNS))
+def test_channels_innermost_columns_match_the_interpreter(case, dtype):
+    """The cpu backend's layouts: NHWC images, (N, P..., R..., C) columns."""
+    shape, window, strides, dilation, below, above = case
+    rng = np.random.default_rng(3)
+    x = laid_out(rng.normal(size=shape).astype(dtype), "channels_last")
+    cshape = columns_shape(shape, window, strides, dilation, below, above)
+    geometry = (window, strides, dilation, below, above)
+    got = windows.im2col(x, *geometry, out=columns_out(cshape, dtype, "channels_innermost"))
+    np.testing.assert_array_equal(got, reference("im2col", [x], shape, window, strides,
+                                                 dilation, below, above))
+    cols = columns_out(cshape, dtype, "channels_innermost")
+    cols[...] = rng.normal(size=cshape)
+    got = windows.col2im(cols, *geometry, out=empty_out(shape, dtype, "channels_last"))
     check_sum(got, reference("col2im", [cols], shape, window, strides, dilation, below, above,
                              other_shape=cshape), dtype)
 

@@ -30,6 +30,7 @@ from .pattern import (Any, Const, Match, Op, Pattern, RewriteRule, renamed_copy,
                       uniform_fill, uniform_value)
 from .rewrite_log import TRACE_VARIABLE, RewriteLog, record_rewrite
 from .sinking import LayoutSinking
+from .threshold_from_clamp import ThresholdFromClamp
 
 
 def default_passes() -> List[Pass]:
@@ -57,5 +58,5 @@ __all__ = ["Pass", "PassLike", "PassManager", "PassRecord", "RulePass", "Verific
            "uniform_value", "uniform_fill", "renamed_copy",
            "DeadCodeElimination", "CommonSubexpressionElimination", "ConstantFolding",
            "AlgebraicSimplification", "LayoutSinking", "BridgeLowering", "ConvolutionAsMatmul",
-           "PadSumToConcat",
+           "PadSumToConcat", "ThresholdFromClamp",
            "Gelu", "lower_gelu", "register_bridge", "bridge_rules", "bridge_ops", "require_core"]

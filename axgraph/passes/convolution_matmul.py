@@ -7,6 +7,12 @@ once, and each product is one BLAS call into a planned buffer. The data
 gradient ConvolutionBackpropData(w, delta) becomes Col2Im(Dot(delta, w)): the
 columns' adjoint as one product, then one scatter-add. Backends with a BLAS
 but no convolution kernel of their own (the cpu backend) run it.
+
+The products that make or read columns with their channel dim as a free (not
+contracted) dim see the columns transposed to (N, P..., R..., C), channels
+last, and the filters likewise as (K, R..., C): the cpu backend lays columns
+out channels innermost (an NHWC image's channels are copied in runs), so
+these transposes are free views of them, and only the small filters move.
 """
 from __future__ import annotations
 
@@ -35,16 +41,32 @@ def _convolution(node: core.Convolution) -> Node:
     return core.Transpose(product, (0, 1 + nd) + tuple(range(1, 1 + nd)))  # (N, K, P...)
 
 
+def _channels_last(nd: int, lead: int) -> tuple:
+    """The permutation moving dim `lead` (channels) after the `nd` window dims following it,
+    the dims before it staying in front."""
+    return tuple(range(lead)) + tuple(range(lead + 1, lead + 1 + nd)) + (lead,)
+
+
+def _inverse(permutation: tuple) -> tuple:
+    return tuple(sorted(range(len(permutation)), key=permutation.__getitem__))
+
+
 def _filter_gradient(node: core.ConvolutionBackpropFilters) -> Node:
     x, delta = node.inputs
     nd = delta.rank - 2
     columns = _columns(x, tuple(node.filters_shape[2:]), node)
-    return core.Dot(delta, columns, (0,) + tuple(range(2, 2 + nd)), tuple(range(0, 1 + nd)))
+    columns = core.Transpose(columns, _channels_last(nd, 1 + nd))  # (N, P..., R..., C)
+    product = core.Dot(delta, columns, (0,) + tuple(range(2, 2 + nd)),
+                       tuple(range(0, 1 + nd)))  # (K, R..., C)
+    return core.Transpose(product, _inverse(_channels_last(nd, 1)))  # (K, C, R...)
 
 
 def _data_gradient(node: core.ConvolutionBackpropData) -> Node:
     w, delta = node.inputs
-    columns = core.Dot(delta, w, (1,), (0,))  # (N, P..., C, R...)
+    nd = delta.rank - 2
+    filters = core.Transpose(w, _channels_last(nd, 1))  # (K, R..., C)
+    product = core.Dot(delta, filters, (1,), (0,))  # (N, P..., R..., C)
+    columns = core.Transpose(product, _inverse(_channels_last(nd, 1 + nd)))  # (N, P..., C, R...)
     return core.Col2Im(columns, node.shape, tuple(w.shape[2:]), strides=node.strides,
                        dilation=node.dilation, padding_below=node.padding_below,
                        padding_above=node.padding_above)

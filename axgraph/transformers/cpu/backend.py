@@ -22,6 +22,7 @@ from ...debug_info import user_location
 from ...errors import (AxgraphError, ExecutionError,
                        no_kernel_error)
 from . import parallel
+from ...passes import PassManager, ThresholdFromClamp
 from .codegen import CODE, Program
 from .fusion import compile_fused, fuse
 from .kernel_c import KernelCompileError
@@ -81,6 +82,9 @@ class CpuFunction:
 
     def _build(self, bindings: Dict[str, int]) -> Program:
         function, rebuilt = specialize(self.function, bindings)
+        # after the layout passes, which would sink the activations' transposes through
+        # the masks and part them from the products they are fused with
+        function = PassManager([ThresholdFromClamp()]).run(function)
         generators = {rebuilt[node]: generator for node, generator in self._generators.items()}
         fusion_report: tuple = ()
         if self.fuse:  # at these sizes: small groups run faster unfused

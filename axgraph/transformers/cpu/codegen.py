@@ -21,7 +21,7 @@ from ...dtypes import is_bfloat16
 from ...errors import AxgraphError, ExecutionError, GraphError
 from ...op_table import OpTable
 from ...tensor_description import TensorDescription
-from . import rows, runtime, windows
+from . import gemm, rows, runtime, windows
 from .memory_plan import MemoryPlan
 from .schedule import (ALLOCATING, MOVEMENT_OPS, Schedule, concrete, dense_layout_order,
                        elementwise_function)
@@ -42,6 +42,10 @@ WINDOWS: OpTable[Tuple[str, Tuple[str, ...]]] = OpTable("cpu window kernel", {
                                                      "padding_above")),
     core.AvgPoolBackprop: ("win.avg_pool_backprop", ("window", "strides", "padding_below",
                                                      "padding_above"))})
+#: A Col2Im computed with its product (Schedule.blocked_products) takes as many images
+#: at a time as make columns of about this many bytes: they stay in the core's cache
+#: between the product that writes them and the scatter-add that reads them.
+COLUMN_BLOCK_BYTES = 1 << 20
 #: Sums over the outermost axes of at least this many elements run as a BLAS product.
 OUTER_SUM_MIN = 1 << 14
 class Program:
@@ -66,8 +70,10 @@ class Program:
         #: (result, parameter) positions where the result may overwrite the argument.
         self.donatable = schedule.donatable
         self._users = function.users()
+        #: Dots computed with the Col2Im that reads them, a block of images at a time.
+        self.blocked_dots = frozenset(schedule.blocked_products.values())
         self.namespace: Dict[str, Any] = {"np": np, "rt": runtime, "win": windows, "rows": rows,
-                                          "CTX": ctx}
+                                          "gemm": gemm, "CTX": ctx}
         self.names: Dict[Node, str] = {}
         #: Source line -> the node it computes, to say which op failed at run time.
         self.line_nodes: Dict[int, Node] = {}
@@ -198,7 +204,11 @@ class Program:
             for user in users)
 
     def _dot(self, node: core.Dot, args: List[str], out: str) -> str:
-        """One matmul over (batch..., rest, contracted) x (batch..., contracted, rest) views.
+        function, left, right, target = self._dot_parts(node, args, out)
+        return f"{function}({left}, {right}, out={target})"
+
+    def _dot_parts(self, node: core.Dot, args: List[str], out: str) -> Tuple[str, str, str, str]:
+        """(function, left, right, target) of one matmul over (batch..., rest, contracted) x (batch..., contracted, rest) views.
 
         Transposed 2-d views reach BLAS as transposed operands, not copies;
         reshapes are only emitted where a dim group must be merged. Batch dims
@@ -246,8 +256,10 @@ class Program:
         if is_bfloat16(node.element_type.dtype):  # in float32, rounded once, as the reference
             left, right = f"{left}.astype(np.float32)", f"{right}.astype(np.float32)"
         if batch:
-            return f"rt.batched_matmul({left}, {right}, out={target})"
-        return f"np.matmul({left}, {right}, out={target})"
+            return "rt.batched_matmul", left, right, target
+        if gemm.suits(m, k, n, node.element_type.dtype):
+            return "gemm.matmul", left, right, target
+        return "np.matmul", left, right, target
 
     def _view(self, node: Node) -> str:
         """The expression of a movement op's result as a view of its input (VIEW_CODE)."""
@@ -376,8 +388,10 @@ def _reduce(p: Program, node: Node, index: int) -> str:
 
 
 @CODE.register(core.Dot)
-def _dot(p: Program, node: Node, index: int) -> str:
+def _dot(p: Program, node: Node, index: int) -> Optional[str]:
     assert isinstance(node, core.Dot)
+    if node in p.blocked_dots:
+        return None  # computed with its Col2Im, a block at a time (_window)
     return p._dot(node, p._args(node), p.names[node])
 
 
@@ -427,6 +441,16 @@ def _pad(p: Program, node: Node, index: int) -> str:
 def _window(p: Program, node: Node, index: int) -> str:
     function, geometry = WINDOWS.lookup(type(node))  # type: ignore[misc]  # registered
     values = ", ".join(str(tuple(node.attributes[name])) for name in geometry)
+    product = p.schedule.blocked_products.get(node)
+    if product is not None:
+        assert isinstance(product, core.Dot)
+        matmul, left, right, matrix = p._dot_parts(product, p._args(product),
+                                                   p.names[product])
+        per_image = int(np.prod(p.shapes[product][1:], dtype=np.int64)) * \
+            product.element_type.dtype.itemsize  # the product's dim 0 is the images'
+        block = max(1, COLUMN_BLOCK_BYTES // max(1, per_image))
+        return (f"win.col2im_of_product({matmul}, {left}, {right}, {matrix}, "
+                f"{', '.join(p._args(node))}, {values}, out={p.names[node]}, block={block})")
     return f"{function}({', '.join(p._args(node))}, {values}, out={p.names[node]})"
 
 

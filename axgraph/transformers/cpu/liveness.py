@@ -132,9 +132,10 @@ def analyze_liveness(schedule: Schedule) -> Liveness:
     start = {n: step[n] for n in owners}
     end = dict(start)
     for node in order:
-        # A view "reads" its base when it is formed; an ordinary node reads its inputs.
+        # A view "reads" its base when it is formed; an ordinary node reads its inputs
+        # (and, for a Col2Im computed with its product, the product's inputs).
         at = step[node]
-        for source in node.inputs:
+        for source in schedule.reads(node):
             base = root.get(source, source)
             if base in owned and end[base] < at:
                 end[base] = at

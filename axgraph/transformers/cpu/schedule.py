@@ -87,6 +87,15 @@ class Schedule:
     donatable: FrozenSet[Tuple[int, int]] = frozenset()
     #: Display names as `print(function)` shows them.
     names: Mapping[Node, str] = field(default_factory=dict)
+    #: Col2Im node -> the Dot whose columns it sums, computed with it a block of images
+    #: at a time (the columns of a block stay in the cache between the two): the Dot runs
+    #: at the Col2Im's step, so its inputs are read there too (`reads`).
+    blocked_products: Mapping[Node, Node] = field(default_factory=dict)
+
+    def reads(self, node: Node) -> Tuple[Node, ...]:
+        """The nodes whose values node's step reads: its inputs, and a blocked product's."""
+        product = self.blocked_products.get(node)
+        return tuple(node.inputs) + (tuple(product.inputs) if product is not None else ())
 
     def needs_buffer(self, node: Node) -> bool:
         """Whether node gets space in the arena."""
@@ -141,7 +150,29 @@ class _Scheduler:
                         parameters=self.function.parameters, shapes=self.shapes,
                         storage=storage, alias=self.alias, layout=self.layout,
                         fresh=self.fresh, overwritable=overwritable,
-                        donatable=self._donatable(), names=self.function.display_names())
+                        donatable=self._donatable(), names=self.function.display_names(),
+                        blocked_products=self._blocked_products(storage))
+
+    def _blocked_products(self, storage: Mapping[Node, str]) -> Dict[Node, Node]:
+        """Each Col2Im that sums a Dot's output, seen through transposes that keep the
+        images' dim first, where nothing else reads that Dot: the Dot's rows then start
+        with the images, so a block of images is a block of its left operand's rows."""
+        users = self.function.users()
+        found: Dict[Node, Node] = {}
+        for node in self.function.nodes:
+            if not isinstance(node, core.Col2Im):
+                continue
+            source = node.inputs[0]
+            while (isinstance(source, core.Transpose) and storage[source] == "view"
+                   and source.attributes["permutation"][0] == 0
+                   and len(users[source]) == 1):
+                source = source.inputs[0]
+            if (isinstance(source, core.Dot) and storage[source] == "buffer"
+                    and not source.batch_a and len(users[source]) == 1
+                    and source.inputs[0].rank > len(source.contract_a)
+                    and self.shapes[source][0] == self.shapes[node][0]):
+                found[node] = source
+        return found
 
     def _classify(self, node: Node) -> None:
         """Decide how node gets its value, tracking its layout (seed 003 descriptions).
@@ -183,6 +214,8 @@ class _Scheduler:
         instead of one of them with a large stride, and the transposes around
         it stay free views.
         """
+        if isinstance(node, (core.Im2Col, core.Col2Im)) and node not in self._results:
+            return _channels_innermost(node, shape, dtype)
         if node in self._results or not self._writes_any_layout(node) or \
                 node in self._reduction_inputs:  # fused reductions walk rows: row-major
             return TensorDescription.row_major(shape, dtype)
@@ -308,6 +341,27 @@ def _reversed(node: Node, source: TensorDescription, shape, bindings):
     axes = node.attributes["axes"]
     return source.slice(tuple(slice(None, None, -1) if i in axes else slice(None)
                               for i in range(node.rank)))
+
+
+def _channels_innermost(node: Node, shape: Tuple[int, ...], dtype) -> TensorDescription:
+    """Columns (N, P..., C, R...) laid out as (N, P..., R..., C), images (N, C, S...)
+    as (N, S..., C): channels innermost.
+
+    A window row then copies whole runs of an NHWC image's channels (im2col) and
+    adds them back in runs into an NHWC image (col2im), instead of one element
+    per channel at a stride of the window's size. The products over the columns
+    merge their contracted dims in this memory order (the small filters are the
+    operand copied).
+    """
+    if isinstance(node, core.Im2Col):
+        nd = (len(shape) - 2) // 2
+        channels = 1 + nd
+    else:
+        nd, channels = len(shape) - 2, 1
+    order = tuple(i for i in range(len(shape)) if i != channels) + (channels,)
+    physical = tuple(shape[i] for i in order)
+    return TensorDescription.row_major(physical, dtype).transpose(
+        tuple(int(i) for i in np.argsort(order)))
 
 
 def fused_reduction(node: Node) -> bool:

@@ -9,6 +9,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <math.h>
 
 /* Below this many elements touched a call runs on one thread: waking the
@@ -297,6 +298,13 @@ int axg_im2col_@S@(const @T@* x, const @T@* unused, @T@* out, const geometry* g)
     const int64_t *a = g->a, *o = g->o;
     const int64_t window = g->w[0] * g->w[1] * g->w[2] * g->w[3];
     const int64_t work = g->planes * g->p[0] * g->p[1] * g->p[2] * g->p[3] * window;
+    const int64_t ilo = t.lanes[0].lo, ihi = t.lanes[g->w[3] - 1].hi;  /* all-real lanes */
+    const int64_t in_step = g->step[3] * a[5];
+    /* As in col2im: where the lanes are whole unit-stride rows of channels after
+       undilated dim-2 offsets, a window row's offsets and lanes are one run. */
+    const int runs = a[5] == 1 && o[5] == 1 && g->w[3] == 1 && g->step[3] == 1
+                  && g->below[3] == 0 && g->s[3] == g->p[3] && g->dil[2] == 1
+                  && a[4] == g->p[3] && o[8] == g->p[3];
     int failed = 0;
     #pragma omp parallel if(work >= PARALLEL_MIN)
     {
@@ -315,7 +323,30 @@ int axg_im2col_@S@(const @T@* x, const @T@* unused, @T@* out, const geometry* g)
         for (int64_t p2 = 0; p2 < g->p[2]; ++p2) {
             const int64_t row = ROW(a);
             const int64_t n = row_offsets(g, &t, p0, p1, p2, a, offs, NULL);
+            const int bulk = n == window && ilo < ihi;
+            if (bulk) {
+                /* the lanes whose whole window is real, one window offset at a time: a
+                   run of lanes (channels, in columns that keep them innermost) per copy */
+                @T@* cells = dst + p0 * o[2] + p1 * o[3] + p2 * o[4];
+                const @T@* from = src + row + LANE(0, 0) * a[5];
+                if (runs) {
+                    for (int64_t o0 = 0; o0 < g->w[0]; ++o0)
+                    for (int64_t o1 = 0; o1 < g->w[1]; ++o1)
+                        memcpy(cells + o0 * o[6] + o1 * o[7],
+                               from + o0 * g->dil[0] * a[2] + o1 * g->dil[1] * a[3],
+                               (size_t)(g->w[2] * g->p[3]) * sizeof(@T@));
+                    continue;
+                }
+                for (int64_t k = 0; k < window; ++k) {
+                    @T@* into = cells + t.cell[k];
+                    const @T@* at = from + offs[k];
+                    if (o[5] == 1) BY_STEP(in_step, ilo, ihi, into[j] = at[j * s_]);
+                    else BY_STEP(in_step, ilo, ihi, into[j * o[5]] = at[j * s_]);
+                }
+            }
             for (int64_t p3 = 0; p3 < g->p[3]; ++p3) {
+                if (bulk && p3 == ilo) p3 = ihi;
+                if (p3 >= g->p[3]) break;
                 @T@* cells = dst + p0 * o[2] + p1 * o[3] + p2 * o[4] + p3 * o[5];
                 const @T@* from = src + row + LANE(p3, 0) * a[5];
                 if (n == window && t.sp[3][p3].lo == 0 && t.sp[3][p3].hi == g->w[3]) {
@@ -351,6 +382,13 @@ int axg_col2im_@S@(const @T@* cols, const @T@* unused, @T@* out, const geometry*
                        * g->w[0] * g->w[1] * g->w[2] * g->w[3]);
     const int64_t window = g->w[0] * g->w[1] * g->w[2] * g->w[3];
     const int overlap3 = g->step[3] < (g->w[3] - 1) * g->dil[3] + 1;  /* dim-3 windows */
+    /* Lanes that are a whole unit-stride row of channels, in both operands, after
+       undilated dim-2 offsets (NHWC images, channels-innermost columns): a window
+       row's dim-2 offsets and lanes are then one run in each, added as one. Each
+       element still gets one term per run, in the same order. */
+    const int runs = !overlap3 && a[5] == 1 && o[5] == 1 && g->w[3] == 1 && g->step[3] == 1
+                  && g->below[3] == 0 && g->s[3] == g->p[3] && g->dil[2] == 1
+                  && o[4] == g->p[3] && a[8] == g->p[3];
     #pragma omp parallel for schedule(static) if(work >= PARALLEL_MIN)
     for (int64_t q = 0; q < g->planes; ++q) {
         const @T@* src = cols + PLANE(q, a);
@@ -361,14 +399,30 @@ int axg_col2im_@S@(const @T@* cols, const @T@* unused, @T@* out, const geometry*
         for (int64_t p2 = g->p[2] - 1; p2 >= 0; --p2) {
             const int64_t row = ROW(o);
             const int64_t block = p0 * a[2] + p1 * a[3] + p2 * a[4];
+            if (runs) {
+                const int64_t lo2 = t.sp[2][p2].lo, hi2 = t.sp[2][p2].hi;
+                const int64_t length = (hi2 - lo2) * g->p[3];
+                for (int64_t o0 = t.sp[0][p0].lo; o0 < t.sp[0][p0].hi; ++o0)
+                for (int64_t o1 = t.sp[1][p1].lo; o1 < t.sp[1][p1].hi; ++o1) {
+                    const @T@* col = src + block + o0 * a[6] + o1 * a[7] + lo2 * a[8];
+                    @T@* into = dst + row + o0 * g->dil[0] * o[2] + o1 * g->dil[1] * o[3]
+                              + lo2 * o[4];
+                    for (int64_t j = 0; j < length; ++j) into[j] += col[j];
+                }
+                continue;
+            }
             if (!overlap3) {
                 /* each element gets one term per visit: lanes may run in any order */
                 FOR_REAL_012(t)
                 for (int64_t o3 = 0; o3 < g->w[3]; ++o3) {
                     const @T@* col = src + block + o0 * a[6] + o1 * a[7] + o2 * a[8] + o3 * a[9];
                     const int64_t at = row + OFFSET(o) + LANE(0, o3) * o[5];
-                    BY_STEP(g->step[3] * o[5], t.lanes[o3].lo, t.lanes[o3].hi,
-                            dst[at + j * s_] += col[j * a[5]]);
+                    if (a[5] == 1)   /* columns with their lanes innermost */
+                        BY_STEP(g->step[3] * o[5], t.lanes[o3].lo, t.lanes[o3].hi,
+                                dst[at + j * s_] += col[j]);
+                    else
+                        BY_STEP(g->step[3] * o[5], t.lanes[o3].lo, t.lanes[o3].hi,
+                                dst[at + j * s_] += col[j * a[5]]);
                 }
                 continue;
             }

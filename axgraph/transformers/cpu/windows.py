@@ -183,13 +183,13 @@ def _swap_batch_and_channels(image: Tuple[int, ...], layouts: Tuple[Optional[Lay
 
 
 def _columns_by_position(layout: Layout, nd: int) -> bool:
-    """Whether columns (N, P..., C, R...) keep a position's channels together in memory.
+    """Whether columns (N, P..., C, R...) keep a position's channels (4 or more) together.
 
     Then im2col/col2im run with the channels as lanes, walking the positions
     in the outer loops, and the columns are read or written in memory order.
     """
-    strides = layout[1]
-    return abs(strides[1 + nd]) < abs(strides[nd])
+    shape, strides = layout
+    return shape[1 + nd] >= 4 and abs(strides[1 + nd]) < abs(strides[nd])
 
 
 def _channel_blocks(batch: int, channels: int) -> int:
@@ -345,6 +345,49 @@ def col2im(cols: np.ndarray, window: Ints, strides: Ints, dilation: Ints, below:
     if not _run_c("col2im", cols, None, out, out.shape, points, window, strides, dilation,
                   below, columns="first"):
         interpreter.uncolumns(cols, window, strides, dilation, below, above, out.shape, out=out)
+    return out
+
+
+def col2im_of_product(matmul, left: np.ndarray, right: np.ndarray, matrix: np.ndarray,
+                      cols: np.ndarray, window: Ints, strides: Ints, dilation: Ints,
+                      below: Ints, above: Ints, out: np.ndarray, block: int) -> np.ndarray:
+    """col2im(cols) where cols views `matrix` = left @ right, `block` images at a time.
+
+    Why: the product's columns are the size of every window of every image (LeNet's
+    second convolution: 8 MB); made and summed a block at a time, each block is
+    still in the cache when col2im reads it. `matrix` is the product's (rows,
+    columns) buffer, whose rows start with the images (cols[i] is rows
+    [i * rows_per_image, (i + 1) * rows_per_image)); each block is computed into its
+    first rows, so only those are written. `matmul(a, b, out=)` computes a product.
+
+    Parameters
+    ----------
+    matmul : callable
+        np.matmul or gemm.matmul.
+    left, right : np.ndarray
+        The product's operands as (rows, k) and (k, columns) matrices.
+    matrix : np.ndarray
+        The (rows, columns) buffer `cols` views.
+    cols : np.ndarray
+        `matrix` as columns (N, P..., C, R...).
+    window, strides, dilation, below, above
+        col2im's geometry.
+    out : np.ndarray
+        The image (N, C, S...) the columns are summed into.
+    block : int
+        Images per block.
+
+    Returns
+    -------
+    np.ndarray
+        `out`.
+    """
+    images = out.shape[0]
+    per_image = left.shape[0] // max(1, images)
+    for lo in range(0, images, block):
+        hi = min(images, lo + block)
+        matmul(left[lo * per_image:hi * per_image], right, out=matrix[:(hi - lo) * per_image])
+        col2im(cols[:hi - lo], window, strides, dilation, below, above, out=out[lo:hi])
     return out
 
 

@@ -1,0 +1,226 @@
+/* axgraph float32 matrix product for AVX-512 builds: C = A B, any strides.
+ *
+ * Read by gemm.py (its docstring says why and when it runs). Blocked as BLIS
+ * does: for each block of KC along k, B is packed once into panels of NR
+ * columns (shared by the threads), then each thread packs its blocks of MC
+ * rows of A into micro-panels of MR rows and runs the MR x NR register tile
+ * over them. Panels are zero-padded at the edges, so the tile always runs
+ * whole; an edge tile (or a C whose columns are not unit stride) is written
+ * through a small local array. Every element of C is the sum over k of its
+ * products in k order, each KC block summed in registers from 0 and then
+ * added to C (the first block stored), so the result does not depend on the
+ * number of threads.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define MR 8
+#define NR 32
+#define KC 512
+#define MC (MR * 8)
+/* Below this many multiply-adds a call runs on one thread. */
+#define PARALLEL_MIN (1 << 20)
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+int axg_gemm_available(void) { return 1; }
+
+/* Bytes of `count` floats rounded up to whole 64-byte lines (aligned_alloc's rule). */
+static size_t whole_lines(size_t count)
+{
+    return (count * sizeof(float) + 63) / 64 * 64;
+}
+
+/* The threads the next parallel region gets. */
+static int64_t threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* tile = a (MR x kc, packed k-major) times b (kc x NR, packed k-major) */
+static inline __attribute__((always_inline)) void tile(int64_t kc, const float* a,
+                                                       const float* b, __m512 acc[2 * MR])
+{
+    for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; ++k) {
+        const __m512 b0 = _mm512_loadu_ps(b + k * NR);
+        const __m512 b1 = _mm512_loadu_ps(b + k * NR + 16);
+        #pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            const __m512 x = _mm512_set1_ps(a[k * MR + i]);
+            acc[2 * i] = _mm512_fmadd_ps(x, b0, acc[2 * i]);
+            acc[2 * i + 1] = _mm512_fmadd_ps(x, b1, acc[2 * i + 1]);
+        }
+    }
+}
+
+/* C[mr x nr] (row stride rs, column stride cs) = (first ? 0 : C) + the tile */
+static inline __attribute__((always_inline)) void store(float* c, int64_t rs, int64_t cs,
+                                                        int64_t mr, int64_t nr, int first,
+                                                        const __m512 acc[2 * MR])
+{
+    if (cs == 1 && mr == MR && nr == NR) {
+        for (int i = 0; i < MR; ++i) {
+            float* row = c + i * rs;
+            __m512 lo = acc[2 * i], hi = acc[2 * i + 1];
+            if (!first) {
+                lo = _mm512_add_ps(_mm512_loadu_ps(row), lo);
+                hi = _mm512_add_ps(_mm512_loadu_ps(row + 16), hi);
+            }
+            _mm512_storeu_ps(row, lo);
+            _mm512_storeu_ps(row + 16, hi);
+        }
+        return;
+    }
+    float part[MR][NR];
+    for (int i = 0; i < MR; ++i) {
+        _mm512_storeu_ps(part[i], acc[2 * i]);
+        _mm512_storeu_ps(part[i] + 16, acc[2 * i + 1]);
+    }
+    for (int64_t i = 0; i < mr; ++i)
+        for (int64_t j = 0; j < nr; ++j) {
+            float* at = c + i * rs + j * cs;
+            *at = first ? part[i][j] : *at + part[i][j];
+        }
+}
+
+/* Row k0 + k of B, all n columns, into row k of every panel of NR columns (panel p
+   at into + p * kc * NR, k-major): B is read in its rows' order. */
+static void pack_b_row(const float* b, int64_t brs, int64_t bcs, int64_t k0, int64_t kc,
+                       int64_t n, int64_t k, float* into)
+{
+    const float* src = b + (k0 + k) * brs;
+    for (int64_t j0 = 0, p = 0; j0 < n; j0 += NR, ++p) {
+        const int64_t nr = n - j0 < NR ? n - j0 : NR;
+        float* row = into + p * kc * NR + k * NR;
+        if (bcs == 1 && nr == NR) {   /* a constant size: inlined, no call */
+            memcpy(row, src + j0, NR * sizeof(float));
+            continue;
+        } else if (bcs == 1) {
+            memcpy(row, src + j0, (size_t)nr * sizeof(float));
+        } else {
+            for (int64_t j = 0; j < nr; ++j) row[j] = src[(j0 + j) * bcs];
+        }
+        for (int64_t j = nr; j < NR; ++j) row[j] = 0.0f;
+    }
+}
+
+/* A rows [i0, i0 + mc), columns [k0, k0 + kc), into micro-panels of MR rows, k-major
+   (panel t at into + t * kc), each read in the order its memory runs. */
+static void pack_a(const float* a, int64_t ars, int64_t acs, int64_t i0, int64_t mc,
+                   int64_t k0, int64_t kc, float* into)
+{
+    if (ars == 1) {   /* a transposed operand: its columns are runs */
+        for (int64_t k = 0; k < kc; ++k) {
+            const float* src = a + i0 + (k0 + k) * acs;
+            for (int64_t t = 0; t < mc; t += MR) {
+                const int64_t mr = mc - t < MR ? mc - t : MR;
+                float* dst = into + t * kc + k * MR;
+                if (mr == MR) {   /* a constant size: inlined, no call */
+                    memcpy(dst, src + t, MR * sizeof(float));
+                    continue;
+                }
+                memcpy(dst, src + t, (size_t)mr * sizeof(float));
+                for (int64_t i = mr; i < MR; ++i) dst[i] = 0.0f;
+            }
+        }
+        return;
+    }
+    for (int64_t t = 0; t < mc; t += MR) {
+        float* dst = into + t * kc;
+        const int64_t mr = mc - t < MR ? mc - t : MR;
+        for (int64_t i = 0; i < mr; ++i) {
+            const float* src = a + (i0 + t + i) * ars + k0 * acs;
+            if (acs == 1) {
+                for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
+            } else {
+                for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k * acs];
+            }
+        }
+        for (int64_t i = mr; i < MR; ++i)
+            for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = 0.0f;
+    }
+}
+
+/* C (m x n) = A (m x k) B (k x n); strides in elements (any sign but C's must not
+   overlap A's or B's). Returns 0, or -1 when out of memory. */
+int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
+                 const float* b, int64_t brs, int64_t bcs, float* c, int64_t crs, int64_t ccs)
+{
+    if (m <= 0 || n <= 0) return 0;
+    if (k <= 0) {
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) c[i * crs + j * ccs] = 0.0f;
+        return 0;
+    }
+    const int64_t panels = (n + NR - 1) / NR;
+    const int64_t blocks = (m + MC - 1) / MC;
+    /* Each task packs its rows of A again: split the panels into groups only where
+       there are fewer row blocks than threads. */
+    const int64_t per_group = blocks >= threads() ? panels
+                            : (panels + threads() - 1) / threads();
+    const int64_t groups = (panels + per_group - 1) / per_group;
+    const int64_t tasks = blocks * groups;
+    const int64_t kc_max = k < KC ? k : KC;
+    float* bp = (float*)aligned_alloc(64, whole_lines((size_t)(panels * kc_max * NR)));
+    if (!bp) return -1;
+    int failed = 0;
+    #pragma omp parallel if(m * n * k >= PARALLEL_MIN)
+    {
+    float* ap = (float*)aligned_alloc(64, whole_lines((size_t)(MC * kc_max)));
+    if (!ap) {
+        #pragma omp atomic write
+        failed = 1;
+    }
+    for (int64_t k0 = 0; k0 < k; k0 += KC) {
+        const int64_t kc = k - k0 < KC ? k - k0 : KC;
+        #pragma omp for schedule(static)
+        for (int64_t kk = 0; kk < kc; ++kk) pack_b_row(b, brs, bcs, k0, kc, n, kk, bp);
+        /* (the implicit barrier: every panel packed before any is read) */
+        #pragma omp for schedule(static)
+        for (int64_t task = 0; task < tasks; ++task) {
+            if (!ap) continue;
+            const int64_t block = task / groups, group = task % groups;
+            const int64_t i0 = block * MC, mc = m - i0 < MC ? m - i0 : MC;
+            const int64_t p_end = (group + 1) * per_group < panels ? (group + 1) * per_group
+                                                                   : panels;
+            pack_a(a, ars, acs, i0, mc, k0, kc, ap);
+            for (int64_t p = group * per_group; p < p_end; ++p) {
+                const int64_t j0 = p * NR, nr = n - j0 < NR ? n - j0 : NR;
+                for (int64_t t = 0; t < mc; t += MR) {
+                    __m512 acc[2 * MR];
+                    tile(kc, ap + t * kc, bp + p * kc * NR, acc);
+                    store(c + (i0 + t) * crs + j0 * ccs, crs, ccs, mc - t < MR ? mc - t : MR,
+                          nr, k0 == 0, acc);
+                }
+            }
+        }
+    }
+    free(ap);
+    }
+    free(bp);
+    return failed ? -1 : 0;
+}
+
+#else
+
+int axg_gemm_available(void) { return 0; }
+
+int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
+                 const float* b, int64_t brs, int64_t bcs, float* c, int64_t crs, int64_t ccs)
+{
+    (void)m; (void)n; (void)k; (void)a; (void)ars; (void)acs; (void)b; (void)brs; (void)bcs;
+    (void)c; (void)crs; (void)ccs;
+    return -1;
+}
+
+#endif

@@ -1,0 +1,108 @@
+"""The cpu backend's own float32 matrix product (transformers/cpu/gemm.py) against float64.
+
+Shapes cross the kernel's blocking edges: rows not a multiple of its 8-row
+tile or of its 64-row blocks, columns not a multiple of its 32-column panels,
+depths past one 512-deep block and not a multiple of it; operands come
+transposed, reversed and as strided slices, and `out` as a transposed view.
+"""
+import numpy as np
+import pytest
+
+from axgraph.transformers.cpu import gemm
+
+needs_kernel = pytest.mark.skipif(not gemm.available(),
+                                  reason="no AVX-512 build of the kernels here")
+
+SHAPES = [  # (m, k, n)
+    (1, 1, 1),
+    (7, 33, 31),
+    (65, 513, 33),        # one past a block, a depth block and a panel
+    (130, 1100, 97),      # three depth blocks, the last partial
+    (50, 700, 500),       # LeNet's filter gradient, smaller
+    (300, 50, 130),       # a short sum
+]
+
+
+def _reference(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+def _check(got, a, b):
+    want = _reference(a, b)
+    # float32 sums of k terms: within k ulps of the largest partial sums
+    bound = 2 * a.shape[1] * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b))
+    assert np.all(np.abs(got - want) <= bound + 1e-30)
+
+
+def _operands(m, k, n, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(m, k)).astype(np.float32),
+            rng.normal(size=(k, n)).astype(np.float32))
+
+
+@needs_kernel
+@pytest.mark.parametrize("m, k, n", SHAPES)
+def test_products_match_float64(monkeypatch, m, k, n):
+    monkeypatch.setattr(gemm, "MIN_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(gemm, "MIN_DEPTH", 0)
+    monkeypatch.setattr(gemm, "MIN_OUTPUT", 0)
+    a, b = _operands(m, k, n)
+    out = np.full((m, n), np.nan, np.float32)
+    assert gemm.matmul(a, b, out=out) is out
+    _check(out, a, b)
+
+
+@needs_kernel
+@pytest.mark.parametrize("layout", ["transposed", "reversed", "strided", "out_transposed"])
+def test_operands_of_any_strides(monkeypatch, layout):
+    monkeypatch.setattr(gemm, "MIN_MULTIPLY_ADDS", 0)
+    m, k, n = 70, 600, 45
+    a, b = _operands(m, k, n, seed=1)
+    out = np.full((m, n), np.nan, np.float32)
+    if layout == "transposed":
+        a, b = np.asfortranarray(a), np.asfortranarray(b)
+    elif layout == "reversed":
+        a, b = a[::-1, ::-1].copy()[::-1, ::-1], b[::-1].copy()[::-1]
+    elif layout == "strided":
+        a = np.repeat(a, 2, axis=1)[:, ::2]
+        b = np.repeat(b, 3, axis=1)[:, ::3]
+    else:
+        out = np.full((n, m), np.nan, np.float32).T
+    assert gemm.matmul(a, b, out=out) is out
+    _check(out, a, b)
+
+
+def test_what_the_kernel_does_not_take_goes_to_numpy(monkeypatch):
+    """float64, small products and an unavailable kernel: np.matmul's result exactly."""
+    a, b = _operands(40, 70, 50, seed=2)
+    for x, y in ((a.astype(np.float64), b.astype(np.float64)), (a, b)):
+        out = np.empty((40, 50), x.dtype)
+        np.testing.assert_array_equal(gemm.matmul(x, y, out=out), np.matmul(x, y))
+    monkeypatch.setattr(gemm, "MIN_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(gemm, "available", lambda: False)
+    out = np.empty((40, 50), np.float32)
+    np.testing.assert_array_equal(gemm.matmul(a, b, out=out), np.matmul(a, b))
+
+
+def test_suits_asks_for_float32_and_size():
+    big = (4096, 500, 50)
+    assert not gemm.suits(*big, np.float64)
+    assert not gemm.suits(8, 8, 8, np.float32)
+    assert not gemm.suits(36864, 25, 20, np.float32)  # too short a sum
+    assert gemm.suits(*big, np.float32) == gemm.available()
+
+
+@needs_kernel
+def test_a_compiled_product_runs_in_the_kernel():
+    """A float32 Dot big enough runs as gemm.matmul in the generated code, and agrees."""
+    import axgraph as ng
+
+    M, K, N = (ng.make_axis(length, name=name) for length, name in
+               ((260, "M"), (300, "K"), (70, "N")))
+    x, w = ng.placeholder([M, K]), ng.placeholder([K, N])
+    a, b = _operands(260, 300, 70, seed=3)
+    with ng.make_transformer("cpu") as t:
+        product = t.computation(ng.dot(x, w), x, w)
+        got = product(a, b)
+        assert "gemm.matmul(" in product.source
+    _check(got, a, b)
