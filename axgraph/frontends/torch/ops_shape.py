@@ -1,0 +1,179 @@
+"""Rules for ATen's data movement: views, permutations, slicing, joining, padding, and the
+size arithmetic symbolic shapes trace."""
+from __future__ import annotations
+
+import operator
+from typing import Any, List, Optional
+
+import torch
+
+from ... import core
+from ...dims import DimLike, known
+from .building import broadcast_to, convert, positions
+from .registry import rule
+
+aten = torch.ops.aten
+
+
+@rule(aten.view.default, aten._unsafe_view.default, aten.reshape.default,
+      aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
+      aten.flatten.using_ints)
+def _reshape(builder: Any, node: Any, args: Any) -> core.Node:
+    """Every row-major view is a Reshape to the shape torch traced."""
+    x = args.self
+    shape = builder.out_type(node)[1]
+    if tuple(x.shape) == tuple(shape):
+        return x
+    return core.Reshape(x, shape)
+
+
+@rule(aten.permute.default)
+def _permute(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    permutation = tuple(d % x.rank for d in args.dims)
+    if permutation == tuple(range(x.rank)):
+        return x
+    return core.Transpose(x, permutation)
+
+
+@rule(aten.t.default)
+def _t(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    return x if x.rank < 2 else core.Transpose(x, (1, 0))
+
+
+@rule(aten.transpose.int)
+def _transpose(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    permutation = list(range(x.rank))
+    a, b = args.dim0 % x.rank, args.dim1 % x.rank
+    permutation[a], permutation[b] = permutation[b], permutation[a]
+    return x if a == b else core.Transpose(x, tuple(permutation))
+
+
+@rule(aten.expand.default)
+def _expand(builder: Any, node: Any, args: Any) -> core.Node:
+    return broadcast_to(args.self, builder.out_type(node)[1])
+
+
+@rule(aten.cat.default)
+def _cat(builder: Any, node: Any, args: Any) -> core.Node:
+    et, shape = builder.out_type(node)
+    pieces = [convert(t, et) for t in args.tensors if not (t.rank == 1 and known(t.shape[0], 1) == 0
+                                                           and len(shape) != 1)]
+    if len(pieces) == 1:
+        return pieces[0]
+    return core.Concat(pieces, args.dim % len(shape))
+
+
+_LARGE = 2 ** 62
+
+
+def _bound(value: Optional[int], size: DimLike, default: DimLike) -> DimLike:
+    """A torch slice bound (None, negative, past the end) as a position in [0, size]."""
+    if value is None or (isinstance(value, int) and value >= _LARGE):
+        return default
+    if isinstance(value, int) and value < 0:
+        value = size + value
+        return value if known(value, 0) >= 0 else 0
+    length = known(size, None)
+    if length is not None and isinstance(value, int):
+        return min(value, length)
+    return value
+
+
+def _slice(x: core.Node, dim: int, start: DimLike, end: DimLike, step: int = 1) -> core.Node:
+    lower: List[DimLike] = [0] * x.rank
+    upper: List[DimLike] = list(x.shape)
+    strides = [1] * x.rank
+    lower[dim], upper[dim], strides[dim] = start, end, step
+    return core.Slice(x, lower, upper, strides)
+
+
+def _step_one_or_more(node: Any) -> Optional[str]:
+    step = node.args[4] if len(node.args) > 4 else node.kwargs.get("step", 1)
+    return None if isinstance(step, int) and step >= 1 else "slices with steps below 1"
+
+
+@rule(aten.slice.Tensor, check=_step_one_or_more)
+def _slice_tensor(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    dim = args.dim % x.rank
+    size = x.shape[dim]
+    start = _bound(args.start, size, 0)
+    end = _bound(args.end, size, size)
+    if known(start, -1) == 0 and end == size and args.step == 1:
+        return x
+    return _slice(x, dim, start, end, args.step)
+
+
+@rule(aten.select.int)
+def _select(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    dim = args.dim % x.rank
+    index = args.index
+    if isinstance(index, int) and index < 0:
+        index = x.shape[dim] + index
+    picked = _slice(x, dim, index, index + 1)
+    return core.Reshape(picked, builder.out_type(node)[1])
+
+
+@rule(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(builder: Any, node: Any, args: Any) -> tuple:
+    x = args.self
+    dim = args.dim % x.rank
+    pieces = []
+    start: DimLike = 0
+    for value in builder.meta(node):
+        length = value.shape[dim]
+        from .types import sym_dim
+        end = start + sym_dim(length)
+        pieces.append(_slice(x, dim, start, end))
+        start = end
+    return tuple(pieces)
+
+
+def _constant_padding(node: Any) -> Optional[str]:
+    pad = node.args[1]
+    if any(not isinstance(p, int) or p < 0 for p in pad):
+        return "negative or symbolic padding"
+    return None
+
+
+@rule(aten.constant_pad_nd.default, check=_constant_padding)
+def _pad(builder: Any, node: Any, args: Any) -> core.Node:
+    """Torch lists padding from the last dim backwards, (before, after) for each."""
+    x = args.self
+    below, above = [0] * x.rank, [0] * x.rank
+    for i in range(len(args.pad) // 2):
+        below[x.rank - 1 - i] = args.pad[2 * i]
+        above[x.rank - 1 - i] = args.pad[2 * i + 1]
+    return core.Pad(x, below, above, None, args.value)
+
+
+@rule(operator.getitem)
+def _getitem(builder: Any, node: Any, args: Any) -> Any:
+    """One result of an op with several (the rules return them as a tuple)."""
+    source, index = args.arg0, args.arg1
+    return source[index]
+
+
+@rule(aten.sym_size.int)
+def _sym_size(builder: Any, node: Any, args: Any) -> DimLike:
+    return args.self.shape[args.dim % args.self.rank]
+
+
+def _on_sizes(node: Any) -> Optional[str]:
+    value = node.meta.get("val")
+    return None if isinstance(value, (int, torch.SymInt)) else "only sizes are compiled"
+
+
+def _size_arithmetic(op: Any) -> None:
+    rule(op, check=_on_sizes)(lambda builder, node, args: op(args.arg0, args.arg1))
+
+
+for _op in (operator.add, operator.sub, operator.mul, operator.floordiv):
+    _size_arithmetic(_op)
+
+
+__all__: list = []
