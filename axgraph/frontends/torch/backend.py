@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from ...errors import AxgraphTypeError
+from .attention import attention_decompositions
 from .partition import Fallback, compile_graph
 from .runtime import CompiledGraph, core_backend
 
@@ -30,7 +31,8 @@ def decompositions() -> Dict[Any, Any]:
     """The decomposition table AOTAutograd applies before the rules see a graph.
 
     PyTorch's core ATen decompositions, less those ops the core has ops for (softmax
-    gradients, embedding gradients, the NLL loss), plus batch and layer norm.
+    gradients, embedding gradients, the NLL loss), plus batch and layer norm, and
+    attention with its gradient (`attention.py`).
     """
     from torch._decomp import core_aten_decompositions, get_decompositions
 
@@ -39,6 +41,7 @@ def decompositions() -> Dict[Any, Any]:
         if op.overloadpacket in _KEPT:
             del table[op]
     table.update(get_decompositions(list(_DECOMPOSED)))
+    table.update(attention_decompositions())
     return table
 
 

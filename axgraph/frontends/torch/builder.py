@@ -18,12 +18,17 @@ from .types import element_type, shape_of, sym_dim
 @dataclass(frozen=True)
 class Output:
     """Where one graph output comes from: a result of the Function (`result`), an input
-    passed straight through (`argument`), a size (`dim`) or a constant (`value`)."""
+    passed straight through (`argument`), a size (`dim`) or a constant (`value`).
+
+    A result torch traced with a permuted layout (a transpose saved for the backward
+    graph) is computed in that memory order and handed back as the same permuted view
+    (`permutation`): PyTorch code reading it may rely on its strides."""
 
     kind: str
     index: int = 0
     dim: DimLike = 0
     value: Any = None
+    permutation: Optional[Tuple[int, ...]] = None
 
 
 @dataclass
@@ -161,14 +166,43 @@ class GraphBuilder:
                 described.append(Output("argument", self.tensor_inputs[
                     parameter_positions[id(value)]]))
             elif isinstance(value, core.Node):
+                order = memory_order(self.meta(item)) if isinstance(item, torch.fx.Node) else None
+                if order is not None:
+                    value = core.Transpose(value, order)
                 if id(value) not in index_of:
                     index_of[id(value)] = len(results)
                     results.append(value)
-                described.append(Output("result", index_of[id(value)]))
+                inverse = None if order is None else tuple(order.index(i) for i in range(len(order)))
+                described.append(Output("result", index_of[id(value)], permutation=inverse))
             else:
                 described.append(Output("dim", dim=value))
         function = core.Function(results, self.parameters) if results else None
         return BuiltGraph(function, self.tensor_inputs, described, single, self.size_inputs)
+
+
+def memory_order(value: Any) -> Optional[Tuple[int, ...]]:
+    """The dims of a traced tensor from outermost to innermost in memory, when its layout
+    is a permutation of a row-major one other than the identity (else None)."""
+    if not isinstance(value, torch.Tensor) or value.dim() < 2:
+        return None
+    strides = []
+    for size, stride in zip(value.shape, value.stride()):
+        if not isinstance(size, int) or not isinstance(stride, int):
+            return None  # symbolic: kept row-major
+        strides.append(stride if size != 1 else None)
+    present = [i for i, st in enumerate(strides) if st is not None]
+    order = sorted(present, key=lambda i: -strides[i])  # type: ignore[operator]
+    if order == present:
+        return None
+    # size-1 dims go where row-major puts them relative to their neighbours: outermost
+    singles = [i for i, st in enumerate(strides) if st is None]
+    order = singles + order
+    expected = 1
+    for i in reversed(order):
+        if strides[i] is not None and strides[i] != expected:
+            return None  # not dense (expanded or overlapping): kept row-major
+        expected *= value.shape[i]
+    return tuple(order)
 
 
 def build_graph(graph: torch.fx.Graph, input_values: Optional[Sequence[Any]] = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Type
 
+import numpy as np
 import torch
 
 from ... import core
@@ -186,6 +187,18 @@ def _scalar_tensor(builder: Any, node: Any, args: Any) -> core.Node:
 def _full(builder: Any, node: Any, args: Any) -> core.Node:
     et, shape = builder.out_type(node)
     return fill(et, shape, args.fill_value)
+
+
+def _static_range(node: Any) -> Optional[str]:
+    return None if isinstance(node.meta["val"].shape[0], int) else "a range of symbolic length"
+
+
+@rule(aten.arange.start_step, aten.arange.start, aten.arange.default, check=_static_range)
+def _arange(builder: Any, node: Any, args: Any) -> core.Node:
+    et, shape = builder.out_type(node)
+    start = getattr(args, "start", 0)
+    step = getattr(args, "step", 1)
+    return core.Constant(et, shape, start + step * np.arange(shape[0], dtype=et.dtype))
 
 
 @rule(aten.zeros_like.default)

@@ -168,11 +168,14 @@ def _floor_outputs(node: Any, x_shape: Sequence[Any], kernel: Sequence[int],
     return True
 
 
-def _pool_check(dilated: bool, x_position: int) -> Any:
+def _pool_check(dilated: bool, backward: bool) -> Any:
+    """The check for a pooling op, or its gradient (whose pooled result is its first
+    argument, the incoming gradient)."""
     def check(node: Any) -> Optional[str]:
         from .registry import Arguments
         args = Arguments(node, lambda v: v)
-        x = node.args[x_position].meta["val"]
+        x = node.args[1 if backward else 0].meta["val"]
+        pooled = node.args[0] if backward else node
         if not x.dtype.is_floating_point:
             return "pooling of integers"
         spatial = x.dim() - 2
@@ -182,13 +185,13 @@ def _pool_check(dilated: bool, x_position: int) -> Any:
         if getattr(args, "divisor_override", None) is not None:
             return "divisor_override"
         shape = [d if isinstance(d, int) else None for d in x.shape]
-        if not _floor_outputs(node, shape, kernel, stride, padding):
+        if not _floor_outputs(pooled, shape, kernel, stride, padding):
             return "ceil_mode windows past the end, or symbolic spatial sizes"
         return None
     return check
 
 
-@rule(aten.max_pool2d_with_indices.default, check=_pool_check(True, 0))
+@rule(aten.max_pool2d_with_indices.default, check=_pool_check(True, False))
 def _max_pool(builder: Any, node: Any, args: Any) -> tuple:
     """The maxima (a MaxPool) and torch's indices: each maximum's flat position in its
     channel's plane, the first maximum of its window as torch picks it."""
@@ -223,7 +226,7 @@ def _positions(shape: Sequence[Any], dim: int, stride: int, padding: int) -> cor
                           tuple(i for i in range(len(shape)) if i != dim))
 
 
-@rule(aten.max_pool2d_with_indices_backward.default, check=_pool_check(True, 1))
+@rule(aten.max_pool2d_with_indices_backward.default, check=_pool_check(True, True))
 def _max_pool_backward(builder: Any, node: Any, args: Any) -> core.Node:
     kernel, stride, padding = _pool_window(args, 2)
     return core.MaxPoolBackprop(args.self, args.grad_output, kernel, stride, padding, padding)
@@ -233,7 +236,7 @@ def _include_padding(args: Any, padding: Sequence[int]) -> bool:
     return bool(args.count_include_pad) and any(p > 0 for p in padding)
 
 
-@rule(aten.avg_pool2d.default, check=_pool_check(False, 0))
+@rule(aten.avg_pool2d.default, check=_pool_check(False, False))
 def _avg_pool(builder: Any, node: Any, args: Any) -> core.Node:
     """Torch's default counts padding in each mean: pad with zeros, then pool."""
     x = args.self
@@ -244,7 +247,7 @@ def _avg_pool(builder: Any, node: Any, args: Any) -> core.Node:
     return core.AvgPool(x, kernel, stride, padding, padding)
 
 
-@rule(aten.avg_pool2d_backward.default, check=_pool_check(False, 1))
+@rule(aten.avg_pool2d_backward.default, check=_pool_check(False, True))
 def _avg_pool_backward(builder: Any, node: Any, args: Any) -> core.Node:
     x = args.self
     kernel, stride, padding = _pool_window(args, 2)

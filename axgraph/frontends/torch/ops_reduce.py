@@ -72,7 +72,8 @@ def _variance(builder: Any, args: Any, et: core.ElementType) -> tuple:
     x = convert(args.self, et)
     axes = positions(args.dim, x.rank)
     correction = 1 if args.correction is None else args.correction
-    mean = core.Divide(core.Sum(x, axes), broadcast_to(count(x.shape, axes, et), ()))
+    total = core.Sum(x, axes)
+    mean = core.Divide(total, broadcast_to(count(x.shape, axes, et), total.shape))
     kept = keep_dims(mean, x.shape, axes)
     centered = core.Subtract(x, broadcast_to(kept, x.shape))
     squares = core.Sum(core.Multiply(centered, centered), axes)

@@ -134,20 +134,24 @@ def _split(builder: Any, node: Any, args: Any) -> tuple:
 
 
 def _constant_padding(node: Any) -> Optional[str]:
-    pad = node.args[1]
-    if any(not isinstance(p, int) or p < 0 for p in pad):
-        return "negative or symbolic padding"
-    return None
+    return None if all(isinstance(p, int) for p in node.args[1]) else "symbolic padding"
 
 
 @rule(aten.constant_pad_nd.default, check=_constant_padding)
 def _pad(builder: Any, node: Any, args: Any) -> core.Node:
-    """Torch lists padding from the last dim backwards, (before, after) for each."""
+    """Torch lists padding from the last dim backwards, (before, after) for each; negative
+    amounts crop (the gradient of padding is a crop)."""
     x = args.self
     below, above = [0] * x.rank, [0] * x.rank
     for i in range(len(args.pad) // 2):
         below[x.rank - 1 - i] = args.pad[2 * i]
         above[x.rank - 1 - i] = args.pad[2 * i + 1]
+    if any(p < 0 for p in below + above):
+        x = core.Slice(x, [max(-p, 0) for p in below],
+                       [d - max(-p, 0) for d, p in zip(x.shape, above)])
+        below, above = [max(p, 0) for p in below], [max(p, 0) for p in above]
+    if not any(below + above):
+        return x
     return core.Pad(x, below, above, None, args.value)
 
 

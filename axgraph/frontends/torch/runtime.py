@@ -82,7 +82,10 @@ class CompiledGraph:
         bindings: Optional[Dict[str, int]] = None
         for output in built.outputs:
             if output.kind == "result":
-                outputs.append(_tensor(results[output.index]))
+                value = _tensor(results[output.index])
+                if output.permutation is not None:
+                    value = value.permute(output.permutation)
+                outputs.append(value)
             elif output.kind == "argument":
                 outputs.append(args[output.index])
             elif output.kind == "dim":
