@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
+from ...core.backend import check_options, get_backend
 from ...errors import AxgraphTypeError
 from .attention import attention_decompositions
 from .partition import Fallback, compile_graph
@@ -69,6 +70,8 @@ class AxgraphBackend:
     ------
     AxgraphValueError
         `transformer` is not one the bridge runs on.
+    AxgraphTypeError
+        An option that neither the bridge nor the backend's compile takes.
 
     Examples
     --------
@@ -81,7 +84,9 @@ class AxgraphBackend:
     """
 
     def __init__(self, transformer: str = "cpu", fallback: bool = True, **options: Any):
-        core_backend(transformer)
+        backend = core_backend(transformer)
+        check_options(get_backend(backend), options,
+                      f"the torch bridge's options (transformer {transformer!r})")
         self.transformer = transformer
         self.fallback = fallback
         self.options = options
