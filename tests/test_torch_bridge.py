@@ -309,3 +309,112 @@ def test_backend_by_name_once_installed():
     x = torch.randn(4, 6)
     compiled = torch.compile(model, backend="axgraph", options={"transformer": "numpy"})
     assert_close(compiled(x), model(x), "backend='axgraph'")
+
+
+# -- op by op ---------------------------------------------------------------------------------
+
+def _nll(x, w):
+    scores = F.log_softmax(x @ w, 1)
+    labels = torch.tensor([0, 2, -100, 1])
+    weight = torch.tensor([0.5, 2.0, 1.0])
+    return (F.nll_loss(scores, labels, weight=weight)
+            + F.nll_loss(scores, labels, reduction="sum") * 0.1
+            + (F.nll_loss(scores, labels, reduction="none") ** 2).sum())
+
+
+FUNCTIONS = {
+    "where and comparisons": lambda a, b: torch.where(a > b, a * 2, b / 3) + (a <= 0.1) * b,
+    "clamp": lambda a, b: a.clamp(-0.5, 0.5) * b + a.clamp_min(0.1) - b.clamp_max(0.2),
+    "unary": lambda a, b: (a.abs() + 1).sqrt().log() * b.exp() + a.pow(3) - torch.rsqrt(
+        b * b + 1) + torch.sin(a) * torch.cos(b) - torch.log1p(a * a) / (1 + b.abs()),
+    "activations": lambda a, b: F.gelu(a) + F.gelu(b, approximate="tanh") + F.silu(a)
+    + F.leaky_relu(b, 0.1) + F.softplus(a) + F.elu(b) + F.hardtanh(a),
+    "reductions": lambda a, b: (a.mean(1, keepdim=True) * b).sum(0) + a.amax(0)
+    + a.var(1).sum() + b.std(0) + (a - b).abs().amin(0),
+    "softmax": lambda a, b: F.softmax(a, 0) * b + F.log_softmax(b * a, -1),
+    "matrix products": lambda a, b: (a @ b.t()) @ a + torch.bmm(
+        a.unsqueeze(0).expand(2, -1, -1), b.t().unsqueeze(0).expand(2, -1, -1)).sum(0) @ b,
+    "movement": lambda a, b: torch.cat([a, b], 1)[:, 1:7:2] * a.select(0, -1)[:3]
+    + a.split([1, 3], 0)[1].sum(0, keepdim=True)[:, :3] + b.transpose(0, 1).reshape(4, 5)[:, 1:4]
+    + F.pad(a[:, :2], (0, 1)),
+    "layer norm": lambda a, b: F.layer_norm(a * b, (5,), b[0], a[1]),
+    "nll loss": _nll,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_ops_and_their_gradients_agree(name):
+    function = FUNCTIONS[name]
+    a, b = torch.randn(4, 5, requires_grad=True), torch.randn(4, 5, requires_grad=True)
+    if name == "nll loss":
+        b = torch.randn(5, 3, requires_grad=True)
+    backend = AxgraphBackend()
+    out = torch.compile(function, backend=backend)(a, b)
+    (ga, gb) = torch.autograd.grad(out.sum(), (a, b))
+    expected = function(a, b)
+    (ea, eb) = torch.autograd.grad(expected.sum(), (a, b))
+    assert_close(out, expected, name)
+    assert_close(ga, ea, f"{name}: gradient of a")
+    assert_close(gb, eb, f"{name}: gradient of b")
+    assert backend.fallbacks == []
+
+
+WINDOWS = {
+    "strided dilated convolution": lambda x, w: F.conv2d(x, w, stride=2, dilation=2, padding=2),
+    "1-d convolution": lambda x, w: F.conv1d(x.flatten(2), w[:, :, 0], padding=1),
+    "pools without padding counted": lambda x, w: F.avg_pool2d(
+        x, 3, 2, padding=1, count_include_pad=False) + F.max_pool2d(x, 2, 2, ceil_mode=True)
+    * F.conv2d(x, w, stride=2, padding=1)[:, :3],
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOWS))
+def test_windows_and_their_gradients_agree(name):
+    function = WINDOWS[name]
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    w = torch.randn(4, 3, 3, 3, requires_grad=True)
+    backend = AxgraphBackend()
+    out = torch.compile(function, backend=backend)(x, w)
+    grads = torch.autograd.grad(out.sum(), (x, w))
+    expected = function(x, w)
+    expected_grads = torch.autograd.grad(expected.sum(), (x, w))
+    assert_close(out, expected, name)
+    for g, e in zip(grads, expected_grads):
+        assert_close(g, e, f"{name}: gradient")
+    assert backend.fallbacks == []
+
+
+def test_batch_norm_in_eval_mode_uses_the_running_statistics():
+    model = SmallCNN()
+    model.norm.running_mean.uniform_(-1, 1)
+    model.norm.running_var.uniform_(0.5, 2)
+    model.eval()
+    x = torch.randn(2, 2, 8, 8)
+    check_against_eager(model, [x], lambda out: out.sum())
+
+
+def test_training_updates_batch_norms_running_statistics_as_eager_does():
+    model = SmallCNN()
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, backend=AxgraphBackend())
+    for _ in range(3):
+        x = torch.randn(2, 2, 8, 8)
+        compiled(x).sum().backward()
+        eager(x).sum().backward()
+    assert_close(model.norm.running_mean, eager.norm.running_mean, "running mean")
+    assert_close(model.norm.running_var, eager.norm.running_var, "running variance")
+    assert int(model.norm.num_batches_tracked) == 3
+
+
+def test_a_dynamic_batch_trains():
+    model = mlp()
+    eager = copy.deepcopy(model)
+    backend = AxgraphBackend()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    for batch in (3, 6):
+        x, labels = torch.randn(batch, 6), torch.randint(0, 3, (batch,))
+        F.cross_entropy(compiled(x), labels).backward()
+        F.cross_entropy(eager(x), labels).backward()
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert_close(p.grad, q.grad, f"gradient of {name}")
+    assert len(backend.graphs) == 2  # one forward and one backward graph for every batch

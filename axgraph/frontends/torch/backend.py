@@ -24,7 +24,11 @@ _KEPT = (aten.embedding_dense_backward, aten._log_softmax_backward_data,
          aten._softmax_backward_data, aten.nll_loss_forward, aten.nll_loss_backward)
 # Ops PyTorch's core decomposition set keeps that the rules take apart instead.
 _DECOMPOSED = (aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit_no_training,
-               aten._native_batch_norm_legit, aten.native_layer_norm, aten.gelu_backward)
+               aten._native_batch_norm_legit, aten.native_layer_norm, aten.gelu_backward,
+               aten.leaky_relu, aten.leaky_relu_backward, aten.elu, aten.elu_backward,
+               aten.hardtanh, aten.hardtanh_backward, aten.softplus, aten.softplus_backward,
+               aten.silu, aten.silu_backward, aten.hardsigmoid, aten.hardswish,
+               aten.mish, aten.logsumexp)
 
 
 @functools.lru_cache(maxsize=1)
@@ -97,12 +101,14 @@ class AxgraphBackend:
         (self.fallbacks if isinstance(item, Fallback) else self.graphs).append(item)
 
     def _compiler(self, graph: str) -> Any:
-        from functorch.compile import make_boxed_func
-
         def compile_one(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
             compiled = compile_graph(gm, graph, self.transformer, self.fallback,
                                      self._record, **self.options)
-            return make_boxed_func(compiled)
+
+            def boxed(args: List[Any]) -> Any:  # AOTAutograd's calling convention
+                return compiled(*args)
+            boxed._boxed_call = True  # type: ignore[attr-defined]
+            return boxed
         return compile_one
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Any:

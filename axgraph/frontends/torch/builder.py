@@ -106,6 +106,8 @@ class GraphBuilder:
                 position += 1
             elif node.op == "call_function":
                 self.values[node] = self._call(node)
+            elif node.op == "get_attr":
+                self.values[node] = self._constant(node)
             elif node.op == "output":
                 outputs = node.args[0]
             else:
@@ -137,6 +139,20 @@ class GraphBuilder:
                 self.size_inputs.append((position, dim.name))
         else:
             self.values[node] = value
+
+    def _constant(self, node: torch.fx.Node) -> core.Node:
+        """A tensor the graph holds (a `torch.tensor(...)` in the model) as a Constant."""
+        value = attribute_value(node)
+        et = element_type(value.dtype) if isinstance(value, torch.Tensor) else None
+        if et is None:
+            raise TorchBridgeError(f"the graph's constant {node.target} is not a tensor the "
+                                   f"bridge compiles ({type(value).__name__})",
+                                   node_location(node))
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        with unset_fake_temporarily():  # compiling runs under fake tensors; this one is real
+            array = value.detach().numpy().copy()
+        return core.Constant(et, tuple(value.shape), array)
 
     def _call(self, node: torch.fx.Node) -> Any:
         found = RULES.get(node.target)
@@ -178,6 +194,14 @@ class GraphBuilder:
                 described.append(Output("dim", dim=value))
         function = core.Function(results, self.parameters) if results else None
         return BuiltGraph(function, self.tensor_inputs, described, single, self.size_inputs)
+
+
+def attribute_value(node: torch.fx.Node) -> Any:
+    """The value a get_attr node reads from its module."""
+    value: Any = node.graph.owning_module
+    for part in str(node.target).split("."):
+        value = getattr(value, part)
+    return value
 
 
 def memory_order(value: Any) -> Optional[Tuple[int, ...]]:

@@ -2,7 +2,7 @@
 explicit, as the strict core requires."""
 from __future__ import annotations
 
-from typing import Any, Sequence, Tuple, Type
+from typing import Any, Sequence, Tuple
 
 from ... import core
 from ...dims import DimLike, definitely_equal, known
@@ -41,7 +41,7 @@ def broadcast_to(x: core.Node, shape: Sequence[DimLike]) -> core.Node:
     return core.Broadcast(x, core.Shape(shape), new)
 
 
-def elementwise(op: Type[core.Node], et: core.ElementType, shape: Sequence[DimLike],
+def elementwise(op: Any, et: core.ElementType, shape: Sequence[DimLike],
                 *values: Any) -> core.Node:
     """`op` over values converted to `et` and broadcast to `shape`."""
     return op(*(broadcast_to(tensor(v, et, shape), shape) for v in values))

@@ -74,7 +74,7 @@ def explain(model: Any, *inputs: Any, **options: Any) -> Explanation:
     if needing:
         sources = [p for p in _leaves(model, inputs) if p.requires_grad]
         if sources:
-            total = sum(t.float().sum() for t in needing)
+            total = torch.stack([t.float().sum() for t in needing]).sum()
             torch.autograd.grad(total, sources, allow_unused=True)
     return Explanation(tuple(backend.fallbacks), len(backend.graphs))
 

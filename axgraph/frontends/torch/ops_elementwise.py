@@ -6,7 +6,7 @@ type and the result shape from the traced node and says both explicitly in core 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Type
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -35,7 +35,7 @@ def _compute_type(builder: Any, node: Any, names: tuple, args: Any) -> core.Elem
     return et
 
 
-def _unary(op: Type[core.Node], *overloads: Any) -> None:
+def _unary(op: Any, *overloads: Any) -> None:
     def build(builder: Any, node: Any, args: Any) -> core.Node:
         et, shape = builder.out_type(node)
         return op(convert(args.self, et))
@@ -55,7 +55,7 @@ for _op, _overloads in [
     _unary(_op, *_overloads)
 
 
-def _binary(op: Type[core.Node], *overloads: Any, scaled: bool = False) -> None:
+def _binary(op: Any, *overloads: Any, scaled: bool = False) -> None:
     def build(builder: Any, node: Any, args: Any) -> core.Node:
         et, shape = builder.out_type(node)
         other = args.other
@@ -114,7 +114,7 @@ def _power(builder: Any, node: Any, args: Any) -> core.Node:
     return elementwise(core.Power, et, shape, args.self, args.exponent)
 
 
-def _comparison(op: Type[core.Node], *overloads: Any) -> None:
+def _comparison(op: Any, *overloads: Any) -> None:
     def build(builder: Any, node: Any, args: Any) -> core.Node:
         compute = _compute_type(builder, node, ("self", "other"), args)
         shape = builder.out_type(node)[1]
@@ -175,6 +175,17 @@ def _gelu(builder: Any, node: Any, args: Any) -> core.Node:
     half = core.Multiply(fill(et, shape, 0.5), x)
     scaled = core.Multiply(x, fill(et, shape, 1.0 / math.sqrt(2.0)))
     return core.Multiply(half, core.Add(fill(et, shape, 1.0), core.Erf(scaled)))
+
+
+@rule(aten.expm1.default)
+def _expm1(builder: Any, node: Any, args: Any) -> core.Node:
+    """exp(x) - 1, exact near 0 too: there as 2t / (1 - t) with t = tanh(x / 2)."""
+    x = args.self
+    et, shape = x.element_type, x.shape
+    t = core.Tanh(core.Multiply(x, fill(et, shape, 0.5)))
+    near_zero = core.Divide(core.Add(t, t), core.Subtract(fill(et, shape, 1.0), t))
+    small = core.Less(core.Abs(x), fill(et, shape, 0.5))
+    return core.Select(small, near_zero, core.Subtract(core.Exp(x), fill(et, shape, 1.0)))
 
 
 @rule(aten.scalar_tensor.default)

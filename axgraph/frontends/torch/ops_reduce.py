@@ -2,7 +2,7 @@
 variances, softmax and their gradients."""
 from __future__ import annotations
 
-from typing import Any, Optional, Type
+from typing import Any, Optional
 
 import torch
 
@@ -36,7 +36,7 @@ def _addmm(builder: Any, node: Any, args: Any) -> core.Node:
     return core.Add(bias, product)
 
 
-def _reduction(op: Type[core.Node], *overloads: Any, mean: bool = False) -> None:
+def _reduction(op: Any, *overloads: Any, mean: bool = False) -> None:
     def build(builder: Any, node: Any, args: Any) -> core.Node:
         et, shape = builder.out_type(node)
         x = convert(args.self, et)
@@ -92,6 +92,11 @@ def _var_mean(builder: Any, node: Any, args: Any) -> tuple:
 @rule(aten.var.correction)
 def _var(builder: Any, node: Any, args: Any) -> core.Node:
     return _variance(builder, args, builder.out_type(node)[0])[0]
+
+
+@rule(aten.std.correction)
+def _std(builder: Any, node: Any, args: Any) -> core.Node:
+    return core.Sqrt(_variance(builder, args, builder.out_type(node)[0])[0])
 
 
 def _same_type_softmax(node: Any) -> Optional[str]:

@@ -9,7 +9,7 @@ import torch
 
 from ... import core
 from ...dims import DimLike, known
-from .building import broadcast_to, convert, positions
+from .building import broadcast_to, convert
 from .registry import rule
 
 aten = torch.ops.aten
@@ -69,15 +69,15 @@ def _cat(builder: Any, node: Any, args: Any) -> core.Node:
 _LARGE = 2 ** 62
 
 
-def _bound(value: Optional[int], size: DimLike, default: DimLike) -> DimLike:
+def _bound(value: Optional[DimLike], size: DimLike, default: DimLike) -> DimLike:
     """A torch slice bound (None, negative, past the end) as a position in [0, size]."""
     if value is None or (isinstance(value, int) and value >= _LARGE):
         return default
     if isinstance(value, int) and value < 0:
-        value = size + value
-        return value if known(value, 0) >= 0 else 0
-    length = known(size, None)
-    if length is not None and isinstance(value, int):
+        counted = size + value
+        return counted if known(counted, 0) >= 0 else 0
+    length = known(size, -1)
+    if length >= 0 and isinstance(value, int):
         return min(value, length)
     return value
 
@@ -153,6 +153,41 @@ def _pad(builder: Any, node: Any, args: Any) -> core.Node:
     if not any(below + above):
         return x
     return core.Pad(x, below, above, None, args.value)
+
+
+def _scatter_window(x: core.Node, src: core.Node, dim: int, start: DimLike, end: DimLike,
+                    step: int) -> core.Node:
+    """x with `src` written over the slice [start:end:step] of dim `dim` (a Select between
+    x and src padded out to x's shape)."""
+    below, above, interior = [0] * x.rank, [0] * x.rank, [0] * x.rank
+    below[dim], interior[dim] = start, step - 1
+    above[dim] = x.shape[dim] - start - ((src.shape[dim] - 1) * step + 1)
+    spread = core.Pad(src, below, above, interior, 0)
+    if isinstance(x, core.Constant) and not x.attributes["value"].ndim \
+            and float(x.attributes["value"]) == 0.0:
+        return spread  # the gradient of a slice: zeros around it
+    inside = core.Pad(core.Constant(core.boolean, src.shape, True), below, above, interior,
+                      False)
+    return core.Select(inside, spread, x)
+
+
+@rule(aten.slice_scatter.default, check=_step_one_or_more)
+def _slice_scatter(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    dim = args.dim % x.rank
+    size = x.shape[dim]
+    return _scatter_window(x, convert(args.src, x.element_type), dim,
+                           _bound(args.start, size, 0), _bound(args.end, size, size), args.step)
+
+
+@rule(aten.select_scatter.default)
+def _select_scatter(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    dim = args.dim % x.rank
+    index = args.index + x.shape[dim] if args.index < 0 else args.index
+    src = convert(args.src, x.element_type)
+    widened = core.Reshape(src, core.Shape(tuple(x.shape[:dim]) + (1,) + tuple(x.shape[dim + 1:])))
+    return _scatter_window(x, widened, dim, index, index + 1, 1)
 
 
 @rule(operator.getitem)

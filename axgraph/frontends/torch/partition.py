@@ -9,7 +9,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .builder import build_graph
+from .builder import attribute_value, build_graph
 from .errors import UnsupportedOperatorError, node_location, node_source
 from .registry import op_name, unsupported_reason
 from .runtime import AxgraphModule, CompiledGraph
@@ -122,13 +122,22 @@ def compile_graph(gm: torch.fx.GraphModule, graph: str = "forward",
         if node.op != "call_module":
             continue
         submodule = getattr(split, node.target)
-        inputs = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in node.args]
+        inputs = [_traced(a) for a in node.args]
         compiled = CompiledGraph(build_graph(submodule.graph, inputs), transformer, **options)
         note(compiled)
         delattr(split, node.target)
         split.add_submodule(node.target, AxgraphModule(compiled))
     split.recompile()
     return split
+
+
+def _traced(argument: Any) -> Any:
+    """A partition input's traced value (a constant tensor is its own)."""
+    if not isinstance(argument, torch.fx.Node):
+        return argument
+    if argument.op == "get_attr":
+        return attribute_value(argument)
+    return argument.meta.get("val")
 
 
 _FREE = frozenset({"getitem", "alias", "detach", "view", "_unsafe_view", "permute", "t",

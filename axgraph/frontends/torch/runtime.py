@@ -6,7 +6,7 @@ the backend made (`torch.from_numpy`, again no copy).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -78,7 +78,7 @@ class CompiledGraph:
         results: Any = ()
         if self.executable is not None:
             results = self.executable(*(_array(args[i]) for i in built.tensor_inputs))
-        outputs = []
+        outputs: List[Any] = []
         bindings: Optional[Dict[str, int]] = None
         for output in built.outputs:
             if output.kind == "result":

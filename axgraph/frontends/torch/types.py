@@ -30,19 +30,17 @@ def sym_dim(value: Any) -> DimLike:
 
 def sympy_dim(expr: Any) -> DimLike:
     """A sympy size expression (sums, products, floor division, remainders) as a core dim."""
-    import sympy
-
-    if isinstance(expr, sympy.Integer):
+    if expr.is_Integer:
         return int(expr)
-    if isinstance(expr, sympy.Symbol):
+    if expr.is_Symbol:
         return Dim(expr.name)
     args = [sympy_dim(a) for a in expr.args]
-    if isinstance(expr, sympy.Add):
+    if expr.is_Add:
         total: DimLike = 0
         for a in args:
             total = total + a
         return total
-    if isinstance(expr, sympy.Mul):
+    if expr.is_Mul:
         product: DimLike = 1
         for a in args:
             product = product * a
