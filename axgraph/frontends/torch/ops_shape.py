@@ -159,7 +159,9 @@ def _scatter_window(x: core.Node, src: core.Node, dim: int, start: DimLike, end:
                     step: int) -> core.Node:
     """x with `src` written over the slice [start:end:step] of dim `dim` (a Select between
     x and src padded out to x's shape)."""
-    below, above, interior = [0] * x.rank, [0] * x.rank, [0] * x.rank
+    below: List[DimLike] = [0] * x.rank
+    above: List[DimLike] = [0] * x.rank
+    interior = [0] * x.rank
     below[dim], interior[dim] = start, step - 1
     above[dim] = x.shape[dim] - start - ((src.shape[dim] - 1) * step + 1)
     spread = core.Pad(src, below, above, interior, 0)
