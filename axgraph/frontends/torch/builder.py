@@ -20,9 +20,11 @@ class Output:
     """Where one graph output comes from: a result of the Function (`result`), an input
     passed straight through (`argument`), a size (`dim`) or a constant (`value`).
 
-    A result torch traced with a permuted layout (a transpose saved for the backward
-    graph) is computed in that memory order and handed back as the same permuted view
-    (`permutation`): PyTorch code reading it may rely on its strides."""
+    A result torch traced with a permuted layout is computed in that memory order and
+    handed back as the same permuted view (`permutation`): PyTorch code reading it may
+    rely on its strides. An input, or a transpose of one (a weight transposed and saved
+    for the backward graph), comes back as a view of the input (`argument` with its
+    `permutation`), as eager PyTorch would give it."""
 
     kind: str
     index: int = 0
@@ -65,6 +67,7 @@ class GraphBuilder:
         self.parameters: List[core.Node] = []
         self.tensor_inputs: List[int] = []
         self.size_inputs: List[Tuple[int, str]] = []
+        self.input_values: Dict[int, Any] = {}
         self._input_values = input_values
 
     # -- what rules call --------------------------------------------------------------------
@@ -123,7 +126,7 @@ class GraphBuilder:
         return self.meta(node)
 
     def _placeholder(self, node: torch.fx.Node, position: int) -> None:
-        value = self._input_meta(node, position)
+        value = self.input_values[position] = self._input_meta(node, position)
         if isinstance(value, torch.Tensor):
             et = element_type(value.dtype)
             if et is None:
@@ -169,6 +172,25 @@ class GraphBuilder:
                 f"{op_name(node.target)} ({node_source(node) or node.name}) could not be "
                 f"built from core ops: {error.message}", location) from error
 
+    def _input_view(self, value: core.Node, item: Any, parameter_positions: Dict[int, int]
+                    ) -> Optional[Tuple[int, Optional[Tuple[int, ...]]]]:
+        """(graph input, permutation) when an output is an input or a transpose of one
+        with the strides torch traced: handed back as a view of the input (as eager
+        PyTorch gives it), nothing computed."""
+        permutation = None
+        if isinstance(value, core.Transpose):
+            permutation = tuple(value.attributes["permutation"])
+            value = value.inputs[0]
+        if id(value) not in parameter_positions:
+            return None
+        position = self.tensor_inputs[parameter_positions[id(value)]]
+        if permutation is not None:
+            source, traced = self.input_values.get(position), self.meta(item)
+            if not (isinstance(source, torch.Tensor) and isinstance(traced, torch.Tensor)
+                    and source.permute(permutation).stride() == traced.stride()):
+                return None
+        return position, permutation
+
     def _outputs(self, outputs: List[Any], single: bool) -> BuiltGraph:
         results: List[core.Node] = []
         index_of: Dict[int, int] = {}
@@ -178,9 +200,10 @@ class GraphBuilder:
             value = self.resolve(item)
             if value is None or isinstance(value, (bool, float)):
                 described.append(Output("value", value=value))
-            elif isinstance(value, core.Node) and id(value) in parameter_positions:
-                described.append(Output("argument", self.tensor_inputs[
-                    parameter_positions[id(value)]]))
+            elif isinstance(value, core.Node) and self._input_view(value, item,
+                                                                   parameter_positions):
+                source, permutation = self._input_view(value, item, parameter_positions)
+                described.append(Output("argument", source, permutation=permutation))
             elif isinstance(value, core.Node):
                 order = memory_order(self.meta(item)) if isinstance(item, torch.fx.Node) else None
                 if order is not None:

@@ -1,7 +1,7 @@
 """A built graph compiled on a core backend, called with torch tensors.
 
-Arguments reach the backend as NumPy views of the tensors' memory (no copy unless a
-tensor is not row-major contiguous) and results come back as tensors over the arrays
+Arguments reach the backend as NumPy views of the tensors' memory (no copy, whatever
+their strides) and results come back as tensors over the arrays
 the backend made (`torch.from_numpy`, again no copy).
 """
 from __future__ import annotations
@@ -38,8 +38,8 @@ def core_backend(transformer: str) -> str:
 
 
 def _array(value: torch.Tensor) -> np.ndarray:
-    array = value.detach().numpy()
-    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    """A view of a tensor's memory, strides and all (the backends take any strides)."""
+    return value.detach().numpy()
 
 
 def _tensor(array: np.ndarray) -> torch.Tensor:
@@ -87,7 +87,9 @@ class CompiledGraph:
                     value = value.permute(output.permutation)
                 outputs.append(value)
             elif output.kind == "argument":
-                outputs.append(args[output.index])
+                value = args[output.index]
+                outputs.append(value if output.permutation is None
+                               else value.permute(output.permutation))
             elif output.kind == "dim":
                 if bindings is None:
                     bindings = self._bindings(args)
