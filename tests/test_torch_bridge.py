@@ -300,6 +300,20 @@ def test_the_entry_point_names_the_backend_function():
     assert getattr(importlib.import_module(module), attribute) is axgraph_backend
 
 
+@pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
+@pytest.mark.parametrize("module", ["backend", "explain", "exported"])
+def test_docstring_examples_run_as_written(module):
+    import doctest
+
+    found = importlib.import_module(f"axgraph.frontends.torch.{module}")
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = [t for t in doctest.DocTestFinder().find(found) if t.examples]
+    assert tests
+    for test in tests:
+        runner.run(test, clear_globs=False)  # Dynamo keeps references into them
+    assert runner.summarize(verbose=False).failed == 0
+
+
 def test_backend_by_name_once_installed():
     from importlib.metadata import entry_points
 

@@ -1,7 +1,8 @@
-"""PyTorch programs on axgraph: a `torch.compile` backend.
+"""PyTorch programs on axgraph: a `torch.compile` backend, and `torch.export` import.
 
     import torch
     compiled = torch.compile(model, backend="axgraph", options={"transformer": "cpu"})
+    imported = import_exported(torch.export.export(model, (x,)))   # an axes graph
 
 Dynamo captures the model's graphs; AOTAutograd turns them into ATen ops (forward and
 backward); one declared rule per ATen overload builds core ops (or bridge ops lowered
@@ -13,10 +14,12 @@ from __future__ import annotations
 from .backend import AxgraphBackend, axgraph_backend, decompositions
 from .errors import TorchBridgeError, UnsupportedOperatorError
 from .explain import Explanation, explain
+from .exported import ImportedProgram, import_exported, imported_ops
 from .partition import Fallback
 from .registry import supported_ops
 from .runtime import TRANSFORMERS, CompiledGraph
 
 __all__ = ["AxgraphBackend", "axgraph_backend", "decompositions", "TorchBridgeError",
-           "UnsupportedOperatorError", "Explanation", "explain", "Fallback", "supported_ops",
+           "UnsupportedOperatorError", "Explanation", "explain", "ImportedProgram", "import_exported",
+           "imported_ops", "Fallback", "supported_ops",
            "TRANSFORMERS", "CompiledGraph"]

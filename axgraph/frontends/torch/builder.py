@@ -198,12 +198,12 @@ class GraphBuilder:
         parameter_positions = {id(p): i for i, p in enumerate(self.parameters)}
         for item in outputs:
             value = self.resolve(item)
+            view = (self._input_view(value, item, parameter_positions)
+                    if isinstance(value, core.Node) else None)
             if value is None or isinstance(value, (bool, float)):
                 described.append(Output("value", value=value))
-            elif isinstance(value, core.Node) and self._input_view(value, item,
-                                                                   parameter_positions):
-                source, permutation = self._input_view(value, item, parameter_positions)
-                described.append(Output("argument", source, permutation=permutation))
+            elif view is not None:
+                described.append(Output("argument", view[0], permutation=view[1]))
             elif isinstance(value, core.Node):
                 order = memory_order(self.meta(item)) if isinstance(item, torch.fx.Node) else None
                 if order is not None:
