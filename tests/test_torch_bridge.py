@@ -300,7 +300,6 @@ def test_the_entry_point_names_the_backend_function():
     assert getattr(importlib.import_module(module), attribute) is axgraph_backend
 
 
-@pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
 @pytest.mark.parametrize("module", ["backend", "explain", "exported"])
 def test_docstring_examples_run_as_written(module):
     import doctest

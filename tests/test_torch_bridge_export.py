@@ -16,8 +16,6 @@ from axgraph.serialization import restore_variables, save_variables  # noqa: E40
 from axgraph.visualize import graph_to_dot  # noqa: E402
 
 HERE = os.path.abspath(__file__)
-# torch.export (2.13) itself uses a pytree API it has deprecated
-pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
 
 
 class Net(nn.Module):

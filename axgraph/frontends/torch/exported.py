@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -508,7 +509,9 @@ def import_exported(program: Any) -> ImportedProgram:
     """
     from .backend import decompositions
 
-    decomposed = program.run_decompositions(decompositions())
+    with warnings.catch_warnings():  # torch 2.13's own use of a pytree API it deprecated
+        warnings.filterwarnings("ignore", ".*LeafSpec.*", FutureWarning)
+        decomposed = program.run_decompositions(decompositions())
     return Importer(decomposed).run()
 
 
