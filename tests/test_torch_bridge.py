@@ -431,3 +431,32 @@ def test_a_dynamic_batch_trains():
     for (name, p), q in zip(model.named_parameters(), eager.parameters()):
         assert_close(p.grad, q.grad, f"gradient of {name}")
     assert len(backend.graphs) == 2  # one forward and one backward graph for every batch
+
+
+def test_a_graph_a_rule_cannot_build_runs_in_pytorch_or_names_the_line(monkeypatch):
+    from axgraph import core
+    from axgraph.frontends.torch import TorchBridgeError, registry
+
+    def broken(builder, node, args):  # a rule building an op the core refuses
+        return core.Add(args.self, core.Constant(core.f32, (1,), 0.0))
+
+    monkeypatch.setitem(registry.RULES, torch.ops.aten.relu.default,
+                        registry.Rule(broken))
+
+    def net(x):
+        return torch.relu(x) * 2  # the op whose rule fails
+
+    x = torch.randn(3, 4)
+    backend = AxgraphBackend()
+    assert_close(torch.compile(net, backend=backend)(x), net(x), "run by PyTorch")
+    (fallback,) = backend.fallbacks
+    assert fallback.op == "2 ops" and "Add: shapes differ" in fallback.reason
+    assert fallback.location == (HERE, line_of("# the op whose " + "rule fails"))
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as caught:
+        torch.compile(net, backend=AxgraphBackend(fallback=False))(x)
+    error = caught.value
+    while not isinstance(error, TorchBridgeError):
+        error = error.__cause__ or error.inner_exception
+    assert error.location == fallback.location
+    assert "aten.relu.default (return torch.relu(x) * 2" in str(error)

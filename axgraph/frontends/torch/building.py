@@ -73,10 +73,5 @@ def count(shape: Sequence[DimLike], axes: Sequence[int], et: core.ElementType) -
     return core.Convert(core.DimValue(total), et)
 
 
-def scalar_to(x: core.Node, shape: Sequence[DimLike]) -> core.Node:
-    """A scalar (shape []) broadcast to `shape`."""
-    return broadcast_to(x, shape)
-
-
 __all__ = ["fill", "convert", "tensor", "broadcast_to", "elementwise", "positions",
-           "keep_dims", "count", "scalar_to"]
+           "keep_dims", "count"]

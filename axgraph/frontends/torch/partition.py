@@ -9,6 +9,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
+from ...errors import AxgraphError
 from .builder import attribute_value, build_graph
 from .errors import UnsupportedOperatorError, node_location, node_source
 from .registry import op_name, unsupported_reason
@@ -95,7 +96,8 @@ def compile_graph(gm: torch.fx.GraphModule, graph: str = "forward",
         With ``fallback=False``, the graph has ops without a rule; it names each and
         the user's line.
     TorchBridgeError
-        A rule could not build its op.
+        With ``fallback=False``, a rule could not build its op (with fallback, PyTorch
+        runs that graph or partition and a `Fallback` records why).
     """
     note = record if record is not None else (lambda item: None)
     missing = fallbacks_of(gm, graph)
@@ -107,10 +109,24 @@ def compile_graph(gm: torch.fx.GraphModule, graph: str = "forward",
         raise UnsupportedOperatorError(f"the torch bridge has no rule for: {listed} "
                                        f"(options={{'fallback': True}} runs them in PyTorch)",
                                        first.location)
+    def compiled(graph_module: Any, inputs: Any = None) -> Optional[CompiledGraph]:
+        """The graph compiled; None where a rule or the core refused it and PyTorch is to
+        run it (recorded as a fallback)."""
+        try:
+            made = CompiledGraph(build_graph(graph_module.graph, inputs), transformer, **options)
+        except AxgraphError as error:
+            if not fallback:
+                raise
+            size = sum(n.op == "call_function" for n in graph_module.graph.nodes)
+            note(Fallback(f"{size} ops", f"not compiled: {error.message}", graph,
+                          error.location, ""))
+            return None
+        note(made)
+        return made
+
     if not missing:
-        compiled = CompiledGraph(build_graph(gm.graph), transformer, **options)
-        note(compiled)
-        return compiled
+        whole = compiled(gm)
+        return gm if whole is None else whole
     from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
     partitioner = CapabilityBasedPartitioner(gm, _Supported(), allows_single_node_partition=True)
@@ -121,12 +137,10 @@ def compile_graph(gm: torch.fx.GraphModule, graph: str = "forward",
     for node in list(split.graph.nodes):
         if node.op != "call_module":
             continue
-        submodule = getattr(split, node.target)
-        inputs = [_traced(a) for a in node.args]
-        compiled = CompiledGraph(build_graph(submodule.graph, inputs), transformer, **options)
-        note(compiled)
-        delattr(split, node.target)
-        split.add_submodule(node.target, AxgraphModule(compiled))
+        part = compiled(getattr(split, node.target), [_traced(a) for a in node.args])
+        if part is not None:
+            delattr(split, node.target)
+            split.add_submodule(node.target, AxgraphModule(part))
     split.recompile()
     return split
 

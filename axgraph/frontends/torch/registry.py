@@ -124,10 +124,6 @@ class Arguments:
         """The FX argument as the graph holds it."""
         return self._raw[name]
 
-    def positional(self) -> List[Any]:
-        """The resolved arguments in order."""
-        return list(self._resolved.values())
-
 
 __all__ = ["Rule", "RULES", "rule", "supported_ops", "op_name", "unsupported_reason",
            "Arguments"]
