@@ -88,10 +88,11 @@ class SmallCNN(nn.Module):
 
 
 class Recurrent(nn.Module):
-    """An LSTM cell feeding a GRU cell, unrolled over the sequence."""
+    """A GRU layer, then an LSTM cell feeding a GRU cell, unrolled over the sequence."""
 
     def __init__(self):
         super().__init__()
+        self.layer = nn.GRU(3, 3)
         self.lstm = nn.LSTMCell(3, 5)
         self.gru = nn.GRUCell(5, 4)
         self.out = nn.Linear(4, 2)
@@ -99,7 +100,7 @@ class Recurrent(nn.Module):
     def forward(self, xs):
         h = c = torch.zeros(xs.shape[1], 5)
         g = torch.zeros(xs.shape[1], 4)
-        for x in xs:
+        for x in self.layer(xs)[0]:
             h, c = self.lstm(x, (h, c))
             g = self.gru(h, g)
         return self.out(g)
@@ -417,6 +418,25 @@ def test_training_updates_batch_norms_running_statistics_as_eager_does():
     assert_close(model.norm.running_mean, eager.norm.running_mean, "running mean")
     assert_close(model.norm.running_var, eager.norm.running_var, "running variance")
     assert int(model.norm.num_batches_tracked) == 3
+
+
+def test_batch_norm_trains_through_a_batch_size_that_becomes_symbolic():
+    """The second batch size makes Dynamo recompile with a symbolic batch; batch norm's
+    n / (n - 1) is then computed from it at run time."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Tanh())
+    eager = copy.deepcopy(model)
+    backend = AxgraphBackend()
+    compiled = torch.compile(model, backend=backend)
+    for batch in (3, 5, 6):
+        x = torch.randn(batch, 4)
+        out, expected = compiled(x), eager(x)
+        assert_close(out, expected, f"batch {batch}")
+        out.sum().backward()
+        expected.sum().backward()
+    assert_close(model[1].running_var, eager[1].running_var, "running variance")
+    assert_close(model[0].weight.grad, eager[0].weight.grad, "accumulated gradient")
+    assert backend.fallbacks == []
+    assert any(graph.built.size_inputs for graph in backend.graphs)
 
 
 def test_a_dynamic_batch_trains():

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any, Sequence, Tuple
 
 from ... import core
-from ...dims import DimLike, definitely_equal, known
+from ...dims import Dim, DimLike, definitely_equal, known
 
 
 def fill(et: core.ElementType, shape: Any, value: Any) -> core.Node:
-    """A constant of `shape` holding `value` everywhere."""
+    """A constant of `shape` holding `value` everywhere (a symbolic size: its value at
+    run time, broadcast)."""
+    if isinstance(value, Dim):
+        return broadcast_to(core.Convert(core.DimValue(value), et), tuple(shape))
     if isinstance(value, bool) and et is not core.boolean:
         value = int(value)
     return core.Constant(et, core.Shape(tuple(shape)), value)

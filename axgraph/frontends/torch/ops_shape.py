@@ -9,7 +9,7 @@ import torch
 
 from ... import core
 from ...dims import DimLike, known
-from .building import broadcast_to, convert
+from .building import broadcast_to, convert, tensor
 from .registry import rule
 
 aten = torch.ops.aten
@@ -206,15 +206,37 @@ def _sym_size(builder: Any, node: Any, args: Any) -> DimLike:
 
 def _on_sizes(node: Any) -> Optional[str]:
     value = node.meta.get("val")
-    return None if isinstance(value, (int, torch.SymInt)) else "only sizes are compiled"
+    numbers = (int, float, torch.SymInt, torch.SymFloat)
+    return None if isinstance(value, numbers) else "only arithmetic on sizes is compiled"
 
 
 def _size_arithmetic(op: Any) -> None:
-    rule(op, check=_on_sizes)(lambda builder, node, args: op(args.arg0, args.arg1))
+    """Sizes combine as dims while they stay integers (`s0 * 4`); a quotient, or anything
+    with a quotient in it (batch norm's n / (n - 1)), is a float64 scalar node."""
+    core_op = {operator.add: core.Add, operator.sub: core.Subtract, operator.mul: core.Multiply,
+               operator.truediv: core.Divide}.get(op)
+
+    def build(builder: Any, node: Any, args: Any) -> Any:
+        a, b = args.arg0, args.arg1
+        if op is not operator.truediv and not any(isinstance(v, (core.Node, float))
+                                                  for v in (a, b)):
+            return op(a, b)
+        if core_op is None:
+            raise TypeError(f"{op.__name__} of sizes that are not integers")
+        return core_op(*(tensor(v, core.f64) for v in (a, b)))
+    rule(op, check=_on_sizes)(build)
 
 
-for _op in (operator.add, operator.sub, operator.mul, operator.floordiv):
+for _op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv):
     _size_arithmetic(_op)
+
+
+@rule(aten.sym_numel.default)
+def _sym_numel(builder: Any, node: Any, args: Any) -> DimLike:
+    total: DimLike = 1
+    for size in args.self.shape:
+        total = total * size
+    return total
 
 
 __all__: list = []
