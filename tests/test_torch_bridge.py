@@ -352,6 +352,11 @@ FUNCTIONS = {
     + a.split([1, 3], 0)[1].sum(0, keepdim=True)[:, :3] + b.transpose(0, 1).reshape(4, 5)[:, 1:4]
     + F.pad(a[:, :2], (0, 1)),
     "layer norm": lambda a, b: F.layer_norm(a * b, (5,), b[0], a[1]),
+    "indexing": lambda a, b: a[torch.tensor([2, 0, 2])] * b[1:4] + a.index_select(
+        1, torch.tensor([4, 4, 0, 1, 2])).flip(0)[:3] + b.repeat(1, 2)[:3, 3:8],
+    "extrema and norms": lambda a, b: a.max(1, keepdim=True).values * b + b.min(0).values
+    + torch.linalg.vector_norm(a, dim=1, keepdim=True) + (a.argmax(1, keepdim=True) + b.argmin())
+    + a.amax() + F.normalize(b, dim=0),
     "nll loss": _nll,
 }
 
@@ -370,6 +375,20 @@ def test_ops_and_their_gradients_agree(name):
     assert_close(out, expected, name)
     assert_close(ga, ea, f"{name}: gradient of a")
     assert_close(gb, eb, f"{name}: gradient of b")
+    assert backend.fallbacks == []
+
+
+def test_products_and_positions_agree():
+    def summary(a):
+        return a.prod(1), a.prod(), a.argmax(), a.argmin(0, keepdim=True), a.max(0)[1]
+
+    a = torch.randn(4, 5)
+    backend = AxgraphBackend()
+    with torch.no_grad():
+        got, expected = torch.compile(summary, backend=backend)(a), summary(a)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        assert_close(g, e, "products and positions")
     assert backend.fallbacks == []
 
 

@@ -99,6 +99,64 @@ def _std(builder: Any, node: Any, args: Any) -> core.Node:
     return core.Sqrt(_variance(builder, args, builder.out_type(node)[0])[0])
 
 
+_reduction(core.Prod, aten.prod.default, aten.prod.dim_int)
+
+
+def _index_reduction(op: Any, *overloads: Any) -> None:
+    """argmax / argmin over one dim (or over everything, row-major)."""
+    def build(builder: Any, node: Any, args: Any) -> core.Node:
+        x = args.self
+        if args.dim is None:
+            flat = core.Reshape(x, core.Shape((_elements(x),)))
+            result = op(flat, (0,))
+            return core.Reshape(result, builder.out_type(node)[1]) if args.keepdim else result
+        axis = args.dim % x.rank
+        result = op(x, (axis,))
+        return keep_dims(result, x.shape, (axis,)) if args.keepdim else result
+    rule(*overloads)(build)
+
+
+def _elements(x: core.Node) -> Any:
+    total: Any = 1
+    for d in x.shape:
+        total = total * d
+    return total
+
+
+_index_reduction(core.ArgMax, aten.argmax.default)
+_index_reduction(core.ArgMin, aten.argmin.default)
+
+
+def _extremum_with_index(values_op: Any, index_op: Any, overload: Any) -> None:
+    """max.dim / min.dim: (values, indices) over one dim."""
+    def build(builder: Any, node: Any, args: Any) -> tuple:
+        x = args.self
+        axis = args.dim % x.rank
+        values, indices = values_op(x, (axis,)), index_op(x, (axis,))
+        if args.keepdim:
+            return keep_dims(values, x.shape, (axis,)), keep_dims(indices, x.shape, (axis,))
+        return values, indices
+    rule(overload)(build)
+
+
+_extremum_with_index(core.Max, core.ArgMax, aten.max.dim)
+_extremum_with_index(core.Min, core.ArgMin, aten.min.dim)
+
+
+def _euclidean(node: Any) -> Optional[str]:
+    order = node.args[1] if len(node.args) > 1 else node.kwargs.get("ord", 2)
+    return None if order == 2 else f"norms of order {order}"
+
+
+@rule(aten.linalg_vector_norm.default, check=_euclidean)
+def _vector_norm(builder: Any, node: Any, args: Any) -> core.Node:
+    et, shape = builder.out_type(node)
+    x = convert(args.self, et)
+    axes = positions(args.dim, x.rank)
+    result = core.Sqrt(core.Sum(core.Multiply(x, x), axes))
+    return keep_dims(result, x.shape, axes) if args.keepdim else result
+
+
 def _same_type_softmax(node: Any) -> Optional[str]:
     return "half_to_float softmax" if node.args[2] is True else None
 

@@ -9,7 +9,7 @@ import torch
 
 from ... import core
 from ...dims import DimLike, known
-from .building import broadcast_to, convert, tensor
+from .building import broadcast_to, convert, fill, tensor
 from .registry import rule
 
 aten = torch.ops.aten
@@ -190,6 +190,85 @@ def _select_scatter(builder: Any, node: Any, args: Any) -> core.Node:
     src = convert(args.src, x.element_type)
     widened = core.Reshape(src, core.Shape(tuple(x.shape[:dim]) + (1,) + tuple(x.shape[dim + 1:])))
     return _scatter_window(x, widened, dim, index, index + 1, 1)
+
+
+@rule(aten.flip.default)
+def _flip(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    return core.Reverse(x, tuple(sorted({d % x.rank for d in args.dims})))
+
+
+@rule(aten.repeat.default)
+def _repeat(builder: Any, node: Any, args: Any) -> core.Node:
+    """Each dim d repeated r times: a new dim of r before it, broadcast, then merged."""
+    x = args.self
+    repeats = list(args.repeats)
+    lead = len(repeats) - x.rank
+    shape = [1] * lead + list(x.shape)
+    x = core.Reshape(x, core.Shape(tuple(shape))) if lead else x
+    widened: List[DimLike] = []
+    for r, d in zip(repeats, shape):
+        widened += [r, d]
+    spread = core.Broadcast(x, core.Shape(tuple(widened)), tuple(range(0, len(widened), 2)))
+    return core.Reshape(spread, builder.out_type(node)[1])
+
+
+@rule(aten.index_select.default)
+def _index_select(builder: Any, node: Any, args: Any) -> core.Node:
+    return core.Gather(args.self, args.index, args.dim % args.self.rank)
+
+
+def _one_index(node: Any) -> Optional[str]:
+    """x[index] and x[..., index] along one dim: a single integer index tensor."""
+    indices = node.args[1]
+    present = [i for i in indices if i is not None]
+    if len(present) != 1 or present[0].meta["val"].dtype in (torch.bool, torch.uint8):
+        return "indexing by several tensors or by masks"
+    return None
+
+
+@rule(aten.index.Tensor, check=_one_index)
+def _index(builder: Any, node: Any, args: Any) -> core.Node:
+    (axis,) = [i for i, v in enumerate(args.indices) if v is not None]
+    return core.Gather(args.self, args.indices[axis], axis)
+
+
+def _one_index_accumulated(node: Any) -> Optional[str]:
+    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    return _one_index(node) or (None if accumulate else "index_put without accumulate")
+
+
+@rule(aten.index_put.default, check=_one_index_accumulated)
+def _index_put(builder: Any, node: Any, args: Any) -> core.Node:
+    """x[index] += values (the gradient of indexing): a ScatterAdd."""
+    x = args.self
+    (axis,) = [i for i, v in enumerate(args.indices) if v is not None]
+    index = args.indices[axis]
+    shape = tuple(x.shape[:axis]) + tuple(index.shape) + tuple(x.shape[axis + 1:])
+    values = broadcast_to(convert(args.values, x.element_type), shape)
+    return core.ScatterAdd(x, index, values, axis)
+
+
+def _one_per_row(node: Any) -> Optional[str]:
+    """scatter with one index per row along its dim (the gradient of max over a dim)."""
+    x, dim, index = node.args[0].meta["val"], node.args[1], node.args[2].meta["val"]
+    dim %= x.dim()
+    same = all(index.shape[i] == x.shape[i] for i in range(x.dim()) if i != dim)
+    return None if same and index.shape[dim] == 1 else "scatter of several values per row"
+
+
+@rule(aten.scatter.src, aten.scatter.value, check=_one_per_row)
+def _scatter(builder: Any, node: Any, args: Any) -> core.Node:
+    x = args.self
+    dim = args.dim % x.rank
+    index = args.index
+    squeezed = core.Reshape(index, core.Shape(tuple(d for i, d in enumerate(index.shape)
+                                                    if i != dim)))
+    hit = core.Equal(core.OneHot(squeezed, x.shape, dim), fill(index.element_type, x.shape, 1))
+    source = getattr(args, "src", None)
+    values = (broadcast_to(convert(source, x.element_type), x.shape) if source is not None
+              else fill(x.element_type, x.shape, args.value))
+    return core.Select(hit, values, x)
 
 
 @rule(operator.getitem)
