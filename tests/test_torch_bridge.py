@@ -499,3 +499,18 @@ def test_a_graph_a_rule_cannot_build_runs_in_pytorch_or_names_the_line(monkeypat
         error = error.__cause__ or error.inner_exception
     assert error.location == fallback.location
     assert "aten.relu.default (return torch.relu(x) * 2" in str(error)
+
+
+def test_any_failure_inside_a_rule_is_a_bridge_error_not_a_raw_one(monkeypatch):
+    from axgraph.frontends.torch import registry
+
+    def faulty(builder, node, args):
+        raise ValueError("a rule's own bug")
+
+    monkeypatch.setitem(registry.RULES, torch.ops.aten.relu.default, registry.Rule(faulty))
+    x = torch.randn(3, 4)
+    backend = AxgraphBackend()
+    assert_close(torch.compile(lambda x: torch.relu(x) + 1, backend=backend)(x),
+                 torch.relu(x) + 1, "run by PyTorch")
+    (fallback,) = backend.fallbacks
+    assert "ValueError: a rule's own bug" in fallback.reason

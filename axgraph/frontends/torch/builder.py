@@ -68,7 +68,7 @@ class GraphBuilder:
         self.tensor_inputs: List[int] = []
         self.size_inputs: List[Tuple[int, str]] = []
         self.input_values: Dict[int, Any] = {}
-        self._input_values = input_values
+        self._given = input_values
 
     # -- what rules call --------------------------------------------------------------------
 
@@ -121,8 +121,8 @@ class GraphBuilder:
         return self._outputs([outputs] if single else list(outputs), single)
 
     def _input_meta(self, node: torch.fx.Node, position: int) -> Any:
-        if self._input_values is not None:
-            return self._input_values[position]
+        if self._given is not None:
+            return self._given[position]
         return self.meta(node)
 
     def _placeholder(self, node: torch.fx.Node, position: int) -> None:
@@ -165,12 +165,14 @@ class GraphBuilder:
         try:
             with core.at_location(location):
                 return found.build(self, node, Arguments(node, self.resolve))
-        except AxgraphError as error:
-            if isinstance(error, TorchBridgeError) or location is None:
-                raise
+        except TorchBridgeError:
+            raise
+        except Exception as error:  # noqa: BLE001 - any failure of a rule names the op and line
+            reason = error.message if isinstance(error, AxgraphError) else \
+                f"{type(error).__name__}: {error}"
             raise TorchBridgeError(
                 f"{op_name(node.target)} ({node_source(node) or node.name}) could not be "
-                f"built from core ops: {error.message}", location) from error
+                f"built from core ops: {reason}", location) from error
 
     def _input_view(self, value: core.Node, item: Any, parameter_positions: Dict[int, int]
                     ) -> Optional[Tuple[int, Optional[Tuple[int, ...]]]]:

@@ -10,6 +10,7 @@ import torch
 from ... import core
 from ...dims import DimLike, known
 from .building import broadcast_to, convert, fill, tensor
+from .errors import TorchBridgeError
 from .registry import rule
 
 aten = torch.ops.aten
@@ -301,7 +302,7 @@ def _size_arithmetic(op: Any) -> None:
                                                   for v in (a, b)):
             return op(a, b)
         if core_op is None:
-            raise TypeError(f"{op.__name__} of sizes that are not integers")
+            raise TorchBridgeError(f"{op.__name__} of sizes that are not integers")
         return core_op(*(tensor(v, core.f64) for v in (a, b)))
     rule(op, check=_on_sizes)(build)
 

@@ -7,6 +7,7 @@ import torch
 
 from ... import core
 from ...dims import Dim, DimLike
+from .errors import TorchBridgeError
 
 #: torch dtype -> core element type, for every dtype the bridge compiles (others fall back)
 ELEMENT_TYPES: Dict[torch.dtype, core.ElementType] = {
@@ -50,7 +51,7 @@ def sympy_dim(expr: Any) -> DimLike:
         return args[0] // args[1]
     if name in ("Mod", "PythonMod") and isinstance(args[1], int):
         return args[0] % args[1]
-    raise TypeError(f"size expression {expr} is not a polynomial with floor divisions")
+    raise TorchBridgeError(f"size expression {expr} is not a polynomial with floor divisions")
 
 
 def shape_of(value: Any) -> core.Shape:
