@@ -50,6 +50,9 @@ def decompositions() -> Dict[Any, Any]:
     return table
 
 
+_DEFAULTS: Dict[str, Dict[str, Any]] = {"cpu": {"native": True}}
+
+
 class AxgraphBackend:
     """A `torch.compile` backend compiling on axgraph; it keeps what it compiled.
 
@@ -61,7 +64,8 @@ class AxgraphBackend:
         Whether ATen ops without a rule run in PyTorch (default True); with False
         they raise `UnsupportedOperatorError`.
     **options
-        Passed to the core backend's compile (``cache_size=`` on cpu, ...).
+        Passed to the core backend's compile (``cache_size=`` on cpu, ...). On cpu,
+        ``native`` defaults to True: a small graph runs as one C function.
 
     Attributes
     ----------
@@ -93,7 +97,9 @@ class AxgraphBackend:
                       f"the torch bridge's options (transformer {transformer!r})")
         self.transformer = transformer
         self.fallback = fallback
-        self.options = options
+        # A step of a small network is dispatch-bound: on cpu, small graphs run as one C
+        # function each unless the caller says otherwise (docs/core.md).
+        self.options = {**_DEFAULTS.get(backend, {}), **options}
         self.graphs: List[CompiledGraph] = []
         self.fallbacks: List[Fallback] = []
 
