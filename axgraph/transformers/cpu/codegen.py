@@ -433,7 +433,8 @@ def _pad(p: Program, node: Node, index: int) -> str:
     assert isinstance(node, core.Pad)
     (x,), out = p._args(node), p.names[node]
     value = node.attributes["value"]
-    return (f"rt.pad({x}, {tuple(node.below)}, {tuple(node.interior)}, {value!r}, "
+    literal = repr(value) if np.isfinite(value) else f"float({str(float(value))!r})"  # -inf
+    return (f"rt.pad({x}, {tuple(node.below)}, {tuple(node.interior)}, {literal}, "
             f"out={out})")
 
 

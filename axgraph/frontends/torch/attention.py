@@ -1,0 +1,81 @@
+"""Scaled dot-product attention decomposed into matrix products and a softmax.
+
+PyTorch's CPU attention is a fused op with a fused gradient; AOTAutograd meets the pair
+(`_scaled_dot_product_flash_attention_for_cpu` and its `_backward`) in the forward and
+backward graphs. Both are decomposed here, consistently with each other, into ops the
+rule table has, so that attention and its gradient run on axgraph:
+
+    S = scale * Q K^T (+ mask),  L = logsumexp(S),  P = exp(S - L),  O = P V
+    dV = P^T dO,  dS = P * (dO V^T - rowsum(dO * O)),  dQ = scale * dS K,
+    dK = scale * dS^T Q
+
+With dropout (p > 0) they decline, and PyTorch's fused ops run instead.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Tuple
+
+import torch
+
+aten = torch.ops.aten
+
+
+def _scores(query: torch.Tensor, key: torch.Tensor, is_causal: bool,
+            attn_mask: Optional[torch.Tensor], scale: float) -> torch.Tensor:
+    scores = torch.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        length, source = query.shape[-2], key.shape[-2]
+        allowed = torch.ones(length, source, dtype=torch.bool, device=query.device).tril()
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    if attn_mask is not None:
+        scores = (scores.masked_fill(~attn_mask, float("-inf"))
+                  if attn_mask.dtype == torch.bool else scores + attn_mask)
+    return scores
+
+
+def _scale(query: torch.Tensor, scale: Optional[float]) -> float:
+    return 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+
+
+def attention_forward(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                      dropout_p: float = 0.0, is_causal: bool = False, *,
+                      attn_mask: Optional[torch.Tensor] = None,
+                      scale: Optional[float] = None) -> Any:
+    """(output, logsumexp of the scores): the fused CPU attention's results."""
+    if dropout_p != 0.0:
+        return NotImplemented
+    scores = _scores(query, key, is_causal, attn_mask, _scale(query, scale))
+    peak = scores.amax(-1, keepdim=True)
+    log_total = torch.log(torch.exp(scores - peak).sum(-1, keepdim=True)) + peak
+    weights = torch.exp(scores - log_total)
+    return torch.matmul(weights, value), log_total.squeeze(-1)
+
+
+def attention_backward(grad_out: torch.Tensor, query: torch.Tensor, key: torch.Tensor,
+                       value: torch.Tensor, out: torch.Tensor, logsumexp: torch.Tensor,
+                       dropout_p: float, is_causal: bool, *,
+                       attn_mask: Optional[torch.Tensor] = None,
+                       scale: Optional[float] = None) -> Any:
+    """(dQ, dK, dV) from the saved output and logsumexp."""
+    if dropout_p != 0.0:
+        return NotImplemented
+    factor = _scale(query, scale)
+    weights = torch.exp(_scores(query, key, is_causal, attn_mask, factor)
+                        - logsumexp.unsqueeze(-1))
+    grad_value = torch.matmul(weights.transpose(-2, -1), grad_out)
+    row = (grad_out * out).sum(-1, keepdim=True)
+    grad_scores = weights * (torch.matmul(grad_out, value.transpose(-2, -1)) - row)
+    grad_query = torch.matmul(grad_scores, key) * factor
+    grad_key = torch.matmul(grad_scores.transpose(-2, -1), query) * factor
+    return grad_query, grad_key, grad_value
+
+
+def attention_decompositions() -> Tuple[Tuple[Any, Any], ...]:
+    """The (op, decomposition) pairs for the fused CPU attention and its gradient."""
+    return ((aten._scaled_dot_product_flash_attention_for_cpu.default, attention_forward),
+            (aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+             attention_backward))
+
+
+__all__ = ["attention_forward", "attention_backward", "attention_decompositions"]

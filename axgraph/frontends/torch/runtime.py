@@ -1,0 +1,136 @@
+"""A built graph compiled on a core backend, called with torch tensors.
+
+Arguments reach the backend as NumPy views of the tensors' memory (no copy, whatever
+their strides) and results come back as tensors over the arrays
+the backend made (`torch.from_numpy`, again no copy).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import torch
+
+from ... import core
+from ...dims import Dim
+from ...errors import AxgraphValueError
+from ...passes import PassManager, default_passes
+from .builder import BuiltGraph
+
+#: the names `options={"transformer": ...}` takes, and the core backend each means
+TRANSFORMERS: Dict[str, str] = {"cpu": "cpu", "jax": "jax", "numpy": "interpreter",
+                                "interpreter": "interpreter"}
+
+
+def core_backend(transformer: str) -> str:
+    """The core backend a transformer name stands for.
+
+    Raises
+    ------
+    AxgraphValueError
+        The name is not one of `TRANSFORMERS`.
+    """
+    try:
+        return TRANSFORMERS[transformer]
+    except (KeyError, TypeError):
+        raise AxgraphValueError(f"transformer {transformer!r} is not one the torch bridge "
+                                f"runs on; choose one of {sorted(TRANSFORMERS)}") from None
+
+
+def _array(value: torch.Tensor) -> np.ndarray:
+    """A view of a tensor's memory, strides and all (the backends take any strides)."""
+    return value.detach().numpy()
+
+
+def _tensor(array: np.ndarray) -> torch.Tensor:
+    array = np.asarray(array)
+    if not array.flags.writeable:
+        array = array.copy()
+    return torch.from_numpy(array)
+
+
+class CompiledGraph:
+    """One FX graph (or partition) compiled by axgraph; call it as torch would.
+
+    Parameters
+    ----------
+    built : BuiltGraph
+        The graph as a core Function.
+    transformer : str, optional
+        "cpu" (default), "jax", or "numpy" (the reference interpreter).
+    **options
+        Passed to the core backend's compile (the cpu backend's ``cache_size``, ...).
+    """
+
+    def __init__(self, built: BuiltGraph, transformer: str = "cpu", **options: Any):
+        self.built = built
+        self.backend = core_backend(transformer)
+        self.function: Optional[core.Function] = None
+        self.executable: Any = None
+        if built.function is not None:
+            backend = core.get_backend(self.backend)
+            manager = PassManager(default_passes() + list(backend.passes()), max_rounds=4)
+            self.function = manager.run(built.function)
+            self.executable = core.compile(self.function, backend=self.backend, **options)
+
+    def __call__(self, *args: Any) -> Any:
+        built = self.built
+        results: Any = ()
+        if self.executable is not None:
+            results = self.executable(*(_array(args[i]) for i in built.tensor_inputs))
+        outputs: List[Any] = []
+        bindings: Optional[Dict[str, int]] = None
+        for output in built.outputs:
+            if output.kind == "result":
+                value = _tensor(results[output.index])
+                if output.permutation is not None:
+                    value = value.permute(output.permutation)
+                outputs.append(value)
+            elif output.kind == "argument":
+                value = args[output.index]
+                outputs.append(value if output.permutation is None
+                               else value.permute(output.permutation))
+            elif output.kind == "dim":
+                if bindings is None:
+                    bindings = self._bindings(args)
+                dim = output.dim
+                outputs.append(dim.evaluate(bindings) if isinstance(dim, Dim) else dim)
+            else:
+                outputs.append(output.value)
+        return outputs[0] if built.single else tuple(outputs)
+
+    def _bindings(self, args: Any) -> Dict[str, int]:
+        """The size variables' values for these arguments (for outputs that are sizes)."""
+        bindings = {name: int(args[position]) for position, name in self.built.size_inputs}
+        function = self.built.function
+        if function is not None:
+            shapes = [tuple(args[i].shape) for i in self.built.tensor_inputs]
+            bindings.update(function.bind(shapes))
+        return bindings
+
+    def cache_info(self) -> core.CacheInfo:
+        """What the backend compiled per binding of the size variables (see core.CacheInfo).
+
+        Returns
+        -------
+        core.CacheInfo
+            The executable's report (all zeros when the graph needed no Function).
+        """
+        if self.executable is None:
+            return core.CacheInfo(0, 0, 0, 0, ())
+        report: core.CacheInfo = self.executable.cache_info()
+        return report
+
+
+class AxgraphModule(torch.nn.Module):
+    """A compiled partition in place of the submodule it replaces in a split graph."""
+
+    def __init__(self, compiled: CompiledGraph):
+        super().__init__()
+        self.compiled = compiled
+
+    def forward(self, *args: Any) -> Any:
+        return self.compiled(*args)
+
+
+__all__ = ["TRANSFORMERS", "core_backend", "CompiledGraph", "AxgraphModule"]
