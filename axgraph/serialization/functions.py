@@ -29,7 +29,7 @@ from ..errors import SerializationError
 from ..variables_file import (BFLOAT16, BFLOAT16_BITS, DTYPES, MAX_NAME_LENGTH, ArchiveKind,
                               _cut, _fields, _Invalid, _refused_as, _short,
                               open_variables_file, shown_path, write_variables_file)
-from .graph_values import Unsaveable, ValueDecoder, ValueEncoder, dataclass_table
+from .graph_values import Unsaveable, ValueDecoder, ValueEncoder, dataclass_table, subclass_table
 from .graphs import (MAX_ARRAYS, MAX_MANIFEST_BYTES, MAX_MANIFEST_CONTAINERS, MAX_OPS, _check_arrays, _checked, _decoded_location,
                      _location, _refs, _text)
 
@@ -60,16 +60,7 @@ CORE = ArchiveKind("core function file", CORE_FORMAT, CORE_VERSION, _check_core_
 def node_classes() -> Dict[str, Optional[type]]:
     """{class name: class} of every core `Node` subclass of this process (None for a name
     two classes share): the only way a file's class name becomes a node class."""
-    table: Dict[str, Optional[type]] = {}
-    stack, seen = list(Node.__subclasses__()), set()
-    while stack:
-        kind = stack.pop()
-        if kind in seen:
-            continue
-        seen.add(kind)
-        stack.extend(kind.__subclasses__())
-        table[kind.__name__] = None if kind.__name__ in table else kind
-    return table
+    return subclass_table(Node)
 
 
 def _no_reference(kind: str):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 import numpy as np
 
@@ -56,6 +56,23 @@ def dtype_from_name(name, what: str) -> np.dtype:
 
 class Unsaveable(Exception):
     """A value the encoder cannot write (its message says what it is)."""
+
+
+def subclass_table(base: type) -> Dict[str, Optional[type]]:
+    """{class name: class} of every subclass of `base` defined in this process (None for a
+    name two classes share): the only way a file's class name becomes a class, so a file
+    names no class that is not already one of ours or the user's."""
+    table: Dict[str, Optional[type]] = {}
+    stack: List[type] = list(base.__subclasses__())
+    seen: Set[type] = set()
+    while stack:
+        kind = stack.pop()
+        if kind in seen:
+            continue
+        seen.add(kind)
+        stack.extend(kind.__subclasses__())
+        table[kind.__name__] = None if kind.__name__ in table else kind
+    return table
 
 
 def dataclass_table(modules: Sequence[object]) -> Dict[str, type]:

@@ -51,7 +51,7 @@ from ..variables_file import (BFLOAT16, BFLOAT16_BITS, DTYPES, MAX_NAME_LENGTH, 
                               check_unique_entries, open_variables_file, shown_path,
                               write_variables_file)
 from .graph_values import (MAX_TEXT, Unsaveable, ValueDecoder, ValueEncoder, dataclass_table,
-                           decode_dim, dtype_from_name, dtype_name, encode_dim)
+                           decode_dim, dtype_from_name, dtype_name, encode_dim, subclass_table)
 from .variables import _stored_tensors
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -134,17 +134,7 @@ GRAPH = ArchiveKind("graph file", GRAPH_FORMAT, GRAPH_VERSION, _check_graph_mani
 def op_classes() -> Dict[str, Optional[type]]:
     """{class name: class} of every `Op` subclass defined in this process (None for a name
     two classes share). This table is the only way a file's class name becomes a class."""
-    table: Dict[str, Optional[type]] = {}
-    stack = list(Op.__subclasses__())
-    seen: Set[type] = set()
-    while stack:
-        kind = stack.pop()
-        if kind in seen:
-            continue
-        seen.add(kind)
-        stack.extend(kind.__subclasses__())
-        table[kind.__name__] = None if kind.__name__ in table else kind
-    return table
+    return subclass_table(Op)
 
 
 def value_classes(classes: Iterable[Optional[type]]) -> Dict[str, type]:
