@@ -2,7 +2,7 @@
 
 ONNX pairs dimensions by position from the right; axgraph pairs axes by
 identity. `broadcast` relabels every operand onto the axes of the broadcast
-result (`_onnx_axes.broadcast_axes`), dropping the length-1 dimensions that
+result (`positional.broadcast_axes`), dropping the length-1 dimensions that
 broadcast, then calls the axgraph function, which pairs the axes by identity.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import axgraph as ng
 from ...dims import Dim, dim_max, dim_min
 from ...shapes.prover import provably_different
 from ...op_graph.op import Op
-from ._onnx_axes import aligned, broadcast_axes, in_order
+from ..positional import aligned, broadcast_axes, in_order
 from .import_rules import Node, Value, rule
 
 UNARY: Dict[str, Callable[[Op], Op]] = {

@@ -15,7 +15,7 @@ import axgraph as ng
 
 from ...axes import Axis
 from ...op_graph.op import Op
-from ._onnx_axes import broadcast_axes, in_order, is_one, relabelled
+from ..positional import broadcast_axes, in_order, is_one, relabelled
 from .import_rules import Node, Value, rule
 from .import_elementwise import broadcast
 

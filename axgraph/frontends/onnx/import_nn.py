@@ -16,7 +16,7 @@ import axgraph as ng
 
 from ...axes import Axis, make_axis, make_axis_role
 from ...op_graph.op import Op
-from ._onnx_axes import aligned, in_order, relabelled
+from ..positional import aligned, in_order, relabelled
 from .import_rules import Node, positive_axis, rule
 
 # Roles are matched by name, so these are the roles of neon's `ar` without importing neon.

@@ -17,7 +17,7 @@ import axgraph as ng
 
 from ...axes import Axis
 from ...op_graph.op import Op
-from ._onnx_axes import in_order, relabelled
+from ..positional import in_order, relabelled
 from .import_rules import Node, rule
 
 LSTM_GATES = "iofc"

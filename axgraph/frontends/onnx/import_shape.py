@@ -16,7 +16,7 @@ from ...axes import FlattenedAxis
 from ...axes import Axis
 from ...dims import Dim, DimLike, exact_quotient
 from ...op_graph.op import Op
-from ._onnx_axes import aligned, in_order, index_slices, is_one, lengths, relabelled
+from ..positional import aligned, in_order, index_slices, is_one, lengths, relabelled
 from .import_rules import Node, Value, positive_axis, rule
 
 INT_MAX = 2 ** 62  # ONNX writes "to the end" as INT64_MAX (or near it)

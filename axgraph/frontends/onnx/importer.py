@@ -5,7 +5,7 @@ each operator up in the rule table (`import_rules.RULES`). Values known when the
 model is imported (initializers, constants, shapes) stay NumPy arrays, and a
 node whose inputs are all known is computed at once with ONNX's reference
 evaluator, so shape arithmetic never reaches the graph. Every other value is an
-op whose axes are its ONNX dimensions in order (see `_onnx_axes`).
+op whose axes are its ONNX dimensions in order (see `axgraph.frontends.positional`).
 
 Axes come from the inputs' dimensions: one axis per distinct `dim_param`, shared
 by every input that names it, whose length is the size variable ``ng.dim(name)``

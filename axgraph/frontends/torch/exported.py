@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
+from ..positional import aligned, broadcast_axes, in_order
 from .errors import TorchBridgeError, UnsupportedOperatorError, node_location, node_source
 from .registry import Arguments, op_name
 
@@ -170,54 +171,20 @@ class Importer:
 
     # -- what rules use -----------------------------------------------------------------------
 
-    def ordered(self, op: Any, axes: Sequence[Any]) -> Any:
-        """`op` with its axes in torch's order (a no-op when they already are)."""
-        if list(op.axes) == list(axes):
-            return op
-        return self.ng.axes_with_order(op, list(axes))
-
-    def aligned(self, operand: Any, out_axes: Sequence[Any]) -> Any:
-        """An operand of a broadcasting op relabelled onto the result's axes: its dims align
-        with the result's last ones; its dims of 1 that the result stretches are dropped."""
-        if not hasattr(operand, "axes"):
-            return operand  # a number
-        axes = list(operand.axes)
-        offset = len(out_axes) - len(axes)
-        keep: List[Any] = []
-        picks: List[Any] = []
-        for i, axis in enumerate(axes):
-            target = out_axes[offset + i]
-            if axis.length == 1 and target.length != 1:
-                picks.append(0)
-            else:
-                keep.append(target)
-                picks.append(slice(None))
-        if len(keep) != len(axes):
-            operand = self.ng.tensor_slice(operand, picks)
-        if list(operand.axes) != keep:
-            operand = self.ng.cast_axes(operand, keep)
-        return operand
-
-    def broadcast_axes(self, rank: int, operands: Sequence[Any]) -> List[Any]:
-        """The result's axes: at each position, the axis of the first operand whose dim
-        there is not a stretched 1."""
-        chosen: List[Any] = [None] * rank
-        for operand in operands:
-            if not hasattr(operand, "axes"):
-                continue
-            axes = list(operand.axes)
-            offset = rank - len(axes)
-            for i, axis in enumerate(axes):
-                current = chosen[offset + i]
-                if current is None or (current.length == 1 and axis.length != 1):
-                    chosen[offset + i] = axis
-        return chosen
+    def new_axis(self, length: Any, hint: str) -> Any:
+        """A fresh axis for a broadcast result's position no operand's axis can take
+        (`positional.broadcast_axes` asks)."""
+        return self.axis(hint, length)
 
     def elementwise(self, node: Any, function: Callable[..., Any], *operands: Any) -> Any:
         """`function` of operands broadcast as torch does, the result in torch's order."""
-        out_axes = self.broadcast_axes(len(node.meta["val"].shape), operands)
-        result = function(*(self.aligned(x, out_axes) for x in operands))
-        return self.ordered(result, out_axes)
+        tensors = [x for x in operands if hasattr(x, "axes")]  # numbers broadcast as they are
+        if not tensors:
+            return function(*operands)
+        out_axes = broadcast_axes(self, tensors, node.name)
+        result = function(*(aligned(x, out_axes) if hasattr(x, "axes") else x
+                            for x in operands))
+        return in_order(result, out_axes)
 
     def fresh_unless_taken(self, axis: Any, taken: Sequence[Any]) -> Any:
         return self.axis(axis.name, axis.length) if axis in taken else axis
@@ -261,13 +228,13 @@ def _dtype(value: Any) -> Any:
 def _permute(importer: Importer, node: Any, args: Arguments) -> Any:
     x = args.self
     axes = list(x.axes)
-    return importer.ordered(x, [axes[d % len(axes)] for d in args.dims])
+    return in_order(x, [axes[d % len(axes)] for d in args.dims])
 
 
 @_rule(aten.t.default)
 def _t(importer: Importer, node: Any, args: Arguments) -> Any:
     x = args.self
-    return importer.ordered(x, list(x.axes)[::-1])
+    return in_order(x, list(x.axes)[::-1])
 
 
 @_rule(aten.transpose.int)
@@ -276,7 +243,7 @@ def _transpose(importer: Importer, node: Any, args: Arguments) -> Any:
     axes = list(x.axes)
     a, b = args.dim0 % len(axes), args.dim1 % len(axes)
     axes[a], axes[b] = axes[b], axes[a]
-    return importer.ordered(x, axes)
+    return in_order(x, axes)
 
 
 def _product(importer: Importer, a: Any, b: Any) -> Any:
@@ -289,7 +256,7 @@ def _product(importer: Importer, a: Any, b: Any) -> Any:
     if b_axes != relabelled:
         b = importer.ng.cast_axes(b, relabelled)
     result = importer.ng.dot(a, b, reduction_axes=[contracted])
-    return importer.ordered(result, a_axes[:-1] + [free])
+    return in_order(result, a_axes[:-1] + [free])
 
 
 @_rule(aten.mm.default, aten.bmm.default)
@@ -372,7 +339,7 @@ def _softmax_rule(function_name: str, overload: Any) -> None:
         axes = list(x.axes)
         result = getattr(importer.ng, function_name)(
             x, normalization_axes=[axes[args.dim % len(axes)]])
-        return importer.ordered(result, axes)
+        return in_order(result, axes)
     _rule(overload)(build)
 
 
@@ -386,7 +353,7 @@ def _reduced(importer: Importer, args: Arguments, function: Callable[..., Any]) 
     picked = sorted({d % len(axes) for d in (args.dim or range(len(axes)))})
     result = function(x, reduction_axes=[axes[i] for i in picked])
     kept = [a for i, a in enumerate(axes) if i not in picked]
-    result = importer.ordered(result, kept)
+    result = in_order(result, kept)
     if getattr(args, "keepdim", False):
         for i in picked:
             result = importer.ng.expand_dims(result, importer.axis(f"{axes[i].name}_kept", 1), i)
@@ -417,11 +384,11 @@ def _var_mean(importer: Importer, node: Any, args: Arguments) -> Any:
     picked = sorted({d % len(axes) for d in (args.dim or range(len(axes)))})
     reduced = [axes[i] for i in picked]
     kept = [a for i, a in enumerate(axes) if i not in picked]
-    mean = importer.ordered(ng.mean(x, reduction_axes=reduced), kept)
+    mean = in_order(ng.mean(x, reduction_axes=reduced), kept)
     centred = ng.subtract(x, mean)  # mean's axes are among x's: broadcast by name
     correction = 1 if args.correction is None else args.correction
     count = math.prod(a.length for a in reduced)
-    variance = importer.ordered(
+    variance = in_order(
         ng.divide(ng.sum(ng.square(centred), reduction_axes=reduced), count - correction), kept)
     if args.keepdim:
         for i in picked:
@@ -467,7 +434,7 @@ def _reshape(importer: Importer, node: Any, args: Arguments) -> Any:
             axis = importer.axis(f"{node.name}_{position}", 1)
             x = ng.expand_dims(x, axis, position)
         final.append(axis)
-    return importer.ordered(x, final)
+    return in_order(x, final)
 
 
 def _length(axes: Sequence[Any]) -> int:

@@ -1,11 +1,15 @@
-"""ONNX positions on named axes.
+"""Positional dimensions on named axes: what every importer of a positional format shares.
 
-An imported ONNX value is an op whose axes, in order, are its ONNX dimensions:
-position i of the ONNX shape is ``op.axes[i]``. Rules keep that order (each
-ends with `in_order`), so the result of `t.computation` has ONNX's layout.
-Where ONNX pairs dimensions by position (broadcasting, a matrix product, a
-concatenation), the operands are relabelled onto common axes with
-`ng.cast_axes`, which moves no data.
+ONNX models, TensorFlow graphs and PyTorch's exported programs number their
+dimensions; axgraph names them. An imported value is an op whose axes, in
+order, are its dimensions: position i of the source's shape is ``op.axes[i]``.
+Import rules keep that order (each ends with `in_order`), so the result of
+`t.computation` has the source's layout. Where the source pairs dimensions by
+position (NumPy broadcasting, a matrix product, a concatenation), the operands
+are relabelled onto common axes with `ng.cast_axes`, which moves no data.
+
+A `builder` passed to `broadcast_axes` is the importer: anything with
+``new_axis(length, hint) -> Axis`` making a fresh, uniquely named axis.
 """
 from __future__ import annotations
 
@@ -13,11 +17,11 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ...axes import Axes, Axis
-from ...dims import DimLike
-from ...op_graph.op import Op
-from ...op_graph.shape_ops import axes_with_order, cast_axes, tensor_slice
-from ...op_graph.tensors import constant
+from ..axes import Axes, Axis
+from ..dims import DimLike
+from ..op_graph.op import Op
+from ..op_graph.shape_ops import axes_with_order, cast_axes, tensor_slice
+from ..op_graph.tensors import constant
 
 
 def is_one(length: Optional[DimLike]) -> bool:
@@ -26,6 +30,7 @@ def is_one(length: Optional[DimLike]) -> bool:
 
 
 def lengths(op: Op) -> Tuple[DimLike, ...]:
+    """The lengths of `op`'s axes, in order: the source's shape."""
     return tuple(axis.length for axis in op.axes)
 
 
