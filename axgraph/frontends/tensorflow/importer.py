@@ -1,0 +1,263 @@
+"""Import a TensorFlow GraphDef as an axes graph: `TFImporter` (Nervana Graph v0.4's API).
+
+The importer loads the GraphDef into a TF graph of its own (so TF checks it and
+infers every static shape), computes the values known before any data is fed
+(`static_values`), and walks the ops in order, looking each op type up in the
+rule table (`rules.RULES`). Every other value becomes an op whose axes are its TF
+dimensions in order (the positional helpers shared with the ONNX importer).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
+
+from ...debug_info import user_location
+from ...errors import AxgraphError
+from ...op_graph.op import Op
+from . import ops_math, ops_nn, ops_shape, ops_variable  # noqa: F401 (they fill RULES)
+from .rules import RULES, GraphBuilder, Node, TFImportError, UnsupportedOpError, Value
+from .static_values import static_values
+
+Handle = Union[Op, List[Any]]
+
+
+def _tensorflow() -> Any:
+    """``tensorflow.compat.v1``, imported when a graph is imported."""
+    try:
+        return importlib.import_module("tensorflow.compat.v1")
+    except ImportError:
+        raise TFImportError("TensorFlow import needs the optional package tensorflow: "
+                            "pip install 'axgraph[tensorflow]'", user_location()) from None
+
+
+class TFImporter:
+    """Reads TensorFlow graphs (GraphDefs) into axgraph ops.
+
+    After `import_graph_def` (or `import_protobuf`), `get_op_handle` gives the
+    axgraph op of a TF tensor or op of that graph: a placeholder for a
+    ``tf.placeholder``, a variable for a ``tf.Variable``, an op that runs every
+    assignment for an init op (``tf.global_variables_initializer()``), and an op
+    computing the same values as TF for everything else. Each op's axes are its
+    TF dimensions in order, so computations return arrays of TF's shapes.
+
+    Examples
+    --------
+    >>> import axgraph as ng
+    >>> import tensorflow.compat.v1 as tf
+    >>> from axgraph.frontends.tensorflow import TFImporter
+    >>> graph = tf.Graph()
+    >>> with graph.as_default():
+    ...     total = tf.constant(1.0) + tf.constant(2.0)
+    >>> importer = TFImporter()
+    >>> importer.import_graph_def(graph.as_graph_def())
+    >>> with ng.make_transformer("numpy") as t:
+    ...     print(t.computation(importer.get_op_handle(total))())
+    3.0
+    """
+
+    def __init__(self) -> None:
+        self.graph: Any = None
+        self._values: Dict[str, Value] = {}
+        self._handles: Dict[str, Optional[Op]] = {}
+        self._constants: Dict[str, Op] = {}
+        self._builder = GraphBuilder()
+
+    def import_graph_def(self, graph_def: Any, verbose: bool = False) -> None:
+        """Import every op of a TensorFlow GraphDef.
+
+        Parameters
+        ----------
+        graph_def : tf.GraphDef
+            The graph, e.g. ``tf.get_default_graph().as_graph_def()``.
+        verbose : bool
+            Print each op as it is imported.
+
+        Raises
+        ------
+        UnsupportedOpError
+            If an op type has no import rule (the message names the op and the
+            node and lists the supported op types), or a rule refuses an attribute.
+        TFImportError
+            If `graph_def` is not a GraphDef TensorFlow accepts, a placeholder's
+            shape is not fully known, or an op refuses what a node asks of it.
+        """
+        tf = _tensorflow()
+        if not isinstance(graph_def, tf.GraphDef):
+            raise TFImportError(f"import_graph_def takes a tf.GraphDef, not "
+                                f"{type(graph_def).__name__}", user_location())
+        graph = tf.Graph()
+        try:
+            with graph.as_default():
+                tf.import_graph_def(graph_def, name="")
+        except Exception as error:  # TF's own errors for a malformed graph vary
+            raise TFImportError(f"TensorFlow rejects the GraphDef: {type(error).__name__}: "
+                                f"{error}", user_location()) from None
+        self.graph = graph
+        self._values = dict(static_values(tf, graph))
+        self._handles, self._constants = {}, {}
+        initial = _initial_values(graph, self._values)
+        for tf_op in graph.get_operations():
+            if verbose:
+                print(f"importing {tf_op.type} {tf_op.name}")
+            if tf_op.outputs and all(t.name in self._values for t in tf_op.outputs):
+                continue
+            self._import_op(tf_op, initial)
+
+    parse_graph_def = import_graph_def
+
+    def import_protobuf(self, path: Union[str, "os.PathLike[str]"], verbose: bool = False
+                        ) -> None:
+        """Import a GraphDef saved in a file: binary (``.pb``) or text (``.pbtxt``, ``.txt``).
+
+        The file is parsed as a protocol buffer only: nothing in it runs.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file, as ``tf.train.write_graph`` writes it.
+        verbose : bool
+            Print each op as it is imported.
+
+        Raises
+        ------
+        TFImportError
+            If the file cannot be read or parsed as a GraphDef.
+        UnsupportedOpError
+            As in `import_graph_def`.
+        """
+        tf = _tensorflow()
+        text_format = importlib.import_module("google.protobuf.text_format")
+        path = os.fspath(path)
+        graph_def = tf.GraphDef()
+        try:
+            with open(path, "rb") as file:
+                data = file.read()
+            try:
+                graph_def.ParseFromString(data)
+            except Exception:  # not binary: the text form
+                graph_def = tf.GraphDef()
+                text_format.Parse(data.decode("utf-8"), graph_def)
+        except Exception as error:
+            raise TFImportError(f"cannot read a TensorFlow GraphDef from {path!r}: "
+                                f"{type(error).__name__}: {error}", user_location()) from None
+        self.import_graph_def(graph_def, verbose=verbose)
+
+    parse_protobuf = import_protobuf
+
+    def get_op_handle(self, tf_op: Any) -> Handle:
+        """The axgraph op of a TF tensor or op (or a list of them) of the imported graph.
+
+        Parameters
+        ----------
+        tf_op : tf.Tensor, tf.Operation, tf.Variable, or a list or tuple of them
+            What to look up, by name. An op stands for its first output; an op
+            without outputs (an init op, an assignment) for the op running it.
+
+        Returns
+        -------
+        Op or list of Op
+            The op(s), in the order given.
+
+        Raises
+        ------
+        TFImportError
+            If nothing of that name was imported.
+        """
+        if isinstance(tf_op, (list, tuple)):
+            return [self.get_op_handle(x) for x in tf_op]
+        name = getattr(tf_op, "name", None)
+        if not isinstance(name, str):
+            raise TFImportError(f"get_op_handle takes TF tensors or ops, not "
+                                f"{type(tf_op).__name__}", user_location())
+        return self.get_op_handle_by_name(name)
+
+    def get_op_handle_by_name(self, name: str) -> Op:
+        """The axgraph op of the TF op (``"MatMul"``) or tensor (``"MatMul:0"``) named.
+
+        Parameters
+        ----------
+        name : str
+            An op's name (its first output) or a tensor's name.
+
+        Returns
+        -------
+        Op
+            The op.
+
+        Raises
+        ------
+        TFImportError
+            If nothing of that name was imported.
+        """
+        if self.graph is None:
+            raise TFImportError("no graph imported yet: call import_graph_def first",
+                                user_location())
+        op_name = name.split(":")[0]
+        if ":" not in name and op_name in self._handles and self._handles[op_name] is not None:
+            handle = self._handles[op_name]
+            assert handle is not None
+            return handle
+        tensor = name if ":" in name else f"{name}:0"
+        if tensor not in self._values:
+            known = op_name in self._handles or f"{op_name}:0" in self._values
+            raise TFImportError(f"the imported graph has no {'value' if known else 'op'} "
+                                f"named {name!r}", user_location())
+        value = self._values[tensor]
+        if isinstance(value, Op):
+            return value
+        if tensor not in self._constants:
+            self._constants[tensor] = self._builder.as_op(value, tensor)
+        return self._constants[tensor]
+
+    def _import_op(self, tf_op: Any, initial: Dict[str, np.ndarray]) -> None:
+        rule = RULES.get(tf_op.type)
+        label = f"{tf_op.type} node {tf_op.name!r}"
+        if rule is None:
+            raise UnsupportedOpError(f"TF {label}: op type {tf_op.type} is not supported; the "
+                                     f"supported op types are {', '.join(sorted(RULES))}",
+                                     user_location())
+        inputs: List[Value] = []
+        for tensor in tf_op.inputs:
+            if tensor.name not in self._values:
+                raise TFImportError(f"TF {label}: input {tensor.name!r} has no value",
+                                    user_location())
+            inputs.append(self._values[tensor.name])
+        controls = [h for h in (self._handles.get(c.name) for c in tf_op.control_inputs)
+                    if h is not None]
+        node = Node(tf_op, inputs, controls, self._builder, initial.get(tf_op.name))
+        try:
+            produced = rule(node)
+        except TFImportError:
+            raise
+        except AxgraphError as error:  # an op refused what the node asked: name the node
+            raise TFImportError(f"TF {label}: {error.message}", user_location()) from error
+        results = list(produced) if isinstance(produced, tuple) else [produced]
+        for tensor, value in zip(tf_op.outputs, results):
+            if tensor.name not in self._values:
+                self._values[tensor.name] = value
+        effect = results[0] if results and isinstance(results[0], Op) else None
+        self._handles[tf_op.name] = effect
+
+
+def _initial_values(graph: Any, values: Dict[str, Value]) -> Dict[str, np.ndarray]:
+    """Each variable's initial value, where its initializer assigns a known value.
+
+    A variable ``v`` is initialized by the op ``v/Assign``; its value becomes the
+    axgraph variable's initial value, so the variable holds it even before the
+    imported init op runs.
+    """
+    initial: Dict[str, np.ndarray] = {}
+    for op in graph.get_operations():
+        if op.type in ("VariableV2", "VarHandleOp", "Variable"):
+            try:
+                assign = graph.get_operation_by_name(f"{op.name}/Assign")
+            except KeyError:
+                continue
+            if len(assign.inputs) == 2 and assign.inputs[0].op is op:
+                value = values.get(assign.inputs[1].name)
+                if isinstance(value, np.ndarray):
+                    initial[op.name] = value
+    return initial
