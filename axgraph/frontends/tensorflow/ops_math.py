@@ -93,6 +93,21 @@ def import_relu6_grad(node: Node) -> Op:
     return dy * ng.greater(features, 0.0) * ng.less(features, 6.0)
 
 
+@rule("Select", "SelectV2")
+def import_select(node: Node) -> Op:
+    """x where the condition holds, else y (NumPy's broadcasting of the three)."""
+    condition, x, y = node.input(0), node.input(1), node.input(2)
+    if node.op_type == "Select" and _rank(condition) == 1 and _rank(x) > 1:
+        raise node.unsupported("Select of whole rows by a vector condition is not supported")
+    dtype = x.dtype if isinstance(x, Op) else y.dtype
+    return broadcast(node, lambda c, a, b: ng.where(c, a, b, dtype=dtype), condition, x, y,
+                     dtype=dtype)
+
+
+def _rank(x: Value) -> int:
+    return x.ndim if isinstance(x, np.ndarray) else len(x.axes)
+
+
 @rule("AddN")
 def import_add_n(node: Node) -> Op:
     result = node.op(0)

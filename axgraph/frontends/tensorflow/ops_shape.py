@@ -152,10 +152,8 @@ def import_tile(node: Node) -> Op:
     return x
 
 
-@rule("StridedSlice")
-def import_strided_slice(node: Node) -> Op:
-    """Slices with constant bounds; shrink_axis_mask drops dimensions (``x[1]``)."""
-    x = node.op(0)
+def _strided_index(node: Node, shape: List[int]) -> List[Union[int, slice]]:
+    """StridedSlice's begin, end, strides and masks as a tensor_slice index of `shape`."""
     begin, end, strides = (np.asarray(node.constant(i, what)).reshape(-1).tolist()
                            for i, what in ((1, "begin"), (2, "end"), (3, "strides")))
     for mask in ("ellipsis_mask", "new_axis_mask"):
@@ -164,17 +162,44 @@ def import_strided_slice(node: Node) -> Op:
     begin_mask, end_mask = node.attr("begin_mask", 0), node.attr("end_mask", 0)
     shrink = node.attr("shrink_axis_mask", 0)
     index: List[Union[int, slice]] = []
-    for i, axis in enumerate(x.axes):
+    for i, length in enumerate(shape):
         if i >= len(begin):
             index.append(slice(None))
+        elif shrink >> i & 1:
+            index.append(position(node, int(begin[i]), int(length)))
+        else:
+            start = None if begin_mask >> i & 1 else int(begin[i])
+            stop = None if end_mask >> i & 1 else int(end[i])
+            index.append(slice(start, stop, int(strides[i])))
+    return index
+
+
+@rule("StridedSlice")
+def import_strided_slice(node: Node) -> Op:
+    """Slices with constant bounds; shrink_axis_mask drops dimensions (``x[1]``)."""
+    x = node.op(0)
+    return ng.tensor_slice(x, tuple(_strided_index(node, [int(a.length) for a in x.axes])))
+
+
+@rule("StridedSliceGrad")
+def import_strided_slice_grad(node: Node) -> Op:
+    """The gradient of a StridedSlice: dy in the sliced region, zeros elsewhere."""
+    shape = [int(n) for n in np.asarray(node.constant(0, "shape")).reshape(-1)]
+    dy = node.op(4)
+    pads = []
+    for where, item in enumerate(_strided_index(node, shape)):
+        if isinstance(item, int):
+            dy = ng.expand_dims(dy, node.new_axis(1), where)
+            pads.append((item, shape[where] - item - 1))
             continue
-        if shrink >> i & 1:
-            index.append(position(node, int(begin[i]), int(axis.length)))
-            continue
-        start = None if begin_mask >> i & 1 else int(begin[i])
-        stop = None if end_mask >> i & 1 else int(end[i])
-        index.append(slice(start, stop, int(strides[i])))
-    return ng.tensor_slice(x, tuple(index))
+        start, stop, step = item.indices(shape[where])
+        if step != 1:
+            raise node.unsupported("the gradient of a slice with a step other than 1 is "
+                                   "not supported")
+        stop = max(stop, start)
+        pads.append((start, shape[where] - stop))
+    padded = ng.pad(dy, pads) if any(p != (0, 0) for p in pads) else dy
+    return relabelled(padded, [node.new_axis(n) for n in shape])
 
 
 @rule("Slice")

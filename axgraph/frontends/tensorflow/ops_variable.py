@@ -8,6 +8,8 @@ control inputs) becomes `ng.doall` of them, so a computation of it runs them.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 import axgraph as ng
@@ -122,3 +124,11 @@ def import_is_initialized(node: Node) -> Op:
 @rule("NoOp")
 def import_no_op(node: Node) -> Op:
     return ng.doall(node.control_inputs)
+
+
+@rule("Const")
+def import_const(node: Node) -> np.ndarray:
+    """A constant under a control dependency (others are read with the static values):
+    its value, known now; the dependency orders nothing that needs it."""
+    make_ndarray = importlib.import_module("tensorflow.compat.v1").make_ndarray
+    return np.asarray(make_ndarray(node.tf_op.get_attr("value")))

@@ -57,10 +57,9 @@ def static_values(tf: Any, graph: Any) -> Dict[str, np.ndarray]:
             continue
         if op.type in SHAPE_OPS and all(t.shape.is_fully_defined() for t in op.inputs):
             feeds.update(zip(op.outputs, _shape_values(op)))
-        elif op.type == "Const" or (
-                op.inputs and op.type not in FED_OPS and not op.op_def.is_stateful
-                and all(t.op.name in known for t in op.inputs)
-                and all(c.name in known for c in op.control_inputs)):
+        elif ((op.type == "Const" or op.inputs and op.type not in FED_OPS
+               and not op.op_def.is_stateful and all(t.op.name in known for t in op.inputs))
+              and all(c.name in known for c in op.control_inputs)):
             fetches.extend(op.outputs)
         else:
             continue
