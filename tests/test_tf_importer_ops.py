@@ -289,7 +289,7 @@ def test_variables_are_initialized_by_the_init_op(use_resource):
 def test_relu_gradient_of_constants_v04():
     # v0.4's gradient test: d/da of relu(a) @ ones, for random a and for zeros
     for value in (randn(1, 10), np.zeros((1, 10), np.float32)):
-        def build():
+        def build(value=value):
             a = tf.constant(value)
             b = tf.constant(np.ones((10, 1), np.float32))
             f = tf.matmul(tf.nn.relu(a), b)
