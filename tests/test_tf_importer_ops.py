@@ -340,3 +340,46 @@ def test_gradients_of_softmax_log_and_division():
             {x: randn(4, 3), t: np.eye(3, dtype=np.float32)[[0, 2, 1, 1]]}
 
     compare(build, atol=1e-5)
+
+
+# --- convolution and pooling (NHWC) ----------------------------------------------------
+
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+@pytest.mark.parametrize("strides", [1, 2])
+def test_conv2d(padding, strides):
+    images, filters = randn(2, 7, 6, 3), randn(3, 2, 3, 4)
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        w = tf.constant(filters)
+        return tf.nn.conv2d(x, w, strides=[1, strides, strides, 1], padding=padding), \
+            {x: images}
+
+    compare(build, transformers=("numpy", "cpu"), atol=1e-5)
+
+
+def test_conv2d_with_dilation_and_a_bias():
+    images, filters = randn(1, 8, 8, 2), randn(3, 3, 2, 5)
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        y = tf.nn.conv2d(x, tf.constant(filters), strides=[1, 1, 1, 1], padding="SAME",
+                         dilations=[1, 2, 2, 1])
+        return tf.nn.relu(tf.nn.bias_add(y, tf.constant(randn(5)))), {x: images}
+
+    compare(build, atol=1e-5)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+@pytest.mark.parametrize("padding, size", [("VALID", 6), ("SAME", 6), ("SAME", 5)])
+def test_pooling(pool, padding, size):
+    images = randn(2, size, size, 3)
+    function = tf.nn.max_pool if pool == "max" else tf.nn.avg_pool
+    window, stride = (2, 2) if size % 2 == 0 else (3, 2)
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        return function(x, ksize=[1, window, window, 1], strides=[1, stride, stride, 1],
+                        padding=padding), {x: images}
+
+    compare(build)

@@ -17,7 +17,7 @@ import numpy as np
 from ...debug_info import user_location
 from ...errors import AxgraphError
 from ...op_graph.op import Op
-from . import ops_math, ops_nn, ops_shape, ops_variable  # noqa: F401 (they fill RULES)
+from . import ops_conv, ops_math, ops_nn, ops_shape, ops_variable  # noqa: F401 (fill RULES)
 from .rules import RULES, GraphBuilder, Node, TFImportError, UnsupportedOpError, Value
 from .static_values import static_values
 

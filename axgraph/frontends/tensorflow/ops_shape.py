@@ -72,14 +72,14 @@ def import_transpose(node: Node) -> Op:
 def _joined(node: Node, values: Sequence[Value], axis: int) -> Op:
     """The values (ops or arrays of equal rank) joined along dimension `axis`."""
     reference = next(v for v in values if isinstance(v, Op))
-    joined = node.new_axis(1, f"{node.proto.output[0]}_joined")  # its name, for each part
+    joined = node.builder.unique_name(f"{node.proto.output[0]}_joined")
     ops = []
     for i, value in enumerate(values):
         op = node.builder.as_op(value, f"{node.proto.output[0]}_in{i}")
         if len(op.axes) != len(reference.axes):
             raise node.error(f"input {i} has rank {len(op.axes)}, not {len(reference.axes)}")
         axes = list(reference.axes)
-        axes[axis] = ng.make_axis(length=op.axes[axis].length, name=joined.name)
+        axes[axis] = ng.make_axis(length=op.axes[axis].length, name=joined)
         ops.append(relabelled(op, axes))
     return ng.concat_along_axis(ops, ops[0].axes[axis])
 

@@ -67,9 +67,13 @@ class GraphBuilder:
         self._counter = itertools.count()
         self._constant_ops: Dict[int, Tuple[np.ndarray, Op]] = {}
 
+    def unique_name(self, hint: str) -> str:
+        """`hint` made an identifier and numbered: a name no other axis of the graph has."""
+        return f"{_identifier(hint)}_{next(self._counter)}"
+
     def new_axis(self, length: int, hint: str) -> Axis:
-        """A new axis of `length`, named after `hint` and numbered (no other axis has it)."""
-        return make_axis(length=int(length), name=f"{_identifier(hint)}_{next(self._counter)}")
+        """A new axis of `length`, named after `hint` and numbered."""
+        return make_axis(length=int(length), name=self.unique_name(hint))
 
     def as_op(self, value: Value, hint: str) -> Op:
         """`value` as an op: an array becomes a constant on new axes (once per array)."""

@@ -1,0 +1,130 @@
+"""Convolution and pooling of NHWC images: Conv2D, MaxPool, AvgPool.
+
+TF images are (batch, height, width, channels) and filters (height, width, in
+channels, out channels). axgraph's convolution and pooling find each axis by its
+role, so the operands are relabelled onto axes with the roles Height, Width,
+Channel (and Channelout for the filter's output channels) and a batch axis, and
+the result is put back in NHWC order on the input's batch axis.
+"""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import axgraph as ng
+
+from ...axes import Axis, make_axis, make_axis_role
+from ...op_graph.op import Op
+from ..onnx._onnx_axes import in_order, relabelled
+from .rules import Node, rule
+
+# Roles are matched by name: these are the roles of neon's `ar` without importing neon.
+CHANNEL, CHANNEL_OUT = make_axis_role("Channel"), make_axis_role("Channelout")
+HEIGHT, WIDTH = make_axis_role("Height"), make_axis_role("Width")
+
+
+def _check_layout(node: Node, x: Op) -> None:
+    if node.attr("data_format", "NHWC") != "NHWC":
+        raise node.unsupported(f"data_format={node.attr('data_format')!r} is not supported "
+                               f"(only NHWC)")
+    if len(x.axes) != 4:
+        raise node.error(f"input of rank {len(x.axes)}: TF's 2-D ops take NHWC images")
+
+
+def _image_axes(node: Node, x: Op) -> List[Axis]:
+    """New axes for an NHWC tensor: batch, height and width with roles, channel."""
+    hint = node.proto.output[0]
+    n, h, w, c = (a.length for a in x.axes)
+    return [make_axis(n, name=node.builder.unique_name(f"{hint}_N"), batch=True),
+            make_axis(h, name=node.builder.unique_name(f"{hint}_H"), roles=[HEIGHT]),
+            make_axis(w, name=node.builder.unique_name(f"{hint}_W"), roles=[WIDTH]),
+            make_axis(c, name=node.builder.unique_name(f"{hint}_C"), roles=[CHANNEL])]
+
+
+def _pairs(node: Node, name: str) -> List[int]:
+    """The spatial entries of a 4-long NHWC attribute (strides, ksize, dilations)."""
+    values = list(node.attr(name) or [1, 1, 1, 1])
+    if len(values) != 4 or values[0] != 1 or values[3] != 1:
+        raise node.unsupported(f"{name}={values} is not supported (batch and channel "
+                               f"entries must be 1)")
+    return [int(values[1]), int(values[2])]
+
+
+def _padding(node: Node, sizes: List[int], kernel: List[int], strides: List[int],
+             dilations: List[int]) -> Tuple[List[int], List[int]]:
+    """(begin, end) paddings per spatial dimension, TF's rule for SAME and VALID."""
+    padding = node.attr("padding")
+    if padding == "VALID":
+        return [0, 0], [0, 0]
+    if padding != "SAME":
+        raise node.unsupported(f"padding={padding!r} is not supported (SAME or VALID)")
+    begin, end = [], []
+    for n, k, s, d in zip(sizes, kernel, strides, dilations):
+        out = -(-n // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+        begin.append(total // 2)
+        end.append(total - total // 2)  # TF puts the odd one at the end
+    return begin, end
+
+
+def _nhwc(y: Op, image_batch: Axis, batch: Axis) -> Op:
+    """A convolution's or pooling's result in NHWC order, on the input's batch axis."""
+    def with_role(role):
+        return next(a for a in y.axes if a is not image_batch and
+                    role.name.lower() in {r.name.lower() for r in a.roles})
+
+    height, width = with_role(HEIGHT), with_role(WIDTH)
+    channel = next(a for a in y.axes if a not in (image_batch, height, width))
+    return relabelled(in_order(y, [image_batch, height, width, channel]),
+                      [batch, height, width, channel])
+
+
+@rule("Conv2D")
+def import_conv2d(node: Node) -> Op:
+    x, w = node.op(0), node.op(1)
+    _check_layout(node, x)
+    if len(w.axes) != 4 or w.axes[2].length != x.axes[3].length:
+        raise node.error(f"filter of shape {[a.length for a in w.axes]} for an input of "
+                         f"{x.axes[3].length} channels (TF filters are HWIO)")
+    strides, dilations = _pairs(node, "strides"), _pairs(node, "dilations")
+    kernel = [int(w.axes[0].length), int(w.axes[1].length)]
+    sizes = [int(x.axes[1].length), int(x.axes[2].length)]
+    begin, end = _padding(node, sizes, kernel, strides, dilations)
+    if begin != end:  # uneven: zeros added here, none by the op
+        x = ng.pad(x, [(0, 0), (begin[0], end[0]), (begin[1], end[1]), (0, 0)])
+        x = relabelled(x, [node.new_axis(a.length) for a in x.axes])
+        begin = [0, 0]
+    x_axes = _image_axes(node, x)
+    name = node.builder.unique_name
+    hint = node.proto.output[0]
+    filter_axes = [make_axis(kernel[0], name=name(f"{hint}_R"), roles=[HEIGHT]),
+                   make_axis(kernel[1], name=name(f"{hint}_S"), roles=[WIDTH]),
+                   x_axes[3],
+                   make_axis(w.axes[3].length, name=name(f"{hint}_K"), roles=[CHANNEL_OUT])]
+    y = ng.convolution(None, relabelled(x, x_axes), relabelled(w, filter_axes),
+                       padding=begin, strides=strides, dilation=dilations)
+    return _nhwc(y, x_axes[0], x.axes[0])
+
+
+def _pool(node: Node, kind: str) -> Op:
+    x = node.op(0)
+    _check_layout(node, x)
+    kernel, strides = _pairs(node, "ksize"), _pairs(node, "strides")
+    sizes = [int(x.axes[1].length), int(x.axes[2].length)]
+    begin, end = _padding(node, sizes, kernel, strides, [1, 1])
+    if begin != end:
+        raise node.unsupported(f"SAME padding that is uneven ({begin} before, {end} after) "
+                               f"is not supported for pooling")
+    x_axes = _image_axes(node, x)
+    y = ng.pooling(None, relabelled(x, x_axes), window=kernel, strides=strides, padding=begin,
+                   pool_type=kind)
+    return _nhwc(y, x_axes[0], x.axes[0])
+
+
+@rule("MaxPool")
+def import_max_pool(node: Node) -> Op:
+    return _pool(node, "max")
+
+
+@rule("AvgPool")
+def import_avg_pool(node: Node) -> Op:
+    return _pool(node, "avg")
