@@ -285,3 +285,55 @@ def test_mnist_mlp_example_cost_curve_matches_tf():
     ng_costs, tf_costs = mnist_mlp.mnist_mlp(max_iter=6, lrate=0.5, batch_size=64)
     np.testing.assert_allclose(ng_costs, tf_costs, rtol=1e-4)
     assert tf_costs[-1] < tf_costs[0] - 0.1
+
+
+def test_random_initializers_are_drawn_by_tf_once_at_import():
+    # with the seeds set, TF's session draws the same values: axgraph starts where TF does
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(7)
+        x = tf.placeholder(tf.float32, (3, 5))
+        w1 = tf.Variable(tf.random_normal([5, 4], stddev=0.5))
+        w2 = tf.Variable(tf.truncated_normal([4, 2]))
+        b = tf.Variable(tf.random_uniform([2], -1.0, 1.0))
+        y = tf.matmul(tf.tanh(tf.matmul(x, w1)), w2) + b
+        init = tf.global_variables_initializer()
+    feed = randn(3, 5)
+    with tf.Session(graph=graph) as session:
+        session.run(init)
+        want_y, want_w1 = session.run([y, w1], {x: feed})
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    with ng.make_transformer("numpy") as transformer:
+        transformer.computation(importer.get_op_handle(init))()
+        got_y, got_w1 = transformer.computation(importer.get_op_handle([y, w1]),
+                                                importer.get_op_handle(x))(feed)
+    np.testing.assert_allclose(got_w1, want_w1)
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-5, atol=1e-6)
+    assert np.std(want_w1) > 0.2  # really random, not zeros
+
+
+def test_placeholders_of_unknown_batch_get_their_shapes_at_import(tmp_path):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (None, 5), name="images")
+        t = tf.placeholder(tf.int32, (None,), name="labels")
+        w = tf.Variable(randn(5, 3))
+        cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=t, logits=tf.matmul(x, w)))
+        grad = tf.gradients(cost, w)[0]
+        scaled = x * tf.cast(tf.shape(x)[0], tf.float32)
+    feeds = {x: randn(4, 5), t: np.array([0, 2, 1, 2], np.int32)}
+    want = tf_values(graph, [cost, grad, scaled], feeds)
+    tf.train.write_graph(graph.as_graph_def(), str(tmp_path), "g.pb", as_text=False)
+    importer = TFImporter()
+    importer.import_protobuf(tmp_path / "g.pb", shapes={"images": [4, 5], "labels": [4]})
+    with ng.make_transformer("numpy") as transformer:
+        got = transformer.computation(importer.get_op_handle([cost, grad, scaled]),
+                                      *importer.get_op_handle(list(feeds)))(*feeds.values())
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TFImportError, match="no placeholders named \\['image'\\]"):
+        TFImporter().import_graph_def(graph.as_graph_def(), shapes={"image": [4, 5]})
+    with pytest.raises(UnsupportedOpError, match="shapes="):
+        TFImporter().import_graph_def(graph.as_graph_def(), shapes={"images": [4, 5]})

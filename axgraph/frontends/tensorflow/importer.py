@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from ...errors import AxgraphError
 from ...op_graph.op import Op
 from . import ops_conv, ops_math, ops_nn, ops_shape, ops_variable  # noqa: F401 (fill RULES)
 from .rules import RULES, GraphBuilder, Node, TFImportError, UnsupportedOpError, Value
-from .static_values import static_values
+from .static_values import FED_OPS, static_values
 
 Handle = Union[Op, List[Any]]
 
@@ -65,7 +65,8 @@ class TFImporter:
         self._constants: Dict[str, Op] = {}
         self._builder = GraphBuilder()
 
-    def import_graph_def(self, graph_def: Any, verbose: bool = False) -> None:
+    def import_graph_def(self, graph_def: Any, verbose: bool = False,
+                         shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
         """Import every op of a TensorFlow GraphDef.
 
         Parameters
@@ -74,20 +75,26 @@ class TFImporter:
             The graph, e.g. ``tf.get_default_graph().as_graph_def()``.
         verbose : bool
             Print each op as it is imported.
+        shapes : dict of str to list of int, optional
+            Full shapes for placeholders, by name: for those built with unknown
+            dimensions (``tf.placeholder(tf.float32, [None, 784])``).
 
         Raises
         ------
         UnsupportedOpError
             If an op type has no import rule (the message names the op and the
-            node and lists the supported op types), or a rule refuses an attribute.
+            node and lists the supported op types), a rule refuses an attribute,
+            or a placeholder's shape is not fully known (give it in `shapes`).
         TFImportError
-            If `graph_def` is not a GraphDef TensorFlow accepts, a placeholder's
-            shape is not fully known, or an op refuses what a node asks of it.
+            If `graph_def` is not a GraphDef TensorFlow accepts, `shapes` names
+            something other than a placeholder, or an op refuses what a node asks.
         """
         tf = _tensorflow()
         if not isinstance(graph_def, tf.GraphDef):
             raise TFImportError(f"import_graph_def takes a tf.GraphDef, not "
                                 f"{type(graph_def).__name__}", user_location())
+        if shapes:
+            graph_def = _with_shapes(tf, graph_def, shapes)
         graph = tf.Graph()
         try:
             with graph.as_default():
@@ -108,8 +115,8 @@ class TFImporter:
 
     parse_graph_def = import_graph_def
 
-    def import_protobuf(self, path: Union[str, "os.PathLike[str]"], verbose: bool = False
-                        ) -> None:
+    def import_protobuf(self, path: Union[str, "os.PathLike[str]"], verbose: bool = False,
+                        shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
         """Import a GraphDef saved in a file: binary (``.pb``) or text (``.pbtxt``, ``.txt``).
 
         The file is parsed as a protocol buffer only: nothing in it runs.
@@ -120,6 +127,8 @@ class TFImporter:
             The file, as ``tf.train.write_graph`` writes it.
         verbose : bool
             Print each op as it is imported.
+        shapes : dict of str to list of int, optional
+            Full shapes for placeholders, by name (see `import_graph_def`).
 
         Raises
         ------
@@ -143,7 +152,7 @@ class TFImporter:
         except Exception as error:
             raise TFImportError(f"cannot read a TensorFlow GraphDef from {path!r}: "
                                 f"{type(error).__name__}: {error}", user_location()) from None
-        self.import_graph_def(graph_def, verbose=verbose)
+        self.import_graph_def(graph_def, verbose=verbose, shapes=shapes)
 
     parse_protobuf = import_protobuf
 
@@ -240,6 +249,24 @@ class TFImporter:
                 self._values[tensor.name] = value
         effect = results[0] if results and isinstance(results[0], Op) else None
         self._handles[tf_op.name] = effect
+
+
+def _with_shapes(tf: Any, graph_def: Any, shapes: Mapping[str, Sequence[int]]) -> Any:
+    """A copy of `graph_def` whose placeholders named in `shapes` have those shapes."""
+    copy = tf.GraphDef()
+    copy.CopyFrom(graph_def)
+    remaining = dict(shapes)
+    for node in copy.node:
+        if node.name in remaining:
+            if node.op not in FED_OPS:
+                raise TFImportError(f"shapes: {node.name!r} is a {node.op}, not a placeholder",
+                                    user_location())
+            shape = [int(n) for n in remaining.pop(node.name)]
+            node.attr["shape"].shape.CopyFrom(tf.TensorShape(shape).as_proto())
+    if remaining:
+        raise TFImportError(f"shapes: the graph has no placeholders named {sorted(remaining)}",
+                            user_location())
+    return copy
 
 
 def _initial_values(graph: Any, values: Dict[str, Value]) -> Dict[str, np.ndarray]:

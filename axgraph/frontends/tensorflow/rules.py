@@ -145,7 +145,8 @@ class Node:
         shape = self.tf_op.outputs[index].shape
         if shape.rank is None or not shape.is_fully_defined():
             raise self.unsupported(f"output {index} has shape {shape}: TF must know every "
-                                   f"dimension (give the placeholders full shapes)")
+                                   f"dimension (give the placeholders full shapes, or "
+                                   f"import_graph_def(..., shapes={{name: shape}}))")
         return [int(n) for n in shape.as_list()]
 
     def new_axis(self, length: int, hint: str = "") -> Axis:

@@ -1,9 +1,9 @@
 """The values of a TF graph that are known before any data is fed.
 
-Constants, shapes (every shape is static here: placeholders have full shapes) and
-whatever is computed from them only (the shape arithmetic of `tf.gradients`:
-BroadcastGradientArgs, Fill, ...) are computed once, at import time, by
-TensorFlow itself, in one session run. The rules then see them as NumPy arrays,
+Constants, shapes (every shape is static here: placeholders have full shapes),
+random draws of initializers, and whatever is computed from them only (the shape
+arithmetic of `tf.gradients`: BroadcastGradientArgs, Fill, ...) are computed once,
+at import time, by TensorFlow itself, in one session run. The rules then see them as NumPy arrays,
 so shape arithmetic never reaches the axgraph graph.
 """
 from __future__ import annotations
@@ -17,6 +17,10 @@ SHAPE_OPS = ("Shape", "ShapeN", "Size", "Rank")
 
 #: Ops never known in advance although they are stateless: their value is fed.
 FED_OPS = ("Placeholder", "PlaceholderWithDefault", "PlaceholderV2")
+
+#: Random draws (stateful in TF) computed at import like the rest: a variable's random
+#: initial value is drawn once, by TF, so a graph with seeds set starts as in TF's session.
+RANDOM_OPS = ("RandomStandardNormal", "TruncatedNormal", "RandomUniform", "RandomUniformInt")
 
 
 def _plain_dtype(dtype: Any) -> bool:
@@ -58,7 +62,8 @@ def static_values(tf: Any, graph: Any) -> Dict[str, np.ndarray]:
         if op.type in SHAPE_OPS and all(t.shape.is_fully_defined() for t in op.inputs):
             feeds.update(zip(op.outputs, _shape_values(op)))
         elif ((op.type == "Const" or op.inputs and op.type not in FED_OPS
-               and not op.op_def.is_stateful and all(t.op.name in known for t in op.inputs))
+               and (not op.op_def.is_stateful or op.type in RANDOM_OPS)
+               and all(t.op.name in known for t in op.inputs))
               and all(c.name in known for c in op.control_inputs)):
             fetches.extend(op.outputs)
         else:
