@@ -383,3 +383,22 @@ def test_pooling(pool, padding, size):
                         padding=padding), {x: images}
 
     compare(build)
+
+
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_gradients_of_a_small_convnet(padding):
+    images, labels = randn(2, 6, 6, 2), np.array([1, 0], np.int32)
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        t = tf.placeholder(tf.int32, (2,))
+        w = tf.Variable(randn(3, 3, 2, 4))
+        hidden = tf.nn.relu(tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding=padding))
+        pooled = tf.nn.avg_pool(tf.nn.max_pool(hidden, [1, 2, 2, 1], [1, 1, 1, 1], "VALID"),
+                                [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        logits = tf.reduce_sum(pooled, reduction_indices=[1, 2])
+        cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=t,
+                                                                             logits=logits))
+        return [cost] + tf.gradients(cost, [w, x]), {x: images, t: labels}
+
+    compare(build, transformers=("numpy", "cpu"), atol=1e-5)

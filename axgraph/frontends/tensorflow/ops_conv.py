@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+import numpy as np
+
 import axgraph as ng
 
 from ...axes import Axis, make_axis, make_axis_role
@@ -78,9 +80,8 @@ def _nhwc(y: Op, image_batch: Axis, batch: Axis) -> Op:
                       [batch, height, width, channel])
 
 
-@rule("Conv2D")
-def import_conv2d(node: Node) -> Op:
-    x, w = node.op(0), node.op(1)
+def _conv(node: Node, x: Op, w: Op) -> Op:
+    """TF's conv2d of NHWC `x` with HWIO filter `w` (the node's strides and padding)."""
     _check_layout(node, x)
     if len(w.axes) != 4 or w.axes[2].length != x.axes[3].length:
         raise node.error(f"filter of shape {[a.length for a in w.axes]} for an input of "
@@ -88,6 +89,7 @@ def import_conv2d(node: Node) -> Op:
     strides, dilations = _pairs(node, "strides"), _pairs(node, "dilations")
     kernel = [int(w.axes[0].length), int(w.axes[1].length)]
     sizes = [int(x.axes[1].length), int(x.axes[2].length)]
+    batch = x.axes[0]
     begin, end = _padding(node, sizes, kernel, strides, dilations)
     if begin != end:  # uneven: zeros added here, none by the op
         x = ng.pad(x, [(0, 0), (begin[0], end[0]), (begin[1], end[1]), (0, 0)])
@@ -102,11 +104,11 @@ def import_conv2d(node: Node) -> Op:
                    make_axis(w.axes[3].length, name=name(f"{hint}_K"), roles=[CHANNEL_OUT])]
     y = ng.convolution(None, relabelled(x, x_axes), relabelled(w, filter_axes),
                        padding=begin, strides=strides, dilation=dilations)
-    return _nhwc(y, x_axes[0], x.axes[0])
+    return _nhwc(y, x_axes[0], batch)
 
 
-def _pool(node: Node, kind: str) -> Op:
-    x = node.op(0)
+def _pool(node: Node, x: Op, kind: str) -> Op:
+    """TF's max or average pooling of NHWC `x` (the node's ksize, strides and padding)."""
     _check_layout(node, x)
     kernel, strides = _pairs(node, "ksize"), _pairs(node, "strides")
     sizes = [int(x.axes[1].length), int(x.axes[2].length)]
@@ -120,11 +122,56 @@ def _pool(node: Node, kind: str) -> Op:
     return _nhwc(y, x_axes[0], x.axes[0])
 
 
+def _zeros(node: Node, index: int, what: str) -> Op:
+    """A tensor of zeros of the shape given by input `index`: the point a gradient of a
+    linear op is taken at (its value does not matter)."""
+    shape = [int(n) for n in np.asarray(node.constant(index, what)).reshape(-1)]
+    axes = [node.new_axis(n, f"{node.proto.output[0]}_d{i}") for i, n in enumerate(shape)]
+    return ng.constant(np.zeros(shape, np.float32), axes)
+
+
+def _vjp(node: Node, y: Op, wrt: Op, dy: Op) -> Op:
+    """The gradient reaching `wrt` when `dy` (TF's layout of y) flows back from y."""
+    if [a.length for a in dy.axes] != [a.length for a in y.axes]:
+        raise node.error(f"a gradient of shape {[a.length for a in dy.axes]} for a result "
+                         f"of shape {[a.length for a in y.axes]}")
+    return ng.deriv(y, wrt, error=relabelled(dy, list(y.axes)))
+
+
+@rule("Conv2D")
+def import_conv2d(node: Node) -> Op:
+    return _conv(node, node.op(0), node.op(1))
+
+
+@rule("Conv2DBackpropInput")
+def import_conv2d_backprop_input(node: Node) -> Op:
+    x = _zeros(node, 0, "input_sizes")
+    return _vjp(node, _conv(node, x, node.op(1)), x, node.op(2))
+
+
+@rule("Conv2DBackpropFilter")
+def import_conv2d_backprop_filter(node: Node) -> Op:
+    w = _zeros(node, 1, "filter_sizes")
+    return _vjp(node, _conv(node, node.op(0), w), w, node.op(2))
+
+
 @rule("MaxPool")
 def import_max_pool(node: Node) -> Op:
-    return _pool(node, "max")
+    return _pool(node, node.op(0), "max")
 
 
 @rule("AvgPool")
 def import_avg_pool(node: Node) -> Op:
-    return _pool(node, "avg")
+    return _pool(node, node.op(0), "avg")
+
+
+@rule("MaxPoolGrad")
+def import_max_pool_grad(node: Node) -> Op:
+    x = node.op(0)
+    return _vjp(node, _pool(node, x, "max"), x, node.op(2))
+
+
+@rule("AvgPoolGrad")
+def import_avg_pool_grad(node: Node) -> Op:
+    x = _zeros(node, 0, "orig_input_shape")
+    return _vjp(node, _pool(node, x, "avg"), x, node.op(1))
