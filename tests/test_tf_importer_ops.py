@@ -402,3 +402,55 @@ def test_gradients_of_a_small_convnet(padding):
         return [cost] + tf.gradients(cost, [w, x]), {x: images, t: labels}
 
     compare(build, transformers=("numpy", "cpu"), atol=1e-5)
+
+
+# --- the cases of v0.4's op tests not covered above ---------------------------------------
+
+def test_rank_size_shape_and_range_of_v04s_transform_tests():
+    shapes = [(1,), (1, 2), (1, 2, 3), (1, 2, 3, 4)]
+
+    def build():
+        xs = [tf.placeholder(tf.float32, s) for s in shapes]
+        targets = [f(x) for x in xs for f in (tf.rank, tf.size, tf.shape)]
+        return targets + [tf.range(1, 2, 10), tf.range(3, 5, 18)], \
+            {x: randn(*s) for x, s in zip(xs, shapes)}
+
+    compare(build)
+
+
+def test_reshapes_of_a_variable_and_every_expand_dims_position():
+    start = randn(3, 4, 5, 6)
+
+    def build():
+        x = tf.Variable(start)
+        c = tf.constant(randn(2, 3, 5))
+        return [tf.reshape(x, s) for s in [(360,), (3, 120), (12, 30), (60, 6)]] + \
+            [tf.expand_dims(c, d) for d in range(-4, 4)], {}
+
+    compare(build)
+
+
+@pytest.mark.parametrize("size", [11, 12])
+def test_conv_and_max_pool_with_unequal_strides(size):
+    images = randn(2, size, size, 2)
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        w = tf.constant(randn(3, 3, 2, 4))
+        outputs = [tf.nn.conv2d(x, w, strides=[1, 2, 3, 1], padding=p) for p in ("SAME", "VALID")]
+        outputs.append(tf.nn.max_pool(x, [1, 3, 3, 1], [1, 2, 3, 1], "VALID"))
+        return outputs, {x: images}
+
+    compare(build, atol=1e-5)
+
+
+def test_float64_variables_and_the_value_of_an_assignment():
+    a0, b0 = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))  # float64, as in v0.4
+
+    def build(assigning):
+        a = tf.Variable(tf.constant(a0))
+        b = tf.Variable(tf.constant(b0))
+        return (tf.assign_add(a, b) if assigning else tf.add(a, b) * 3), {}
+
+    compare(lambda: build(False))
+    np.testing.assert_allclose(compare(lambda: build(True))[0], a0 + b0)
