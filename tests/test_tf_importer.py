@@ -337,3 +337,50 @@ def test_placeholders_of_unknown_batch_get_their_shapes_at_import(tmp_path):
         TFImporter().import_graph_def(graph.as_graph_def(), shapes={"image": [4, 5]})
     with pytest.raises(UnsupportedOpError, match="shapes="):
         TFImporter().import_graph_def(graph.as_graph_def(), shapes={"images": [4, 5]})
+
+
+def test_a_value_under_a_control_dependency_on_a_write_is_computed_after_it():
+    graph = tf.Graph()
+    with graph.as_default():
+        w = tf.Variable(tf.zeros([3]))
+        bump = tf.assign_add(w, tf.ones([3]))
+        with tf.control_dependencies([bump]):
+            after = tf.identity(w) * 2.0
+        init = tf.global_variables_initializer()
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    with tf.Session(graph=graph) as session, ng.make_transformer("numpy") as transformer:
+        session.run(init)
+        transformer.computation(importer.get_op_handle(init))()
+        run = transformer.computation(importer.get_op_handle(after))
+        for _ in range(3):
+            np.testing.assert_array_equal(run(), session.run(after))
+
+
+def test_graphs_built_with_v2_behaviour_left_on_import_too():
+    # the importer makes its own graph and session: eager mode elsewhere does not matter
+    code = """
+import os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np
+import tensorflow as tf
+import axgraph as ng
+from axgraph.frontends.tensorflow import TFImporter
+
+@tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32)])
+def f(x):
+    return tf.nn.softmax(tf.matmul(x, tf.ones([3, 4])) * 0.5)
+
+graph_def = f.get_concrete_function().graph.as_graph_def()
+importer = TFImporter()
+importer.import_graph_def(graph_def)
+x = np.arange(6, dtype=np.float32).reshape(2, 3) / 6
+with ng.make_transformer("numpy") as t:
+    got = t.computation(importer.get_op_handle_by_name("Softmax"),
+                        importer.get_op_handle_by_name("x"))(x)
+np.testing.assert_allclose(got, f(tf.constant(x)).numpy(), rtol=1e-6)
+print("ok")
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert out.stdout.strip().endswith("ok"), out.stderr[-2000:]

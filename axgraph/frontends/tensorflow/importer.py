@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Union
 
 import numpy as np
 
 from ...debug_info import user_location
 from ...errors import AxgraphError
+from ...op_graph.control import sequential
 from ...op_graph.op import Op
 from . import ops_conv, ops_math, ops_nn, ops_shape, ops_variable  # noqa: F401 (fill RULES)
+from .ops_variable import WRITING_OPS
 from .rules import RULES, GraphBuilder, Node, TFImportError, UnsupportedOpError, Value
 from .static_values import FED_OPS, static_values
 
@@ -62,6 +64,7 @@ class TFImporter:
         self.graph: Any = None
         self._values: Dict[str, Value] = {}
         self._handles: Dict[str, Optional[Op]] = {}
+        self._effects: Set[str] = set()  # the ops that write variables (or group such)
         self._constants: Dict[str, Op] = {}
         self._builder = GraphBuilder()
 
@@ -104,7 +107,7 @@ class TFImporter:
                                 f"{error}", user_location()) from None
         self.graph = graph
         self._values = dict(static_values(tf, graph))
-        self._handles, self._constants = {}, {}
+        self._handles, self._constants, self._effects = {}, {}, set()
         initial = _initial_values(graph, self._values)
         for tf_op in graph.get_operations():
             if verbose:
@@ -244,6 +247,12 @@ class TFImporter:
         except AxgraphError as error:  # an op refused what the node asked: name the node
             raise TFImportError(f"TF {label}: {error.message}", user_location()) from error
         results = list(produced) if isinstance(produced, tuple) else [produced]
+        effects = [self._handles[c.name] for c in tf_op.control_inputs if c.name in self._effects]
+        if tf_op.type in WRITING_OPS or (tf_op.type == "NoOp" and effects):
+            self._effects.add(tf_op.name)
+        elif effects and results and isinstance(results[0], Op):
+            # a value under a control dependency on a write: computed after the write
+            results[0] = sequential([*effects, results[0]])
         for tensor, value in zip(tf_op.outputs, results):
             if tensor.name not in self._values:
                 self._values[tensor.name] = value

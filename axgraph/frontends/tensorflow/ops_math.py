@@ -48,6 +48,9 @@ def _binary(function: Callable[[Op, Op], Op]):
     def import_binary(node: Node) -> Op:
         a, b = node.input(0), node.input(1)
         dtype = a.dtype if isinstance(a, Op) else b.dtype
+        if node.op_type in ("Div", "RealDiv") and np.dtype(dtype).kind in "iu":
+            raise node.unsupported("division of integer tensors computed at run time is not "
+                                   "supported (only of floats)")
         return broadcast(node, function, a, b, dtype=dtype)
 
     return import_binary

@@ -20,6 +20,12 @@ from ...op_graph.tensors import AssignableTensorOp
 from .rules import Node, Value, rule
 
 
+#: The op types whose rules write a variable: a control dependency on one orders a value
+#: after the write.
+WRITING_OPS = ("Assign", "AssignVariableOp", "AssignAdd", "AssignAddVariableOp", "AssignSub",
+               "AssignSubVariableOp", "ApplyGradientDescent", "ResourceApplyGradientDescent")
+
+
 def _axes(node: Node, shape) -> Axes:
     return Axes([node.new_axis(int(n), f"{node.proto.output[0]}_d{i}")
                  for i, n in enumerate(shape)])
