@@ -247,7 +247,8 @@ class TFImporter:
         except AxgraphError as error:  # an op refused what the node asked: name the node
             raise TFImportError(f"TF {label}: {error.message}", user_location()) from error
         results = list(produced) if isinstance(produced, tuple) else [produced]
-        effects = [self._handles[c.name] for c in tf_op.control_inputs if c.name in self._effects]
+        effects: List[Op] = [h for h in (self._handles.get(c.name) for c in tf_op.control_inputs
+                                         if c.name in self._effects) if h is not None]
         if tf_op.type in WRITING_OPS or (tf_op.type == "NoOp" and effects):
             self._effects.add(tf_op.name)
         elif effects and results and isinstance(results[0], Op):
