@@ -45,6 +45,12 @@ class TFImporter:
     computing the same values as TF for everything else. Each op's axes are its
     TF dimensions in order, so computations return arrays of TF's shapes.
 
+    Attributes
+    ----------
+    graph : tf.Graph or None
+        The importer's own copy of the last graph imported (each import replaces
+        the one before), with TensorFlow's static shapes.
+
     Examples
     --------
     >>> import axgraph as ng
@@ -65,7 +71,6 @@ class TFImporter:
         self._values: Dict[str, Value] = {}
         self._handles: Dict[str, Optional[Op]] = {}
         self._effects: Set[str] = set()  # the ops that write variables (or group such)
-        self._constants: Dict[str, Op] = {}
         self._builder = GraphBuilder()
 
     def import_graph_def(self, graph_def: Any, verbose: bool = False,
@@ -107,7 +112,7 @@ class TFImporter:
                                 f"{error}", user_location()) from None
         self.graph = graph
         self._values = dict(static_values(tf, graph))
-        self._handles, self._constants, self._effects = {}, {}, set()
+        self._handles, self._effects = {}, set()
         initial = _initial_values(graph, self._values)
         for tf_op in graph.get_operations():
             if verbose:
@@ -208,21 +213,16 @@ class TFImporter:
             raise TFImportError("no graph imported yet: call import_graph_def first",
                                 user_location())
         op_name = name.split(":")[0]
-        if ":" not in name and op_name in self._handles and self._handles[op_name] is not None:
-            handle = self._handles[op_name]
-            assert handle is not None
+        handle = self._handles.get(op_name) if ":" not in name else None
+        if handle is not None:  # an op without outputs (an init op), or its first output
             return handle
         tensor = name if ":" in name else f"{name}:0"
         if tensor not in self._values:
             known = op_name in self._handles or f"{op_name}:0" in self._values
             raise TFImportError(f"the imported graph has no {'value' if known else 'op'} "
                                 f"named {name!r}", user_location())
-        value = self._values[tensor]
-        if isinstance(value, Op):
-            return value
-        if tensor not in self._constants:
-            self._constants[tensor] = self._builder.as_op(value, tensor)
-        return self._constants[tensor]
+        # a value known at import becomes a constant (the same op on every call)
+        return self._builder.as_op(self._values[tensor], tensor)
 
     def _import_op(self, tf_op: Any, initial: Dict[str, np.ndarray]) -> None:
         rule = RULES.get(tf_op.type)
