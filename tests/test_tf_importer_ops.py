@@ -104,6 +104,8 @@ UNARY = {
     "tanh": (tf.tanh, randn), "sigmoid": (tf.sigmoid, randn), "relu": (tf.nn.relu, randn),
     "relu6": (tf.nn.relu6, lambda *s: 5 * randn(*s)), "abs": (tf.abs, randn),
     "reciprocal": (tf.reciprocal, lambda *s: np.abs(randn(*s)) + 0.5),
+    "leaky_relu": (tf.nn.leaky_relu, randn), "elu": (tf.nn.elu, randn),
+    "softplus": (tf.nn.softplus, randn),
 }
 
 
@@ -217,6 +219,20 @@ def test_reductions(name, indices, keep_dims):
     compare(build)
 
 
+def test_argmax_and_argmin_as_an_accuracy_computes_them():
+    labels = rng.integers(0, 4, 6)
+
+    def build():
+        logits = tf.placeholder(tf.float32, (6, 4))
+        t = tf.placeholder(tf.float32, (6, 4))
+        correct = tf.equal(tf.argmax(logits, 1), tf.argmax(t, 1))
+        return [tf.reduce_mean(tf.cast(correct, tf.float32)), tf.argmin(logits, 0),
+                tf.argmax(logits, -1, output_type=tf.int32)], \
+            {logits: randn(6, 4), t: np.eye(4, dtype=np.float32)[labels]}
+
+    compare(build)
+
+
 def test_v04_reduction_indices_spelling():
     def build():
         x = tf.placeholder(tf.float32, (3, 4))
@@ -298,10 +314,13 @@ def test_relu_gradient_of_constants_v04():
         compare(build)
 
 
-@pytest.mark.parametrize("activation", ["relu", "sigmoid", "tanh", "relu6"])
+ACTIVATIONS = {"relu": tf.nn.relu, "sigmoid": tf.sigmoid, "tanh": tf.tanh, "relu6": tf.nn.relu6,
+               "leaky_relu": tf.nn.leaky_relu, "elu": tf.nn.elu, "softplus": tf.nn.softplus}
+
+
+@pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
 def test_gradients_of_a_two_layer_net(activation):
-    function = {"relu": tf.nn.relu, "sigmoid": tf.sigmoid, "tanh": tf.tanh,
-                "relu6": tf.nn.relu6}[activation]
+    function = ACTIVATIONS[activation]
     labels = rng.integers(0, 4, 8).astype(np.int32)
 
     def build():

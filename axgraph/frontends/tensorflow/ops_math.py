@@ -88,12 +88,27 @@ def import_relu_grad(node: Node) -> Op:
     return dy * ng.greater(features, 0.0)
 
 
-@rule("Relu6Grad")
-def import_relu6_grad(node: Node) -> Op:
-    features = node.op(1)
-    dy = node.op(0)
-    dy = ng.cast_axes(dy, features.axes) if dy.axes != features.axes else dy
-    return dy * ng.greater(features, 0.0) * ng.less(features, 6.0)
+#: Gradient ops given (dy, the op's features or outputs, node) -> dx.
+FEATURE_GRADIENTS: Dict[str, Callable[[Op, Op, Node], Op]] = {
+    "Relu6Grad": lambda dy, x, node: dy * ng.greater(x, 0.0) * ng.less(x, 6.0),
+    "LeakyReluGrad": lambda dy, x, node: dy * ng.where(
+        ng.greater(x, 0.0), 1.0, float(node.attr("alpha", 0.2)), dtype=x.dtype),
+    "EluGrad": lambda dy, y, node: dy * ng.where(ng.greater(y, 0.0), 1.0, y + 1.0),
+    "SoftplusGrad": lambda dy, x, node: dy * ng.sigmoid(x),
+}
+
+
+def _feature_gradient(function: Callable[[Op, Op, Node], Op]):
+    def import_feature_gradient(node: Node) -> Op:
+        features, dy = node.op(1), node.op(0)
+        return function(ng.cast_axes(dy, features.axes) if dy.axes != features.axes else dy,
+                        features, node)
+
+    return import_feature_gradient
+
+
+for _op_type, _feature_function in FEATURE_GRADIENTS.items():
+    rule(_op_type)(_feature_gradient(_feature_function))
 
 
 @rule("Select", "SelectV2")
@@ -184,3 +199,33 @@ def keep_dims(node: Node, x: Op, where: List[int]) -> Op:
 
 for _op_type, _reduce in REDUCTIONS.items():
     rule(_op_type)(_reduction(_reduce))
+
+
+def _arg(function: Callable[..., Op]):
+    def import_arg(node: Node) -> Op:
+        x = node.op(0)
+        where = positions(node, 1, len(x.axes), "dimension")
+        if len(where) != 1:
+            raise node.error(f"needs one dimension, not {len(where)}")
+        axis = x.axes[where[0]]
+        dtype = np.dtype(node.attr("output_type").as_numpy_dtype)
+        result = function(x, reduction_axes=[axis], dtype=dtype)
+        return in_order(result, [a for a in x.axes if a != axis])
+
+    return import_arg
+
+
+rule("ArgMax")(_arg(ng.argmax))
+rule("ArgMin")(_arg(ng.argmin))
+
+
+@rule("LeakyRelu")
+def import_leaky_relu(node: Node) -> Op:
+    x = node.op(0)
+    return ng.maximum(x, x * float(node.attr("alpha", 0.2)))
+
+
+@rule("Elu")
+def import_elu(node: Node) -> Op:
+    x = node.op(0)
+    return ng.where(ng.greater(x, 0.0), x, ng.exp(ng.minimum(x, 0.0)) - 1.0)
