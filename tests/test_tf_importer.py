@@ -215,23 +215,56 @@ def test_sgd_optimizer_matches_tf_gradient_descent():
 def test_an_unsupported_op_is_named_with_its_node_and_the_supported_ones():
     graph = tf.Graph()
     with graph.as_default():
-        x = tf.placeholder(tf.float32, (3,))
-        tf.math.cumsum(x, name="running_total")
+        x = tf.placeholder(tf.float32, (3,), name="x")
+        total = tf.math.cumsum(x, name="running_total")
+        after = tf.multiply(total, 2.0, name="doubled")
+        fine = tf.square(x)
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())  # the rest of the graph imports
+    assert importer.unsupported_ops() == ["Cumsum"]
     with pytest.raises(UnsupportedOpError) as caught:
-        TFImporter().import_graph_def(graph.as_graph_def())
+        importer.get_op_handle(total)
     message = str(caught.value)
-    assert "Cumsum" in message and "running_total" in message
+    assert message.startswith("TF Cumsum node 'running_total': op type Cumsum is not supported")
     assert "MatMul" in message and "SparseSoftmaxCrossEntropyWithLogits" in message
-    assert __file__ in message  # where the user called the importer
+    assert __file__ in message  # where the user asked for it
+    with pytest.raises(UnsupportedOpError, match="'doubled:0' depends on 'running_total'.*"
+                                                 "Cumsum is not supported"):
+        importer.get_op_handle(after)
+    with ng.make_transformer("numpy") as transformer:
+        got = transformer.computation(importer.get_op_handle(fine),
+                                      importer.get_op_handle(x))(np.arange(3, dtype=np.float32))
+    np.testing.assert_array_equal(got, [0, 1, 4])
     assert "Cumsum" not in supported_ops() and "MatMul" in supported_ops()
+
+
+def test_a_graph_with_a_saver_imports_and_trains():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (2, 3))
+        w = tf.Variable(randn(3, 1))
+        cost = tf.reduce_sum(tf.square(tf.matmul(x, w)))
+        init = tf.global_variables_initializer()
+        tf.train.Saver()
+    importer = TFImporter()
+    importer.import_graph(graph)
+    assert "SaveV2" in importer.unsupported_ops()
+    x_ng, cost_ng, init_ng = importer.get_op_handle([x, cost, init])
+    feed = randn(2, 3)
+    with ng.make_transformer("numpy") as transformer:
+        transformer.computation(init_ng)()
+        got = transformer.computation(cost_ng, x_ng)(feed)
+    np.testing.assert_allclose(got, tf_values(graph, cost, {x: feed}), rtol=1e-5)
 
 
 def test_a_placeholder_of_unknown_shape_asks_for_a_full_shape():
     graph = tf.Graph()
     with graph.as_default():
         tf.placeholder(tf.float32, (None, 3), name="batch")
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
     with pytest.raises(UnsupportedOpError, match="batch.*full shapes"):
-        TFImporter().import_graph_def(graph.as_graph_def())
+        importer.get_op_handle_by_name("batch")
 
 
 def test_bad_inputs_raise_tf_import_errors(tmp_path):
@@ -259,8 +292,11 @@ def test_an_op_refusing_a_node_names_the_node():
     with graph.as_default():
         x = tf.placeholder(tf.float32, (4, 5))
         tf.strided_slice(x, [0, 0], [4, 5], [1, 1], new_axis_mask=1, name="odd_slice")
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    assert importer.unsupported_ops() == []  # a rule exists: it refuses this node
     with pytest.raises(UnsupportedOpError, match="StridedSlice node 'odd_slice'.*new_axis_mask"):
-        TFImporter().import_graph_def(graph.as_graph_def())
+        importer.get_op_handle_by_name("odd_slice")
 
 
 # --- v0.4's examples -------------------------------------------------------------------
@@ -335,8 +371,10 @@ def test_placeholders_of_unknown_batch_get_their_shapes_at_import(tmp_path):
         np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
     with pytest.raises(TFImportError, match="no placeholders named \\['image'\\]"):
         TFImporter().import_graph_def(graph.as_graph_def(), shapes={"image": [4, 5]})
-    with pytest.raises(UnsupportedOpError, match="shapes="):
-        TFImporter().import_graph_def(graph.as_graph_def(), shapes={"images": [4, 5]})
+    partly = TFImporter()
+    partly.import_graph_def(graph.as_graph_def(), shapes={"images": [4, 5]})
+    with pytest.raises(UnsupportedOpError, match="'labels'.*shapes="):
+        partly.get_op_handle(cost)
 
 
 def test_a_value_under_a_control_dependency_on_a_write_is_computed_after_it():

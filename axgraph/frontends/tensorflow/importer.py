@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -71,6 +71,9 @@ class TFImporter:
         self._values: Dict[str, Value] = {}
         self._handles: Dict[str, Optional[Op]] = {}
         self._effects: Set[str] = set()  # the ops that write variables (or group such)
+        #: op name -> (name, type, error) of the op in the way: it, or one it depends on
+        self._refused: Dict[str, Tuple[str, str, UnsupportedOpError]] = {}
+        self._missing: Set[str] = set()  # the op types met without an import rule
         self._builder = GraphBuilder()
 
     def import_graph_def(self, graph_def: Any, verbose: bool = False,
@@ -89,13 +92,17 @@ class TFImporter:
 
         Raises
         ------
-        UnsupportedOpError
-            If an op type has no import rule (the message names the op and the
-            node and lists the supported op types), a rule refuses an attribute,
-            or a placeholder's shape is not fully known (give it in `shapes`).
         TFImportError
             If `graph_def` is not a GraphDef TensorFlow accepts, `shapes` names
             something other than a placeholder, or an op refuses what a node asks.
+
+        Notes
+        -----
+        An op that cannot be imported (an op type without an import rule, an
+        attribute value a rule refuses, a placeholder of unknown shape) does not
+        stop the import: the values that depend on it raise `UnsupportedOpError`
+        when asked for (`get_op_handle`), so a graph holding, say, a
+        ``tf.train.Saver``'s ops still imports. `unsupported_ops` lists them.
         """
         tf = _tensorflow()
         if not isinstance(graph_def, tf.GraphDef):
@@ -112,16 +119,65 @@ class TFImporter:
                                 f"{error}", user_location()) from None
         self.graph = graph
         self._values = dict(static_values(tf, graph))
-        self._handles, self._effects = {}, set()
+        self._handles, self._effects, self._refused, self._missing = {}, set(), {}, set()
         initial = _initial_values(graph, self._values)
         for tf_op in graph.get_operations():
             if verbose:
                 print(f"importing {tf_op.type} {tf_op.name}")
             if tf_op.outputs and all(t.name in self._values for t in tf_op.outputs):
                 continue
-            self._import_op(tf_op, initial)
+            if tf_op.type not in RULES:
+                self._missing.add(tf_op.type)
+            needed = [t.op.name for t in tf_op.inputs] + [c.name for c in tf_op.control_inputs]
+            refused = next((self._refused[n] for n in needed if n in self._refused), None)
+            if refused is not None:  # depends on an op that could not be imported
+                self._refused[tf_op.name] = refused
+                continue
+            try:
+                self._import_op(tf_op, initial)
+            except UnsupportedOpError as error:
+                self._refused[tf_op.name] = (tf_op.name, tf_op.type, error)
 
     parse_graph_def = import_graph_def
+
+    def import_graph(self, graph: Any, verbose: bool = False,
+                     shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
+        """Import every op of a TensorFlow graph (``tf.Graph``): `import_graph_def` of its
+        GraphDef.
+
+        Parameters
+        ----------
+        graph : tf.Graph
+            The graph.
+        verbose : bool
+            Print each op as it is imported.
+        shapes : dict of str to list of int, optional
+            Full shapes for placeholders, by name (see `import_graph_def`).
+
+        Raises
+        ------
+        TFImportError
+            As in `import_graph_def`.
+        """
+        as_graph_def = getattr(graph, "as_graph_def", None)
+        if as_graph_def is None:
+            raise TFImportError(f"import_graph takes a tf.Graph, not {type(graph).__name__}",
+                                user_location())
+        self.import_graph_def(as_graph_def(), verbose=verbose, shapes=shapes)
+
+    def unsupported_ops(self) -> List[str]:
+        """The op types of the imported graph that have no import rule, sorted.
+
+        Values that depend on them cannot be used (`get_op_handle` says which op
+        stands in the way). Ops whose values TensorFlow computed at import (from
+        constants and shapes) need no rule and are not listed.
+
+        Returns
+        -------
+        list of str
+            TF op types, e.g. ``["SaveV2"]``.
+        """
+        return sorted(self._missing)
 
     def import_protobuf(self, path: Union[str, "os.PathLike[str]"], verbose: bool = False,
                         shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
@@ -182,6 +238,8 @@ class TFImporter:
         ------
         TFImportError
             If nothing of that name was imported.
+        UnsupportedOpError
+            If a value depends on an op that could not be imported.
         """
         if isinstance(tf_op, (list, tuple)):
             return [self.get_op_handle(x) for x in tf_op]
@@ -208,11 +266,19 @@ class TFImporter:
         ------
         TFImportError
             If nothing of that name was imported.
+        UnsupportedOpError
+            If the value depends on an op that could not be imported (the message
+            names that op, its type, and the supported op types).
         """
         if self.graph is None:
             raise TFImportError("no graph imported yet: call import_graph_def first",
                                 user_location())
         op_name = name.split(":")[0]
+        if op_name in self._refused:
+            root, _, cause = self._refused[op_name]
+            prefix = "" if root == op_name else \
+                f"TF {name!r} depends on {root!r}, which cannot be imported: "
+            raise UnsupportedOpError(prefix + cause.message, user_location())
         handle = self._handles.get(op_name) if ":" not in name else None
         if handle is not None:  # an op without outputs (an init op), or its first output
             return handle
@@ -231,6 +297,10 @@ class TFImporter:
             raise UnsupportedOpError(f"TF {label}: op type {tf_op.type} is not supported; the "
                                      f"supported op types are {', '.join(sorted(RULES))}",
                                      user_location())
+        if any(t.dtype.base_dtype.name in ("string", "variant")
+               for t in [*tf_op.inputs, *tf_op.outputs]):
+            raise UnsupportedOpError(f"TF {label}: tensors of strings or variants are not "
+                                     f"supported", user_location())
         inputs: List[Value] = []
         for tensor in tf_op.inputs:
             if tensor.name not in self._values:
