@@ -422,3 +422,10 @@ print("ok")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     assert out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_v04_module_paths_lead_to_the_same_names():
+    from axgraph.frontends.tensorflow.tf_importer.importer import TFImporter as by_v04_path
+    from axgraph.frontends.tensorflow.tf_importer.utils import SGDOptimizer as sgd_by_v04_path
+
+    assert by_v04_path is TFImporter and sgd_by_v04_path is SGDOptimizer
