@@ -318,9 +318,9 @@ def test_logistic_regression_example_trains_as_tf_does():
 def test_mnist_mlp_example_cost_curve_matches_tf():
     from examples.tensorflow import mnist_mlp
 
-    ng_costs, tf_costs = mnist_mlp.mnist_mlp(max_iter=6, lrate=0.5, batch_size=64)
+    ng_costs, tf_costs = mnist_mlp.mnist_mlp(max_iter=8, lrate=0.5, batch_size=64)
     np.testing.assert_allclose(ng_costs, tf_costs, rtol=1e-4)
-    assert tf_costs[-1] < tf_costs[0] - 0.1
+    assert tf_costs[-1] < tf_costs[0] - 0.05  # it learns
 
 
 def test_random_initializers_are_drawn_by_tf_once_at_import():

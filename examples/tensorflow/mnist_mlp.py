@@ -1,8 +1,9 @@
-"""A softmax classifier written in TF (v0.4's "MNIST MLP"), trained by axgraph and by TF.
+"""An MLP written in TF (v0.4's "MNIST MLP"), trained by axgraph and by TF.
 
 scikit-learn's 8x8 digits stand in for MNIST (nothing is downloaded): 64 pixels
-per image, 10 classes. Both runs start from the same weights and see the same
-batches, so their cost curves agree.
+per image, a hidden layer of rectified units, 10 classes. The weights start from
+seeded random draws, which the importer takes from TF, so both runs start from the
+same weights; they see the same batches, and their cost curves agree.
 
 Run: ``python -m examples.tensorflow.mnist_mlp``
 """
@@ -33,15 +34,19 @@ def batches(batch_size: int, seed: int = 0) -> Iterator[Tuple[np.ndarray, np.nda
             yield flat[take], one_hot[take]
 
 
-def mnist_mlp(max_iter: int = 10, lrate: float = 0.1, batch_size: int = 128
+def mnist_mlp(max_iter: int = 10, lrate: float = 0.1, batch_size: int = 128, hidden: int = 32
               ) -> Tuple[List[float], List[float]]:
     """Train with axgraph, then with TF; returns (axgraph's costs, TF's costs)."""
     with tf.Graph().as_default() as graph:
+        tf.set_random_seed(0)
         x = tf.placeholder(tf.float32, [batch_size, 64])
         t = tf.placeholder(tf.float32, [batch_size, 10])
-        w = tf.Variable(tf.zeros([64, 10]))
-        b = tf.Variable(tf.zeros([10]))
-        y = tf.matmul(x, w) + b
+        w1 = tf.Variable(tf.truncated_normal([64, hidden], stddev=0.1))
+        b1 = tf.Variable(tf.zeros([hidden]))
+        w2 = tf.Variable(tf.truncated_normal([hidden, 10], stddev=0.1))
+        b2 = tf.Variable(tf.zeros([10]))
+        h = tf.nn.relu(tf.matmul(x, w1) + b1)
+        y = tf.matmul(h, w2) + b2
         cost = tf.reduce_mean(-tf.reduce_sum(t * tf.log(tf.nn.softmax(y)),
                                              reduction_indices=[1]))
         init = tf.global_variables_initializer()
@@ -81,5 +86,6 @@ if __name__ == "__main__":
     parser.add_argument("-i", "--max_iter", type=int, default=10)
     parser.add_argument("-l", "--lrate", type=float, default=0.1, help="learning rate")
     parser.add_argument("-b", "--batch_size", type=int, default=128)
+    parser.add_argument("--hidden", type=int, default=32, help="hidden units")
     args = parser.parse_args()
-    mnist_mlp(args.max_iter, args.lrate, args.batch_size)
+    mnist_mlp(args.max_iter, args.lrate, args.batch_size, args.hidden)
