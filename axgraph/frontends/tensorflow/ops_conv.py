@@ -34,7 +34,7 @@ def _check_layout(node: Node, x: Op) -> None:
 
 def _image_axes(node: Node, x: Op) -> List[Axis]:
     """New axes for an NHWC tensor: batch, height and width with roles, channel."""
-    hint = node.proto.output[0]
+    hint = node.hint
     n, h, w, c = (a.length for a in x.axes)
     return [make_axis(n, name=node.builder.unique_name(f"{hint}_N"), batch=True),
             make_axis(h, name=node.builder.unique_name(f"{hint}_H"), roles=[HEIGHT]),
@@ -97,7 +97,7 @@ def _conv(node: Node, x: Op, w: Op) -> Op:
         begin = [0, 0]
     x_axes = _image_axes(node, x)
     name = node.builder.unique_name
-    hint = node.proto.output[0]
+    hint = node.hint
     filter_axes = [make_axis(kernel[0], name=name(f"{hint}_R"), roles=[HEIGHT]),
                    make_axis(kernel[1], name=name(f"{hint}_S"), roles=[WIDTH]),
                    x_axes[3],
@@ -126,7 +126,7 @@ def _zeros(node: Node, index: int, what: str) -> Op:
     """A tensor of zeros of the shape given by input `index`: the point a gradient of a
     linear op is taken at (its value does not matter)."""
     shape = [int(n) for n in np.asarray(node.constant(index, what)).reshape(-1)]
-    axes = [node.new_axis(n, f"{node.proto.output[0]}_d{i}") for i, n in enumerate(shape)]
+    axes = [node.new_axis(n, f"{node.hint}_d{i}") for i, n in enumerate(shape)]
     return ng.constant(np.zeros(shape, np.float32), axes)
 
 

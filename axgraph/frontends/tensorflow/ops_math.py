@@ -193,7 +193,7 @@ def _reduction(function: Callable[..., Op]):
 def keep_dims(node: Node, x: Op, where: List[int]) -> Op:
     """x with a new dimension of length 1 at each of the (sorted) positions `where`."""
     for position in where:
-        x = ng.expand_dims(x, node.new_axis(1, f"{node.proto.output[0]}_kept"), position)
+        x = ng.expand_dims(x, node.new_axis(1, f"{node.hint}_kept"), position)
     return x
 
 

@@ -72,10 +72,10 @@ def import_transpose(node: Node) -> Op:
 def _joined(node: Node, values: Sequence[Value], axis: int) -> Op:
     """The values (ops or arrays of equal rank) joined along dimension `axis`."""
     reference = next(v for v in values if isinstance(v, Op))
-    joined = node.builder.unique_name(f"{node.proto.output[0]}_joined")
+    joined = node.builder.unique_name(f"{node.hint}_joined")
     ops = []
     for i, value in enumerate(values):
-        op = node.builder.as_op(value, f"{node.proto.output[0]}_in{i}")
+        op = node.builder.as_op(value, f"{node.hint}_in{i}")
         if len(op.axes) != len(reference.axes):
             raise node.error(f"input {i} has rank {len(op.axes)}, not {len(reference.axes)}")
         axes = list(reference.axes)
@@ -107,7 +107,7 @@ def import_pack(node: Node) -> Op:
 
 def _on_new_axes(node: Node, value: Op, shape: List[int]) -> Op:
     """`value` (a scalar op) broadcast to new axes of `shape`."""
-    axes = [node.new_axis(n, f"{node.proto.output[0]}_d{i}") for i, n in enumerate(shape)]
+    axes = [node.new_axis(n, f"{node.hint}_d{i}") for i, n in enumerate(shape)]
     return ng.broadcast(value, axes) if axes else value
 
 

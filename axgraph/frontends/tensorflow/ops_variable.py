@@ -27,7 +27,7 @@ WRITING_OPS = ("Assign", "AssignVariableOp", "AssignAdd", "AssignAddVariableOp",
 
 
 def _axes(node: Node, shape) -> Axes:
-    return Axes([node.new_axis(int(n), f"{node.proto.output[0]}_d{i}")
+    return Axes([node.new_axis(int(n), f"{node.hint}_d{i}")
                  for i, n in enumerate(shape)])
 
 
@@ -39,7 +39,7 @@ def _numpy_dtype(tf_dtype) -> np.dtype:
 def import_placeholder(node: Node) -> Op:
     shape = node.out_shape(0)
     return ng.placeholder(_axes(node, shape), dtype=_numpy_dtype(node.attr("dtype")),
-                          name=node.proto.output[0])
+                          name=node.hint)
 
 
 @rule("PlaceholderWithDefault")
@@ -50,7 +50,7 @@ def import_placeholder_with_default(node: Node) -> Op:
     if initial is None:
         raise node.unsupported("the default must be known when the graph is imported")
     return ng.placeholder(_axes(node, shape), dtype=initial.dtype, initial_value=initial,
-                          name=node.proto.output[0])
+                          name=node.hint)
 
 
 @rule("VariableV2", "Variable", "VarHandleOp")
@@ -60,7 +60,7 @@ def import_variable(node: Node) -> Op:
     if proto.unknown_rank or any(n < 0 for n in shape):
         raise node.unsupported(f"variable of shape {shape}: every dimension must be known")
     return ng.variable(_axes(node, shape), dtype=_numpy_dtype(node.attr("dtype")),
-                       initial_value=node.initial_value, name=node.proto.output[0])
+                       initial_value=node.initial_value, name=node.hint)
 
 
 def _stored(node: Node) -> Op:
@@ -72,7 +72,7 @@ def _stored(node: Node) -> Op:
 
 def _value_on(node: Node, target: Op, value: Value) -> Op:
     """`value` (TF's shape is the variable's) on the variable's axes."""
-    op = node.builder.as_op(value, node.proto.output[0]) if isinstance(value, np.ndarray) \
+    op = node.builder.as_op(value, node.hint) if isinstance(value, np.ndarray) \
         else value
     lengths = [a.length for a in op.axes]
     if lengths != [a.length for a in target.axes]:

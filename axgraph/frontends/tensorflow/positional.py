@@ -23,7 +23,7 @@ def broadcast(node: Node, function: Callable[..., Op], *operands: Value, dtype=N
 
     Arrays among the operands become constants of `dtype` (their own if None).
     """
-    out_axes = broadcast_axes(node.builder, operands, node.proto.output[0])
+    out_axes = broadcast_axes(node.builder, operands, node.hint)
     result = function(*(aligned(x, out_axes, dtype) for x in operands))
     return in_order(result, out_axes)
 
@@ -45,7 +45,7 @@ def matmul(node: Node, a: Op, b: Op) -> Op:
     contracted with the second-to-last of `b`."""
     if len(a.axes) < 2 or len(b.axes) < 2:
         raise node.error("MatMul needs operands of rank 2 or more")
-    hint = node.proto.output[0]
+    hint = node.hint
     a_batch, b_batch = list(a.axes)[:-2], list(b.axes)[:-2]
     batch = broadcast_axes(node.builder, [a_batch, b_batch], hint) if a_batch or b_batch \
         else []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
@@ -90,11 +89,7 @@ class GraphBuilder:
 
 @dataclass
 class Node:
-    """One TF op being imported: its inputs as values, TF's own view of it (`tf_op`).
-
-    `proto` and `builder` have the fields the positional helpers shared with the
-    ONNX importer read (``proto.output[0]``, an identifier, names new axes).
-    """
+    """One TF op being imported: its inputs as values, TF's own view of it (`tf_op`)."""
 
     tf_op: Any  # tf.Operation in the importer's own copy of the graph
     inputs: List[Value]
@@ -103,9 +98,10 @@ class Node:
     #: a variable's initial value, where its initializer assigns one known at import time
     initial_value: Optional[np.ndarray] = None
 
-    def __post_init__(self) -> None:
-        self.proto = SimpleNamespace(output=[_identifier(self.tf_op.name)],
-                                     op_type=self.tf_op.type)
+    @property
+    def hint(self) -> str:
+        """The op's name as an identifier: new axes and constants are named after it."""
+        return _identifier(self.tf_op.name)
 
     @property
     def op_type(self) -> str:
@@ -130,7 +126,7 @@ class Node:
 
     def op(self, index: int) -> Op:
         """Input `index` as an op (an array becomes a constant on new axes)."""
-        return self.builder.as_op(self.input(index), f"{self.proto.output[0]}_in{index}")
+        return self.builder.as_op(self.input(index), f"{self.hint}_in{index}")
 
     def constant(self, index: int, what: str) -> np.ndarray:
         """Input `index`, which must be known when the graph is imported (a shape, axes)."""
@@ -150,7 +146,7 @@ class Node:
         return [int(n) for n in shape.as_list()]
 
     def new_axis(self, length: int, hint: str = "") -> Axis:
-        return self.builder.new_axis(length, hint or self.proto.output[0])
+        return self.builder.new_axis(length, hint or self.hint)
 
     def error(self, message: str) -> TFImportError:
         return TFImportError(f"TF {self.label}: {message}", user_location())
