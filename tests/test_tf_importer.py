@@ -429,3 +429,25 @@ def test_v04_module_paths_lead_to_the_same_names():
     from axgraph.frontends.tensorflow.tf_importer.utils import SGDOptimizer as sgd_by_v04_path
 
     assert by_v04_path is TFImporter and sgd_by_v04_path is SGDOptimizer
+
+
+def test_dropout_draws_a_new_mask_on_every_call():
+    # its random draw feeds a computation, not an initializer: axgraph draws it each run
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (50, 40))
+        dropped = tf.nn.dropout(x, rate=0.25)
+        normal = tf.random_normal([1000], seed=3)
+    feed = np.abs(randn(50, 40)) + 1.0
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    with ng.make_transformer("numpy") as transformer:
+        run = transformer.computation(importer.get_op_handle(dropped), importer.get_op_handle(x))
+        first, second = run(feed), run(feed)
+        draws = transformer.computation(importer.get_op_handle(normal))()
+    for out in (first, second):
+        kept = out != 0
+        np.testing.assert_allclose(out[kept], feed[kept] / 0.75, rtol=1e-6)  # kept, scaled
+        assert 0.65 < kept.mean() < 0.85
+    assert (first != second).any()
+    assert abs(draws.mean()) < 0.15 and 0.85 < draws.std() < 1.15

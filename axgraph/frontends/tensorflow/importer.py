@@ -18,7 +18,8 @@ from ...debug_info import user_location
 from ...errors import AxgraphError
 from ...op_graph.control import sequential
 from ...op_graph.op import Op
-from . import ops_conv, ops_math, ops_nn, ops_shape, ops_variable  # noqa: F401 (fill RULES)
+from . import (ops_conv, ops_math, ops_nn, ops_random, ops_shape,  # noqa: F401 (fill RULES)
+               ops_variable)
 from .ops_variable import WRITING_OPS
 from .rules import RULES, GraphBuilder, Node, TFImportError, UnsupportedOpError, Value
 from .static_values import FED_OPS, static_values

@@ -1,7 +1,7 @@
 """The values of a TF graph that are known before any data is fed.
 
 Constants, shapes (every shape is static here: placeholders have full shapes),
-random draws of initializers, and whatever is computed from them only (the shape
+the random draws of variables' initializers, and whatever is computed from them only (the shape
 arithmetic of `tf.gradients`: BroadcastGradientArgs, Fill, ...) are computed once,
 at import time, by TensorFlow itself, in one session run. The rules then see them as NumPy arrays,
 so shape arithmetic never reaches the axgraph graph.
@@ -18,9 +18,26 @@ SHAPE_OPS = ("Shape", "ShapeN", "Size", "Rank")
 #: Ops never known in advance although they are stateless: their value is fed.
 FED_OPS = ("Placeholder", "PlaceholderWithDefault", "PlaceholderV2")
 
-#: Random draws (stateful in TF) computed at import like the rest: a variable's random
-#: initial value is drawn once, by TF, so a graph with seeds set starts as in TF's session.
+#: Random draws (stateful in TF). Those that only initialize variables are computed at
+#: import like the rest: a variable's random initial value is drawn once, by TF, so a
+#: graph with seeds set starts as in TF's session. Others (dropout's) are drawn each run.
 RANDOM_OPS = ("RandomStandardNormal", "TruncatedNormal", "RandomUniform", "RandomUniformInt")
+
+
+def _is_initializer(op: Any) -> bool:
+    """Whether `op` is a variable's initializer: the assignment ``v/Assign`` of v."""
+    return (op.type in ("Assign", "AssignVariableOp") and len(op.inputs) == 2
+            and op.name == f"{op.inputs[0].op.name}/Assign")
+
+
+def _feeding_only_initializers(graph: Any) -> set:
+    """The names of the ops whose values reach only variables' initializers."""
+    only: set = set()
+    for op in reversed(graph.get_operations()):  # each op after the ops it feeds
+        consumers = [c for t in op.outputs for c in t.consumers()]
+        if consumers and all(_is_initializer(c) or c.name in only for c in consumers):
+            only.add(op.name)
+    return only
 
 
 def _plain_dtype(dtype: Any) -> bool:
@@ -54,6 +71,7 @@ def static_values(tf: Any, graph: Any) -> Dict[str, np.ndarray]:
         Tensor name (``"op:0"``) -> value.
     """
     known: set = set()
+    initializing = _feeding_only_initializers(graph)
     feeds: Dict[Any, np.ndarray] = {}
     fetches: List[Any] = []
     for op in graph.get_operations():
@@ -62,7 +80,8 @@ def static_values(tf: Any, graph: Any) -> Dict[str, np.ndarray]:
         if op.type in SHAPE_OPS and all(t.shape.is_fully_defined() for t in op.inputs):
             feeds.update(zip(op.outputs, _shape_values(op)))
         elif ((op.type == "Const" or op.inputs and op.type not in FED_OPS
-               and (not op.op_def.is_stateful or op.type in RANDOM_OPS)
+               and (not op.op_def.is_stateful
+                    or op.type in RANDOM_OPS and op.name in initializing)
                and all(t.op.name in known for t in op.inputs))
               and all(c.name in known for c in op.control_inputs)):
             fetches.extend(op.outputs)
