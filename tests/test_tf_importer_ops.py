@@ -473,3 +473,17 @@ def test_float64_variables_and_the_value_of_an_assignment():
 
     compare(lambda: build(False))
     np.testing.assert_allclose(compare(lambda: build(True))[0], a0 + b0)
+
+
+def test_pad_split_unpack_and_one_hot():
+    labels = np.array([3, 0, 2], np.int32)
+
+    def build():
+        x = tf.placeholder(tf.float32, (3, 6))
+        t = tf.placeholder(tf.int32, (3,))
+        return [tf.pad(x, [[1, 0], [2, 3]]), tf.pad(x, [[0, 1], [1, 1]], constant_values=2.5),
+                *tf.split(x, 3, axis=1), *tf.split(x, [1, 2], axis=0), *tf.unstack(x),
+                tf.one_hot(t, 4), tf.one_hot(t, 5, on_value=2.0, off_value=-1.0)], \
+            {x: randn(3, 6), t: labels}
+
+    compare(build)

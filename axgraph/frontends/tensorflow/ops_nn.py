@@ -99,3 +99,20 @@ def import_sparse_softmax_cross_entropy(node: Node) -> Tuple[Op, Op]:
     loss = -ng.sum(target * log_p, reduction_axes=[classes])
     backprop = ng.exp(log_p) - target
     return loss, in_order(backprop, list(logits.axes))
+
+
+@rule("OneHot")
+def import_one_hot(node: Node) -> Op:
+    """One-hot codes along a new last dimension (on and off values of 1 and 0 only)."""
+    indices = node.op(0)
+    depth = int(np.asarray(node.constant(1, "depth")))
+    on, off = (float(np.asarray(node.constant(i, what))) for i, what in ((2, "on_value"),
+                                                                          (3, "off_value")))
+    if int(node.attr("axis", -1)) not in (-1, len(indices.axes)):
+        raise node.unsupported("one-hot codes along a dimension other than the last")
+    classes = node.new_axis(depth)
+    dtype = np.dtype(node.attr("T").as_numpy_dtype)
+    codes = ng.one_hot(indices, axis=classes, dtype=dtype)
+    if (on, off) != (1.0, 0.0):
+        codes = codes * (on - off) + off
+    return in_order(codes, [*indices.axes, classes])

@@ -211,3 +211,54 @@ def import_slice(node: Node) -> Op:
                   for b, s in zip(begin, size))
     return ng.tensor_slice(x, index)
 
+
+
+@rule("Pad", "PadV2")
+def import_pad(node: Node) -> Op:
+    """Constant padding: zeros (Pad) or a given value (PadV2)."""
+    x = node.op(0)
+    pads = np.asarray(node.constant(1, "paddings")).reshape(-1, 2).tolist()
+    if len(pads) != len(x.axes) or any(p < 0 for pair in pads for p in pair):
+        raise node.error(f"paddings {pads} for {len(x.axes)} dimensions")
+    fill = float(np.asarray(node.constant(2, "constant_values"))) \
+        if node.op_type == "PadV2" else 0.0
+    shifted = x - fill if fill else x  # ng.pad adds zeros: pad x - value, add value back
+    padded = ng.pad(shifted, [tuple(int(p) for p in pair) for pair in pads])
+    padded = relabelled(padded, [node.new_axis(a.length) for a in padded.axes])
+    return padded + fill if fill else padded
+
+
+def _pieces(node: Node, x: Op, axis: int, sizes: List[int]) -> tuple:
+    """x cut along dimension `axis` into consecutive pieces of `sizes`."""
+    pieces, begin = [], 0
+    for size in sizes:
+        index = tuple(slice(begin, begin + size) if i == axis else slice(None)
+                      for i in range(len(x.axes)))
+        pieces.append(ng.tensor_slice(x, index))
+        begin += size
+    return tuple(pieces)
+
+
+@rule("Split")
+def import_split(node: Node) -> tuple:
+    x = node.op(1)
+    axis = position(node, int(np.asarray(node.constant(0, "split_dim"))), len(x.axes))
+    count = int(node.attr("num_split"))
+    return _pieces(node, x, axis, [int(x.axes[axis].length) // count] * count)
+
+
+@rule("SplitV")
+def import_split_v(node: Node) -> tuple:
+    x = node.op(0)
+    axis = position(node, int(np.asarray(node.constant(2, "split_dim"))), len(x.axes))
+    sizes = [node.out_shape(i)[axis] for i in range(len(node.tf_op.outputs))]
+    return _pieces(node, x, axis, sizes)
+
+
+@rule("Unpack")
+def import_unpack(node: Node) -> tuple:
+    x = node.op(0)
+    axis = position(node, int(node.attr("axis", 0)), len(x.axes))
+    return tuple(ng.tensor_slice(x, tuple(k if i == axis else slice(None)
+                                          for i in range(len(x.axes))))
+                 for k in range(int(x.axes[axis].length)))
