@@ -451,3 +451,40 @@ def test_dropout_draws_a_new_mask_on_every_call():
         assert 0.65 < kept.mean() < 0.85
     assert (first != second).any()
     assert abs(draws.mean()) < 0.15 and 0.85 < draws.std() < 1.15
+
+
+def test_a_meta_graph_and_its_checkpoint_restore_the_trained_variables(tmp_path):
+    xs, ts = randn(6, 3), randn(6, 1)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (6, 3), name="x")
+        t = tf.placeholder(tf.float32, (6, 1), name="t")
+        w = tf.Variable(tf.zeros([3, 1]), name="w")
+        cost = tf.reduce_mean(tf.square(tf.matmul(x, w) - t), name="cost")
+        tf.add_to_collection("cost", cost)
+        step = tf.train.GradientDescentOptimizer(0.3).minimize(cost)
+        init = tf.global_variables_initializer()
+        saver = tf.train.Saver()
+    with tf.Session(graph=graph) as session:
+        session.run(init)
+        for _ in range(5):
+            session.run(step, {x: xs, t: ts})
+        trained_cost, trained_w = session.run([cost, w], {x: xs, t: ts})
+        checkpoint = saver.save(session, str(tmp_path / "model"))
+    importer = TFImporter()
+    importer.import_meta_graph(checkpoint + ".meta", checkpoint_path=checkpoint)
+    (cost_ng,) = importer.get_collection_handle(["cost"])
+    with ng.make_transformer("numpy") as transformer:
+        transformer.computation(importer.get_restore_op())()
+        got = transformer.computation(cost_ng, importer.get_op_handle_by_name("x"),
+                                      importer.get_op_handle_by_name("t"))(xs, ts)
+        got_w = transformer.computation(importer.get_op_handle_by_name("w"))()
+    np.testing.assert_allclose(got_w, trained_w, rtol=1e-6)
+    np.testing.assert_allclose(got, trained_cost, rtol=1e-5)
+    assert np.abs(trained_w).sum() > 0  # really trained, not the zeros it started from
+    with pytest.raises(TFImportError, match="no collection 'loss'"):
+        importer.get_collection_handle(["loss"])
+    with pytest.raises(TFImportError, match="no meta graph imported"):
+        TFImporter().get_restore_op()
+    with pytest.raises(TFImportError, match="cannot read a TensorFlow MetaGraphDef"):
+        TFImporter().import_meta_graph(tmp_path / "missing.meta")

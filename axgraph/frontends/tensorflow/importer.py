@@ -16,8 +16,9 @@ import numpy as np
 
 from ...debug_info import user_location
 from ...errors import AxgraphError
-from ...op_graph.control import sequential
+from ...op_graph.control import assign, doall, sequential
 from ...op_graph.op import Op
+from ...op_graph.tensors import constant
 from . import (ops_conv, ops_math, ops_nn, ops_random, ops_shape,  # noqa: F401 (fill RULES)
                ops_variable)
 from .ops_variable import WRITING_OPS
@@ -75,6 +76,7 @@ class TFImporter:
         #: op name -> (name, type, error) of the op in the way: it, or one it depends on
         self._refused: Dict[str, Tuple[str, str, UnsupportedOpError]] = {}
         self._missing: Set[str] = set()  # the op types met without an import rule
+        self._saved: Optional[Tuple[Any, Any, Optional[str]]] = None  # meta graph, saver, ckpt
         self._builder = GraphBuilder()
 
     def import_graph_def(self, graph_def: Any, verbose: bool = False,
@@ -121,6 +123,7 @@ class TFImporter:
         self.graph = graph
         self._values = dict(static_values(tf, graph))
         self._handles, self._effects, self._refused, self._missing = {}, set(), {}, set()
+        self._saved = None
         initial = _initial_values(graph, self._values)
         for tf_op in graph.get_operations():
             if verbose:
@@ -165,6 +168,110 @@ class TFImporter:
             raise TFImportError(f"import_graph takes a tf.Graph, not {type(graph).__name__}",
                                 user_location())
         self.import_graph_def(as_graph_def(), verbose=verbose, shapes=shapes)
+
+    def import_meta_graph(self, meta_graph_path: Union[str, "os.PathLike[str]"],
+                          checkpoint_path: Optional[str] = None, verbose: bool = False,
+                          shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
+        """Import a graph saved by ``tf.train.Saver`` (its ``.meta`` file), with its
+        collections, and remember the checkpoint whose values `get_restore_op` restores.
+
+        The file is parsed as a protocol buffer only: nothing in it runs.
+
+        Parameters
+        ----------
+        meta_graph_path : str or os.PathLike
+            The ``.meta`` file.
+        checkpoint_path : str, optional
+            The checkpoint's prefix, as given to ``saver.save`` (its return value).
+        verbose : bool
+            Print each op as it is imported.
+        shapes : dict of str to list of int, optional
+            Full shapes for placeholders, by name (see `import_graph_def`).
+
+        Raises
+        ------
+        TFImportError
+            If the file cannot be read as a MetaGraphDef, or as in `import_graph_def`.
+        """
+        tf = _tensorflow()
+        graph = tf.Graph()
+        try:
+            with graph.as_default():
+                saver = tf.train.import_meta_graph(os.fspath(meta_graph_path))
+        except Exception as error:  # a missing file, or bytes that are no MetaGraphDef
+            raise TFImportError(f"cannot read a TensorFlow MetaGraphDef from "
+                                f"{os.fspath(meta_graph_path)!r}: {type(error).__name__}: "
+                                f"{error}", user_location()) from None
+        self.import_graph(graph, verbose=verbose, shapes=shapes)
+        self._saved = (graph, saver, checkpoint_path)
+
+    def get_collection_handle(self, names: Sequence[str]) -> List[Op]:
+        """The ops of the first entry of each named collection of the imported meta graph
+        (``tf.add_to_collection(name, tensor)`` when it was built).
+
+        Parameters
+        ----------
+        names : sequence of str
+            Collection names.
+
+        Returns
+        -------
+        list of Op
+            One op per name.
+
+        Raises
+        ------
+        TFImportError
+            If no meta graph was imported, or a collection is empty.
+        """
+        graph = self._saved_part(0)
+        handles = []
+        for name in names:
+            entries = graph.get_collection(name)
+            if not entries:
+                raise TFImportError(f"the meta graph has no collection {name!r}",
+                                    user_location())
+            handles.append(self.get_op_handle_by_name(entries[0].name))
+        return handles
+
+    def get_restore_op(self) -> Op:
+        """An op that sets every variable to its value in the checkpoint given to
+        `import_meta_graph` (TensorFlow reads the checkpoint, now).
+
+        Returns
+        -------
+        Op
+            An op without a value; a computation of it restores the variables.
+
+        Raises
+        ------
+        TFImportError
+            If no meta graph or no checkpoint was given, or TF cannot read the
+            checkpoint.
+        """
+        graph, saver, checkpoint = self._saved_part(0), self._saved_part(1), self._saved_part(2)
+        if checkpoint is None:
+            raise TFImportError("no checkpoint: give import_meta_graph(..., checkpoint_path=...)",
+                                user_location())
+        tf = _tensorflow()
+        variables = graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+        try:
+            with tf.Session(graph=graph) as session:
+                saver.restore(session, checkpoint)
+                values = session.run(variables)
+        except Exception as error:  # TF's errors for a missing or mismatched checkpoint
+            raise TFImportError(f"cannot restore the checkpoint {checkpoint!r}: "
+                                f"{type(error).__name__}: {error}", user_location()) from None
+        handles = [self.get_op_handle_by_name(v.name) for v in variables]
+        with Op.saved_user_deps():
+            return doall([assign(h, constant(v, h.axes, dtype=h.dtype))
+                          for h, v in zip(handles, values)])
+
+    def _saved_part(self, index: int) -> Any:
+        if self._saved is None:
+            raise TFImportError("no meta graph imported: call import_meta_graph first",
+                                user_location())
+        return self._saved[index]
 
     def unsupported_ops(self) -> List[str]:
         """The op types of the imported graph that have no import rule, sorted.
