@@ -51,12 +51,12 @@ def tf_values(graph, fetches, feeds):
 
 # --- entry points -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("as_text", [True, False])
-def test_import_protobuf_files_by_name_as_v04_tests_did(tmp_path, as_text):
+@pytest.mark.parametrize("name, as_text", [("graph.pbtxt", True), ("graph.txt", True),
+                                           ("graph.pb", False), ("graph.def", True)])
+def test_import_protobuf_files_by_name_as_v04_tests_did(tmp_path, name, as_text):
     graph, x, _, y, init = small_net()
     feed = randn(2, 3)
     expected = tf_values(graph, y, {x: feed})
-    name = "graph.pbtxt" if as_text else "graph.pb"
     tf.train.write_graph(graph.as_graph_def(), str(tmp_path), name, as_text=as_text)
     importer = TFImporter()
     importer.import_protobuf(tmp_path / name)

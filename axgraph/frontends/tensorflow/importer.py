@@ -27,6 +27,9 @@ from .static_values import FED_OPS, static_values
 
 Handle = Union[Op, List[Any]]
 
+#: The file names of GraphDefs in protobuf's text form (others are read as binary first).
+TEXT_SUFFIXES = (".pbtxt", ".txt", ".pbtext", ".prototxt")
+
 
 def _tensorflow() -> Any:
     """``tensorflow.compat.v1``, imported when a graph is imported."""
@@ -289,7 +292,8 @@ class TFImporter:
 
     def import_protobuf(self, path: Union[str, "os.PathLike[str]"], verbose: bool = False,
                         shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
-        """Import a GraphDef saved in a file: binary (``.pb``) or text (``.pbtxt``, ``.txt``).
+        """Import a GraphDef saved in a file: binary (``.pb``) or text (``.pbtxt``, ``.txt``;
+        another name is read as binary, then as text).
 
         The file is parsed as a protocol buffer only: nothing in it runs.
 
@@ -316,11 +320,14 @@ class TFImporter:
         try:
             with open(path, "rb") as file:
                 data = file.read()
-            try:
-                graph_def.ParseFromString(data)
-            except Exception:  # not binary: the text form
-                graph_def = tf.GraphDef()
+            if os.path.splitext(path)[1].lower() in TEXT_SUFFIXES:
                 text_format.Parse(data.decode("utf-8"), graph_def)
+            else:
+                try:
+                    graph_def.ParseFromString(data)
+                except Exception:  # not binary: the text form, under another name
+                    graph_def = tf.GraphDef()
+                    text_format.Parse(data.decode("utf-8"), graph_def)
         except Exception as error:
             raise TFImportError(f"cannot read a TensorFlow GraphDef from {path!r}: "
                                 f"{type(error).__name__}: {error}", user_location()) from None

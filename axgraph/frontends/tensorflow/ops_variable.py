@@ -72,8 +72,7 @@ def _stored(node: Node) -> Op:
 
 def _value_on(node: Node, target: Op, value: Value) -> Op:
     """`value` (TF's shape is the variable's) on the variable's axes."""
-    op = node.builder.as_op(value, node.hint) if isinstance(value, np.ndarray) \
-        else value
+    op = node.builder.as_op(value, node.hint)
     lengths = [a.length for a in op.axes]
     if lengths != [a.length for a in target.axes]:
         raise node.error(f"a value of shape {lengths} assigned to a variable of shape "
