@@ -91,4 +91,9 @@ def __getattr__(name: str):
         from .shapes import inference
 
         return getattr(inference, name)
+    # Nervana Graph v0.4's `ng.make_tf_importer()`: TensorFlow is imported with a graph
+    if name == "make_tf_importer":
+        from .frontends.tensorflow import TFImporter
+
+        return TFImporter
     raise AttributeError(f"module 'axgraph' has no attribute {name!r}")

@@ -20,6 +20,7 @@ import axgraph.core
 import axgraph.frontends.axon
 import axgraph.frontends.neon
 import axgraph.frontends.onnx
+import axgraph.frontends.tensorflow
 import axgraph.shapes
 import axgraph.testing
 
@@ -29,6 +30,7 @@ NAMESPACES = {
     "axgraph.frontends.axon": axgraph.frontends.axon,
     "axgraph.frontends.neon": axgraph.frontends.neon,
     "axgraph.frontends.onnx": axgraph.frontends.onnx,
+    "axgraph.frontends.tensorflow": axgraph.frontends.tensorflow,
     "axgraph.shapes": axgraph.shapes,
     "axgraph.testing": axgraph.testing,
 }

@@ -6,7 +6,7 @@ import sys
 import axgraph as ng
 
 OPTIONAL = ("sklearn", "scipy", "hypothesis", "tqdm", "matplotlib", "jax", "torch", "numba",
-            "onnx", "pytest")
+            "onnx", "tensorflow", "pytest")
 
 
 def test_import_needs_numpy_only():

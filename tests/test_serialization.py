@@ -797,7 +797,18 @@ def test_only_the_members_asked_for_are_read(tmp_path, monkeypatch):
     assert opened == ["__manifest__.npy"]
 
 
-def test_deeply_nested_manifest_values_are_described_not_recursed(tmp_path):
+@pytest.fixture
+def default_recursion_limit():
+    """Python's default recursion limit for one test, whatever an imported library set
+    (TensorFlow sets 3000)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(limit)
+
+
+def test_deeply_nested_manifest_values_are_described_not_recursed(tmp_path,
+                                                                  default_recursion_limit):
     path, seen = tmp_path / "deep.npz", set()
     for depth in range(600, 1000, 3):           # up to where json itself gives up
         nested = "[" * depth + "]" * depth
