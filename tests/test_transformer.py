@@ -539,3 +539,15 @@ def test_variables_in_creation_order():
     assert cost.variables() == [first, second, third]
     assert (second * x).variables() == [second]
     assert (x * 2.0).variables() == []
+
+
+def test_a_computation_with_nothing_to_do_returns_none(transformer):
+    """An init op of no variables (doall of nothing), alone or beside a value: it runs,
+    returns None, and computes nothing (on every transformer, as on numpy)."""
+    H, _ = _axes()
+    x = ng.placeholder([H])
+    assert transformer.computation(ng.doall([]))() is None
+    nothing, doubled = transformer.computation([ng.doall([]), x * 2.0], x)(
+        np.arange(3, dtype=np.float32))
+    assert nothing is None
+    np.testing.assert_array_equal(doubled, [0.0, 2.0, 4.0])

@@ -121,8 +121,12 @@ def lower(ops: Sequence[Op], results: Sequence[Op],
     # The last host call (each reads the one before) is a result too, so that every
     # print runs even when no result needs its value; it sits before the new state.
     effects = ctx.effects[-1:]
-    function = core.Function(result_nodes + effects + [ctx.state[t] for t in written],
-                             [ctx.state_parameters[t] for t in state_inputs])
+    outputs = result_nodes + effects + [ctx.state[t] for t in written]
+    if not outputs:
+        # nothing to compute or write (an init op of no variables): a Function still needs
+        # a result, so it gets a constant that no caller reads (no result position)
+        outputs = [core.Constant(core.boolean, (), False)]
+    function = core.Function(outputs, [ctx.state_parameters[t] for t in state_inputs])
     return LoweredComputation(function, state_inputs, positions, written, dict(ctx.values))
 
 
