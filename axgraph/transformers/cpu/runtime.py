@@ -12,7 +12,8 @@ import numpy as np
 
 from ... import core
 # The reference's own out= kernels, called by the generated code as rt.<name>.
-from ...core.interpreter import gather, scatter_add  # noqa: F401
+from ...core.interpreter import gather  # noqa: F401
+from .scatter import scatter_add  # noqa: F401
 from ...dtypes import kind_of
 from ...errors import ExecutionError
 from ...op_table import OpTable
