@@ -42,6 +42,9 @@ ALLOCATING = (core.Convolution, core.ConvolutionBackpropData, core.ConvolutionBa
               core.RandomUniform, core.RandomNormal, core.DimValue, HostCall)
 #: Ops besides the elementwise ones whose kernels write an `out` of any strides.
 ANY_LAYOUT = (core.MaxPool, core.AvgPool, core.MaxPoolBackprop, core.AvgPoolBackprop)
+#: Ops whose buffer is laid out as their one reader, a Transpose, reads it row-major (their
+#: kernels write any dense layout in its memory order; runtime.gather).
+LAID_OUT_FOR_READER = (core.Gather,)
 
 
 def elementwise_function(op_class: type) -> Union[str, Callable, None]:
@@ -119,6 +122,7 @@ class _Scheduler:
         self._results = set(function.results)
         self._reduction_inputs = {x for node in function.nodes if fused_reduction(node)
                                   for x in node.inputs}
+        self._users = function.users()
         self.kind: Dict[Node, str] = {}
         self.alias: Dict[Node, Node] = {}
         self.layout: Dict[Node, Optional[TensorDescription]] = {}
@@ -183,6 +187,11 @@ class _Scheduler:
         instead of one of them with a large stride, and the transposes around
         it stay free views.
         """
+        transposed = self._transposed_by_reader(node)
+        if transposed is not None:
+            physical = tuple(shape[i] for i in transposed)
+            return TensorDescription.row_major(physical, dtype).transpose(
+                tuple(int(i) for i in np.argsort(transposed)))
         if node in self._results or not self._writes_any_layout(node) or \
                 node in self._reduction_inputs:  # fused reductions walk rows: row-major
             return TensorDescription.row_major(shape, dtype)
@@ -194,6 +203,18 @@ class _Scheduler:
                 return TensorDescription.row_major(physical, dtype).transpose(
                     tuple(int(i) for i in np.argsort(order)))
         return TensorDescription.row_major(shape, dtype)
+
+    def _transposed_by_reader(self, node: Node) -> Optional[Tuple[int, ...]]:
+        """The permutation of node's one reader, a Transpose, where node's buffer is laid
+        out for it (`LAID_OUT_FOR_READER`): everything after an embedding's gather then
+        reads its rows in the order the rest of the program keeps (the char
+        transformer's (D, T, N)), not the gather's (T, N, D), which made every
+        residual add walk one operand across the grain (~1 ms each instead of ~0.05)."""
+        users = self._users.get(node, ())
+        if not isinstance(node, LAID_OUT_FOR_READER) or node in self._results or \
+                len(users) != 1 or not isinstance(users[0], core.Transpose):
+            return None
+        return tuple(int(i) for i in users[0].attributes["permutation"])
 
     def _writes_any_layout(self, node: Node) -> bool:
         if isinstance(node, core.Fused):
