@@ -69,3 +69,39 @@ def test_a_fused_node_is_one_buffer_reading_its_inputs():
     (got,) = compiled(values)
     np.testing.assert_allclose(got, np.tanh(np.exp(values).T) ** 2 * 2, rtol=1e-6)
     assert any(isinstance(n, core.Fused) for n in compiled.last_program.function.nodes)
+
+
+def test_a_batched_product_is_laid_out_for_the_product_reading_it(rng):
+    """Attention's weighted values (H, N, T, Dh), read by the output projection as
+    (N, T) x (H, Dh): laid out (N, T, H, Dh), so that product takes it as a matrix view;
+    a batched product read only by another batched one stays row-major, as do results."""
+    H, N, T, K, Dh, D = 2, 3, 4, 5, 6, 7
+    weights = core.Parameter(F32, (H, N, T, K), name="weights")
+    values = core.Parameter(F32, (H, N, K, Dh), name="values")
+    projection = core.Parameter(F32, (D, H, Dh), name="projection")
+    mixed = core.Dot(weights, values, contract_a=(3,), contract_b=(2,), batch_a=(0, 1),
+                     batch_b=(0, 1))                                      # (H, N, T, Dh)
+    scaled = core.Multiply(mixed, core.Constant(F32, (H, N, T, Dh), 0.5))
+    out = core.Dot(projection, scaled, contract_a=(1, 2), contract_b=(0, 3))  # (D, N, T)
+    first = core.Dot(weights, values, contract_a=(3,), contract_b=(2,), batch_a=(0, 1),
+                     batch_b=(0, 1))                                      # (H, N, T, Dh)
+    again = core.Dot(first, values, contract_a=(3,), contract_b=(3,), batch_a=(0, 1),
+                     batch_b=(0, 1))                                      # (H, N, T, K)
+    function = core.Function([out, again, mixed], [weights, values, projection])
+    schedule = schedule_function(function, {})
+    assert schedule.layout[first].element_strides == (N * T * Dh, T * Dh, Dh, 1)
+    assert schedule.layout[again].element_strides == (N * T * K, T * K, K, 1)
+    assert schedule.layout[mixed].element_strides == (N * T * Dh, T * Dh, Dh, 1)  # a result
+    function = core.Function([out, again], [weights, values, projection])
+    schedule = schedule_function(function, {})
+    assert schedule.layout[mixed].element_strides == (Dh, T * H * Dh, H * Dh, 1)
+    assert schedule.layout[scaled].element_strides == (Dh, T * H * Dh, H * Dh, 1)
+    w = rng.standard_normal((H, N, T, K)).astype(np.float32)
+    v = rng.standard_normal((H, N, K, Dh)).astype(np.float32)
+    p = rng.standard_normal((D, H, Dh)).astype(np.float32)
+    got_out, got_again = core.compile(function, backend="cpu")(w, v, p)
+    m = np.einsum("hntk,hnkd->hntd", w.astype(np.float64), v)
+    np.testing.assert_allclose(got_out, np.einsum("ehd,hntd->ent", p, m * 0.5), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(got_again, np.einsum("hntd,hnkd->hntk", m, v), rtol=1e-5,
+                               atol=1e-5)

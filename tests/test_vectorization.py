@@ -477,7 +477,8 @@ def test_own_expf_is_within_1_ulp_of_exp_across_its_range(own_cache):
 def test_own_expf_keeps_the_special_values(own_cache):
     big = np.float32(np.log(np.finfo(np.float32).max))  # the last float with a finite exp
     x = np.array([0.0, -0.0, 1.0, np.inf, -np.inf, np.nan, big, np.nextafter(big, np.inf),
-                  -87.3, -103.97, -104.0, -1e30, 1e30], np.float32)
+                  -87.3, -103.97, -104.0, np.nextafter(np.float32(-104), np.float32(-105)),
+                  -1e30, 1e30], np.float32)
     out = _run_one_op(core.Exp, x)
     with np.errstate(over="ignore"):
         expected = np.exp(x.astype(np.float64)).astype(np.float32)

@@ -334,7 +334,23 @@ def _avg_pool_backprop(node, ctx, delta):
 
 # -- indexing -----------------------------------------------------------------------------------
 
-def _check_indices(indices: np.ndarray, length: int, what: str) -> None:
+def check_indices(indices: np.ndarray, length: int, what: str) -> None:
+    """Raise unless every index lies in [0, length): no silent wrap-around.
+
+    Parameters
+    ----------
+    indices : np.ndarray
+        Integer indices.
+    length : int
+        The length of the dim they index.
+    what : str
+        What the indices are, for the message.
+
+    Raises
+    ------
+    ExecutionError
+        An index is negative or not below `length`.
+    """
     if indices.size and (indices.min() < 0 or indices.max() >= length):
         raise ExecutionError(f"{what} must lie in [0, {length}); got {indices.min()}.."
                              f"{indices.max()}")
@@ -342,7 +358,7 @@ def _check_indices(indices: np.ndarray, length: int, what: str) -> None:
 
 def gather(params: np.ndarray, indices: np.ndarray, axis: int, out=None) -> np.ndarray:
     """Slices of params along `axis` picked by indices (checked: no silent wrap-around)."""
-    _check_indices(indices, params.shape[axis], "indices")
+    check_indices(indices, params.shape[axis], "indices")
     # mode="clip" cannot clip after the check; it only spares np.take a buffered copy
     return np.take(params, indices, axis=axis, out=out, mode="clip")
 
@@ -350,7 +366,7 @@ def gather(params: np.ndarray, indices: np.ndarray, axis: int, out=None) -> np.n
 def scatter_add(inputs: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int,
                 out=None) -> np.ndarray:
     """inputs with each update added at its index along `axis` (repeats accumulate)."""
-    _check_indices(indices, inputs.shape[axis], "indices")
+    check_indices(indices, inputs.shape[axis], "indices")
     result = np.array(inputs, copy=True) if out is None else out
     if out is not None:
         np.copyto(out, inputs)
@@ -377,7 +393,7 @@ def _one_hot(node, ctx, x):
     axis = node.one_hot_axis
     if kind_of(x.dtype) == "f" and not np.all(np.isfinite(x) & (x == np.round(x))):
         raise ExecutionError("one-hot values must be whole numbers")
-    _check_indices(x, shape[axis], "one-hot values")
+    check_indices(x, shape[axis], "one-hot values")
     positions = np.arange(shape[axis]).reshape([-1 if i == axis else 1 for i in range(len(shape))])
     return (np.expand_dims(x, axis) == positions).astype(x.dtype)
 

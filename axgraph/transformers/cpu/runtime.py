@@ -11,12 +11,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ... import core
-# The reference's own out= kernels, called by the generated code as rt.<name>.
-from ...core.interpreter import gather, scatter_add  # noqa: F401
 from ...dtypes import kind_of
 from ...errors import ExecutionError
 from ...op_table import OpTable
 from . import blas_threads, parallel
+# The indexing ops' out= kernels, called by the generated code as rt.<name>.
+from .indexing import gather, scatter_add  # noqa: F401
 
 
 @functools.lru_cache(maxsize=None)
