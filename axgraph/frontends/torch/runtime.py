@@ -15,6 +15,7 @@ from ... import core
 from ...dims import Dim
 from ...errors import AxgraphValueError
 from ...passes import PassManager, default_passes
+from ...transformers.cpu import blas_threads
 from .builder import BuiltGraph
 
 #: the names `options={"transformer": ...}` takes, and the core backend each means
@@ -77,7 +78,16 @@ class CompiledGraph:
         built = self.built
         results: Any = ()
         if self.executable is not None:
-            results = self.executable(*(_array(args[i]) for i in built.tensor_inputs))
+            arrays = [_array(args[i]) for i in built.tensor_inputs]
+            if self.backend == "cpu":
+                # PyTorch's OpenMP threads spin between its ops, and our kernels share
+                # them (one OpenMP runtime in the process); NumPy's OpenBLAS threads
+                # spinning beside them would oversubscribe the cores (measured on 2 cores:
+                # the 784-512-512-10 step 10x slower when eager steps ran in between)
+                with blas_threads.single_threaded():
+                    results = self.executable(*arrays)
+            else:
+                results = self.executable(*arrays)
         outputs: List[Any] = []
         bindings: Optional[Dict[str, int]] = None
         for output in built.outputs:
