@@ -112,3 +112,18 @@ def aligned(x, out_axes: Sequence[Axis], dtype=None) -> Op:
 def index_slices(rank: int, position: int, item) -> tuple:
     """A tensor_slice index taking `item` at `position` and everything elsewhere."""
     return tuple(item if i == position else slice(None) for i in range(rank))
+
+
+def truncating_cast(x: Op, dtype) -> Op:
+    """`x` converted to `dtype` as ONNX's and TensorFlow's Cast convert: floats to integers
+    truncate toward zero, anything to bool is ``x != 0``."""
+    from ..op_graph.elementwise import absolute, floor, multiply, not_equal, sign
+
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    if dtype == np.bool_:
+        return not_equal(x, 0)
+    if dtype.kind in "iu" and x.dtype.kind == "f":
+        x = sign(x) * floor(absolute(x))  # toward zero
+    return multiply(x, 1, dtype=dtype)

@@ -17,7 +17,7 @@ import axgraph as ng
 from ...dims import Dim, dim_max, dim_min
 from ...shapes.prover import provably_different
 from ...op_graph.op import Op
-from ..positional import aligned, broadcast_axes, in_order
+from ..positional import aligned, broadcast_axes, in_order, truncating_cast
 from .import_rules import Node, Value, rule
 
 UNARY: Dict[str, Callable[[Op], Op]] = {
@@ -100,7 +100,7 @@ def _sizes_read(node: Node, x, dtype):
     """x, or if it holds symbolic sizes, an op reading them at run time (of `dtype`)."""
     if isinstance(x, np.ndarray) and x.dtype == object:
         size = node.builder.as_op(x, node.proto.output[0])
-        return size if dtype is None else cast(size, dtype)
+        return size if dtype is None else truncating_cast(size, dtype)
     return x
 
 
@@ -273,19 +273,7 @@ def import_cast(node: Node) -> Value:
     value = node.input(0)
     if isinstance(value, np.ndarray) and np.dtype(dtype).kind in "iu":
         return value  # sizes (symbolic), whole numbers already: they stay shape arithmetic
-    return cast(node.op(0), dtype)
-
-
-def cast(x: Op, dtype) -> Op:
-    """x converted to `dtype` as ONNX Cast converts (floats to ints truncate)."""
-    dtype = np.dtype(dtype)
-    if x.dtype == dtype:
-        return x
-    if dtype == np.bool_:
-        return ng.not_equal(x, 0)
-    if dtype.kind in "iu" and x.dtype.kind == "f":
-        x = ng.sign(x) * ng.floor(ng.absolute(x))  # toward zero
-    return ng.multiply(x, 1, dtype=dtype)
+    return truncating_cast(node.op(0), dtype)
 
 
 @rule("Identity")

@@ -14,7 +14,8 @@ import axgraph as ng
 
 from ...op_graph.op import Op
 from ..positional import in_order
-from .tf_positional import broadcast, cast, matmul
+from ..positional import truncating_cast
+from .tf_positional import broadcast, matmul
 from .rules import Node, Value, positions, rule
 
 BINARY: Dict[str, Callable[[Op, Op], Op]] = {
@@ -137,7 +138,7 @@ def import_add_n(node: Node) -> Op:
 @rule("Cast")
 def import_cast(node: Node) -> Op:
     dtype = np.dtype(node.attr("DstT").as_numpy_dtype)
-    return cast(node.op(0), dtype)
+    return truncating_cast(node.op(0), dtype)
 
 
 @rule("MatMul")
@@ -181,7 +182,7 @@ def _reduction(function: Callable[..., Op]):
         kept = [a for a in x.axes if a not in reduced]
         result = function(x, reduction_axes=reduced)
         if function is ng.mean and result.dtype != x.dtype:
-            result = cast(result, x.dtype)
+            result = truncating_cast(result, x.dtype)
         result = in_order(result, kept)
         if node.attr("keep_dims", False):
             result = keep_dims(node, result, where)

@@ -28,18 +28,6 @@ def broadcast(node: Node, function: Callable[..., Op], *operands: Value, dtype=N
     return in_order(result, out_axes)
 
 
-def cast(x: Op, dtype) -> Op:
-    """x converted to `dtype` as TF's Cast converts (floats to ints truncate)."""
-    dtype = np.dtype(dtype)
-    if x.dtype == dtype:
-        return x
-    if dtype == np.bool_:
-        return ng.not_equal(x, 0)
-    if dtype.kind in "iu" and x.dtype.kind == "f":
-        x = ng.sign(x) * ng.floor(ng.absolute(x))  # toward zero
-    return ng.multiply(x, 1, dtype=dtype)
-
-
 def matmul(node: Node, a: Op, b: Op) -> Op:
     """``a @ b`` with NumPy's rules: batch dimensions broadcast, the last of `a`
     contracted with the second-to-last of `b`."""

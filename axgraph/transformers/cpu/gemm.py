@@ -37,14 +37,8 @@ MIN_DEPTH, MIN_OUTPUT = 32, 1 << 10
 @functools.lru_cache(maxsize=None)
 def _kernel() -> Optional[ctypes._CFuncPtr]:  # type: ignore[name-defined]
     """The C kernel, or None without a compiler or without AVX-512 in the build."""
-    chain = kernel_c.toolchain()
-    if chain is None:
-        return None
-    try:
-        handle = kernel_c.build(Path(__file__).with_name("gemm.c").read_text(), chain).handle
-    except (kernel_c.KernelCompileError, OSError):
-        return None
-    if not handle.axg_gemm_available():
+    handle = kernel_c.optional_library(Path(__file__).with_name("gemm.c").read_text())
+    if handle is None or not handle.axg_gemm_available():
         return None
     function = handle.axg_gemm_f32
     function.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_void_p, ctypes.c_int64,

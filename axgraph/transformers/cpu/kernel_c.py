@@ -423,6 +423,19 @@ class Library:
 _LOADED: Dict[Tuple[str, str], Library] = {}
 
 
+def optional_library(source: str) -> Optional[ctypes.CDLL]:
+    """The loaded library of a helper's C `source` (built once, then from the disk cache),
+    or None where no compiler works or the build fails: the caller then keeps its NumPy
+    path. For the backend's fixed helpers (window ops, indexing loops, products)."""
+    chain = toolchain()
+    if chain is None:
+        return None
+    try:
+        return build(source, chain).handle
+    except (KernelCompileError, OSError):
+        return None
+
+
 def build(source: str, chain: Toolchain, fast_math: bool = False) -> Library:
     """The library of `source`, loaded: from the disk cache, or compiled into it first.
 

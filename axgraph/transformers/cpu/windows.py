@@ -91,13 +91,7 @@ def source() -> str:
 @functools.lru_cache(maxsize=None)
 def _library() -> Optional[ctypes.CDLL]:
     """The built kernels (compiled on first use, then from the disk cache); None without C."""
-    chain = kernel_c.toolchain()
-    if chain is None:
-        return None
-    try:
-        return kernel_c.build(source(), chain).handle
-    except (kernel_c.KernelCompileError, OSError):
-        return None
+    return kernel_c.optional_library(source())
 
 
 def _use_c() -> bool:
