@@ -127,3 +127,30 @@ def truncating_cast(x: Op, dtype) -> Op:
     if dtype.kind in "iu" and x.dtype.kind == "f":
         x = sign(x) * floor(absolute(x))  # toward zero
     return multiply(x, 1, dtype=dtype)
+
+
+def concatenated(ops: Sequence[Op], position: int, name: str,
+                 reference: Optional[Op] = None) -> Op:
+    """`ops` (of equal rank) joined along dimension `position`: each is relabelled onto
+    the axes of `reference` (default: the first op; give the first that was not made from
+    an array, so the result keeps the model's axes) except there, where each gets an axis
+    of its own named `name`, so that `concat_along_axis` sees the same axes elsewhere and
+    the pieces along `position`.
+
+    Raises
+    ------
+    ValueError
+        The ops' ranks differ (the importer reports it naming its node).
+    """
+    from ..axes import make_axis
+    from ..op_graph.shape_ops import concat_along_axis
+
+    shared = list((ops[0] if reference is None else reference).axes)
+    pieces = []
+    for i, op in enumerate(ops):
+        if len(op.axes) != len(shared):
+            raise ValueError(f"input {i} has rank {len(op.axes)}, not {len(shared)}")
+        axes = list(shared)
+        axes[position] = make_axis(length=op.axes[position].length, name=name)
+        pieces.append(relabelled(op, axes))
+    return concat_along_axis(pieces, pieces[0].axes[position])

@@ -16,7 +16,8 @@ from ...axes import FlattenedAxis
 from ...axes import Axis
 from ...dims import Dim, DimLike, exact_quotient
 from ...op_graph.op import Op
-from ..positional import aligned, in_order, index_slices, is_one, lengths, relabelled
+from ..positional import (aligned, concatenated, in_order, index_slices, is_one, lengths,
+                          relabelled)
 from .import_rules import Node, Value, positive_axis, rule
 
 INT_MAX = 2 ** 62  # ONNX writes "to the end" as INT64_MAX (or near it)
@@ -132,14 +133,9 @@ def import_concat(node: Node) -> Value:
         return np.concatenate(arrays, axis=node.attr("axis"))
     reference = next(v for v in values if isinstance(v, Op))
     axis = positive_axis(node, node.attr("axis"), len(reference.axes))
-    shared = node.builder.unique_name(f"{node.proto.output[0]}_joined")
-    ops = []
-    for i, value in enumerate(values):
-        op = node.builder.as_op(value, node.proto.input[i])
-        axes = list(reference.axes)
-        axes[axis] = ng.make_axis(length=op.axes[axis].length, name=shared)
-        ops.append(relabelled(op, axes))
-    return ng.concat_along_axis(ops, ops[0].axes[axis])
+    ops = [node.builder.as_op(value, node.proto.input[i]) for i, value in enumerate(values)]
+    return concatenated(ops, axis, node.builder.unique_name(f"{node.proto.output[0]}_joined"),
+                        reference)
 
 
 @rule("Split")

@@ -13,7 +13,7 @@ import numpy as np
 import axgraph as ng
 
 from ...op_graph.op import Op
-from ..positional import aligned, in_order, lengths, relabelled
+from ..positional import aligned, concatenated, in_order, lengths, relabelled
 from .tf_positional import reshape
 from .rules import Node, Value, position, rule
 
@@ -72,16 +72,12 @@ def import_transpose(node: Node) -> Op:
 def _joined(node: Node, values: Sequence[Value], axis: int) -> Op:
     """The values (ops or arrays of equal rank) joined along dimension `axis`."""
     reference = next(v for v in values if isinstance(v, Op))
-    joined = node.builder.unique_name(f"{node.hint}_joined")
-    ops = []
-    for i, value in enumerate(values):
-        op = node.builder.as_op(value, f"{node.hint}_in{i}")
-        if len(op.axes) != len(reference.axes):
-            raise node.error(f"input {i} has rank {len(op.axes)}, not {len(reference.axes)}")
-        axes = list(reference.axes)
-        axes[axis] = ng.make_axis(length=op.axes[axis].length, name=joined)
-        ops.append(relabelled(op, axes))
-    return ng.concat_along_axis(ops, ops[0].axes[axis])
+    ops = [node.builder.as_op(value, f"{node.hint}_in{i}") for i, value in enumerate(values)]
+    try:
+        return concatenated(ops, axis, node.builder.unique_name(f"{node.hint}_joined"),
+                            reference)
+    except ValueError as error:
+        raise node.error(str(error)) from None
 
 
 @rule("ConcatV2")
