@@ -4,6 +4,7 @@ Later backends join by adding their registry name here; the tests then run
 against them unchanged (differential testing against the reference).
 """
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -47,3 +48,18 @@ def transformer(backend):
 def rng():
     """A NumPy generator with a fixed seed, so failures reproduce."""
     return np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def fresh_torch_dynamo():
+    """Each test starts with TorchDynamo's caches empty, once something loaded it.
+
+    Dynamo keeps what it learned per code object for the whole process: a test that traced
+    `torch.nn.Sequential.forward` at one batch size (`torch.onnx.export`, `torch.export`)
+    makes a later `torch.compile` of another Sequential recompile with dynamic sizes, so
+    counts of compiled graphs would depend on which tests ran before.
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        dynamo.reset()
+    yield

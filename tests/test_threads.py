@@ -122,3 +122,39 @@ def test_the_governor_lowers_and_restores_openblas_and_openmp_threads():
     finally:
         set_blas(blas_before)
         openmp.omp_set_num_threads(openmp_before)
+
+
+def test_a_step_gives_back_the_openmp_count_it_lowered(monkeypatch):
+    """Under load the governor lowers the calling thread's OpenMP count for a step, and
+    sets it back after: the runtime may be PyTorch's too (one libgomp in the process), and
+    `torch.compile` recompiles when `torch.get_num_threads()` changes."""
+    from axgraph.transformers.cpu import kernel_c, parallel
+
+    x = ng.placeholder([ng.make_axis(1 << 19, "F")])
+    with ng.make_transformer("cpu") as cpu:
+        step = cpu.computation(ng.tanh(x) * 2.0, x)
+        step(np.ones(1 << 19, np.float32))  # loads a C kernel (the OpenMP runtime)
+        openmp = kernel_c._OPENMP
+        if openmp is None:
+            pytest.skip("no C compiler with OpenMP here")
+        before = openmp.omp_get_max_threads()
+        if before < 2:
+            pytest.skip("one OpenMP thread already: nothing to lower")
+        seen = []
+        real_apply = parallel._GOVERNOR._apply
+
+        def apply_and_look(threads):
+            real_apply(threads)
+            seen.append(openmp.omp_get_max_threads())
+
+        monkeypatch.setattr(parallel._GOVERNOR, "_decide", lambda now: 1)
+        monkeypatch.setattr(parallel._GOVERNOR, "_looked", 0.0)
+        monkeypatch.setattr(parallel._GOVERNOR, "_apply", apply_and_look)
+        try:
+            result = step(np.full(1 << 19, 0.5, np.float32))
+            assert seen == [1]  # the step ran with the lowered count
+            assert openmp.omp_get_max_threads() == before  # and gave it back
+            np.testing.assert_allclose(result[:3], 2 * np.tanh(0.5), rtol=1e-6)
+        finally:
+            openmp.omp_set_num_threads(before)
+            parallel._GOVERNOR.threads = parallel.thread_count()

@@ -157,6 +157,8 @@ class CpuFunction:
             if attributed is None:  # not raised by a node's line (a bad `out=`, say)
                 raise
             raise attributed from (None if isinstance(error, AxgraphError) else error)
+        finally:
+            parallel.restore()
 
     @staticmethod
     def _go_native(program: Program) -> None:

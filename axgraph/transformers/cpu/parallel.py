@@ -102,15 +102,32 @@ class _Governor:
         if getattr(local, "threads", None) != threads:
             openmp = _openmp()
             if openmp is not None:  # (before the first C kernel loads, no team exists)
+                current = openmp.omp_get_max_threads()
                 if not hasattr(local, "maximum"):
-                    local.maximum = openmp.omp_get_max_threads()
-                openmp.omp_set_num_threads(max(1, min(local.maximum, threads)))
+                    local.maximum = current
+                wanted = max(1, min(local.maximum, threads))
+                if wanted != current:  # the count found is given back by `restore`
+                    if getattr(local, "previous", None) is None:
+                        local.previous = current
+                    openmp.omp_set_num_threads(wanted)
                 local.threads = threads
         if self._blas_threads != threads:
             blas = self._find_blas()
             if blas is not None:
                 blas[0](max(1, min(blas[1], threads)))
             self._blas_threads = threads
+
+    def restore(self) -> None:
+        """Give the calling thread's OpenMP count back where `govern` changed it: the
+        runtime may be another library's too (PyTorch loads the same libgomp, and
+        `torch.compile` recompiles when `torch.get_num_threads()` changes)."""
+        local = self._local
+        previous = getattr(local, "previous", None)
+        if previous is not None:
+            openmp = _openmp()
+            if openmp is not None:
+                openmp.omp_set_num_threads(previous)
+            local.previous = local.threads = None
 
     def _find_blas(self) -> Optional[Tuple[Callable, int]]:
         """OpenBLAS as NumPy loaded it (its set/get_num_threads), found once."""
@@ -155,6 +172,11 @@ def govern() -> int:
     """Threads for the step about to run (see the module docstring), applied to OpenBLAS,
     the calling thread's OpenMP team and the pool's spans."""
     return _GOVERNOR.govern()
+
+
+def restore() -> None:
+    """Undo, for the calling thread's OpenMP runtime, what `govern` lowered (after a step)."""
+    _GOVERNOR.restore()
 
 
 def spans(total: int, block: int, minimum: int) -> List[Tuple[int, int]]:
