@@ -139,6 +139,24 @@ def test_arguments_c_does_not_take_run_in_the_python_program():
         np.testing.assert_array_equal(got, np.asarray(offered) * 3)
 
 
+def test_arguments_not_c_contiguous_are_copied_for_the_native_call(monkeypatch):
+    """A strided view (another framework's transposed tensor) is copied, which costs a
+    small program less than its Python program: C still runs it."""
+    x = core.Parameter(core.f32, (4, 6), name="x")
+    run = _native(core.Function([core.Multiply(x, core.Constant(core.f32, (4, 6), 3.0))], [x]))
+    run(np.zeros((4, 6), np.float32))
+    program = run.last_program
+    assert program.native is not None
+
+    def python_program(*arrays):
+        raise AssertionError("the Python program ran")
+
+    monkeypatch.setattr(program, "run", python_program)
+    offered = np.arange(24, dtype=np.float32).reshape(6, 4).T
+    (got,) = run(offered)
+    np.testing.assert_array_equal(got, offered * 3)
+
+
 def test_a_bad_label_raises_the_python_programs_error_and_leaves_the_weights():
     x, labels, step, variables, (xv, lv) = _mlp_step()
     with ng.make_transformer("cpu") as cpu:
