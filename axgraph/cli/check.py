@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..op_graph.printing import format_graph
-from .failures import CommandError, describe_error
+from .failures import CommandError, report_failure
 from .graph_files import KINDS, kind_of
 
 
@@ -87,9 +87,7 @@ def run(args: argparse.Namespace) -> int:
     except CommandError:
         raise
     except Exception as error:  # the user's program failing is what check reports
-        print(f"{args.file}: error", file=sys.stdout)
-        print(describe_error(error, str(args.file)), file=sys.stdout)
-        return 1
+        return report_failure(args.file, error, sys.stdout)
     print(text)
     print(f"{args.file}: ok, no shape or axes errors")
     return 0

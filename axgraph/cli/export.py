@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .failures import CommandError, describe_error
+from .failures import CommandError, report_failure
 from .graph_files import KINDS, load, optional_function
 
 
@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
     except CommandError:
         raise
     except Exception as error:  # the user's program failing
-        print(f"{args.file}: error\n{describe_error(error, str(args.file))}", file=sys.stderr)
-        return 1
+        return report_failure(args.file, error, sys.stderr)
     export(graph.results, args.onnx, inputs=graph.inputs)
     print(f"written to {args.onnx}", file=sys.stderr)
     return 0

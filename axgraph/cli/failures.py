@@ -6,7 +6,7 @@ import linecache
 import os
 import sys
 import traceback
-from typing import List, Optional, Tuple
+from typing import List, Optional, TextIO, Tuple
 
 from ..errors import AxgraphError, AxgraphValueError
 
@@ -16,6 +16,30 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 class CommandError(AxgraphValueError):
     """A command line subcommand could not do what it was asked: a file of an unknown kind,
     a missing optional package, a benchmark that does not exist. Exit status 1."""
+
+
+def report_failure(path: object, error: BaseException, stream: TextIO) -> int:
+    """Print that the user's file failed (its program raised, or its graph is wrong) with
+    where, as the subcommands that read a file do; the exit status 1.
+
+    Parameters
+    ----------
+    path : path-like
+        The file the user gave.
+    error : BaseException
+        What reading or checking it raised.
+    stream : text stream
+        Where the report goes (``check`` reports on standard output, the others on
+        standard error).
+
+    Returns
+    -------
+    int
+        1, the exit status of a failure.
+    """
+    print(f"{path}: error", file=stream)
+    print(describe_error(error, str(path)), file=stream)
+    return 1
 
 
 def describe_error(error: BaseException, user_file: Optional[str] = None) -> str:

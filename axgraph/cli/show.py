@@ -19,7 +19,7 @@ from ..dims import Dim
 from ..op_graph.op import Op
 from ..op_graph.printing import format_graph
 from ..visualize import graph_to_dot
-from .failures import CommandError, describe_error
+from .failures import CommandError, report_failure
 from .graph_files import KINDS, GraphFile, load
 
 FORMATS = ("text", "dot", "svg", "png")
@@ -83,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
     except CommandError:
         raise
     except Exception as error:  # the user's program failing
-        print(f"{args.file}: error\n{describe_error(error, str(args.file))}", file=sys.stderr)
-        return 1
+        return report_failure(args.file, error, sys.stderr)
     if args.memory:
         out = args.output or Path(args.file.stem + "_memory.png")
         _draw_memory(graph, sizes, out)
