@@ -170,6 +170,25 @@ def run_lstm():
     return {"losses": result["losses"], **made[-1]}
 
 
+def run_fed_from_another_device():
+    """A one-device transformer fed device arrays that live on another device: each call
+    (the general route, then the planned one, then an array from a third device) moves them;
+    returns (sums the step stored, the arrays' devices, the transformer's device)."""
+    devices = jax.devices()
+    N = ng.make_axis(6, name="N")
+    x = ng.placeholder([N])
+    total = ng.variable([N], initial_value=0.0)
+    step = ng.sequential([ng.assign(total, total + 2 * x), total])
+    rows = np.arange(18, dtype=np.float32).reshape(3, 6)
+    with ng.make_transformer("jax", keep_on_device=True) as transformer:
+        run = transformer.computation(step, x)
+        stored = [np.asarray(run(jax.device_put(row, devices[device])))
+                  for row, device in zip(rows, (3, 3, 5))]
+        placed = sorted(d.id for d in transformer.state[total].devices())
+    return {"stored": [s.tolist() for s in stored], "placed": placed,
+            "rows": rows.tolist()}
+
+
 def main(argv) -> int:
     mode, out = argv[0], Path(argv[1])
     runs = {}
@@ -178,7 +197,8 @@ def main(argv) -> int:
         runs["data8"] = run_mlp((8, 1), ["N"])
         runs["model8"] = run_mlp((1, 8), ["H"])
         runs["mixed4x2"] = run_mlp((4, 2), ["N", "H"])
-        extra = {"errors": bad_mappings(), "lstm": run_lstm()}
+        extra = {"errors": bad_mappings(), "lstm": run_lstm(),
+                 "other_device": run_fed_from_another_device()}
         name = "single"
     else:
         port, process_id = argv[2], int(argv[3])

@@ -269,6 +269,16 @@ def test_the_char_lstm_example_runs_split_on_its_batch_axis(single):
     assert lstm["placements"], "the worker found none of the LSTM's weights"
 
 
+def test_arrays_on_another_device_are_moved_to_the_transformers(single):
+    """A jax.Array fed from a device other than the transformer's is moved there, on the
+    first call and on the planned calls after it (XLA runs a program on one device)."""
+    run = single[0]["other_device"]
+    rows = np.asarray(run["rows"], dtype=np.float32)
+    expected = 2 * np.cumsum(rows, axis=0)  # the variable after each call, written by hand
+    np.testing.assert_allclose(np.asarray(run["stored"]), expected, rtol=0, atol=0)
+    assert run["placed"] == [0]
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("localhost", 0))

@@ -386,7 +386,7 @@ class Computation:
                             + ", ".join(f"{p.name} {p.axes}" for p in missing), user_location())
         return feeds
 
-    def _package(self, outputs: List[Optional[np.ndarray]]):
+    def _package(self, outputs: Sequence[Any]):
         if self.result_kind == "single":
             return outputs[0]
         if self.result_kind == "dict":

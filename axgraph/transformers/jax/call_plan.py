@@ -40,20 +40,23 @@ PLANS_KEPT = 8
 
 
 def plan_key(values: Sequence[Any]) -> Optional[tuple]:
-    """What a plan is found by: each positional value's type, element type and shape
-    (None when a value is not an array)."""
+    """What a plan is found by: each positional value's type, element type, shape and, for
+    a device array, where it lives (None when a value is not an array)."""
     try:
-        return tuple([(type(v), v.dtype, v.shape) for v in values])
+        return tuple([(type(v), v.dtype, v.shape, getattr(v, "sharding", None))
+                      for v in values])
     except AttributeError:
         return None
 
 
-def _taken_as_is(value: Any, placeholder: AssignableTensorOp) -> bool:
+def _taken_as_is(value: Any, placeholder: AssignableTensorOp, device: Any) -> bool:
     """Whether the general route feeds `value` to the program unconverted (a C-ordered
-    NumPy array or a concrete jax array, of the placeholder's exact element type)."""
+    NumPy array, or a concrete jax array on `device`, of the placeholder's exact element
+    type)."""
     if type(value) is np.ndarray:
         return bool(value.flags.c_contiguous) and value.dtype == placeholder.dtype
-    return type(value) is concrete_array_type() and value.dtype == placeholder.dtype
+    return type(value) is concrete_array_type() and value.dtype == placeholder.dtype \
+        and value.devices() == {device}
 
 
 @functools.lru_cache(maxsize=None)
@@ -104,20 +107,24 @@ class CallPlan:
     def __init__(self, transformer: "JaxTransformer", computation: "JaxComputation",
                  run: JaxFunction, program: Program, call: ProgramCall, key: tuple,
                  stored_tensors: List[AssignableTensorOp], order: List[int],
-                 written: List[Tuple[AssignableTensorOp, int]]):
+                 written: List[Tuple[AssignableTensorOp, int]], compiled: Any = None):
         self.transformer, self.computation, self.program, self.call = \
             transformer, computation, program, call
         self._cache = run._cache
         self._cache_key = self._cache.key(program.bindings)
-        self._jitted_call = call.on_device
+        #: The program compiled for exactly these arguments, called without JAX's settings
+        #: or `jax.jit`'s lookup (None where NumPy arrays or random draws are fed: their
+        #: 64-bit types need the settings of a call).
+        self._compiled = compiled
+        self._state = transformer.state
         #: Whether the program checks values (it then returns their flag).
         self._checked = bool(program.checks)
         #: Whether results and flags are copied from an accelerator (not host memory).
         self._remote = run.device.platform != "cpu"
         count = len(key)
         #: The fed positions holding NumPy arrays (each must still be C-ordered).
-        self._numpy_feeds = [i for i, (kind, _, _) in enumerate(key) if kind is np.ndarray]
-        self._device_feeds = _getter([i for i, (kind, _, _) in enumerate(key)
+        self._numpy_feeds = [i for i, (kind, *_) in enumerate(key) if kind is np.ndarray]
+        self._device_feeds = _getter([i for i, (kind, *_) in enumerate(key)
                                       if kind is not np.ndarray])
         self._read_stored = _getter(stored_tensors)
         #: (dtype, shape) of each stored value the program takes.
@@ -129,6 +136,9 @@ class CallPlan:
         self._donated_stored = _getter([order[j] - count for j in sorted(donated)])
         self._written_tensors = [tensor for tensor, _ in written]
         self._written_outputs = _getter([k for _, k in written])
+        #: Whether the stored values the program reads are those it writes, in one order
+        #: (the new values are then the stored values the next call expects).
+        self._reads_what_it_writes = self._written_tensors == list(stored_tensors)
         lowered = transformer.lowered(computation)
         self._result_positions = list(lowered.result_positions)
         written_outputs = {k for _, k in written}
@@ -141,6 +151,11 @@ class CallPlan:
         self._parameter_results = {p for p in self._result_positions if p is not None
                                    and lowered.function.results[p] in parameters}
         self._package = computation._package
+        #: Whether every result is returned as the program gives it (none absent, none a
+        #: stored value or a parameter passed through, which the caller gets a copy of).
+        self._plain_results = None not in self._result_positions and not self._copied \
+            and not self._parameter_results
+        self._results_of = _getter(self._result_positions)
         self._expected: tuple = ()
         #: The values of the last call, where all are device arrays (`repeats`).
         self._last_values: Optional[tuple] = None
@@ -155,7 +170,7 @@ class CallPlan:
         if transformer.sharding is not None or computation.temporary_tensors:
             return None
         key = plan_key(values)
-        if key is None or not all(_taken_as_is(v, p)
+        if key is None or not all(_taken_as_is(v, p, transformer.device)
                                   for v, p in zip(values, computation.parameters)):
             return None
         lowered, run = transformer._compile(computation)
@@ -191,8 +206,12 @@ class CallPlan:
                    if tensor not in feeds]
         if program.checks and not {k for _, k in written} <= {k for k, _ in call.guarded}:
             return None  # a failed check would leave a new value stored
+        compiled = None
+        if not any(kind is np.ndarray for kind, *_ in key) and not call._draws:
+            with run._call_scope():
+                compiled = call.jitted.lower(*arguments).compile()
         plan = cls(transformer, computation, run, program, call, key, stored_tensors, order,
-                   written)
+                   written, compiled)
         plan._expected = plan._read_stored(state)
         return plan
 
@@ -219,7 +238,7 @@ class CallPlan:
         for i in self._numpy_feeds:
             if not values[i].flags.c_contiguous:
                 return MISS
-        state = self.transformer.state
+        state = self._state
         try:
             stored = self._read_stored(state)
         except KeyError:
@@ -238,15 +257,14 @@ class CallPlan:
                     map(id, self._device_feeds(values))):
                 return MISS  # a stored array fed as a value too: never donated
         cache, program = self._cache, self.program
-        if cache.last is program:
-            cache.hit_last()
-        elif cache.programs.get(self._cache_key) is program:
-            cache.hit(self._cache_key, program)
-        else:
+        if cache.last is not program and cache.programs.get(self._cache_key) is not program:
             return MISS  # its program was dropped from the cache
+        cache.hit(self._cache_key, program)
         self.computation._calls += 1
         arguments = self._arrange(values + stored)
-        results, flag = self._jitted_call(arguments)
+        compiled = self._compiled
+        results, flag = compiled(*arguments) if compiled is not None \
+            else self.call.on_device(arguments)
         error = None
         if self._checked:
             if keep_on_device:
@@ -260,12 +278,15 @@ class CallPlan:
                                           if p is not None] + [flag])
                 error = self.call.failure(flag, arguments, results, self.call.drawn)
         # stored: the new values, or the old ones where a check failed (the program kept them)
-        state.update(zip(self._written_tensors, self._written_outputs(results)))
-        self._expected = self._read_stored(state)
+        written = self._written_outputs(results)
+        state.update(zip(self._written_tensors, written))
+        self._expected = written if self._reads_what_it_writes else self._read_stored(state)
         self._last_values = None if self._numpy_feeds else values
         if error is not None:
             raise error
         if keep_on_device:
+            if self._plain_results:
+                return self._package(self._results_of(results))
             outputs = [None if p is None else _copied(results[p])
                        if p in self._copied or (p in self._parameter_results
                                                 and any(results[p] is s for s in stored))

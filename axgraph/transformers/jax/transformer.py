@@ -20,7 +20,7 @@ is raised by the transformer's next call, or by `wait()`.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Sequence, cast
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import jax
 
@@ -52,8 +52,24 @@ class JaxComputation(Computation):
 
     def __call__(self, *values, feed_dict=None, out=None, keep_on_device: Optional[bool] = None):
         """Run once, as `Computation.__call__`; `keep_on_device=True` returns jax arrays."""
+        transformer: JaxTransformer = self.transformer  # type: ignore[assignment]
         try:
-            return self._call(values, feed_dict, out, keep_on_device)
+            with transformer._lock:
+                pending = transformer._pending
+                if pending is not None:
+                    transformer._pending = None
+                    if pending.failed():
+                        _raise_if_failed(pending, "the next call, which did not run")
+                keep = transformer._keep_on_device if keep_on_device is None \
+                    else bool(keep_on_device)
+                if feed_dict is None and out is None and not transformer.closed:
+                    plan = self._last_plan
+                    if plan is not None and plan.repeats(values):
+                        returned = plan.run(values, keep, True)
+                        if returned is not MISS:
+                            return returned
+                    return self._planned_call(values, keep)
+                return self._general_call(values, feed_dict, out, keep)
         except jax.errors.JaxRuntimeError as error:
             raise self._runtime_error(error) from error
 
@@ -67,39 +83,33 @@ class JaxComputation(Computation):
         return ExecutionError(f"XLA failed running the computation made at {file}:{line} "
                               f"on the jax transformer: {text}", user_location())
 
-    def _call(self, values: tuple, feed_dict, out, keep_on_device: Optional[bool]):
-        transformer = cast("JaxTransformer", self.transformer)
-        with transformer._lock:
-            if transformer._pending is not None:
-                transformer._settle("the next call, which did not run")
-            keep = transformer._keep_on_device if keep_on_device is None \
-                else bool(keep_on_device)
-            planned = feed_dict is None and out is None and not transformer.closed
-            key = None
-            if planned:
-                plan = self._last_plan
-                repeated = plan is not None and plan.repeats(values)
-                if not repeated:
-                    key = plan_key(values)
-                    plan = self._plans.get(key) if key is not None else None
-                if plan is not None:
-                    returned = plan.run(values, keep, repeated)
-                    if returned is not MISS:
-                        self._last_plan = plan
-                        return returned
-                    key = plan_key(values)  # the general route remakes the plan
-            saved = transformer._keep_on_device
-            transformer._keep_on_device = keep
-            try:
-                returned = super().__call__(*values, feed_dict=feed_dict, out=out)
-            finally:
-                transformer._keep_on_device = saved
-            if key is not None and len(values) == len(self.parameters):
-                if key not in self._plans and len(self._plans) >= PLANS_KEPT:
-                    self._plans.clear()  # a stream of new shapes
-                self._plans[key] = CallPlan.make(transformer, self, values)
-                self._last_plan = None
-            return returned
+    def _planned_call(self, values: tuple, keep: bool):
+        """A call of plain positional arguments: on the plan of their types and shapes,
+        or the general route, which then leaves a plan for the next such call."""
+        key = plan_key(values)
+        plan = self._plans.get(key) if key is not None else None
+        if plan is not None:
+            returned = plan.run(values, keep)
+            if returned is not MISS:
+                self._last_plan = plan
+                return returned
+        returned = self._general_call(values, None, None, keep)
+        if key is not None and len(values) == len(self.parameters):
+            if key not in self._plans and len(self._plans) >= PLANS_KEPT:
+                self._plans.clear()  # a stream of new shapes
+            self._plans[key] = CallPlan.make(self.transformer, self, values)  # type: ignore
+            self._last_plan = None
+        return returned
+
+    def _general_call(self, values: tuple, feed_dict, out, keep: bool):
+        """`Computation.__call__`'s route, results kept on the device or not as `keep` says."""
+        transformer: JaxTransformer = self.transformer  # type: ignore[assignment]
+        saved = transformer._keep_on_device
+        transformer._keep_on_device = keep
+        try:
+            return super().__call__(*values, feed_dict=feed_dict, out=out)
+        finally:
+            transformer._keep_on_device = saved
 
     _direct_feeds = (jax.Array,)
 
@@ -107,6 +117,10 @@ class JaxComputation(Computation):
         """A `jax.Array` of the placeholder's exact type is used as it is (no host round
         trip); anything else is converted and checked as on every transformer."""
         if isinstance(value, jax.Array) and value.dtype == placeholder.dtype:
+            transformer = self.transformer
+            assert isinstance(transformer, JaxTransformer)
+            if transformer.sharding is None and value.devices() != {transformer.device}:
+                return jax.device_put(value, transformer.device)  # XLA takes one device's
             return value
         return _checked_feed(placeholder, value)
 
