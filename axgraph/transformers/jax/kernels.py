@@ -478,9 +478,10 @@ def _avg_pool_backprop(node, ctx, delta):
 def _check_indices(node, ctx, indices, length: int, what: str) -> None:
     if indices.size == 0:
         return
-    low, high = jnp.min(indices), jnp.max(indices)
-    ctx.check(node, (low < 0) | (high >= length),
-              f"{what} must lie in [0, {length}); got {{}}..{{}}", low, high)
+    # one pass decides (the bounds the message shows are computed only after it failed)
+    outside = jnp.any((indices < 0) | (indices >= length))
+    ctx.check(node, outside, f"{what} must lie in [0, {length}); got {{}}..{{}}",
+              jnp.min(indices), jnp.max(indices))
 
 
 @kernel(ops.Gather)
