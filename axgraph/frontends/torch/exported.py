@@ -10,10 +10,16 @@ gets that Dim's name (and no fixed length, so any size runs), its other dims are
 after the input (``x_1``), a parameter's after the parameter (``fc1.weight`` rows:
 ``fc1_weight_0``). Parameters and buffers become variables initialised with their values.
 
-The ops imported are those of inference MLPs and transformer feed-forward parts (matrix
-products, elementwise arithmetic with broadcasting, activations, softmax, sums and
-means, variances, permutes and the reshapes that merge or split dims or add or drop
-dims of 1); any other is an `UnsupportedOperatorError` naming each and its line.
+The ops imported are the forward ops of MLPs, CNNs and transformer blocks: matrix
+products, elementwise arithmetic with broadcasting, comparisons and activations,
+softmax and reductions, convolutions (1-3 spatial dims, strided, padded, dilated,
+grouped, transposed) and pooling on channels-first images (`..images`), batch norm as
+torch decomposes it, slicing and joining, and every reshape: a reshape pairs its dims
+with the input's by their traced sizes, keeps a merged group as a `FlattenedAxis` (so
+a later split gives the same axes back, a symbolic batch kept symbolic) and splits a
+dim onto new axes. An op's arguments are judged by the torch bridge's own check
+where the bridge declares one. Anything else is an `UnsupportedOperatorError` naming
+each op, its line, and why.
 """
 from __future__ import annotations
 
@@ -24,23 +30,43 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+import numpy as np
 import torch
 
-from ..positional import aligned, broadcast_axes, in_order
+from ..images import grouped_window_op, pooled
+from ..positional import (aligned, broadcast_axes, concatenated, in_order, index_slices,
+                          is_one, relabelled, truncating_cast)
 from .errors import TorchBridgeError, UnsupportedOperatorError, node_location, node_source
-from .registry import Arguments, op_name
+from .registry import RULES, Arguments, Check, op_name
 
 aten = torch.ops.aten
 ImportRule = Callable[["Importer", Any, Arguments], Any]
 _RULES: Dict[Any, ImportRule] = {}
+_CHECKS: Dict[Any, Check] = {}
 
 
-def _rule(*overloads: Any) -> Callable[[ImportRule], ImportRule]:
+def _rule(*overloads: Any, check: Optional[Check] = None) -> Callable[[ImportRule], ImportRule]:
+    """Register an import rule; `check(node)` says why a node is beyond it (None: it is not)."""
     def register(function: ImportRule) -> ImportRule:
         for overload in overloads:
             _RULES[overload] = function
+            if check is not None:
+                _CHECKS[overload] = check
         return function
     return register
+
+
+def _bridge_check(overload: Any) -> Optional[Check]:
+    """The torch bridge's check of `overload`'s arguments: one judgement for both."""
+    return RULES[overload].check
+
+
+def _refusal(node: Any) -> Optional[str]:
+    """Why `import_exported` cannot take this node (None: it can)."""
+    if node.target not in _RULES:
+        return "no rule"
+    check = _CHECKS.get(node.target)
+    return check(node) if check is not None else None
 
 
 def imported_ops() -> List[str]:
@@ -69,12 +95,17 @@ class ImportedProgram:
         (``fc1.weight``), initialised with its value.
     axes : dict of str to Axis
         Every axis the inputs and variables use, by name.
+    updates : dict of str to Op
+        The new value of each buffer the program changes, by its name (a batch norm in
+        training mode steps its running statistics): ``ng.assign(variables[name], op)``
+        applies one.
     """
 
     inputs: Dict[str, Any]
     outputs: List[Any]
     variables: Dict[str, Any]
     axes: Dict[str, Any] = field(default_factory=dict)
+    updates: Dict[str, Any] = field(default_factory=dict)
 
 
 class Importer:
@@ -87,19 +118,30 @@ class Importer:
         self.program = program
         self.values: Dict[Any, Any] = {}
         self.axes: Dict[str, Any] = {}
+        self._names: set = set()
         self._dim_names = _dim_names(program)
 
     # -- axes ---------------------------------------------------------------------------------
 
-    def axis(self, name: str, length: Optional[int]) -> Any:
-        """A new axis: `name`, or `name_2`, `name_3`... when another axis has it."""
-        base, count = re.sub(r"\W", "_", name), 1
+    def unique_name(self, hint: str) -> str:
+        """`hint` made an identifier: itself, or `hint_2`, `hint_3`... when taken."""
+        base, count = re.sub(r"\W", "_", hint), 1
         unique = base
-        while unique in self.axes:
+        while unique in self._names:
             count += 1
             unique = f"{base}_{count}"
+        self._names.add(unique)
+        return unique
+
+    def axis(self, name: str, length: Optional[int]) -> Any:
+        """A new axis named `name` (numbered when another axis has it)."""
+        unique = self.unique_name(name)
         made = self.axes[unique] = self.ng.make_axis(length=length, name=unique)
         return made
+
+    def symbol_axis(self, symbol: Any) -> Optional[Any]:
+        """The axis of an input dim given by this size symbol (a `torch.export.Dim`)."""
+        return self.axes.get(self._dim_names.get(str(symbol), str(symbol)))
 
     def axes_for(self, value: torch.Tensor, base: str) -> List[Any]:
         made = []
@@ -124,14 +166,16 @@ class Importer:
         parameters = dict(signature.inputs_to_parameters)
         parameters.update(signature.inputs_to_buffers)
         constants = dict(getattr(signature, "inputs_to_lifted_tensor_constants", {}))
-        unsupported = [node for node in program.graph.nodes
-                       if node.op == "call_function" and node.target not in _RULES]
+        refused = [(node, _refusal(node)) for node in program.graph.nodes
+                   if node.op == "call_function"]
+        unsupported = [(node, reason) for node, reason in refused if reason is not None]
         if unsupported:
-            listed = "; ".join(f"{op_name(n.target)} at {_where(n)}" for n in unsupported)
+            listed = "; ".join(f"{op_name(n.target)} at {_where(n)} ({reason})"
+                               for n, reason in unsupported)
             raise UnsupportedOperatorError(
-                f"import_exported has no rule for: {listed} (it imports "
+                f"import_exported cannot import: {listed} (it imports "
                 f"{len(_RULES)} ops: axgraph.frontends.torch.imported_ops())",
-                node_location(unsupported[0]))
+                node_location(unsupported[0][0]))
         inputs: Dict[str, Any] = {}
         variables: Dict[str, Any] = {}
         outputs: List[Any] = []
@@ -154,7 +198,12 @@ class Importer:
                 self.values[node] = self._call(node)
             elif node.op == "output":
                 outputs = [self.values[item] for item in node.args[0]]
-        return ImportedProgram(inputs, outputs, variables, dict(self.axes))
+        mutated = dict(signature.buffers_to_mutate)
+        names = [spec.arg.name for spec in signature.output_specs]
+        updates = {mutated[name]: value for name, value in zip(names, outputs)
+                   if name in mutated}
+        results = [value for name, value in zip(names, outputs) if name not in mutated]
+        return ImportedProgram(inputs, results, variables, dict(self.axes), updates)
 
     def _call(self, node: Any) -> Any:
         from ...errors import AxgraphError
@@ -274,14 +323,15 @@ def _addmm(importer: Importer, node: Any, args: Arguments) -> Any:
     return importer.elementwise(node, ng.add, product, bias)  # the weight names the result
 
 
-def _elementwise_rule(function_name: str, *overloads: Any, scaled: bool = False) -> None:
+def _elementwise_rule(function_name: str, *overloads: Any, scaled: bool = False,
+                      check: Optional[Check] = None) -> None:
     def build(importer: Importer, node: Any, args: Arguments) -> Any:
         function = getattr(importer.ng, function_name)
         other = args.other
         if scaled and args.alpha != 1:
             other = importer.ng.multiply(other, args.alpha)
         return importer.elementwise(node, function, args.self, other)
-    _rule(*overloads)(build)
+    _rule(*overloads, check=check)(build)
 
 
 _elementwise_rule("add", aten.add.Tensor, aten.add.Scalar, scaled=True)
@@ -307,7 +357,13 @@ for _name, _overload in [("relu", aten.relu.default), ("tanh", aten.tanh.default
 
 @_rule(operator.getitem)
 def _getitem(importer: Importer, node: Any, args: Arguments) -> Any:
-    return args.arg0[args.arg1]
+    """One result of an op with several (None: a result not imported)."""
+    picked = args.arg0[args.arg1]
+    if picked is None:
+        source = node.args[0]
+        raise TorchBridgeError(f"{op_name(source.target)} ({node_source(source) or source.name}): "
+                               f"result {args.arg1} is not imported", node_location(node))
+    return picked
 
 
 @_rule(aten.sym_size.int)
@@ -387,7 +443,7 @@ def _var_mean(importer: Importer, node: Any, args: Arguments) -> Any:
     mean = in_order(ng.mean(x, reduction_axes=reduced), kept)
     centred = ng.subtract(x, mean)  # mean's axes are among x's: broadcast by name
     correction = 1 if args.correction is None else args.correction
-    count = math.prod(a.length for a in reduced)
+    count = ng.tensor_size(x, reduction_axes=reduced)
     variance = in_order(
         ng.divide(ng.sum(ng.square(centred), reduction_axes=reduced), count - correction), kept)
     if args.keepdim:
@@ -397,48 +453,515 @@ def _var_mean(importer: Importer, node: Any, args: Arguments) -> Any:
     return variance, mean
 
 
+# -- reshapes -----------------------------------------------------------------------------------
+
+
 @_rule(aten.view.default, aten._unsafe_view.default, aten.reshape.default,
-       aten.squeeze.dims, aten.squeeze.dim, aten.unsqueeze.default)
+       aten.squeeze.default, aten.squeeze.dims, aten.squeeze.dim, aten.unsqueeze.default,
+       aten.flatten.using_ints)
 def _reshape(importer: Importer, node: Any, args: Arguments) -> Any:
-    """Reshapes that add or drop dims of 1 and merge runs of neighbouring dims (a
-    flatten); a reshape that splits a dim is an error."""
+    """Any row-major reshape. Dims of 1 are dropped and added; the other dims are paired
+    in runs of equal size (`_size_groups`): a run of several input dims becomes their
+    `FlattenedAxis`, one input dim becoming several is split onto their axes (the parts
+    of a flattened axis when they fit, which keeps a symbolic batch; else new axes)."""
     ng = importer.ng
     x = args.self
-    target = [d if isinstance(d, int) else None for d in node.meta["val"].shape]
-    if any(a.length == 1 for a in x.axes):
-        x = ng.tensor_slice(x, [0 if a.length == 1 else slice(None) for a in x.axes])
+    source, target = _traced_shape(node.args[0]), _traced_shape(node)
+    ones = [i for i, size in enumerate(source) if is_one(size)]
+    if ones:
+        x = ng.tensor_slice(x, [0 if i in ones else slice(None) for i in range(len(source))])
+    kept = [i for i, size in enumerate(target) if not is_one(size)]
+    groups = _size_groups(node, [source[i] for i in range(len(source)) if i not in ones],
+                          [target[i] for i in kept])
     axes = list(x.axes)
-    groups: List[List[Any]] = []
-    i = 0
-    for size in target:
-        group: List[Any] = []
-        while i < len(axes) and (not group or (size is not None and _length(group) < size)):
-            if size == 1:
-                break
-            group.append(axes[i])
-            i += 1
-        if size is not None and _length(group) != size:
-            raise TorchBridgeError(f"{op_name(node.target)}: reshaping {[a.length for a in axes]} "
-                                   f"to {target} splits a dim; import_exported only merges "
-                                   f"neighbouring dims and adds or drops dims of 1",
-                                   node_location(node))
-        groups.append(group)
-    merged = [importer.axis("_".join(a.name for a in g), _length(g)) if len(g) > 1 else
-              (g[0] if g else None) for g in groups]
-    if any(len(g) > 1 for g in groups):
-        x = ng.flatten(x, [ng.FlattenedAxis.of(g) if len(g) > 1 else g[0] for g in groups if g])
-        x = ng.cast_axes(x, [a for a in merged if a is not None])
-    final = []
-    for position, axis in enumerate(merged):
-        if axis is None:
-            axis = importer.axis(f"{node.name}_{position}", 1)
-            x = ng.expand_dims(x, axis, position)
-        final.append(axis)
+    plain = [_stand_in(importer, node, a) for a in axes]  # flatten sees no flattened axis
+    flat: List[Any] = []      # one axis per group: the group's input axes as one
+    flat_plain: List[Any] = []
+    wanted: List[Any] = []    # the group's output axes
+    start = 0
+    for count, sizes in groups:
+        group, group_plain = axes[start:start + count], plain[start:start + count]
+        start += count
+        flat.append(group[0] if count == 1 else ng.FlattenedAxis.of(group_plain))
+        flat_plain.append(group_plain[0] if count == 1 else flat[-1])
+        wanted.append([flat[-1]] if len(sizes) == 1 else None)
+    for index, (_, sizes) in enumerate(groups):
+        if wanted[index] is None:
+            taken = [a for other in wanted if other is not None for a in _parts(other)]
+            wanted[index] = _split_axes(importer, node, flat[index], sizes, taken)
+    if len(flat) != len(axes):
+        x = relabelled(ng.flatten(relabelled(x, plain), flat_plain), flat)
+    splits = [i for i, w in enumerate(wanted) if len(w) > 1]
+    if splits:
+        # the axes kept stand in as plain axes while the split ones unflatten
+        held = [ng.FlattenedAxis.of(w) if i in splits else _stand_in(importer, node, flat[i])
+                for i, w in enumerate(wanted)]
+        x = ng.unflatten(relabelled(x, held))
+        x = relabelled(x, [a for w in wanted for a in w])
+    final = [a for w in wanted for a in w]
+    for position in range(len(target)):
+        if position not in kept:
+            one = importer.axis(f"{node.name}_{position}", 1)
+            x = ng.expand_dims(x, one, position)
+            final.insert(position, one)
     return in_order(x, final)
 
 
-def _length(axes: Sequence[Any]) -> int:
-    return math.prod(a.length for a in axes)
+def _stand_in(importer: Importer, node: Any, axis: Any) -> Any:
+    """A plain axis standing in for a flattened one while `ng.flatten` or `ng.unflatten`
+    works on the others (both see through every flattened axis); the axis itself if plain."""
+    if not isinstance(axis, importer.ng.FlattenedAxis):
+        return axis
+    return importer.ng.make_axis(axis.length, name=importer.unique_name(node.name))
+
+
+def _parts(axes: Sequence[Any]) -> List[Any]:
+    """Axes and, for flattened ones, their parts too (none may come back twice)."""
+    from ...axes import FlattenedAxis
+    return list(axes) + [p for a in axes if isinstance(a, FlattenedAxis) for p in a.axes]
+
+
+def _traced_shape(node: Any) -> List[Any]:
+    """A node's traced sizes: ints, and sympy expressions for symbolic ones."""
+    return [size.node.expr if isinstance(size, torch.SymInt) else int(size)
+            for size in node.meta["val"].shape]
+
+
+def _size_groups(node: Any, source: Sequence[Any], target: Sequence[Any]
+                 ) -> List[Any]:
+    """[(input dims taken, output sizes)]: the shortest runs of equal total size,
+    compared on the traced example and then exactly (a symbolic batch included)."""
+    import sympy
+
+    hints = _hints(node)
+    value = [int(sympy.sympify(s).subs(hints)) for s in source]
+    wanted = [int(sympy.sympify(t).subs(hints)) for t in target]
+    groups: List[Any] = []
+    i = j = 0
+    while i < len(source) or j < len(target):
+        if i == len(source) or j == len(target):
+            raise _reshape_error(node, source, target)
+        ins, outs = [i], [j]
+        i, j = i + 1, j + 1
+        have, need = value[ins[0]], wanted[outs[0]]
+        while have != need:
+            if have < need and i < len(source):
+                ins.append(i)
+                have *= value[i]
+                i += 1
+            elif have > need and j < len(target):
+                outs.append(j)
+                need *= wanted[j]
+                j += 1
+            else:
+                raise _reshape_error(node, source, target)
+        if sympy.simplify(math.prod(sympy.sympify(source[k]) for k in ins)
+                          - math.prod(sympy.sympify(target[k]) for k in outs)) != 0:
+            raise _reshape_error(node, source, target)
+        groups.append((len(ins), [target[k] for k in outs]))
+    return groups
+
+
+def _hints(node: Any) -> Dict[Any, int]:
+    """Each size symbol's value in the traced example."""
+    for value in [node.meta["val"]] + [n.meta.get("val") for n in node.all_input_nodes]:
+        for size in getattr(value, "shape", ()):
+            if isinstance(size, torch.SymInt):
+                env = size.node.shape_env
+                values = getattr(env, "backed_var_to_val", None)
+                if values is None:  # (torch before 2.13 names it var_to_val)
+                    values = env.var_to_val
+                return {symbol: int(found) for symbol, found in values.items()}
+    return {}
+
+
+def _reshape_error(node: Any, source: Sequence[Any], target: Sequence[Any]) -> TorchBridgeError:
+    return TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}): "
+                            f"cannot pair the dims of {list(source)} with those of "
+                            f"{list(target)}", node_location(node))
+
+
+def _split_axes(importer: Importer, node: Any, single: Any, sizes: Sequence[Any],
+                taken: Sequence[Any]) -> List[Any]:
+    """The axes one dim splits into: the parts of a flattened axis when their sizes are
+    these (a symbolic batch comes back as itself), else new axes (a size symbol's own
+    axis for a plain symbolic size)."""
+    ng = importer.ng
+    if isinstance(single, ng.FlattenedAxis) and len(single.axes) == len(sizes) and all(
+            _is_size_of(importer, part, size) for part, size in zip(single.axes, sizes)) and \
+            not any(part in taken for part in single.axes):
+        return list(single.axes)
+    made = []
+    for position, size in enumerate(sizes):
+        if isinstance(size, int):
+            made.append(importer.axis(f"{node.name}_{position}", size))
+            continue
+        found = importer.symbol_axis(size) if size.is_Symbol else None
+        if found is None or found in taken or found in made:
+            raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}): "
+                                   f"splits a dim into one of symbolic size {size} that is "
+                                   f"not an input's torch.export.Dim", node_location(node))
+        made.append(found)
+    return made
+
+
+def _is_size_of(importer: Importer, axis: Any, size: Any) -> bool:
+    if isinstance(size, int):
+        return axis.length == size
+    return size.is_Symbol and importer.symbol_axis(size) is axis
+
+
+# -- images ---------------------------------------------------------------------------------
+
+
+def _spread(values: Sequence[int], spatial: int) -> List[int]:
+    """A per-dim argument torch allows to give once for every spatial dim."""
+    values = list(values)
+    return values * spatial if len(values) == 1 else values
+
+
+def _no_output_padding(node: Any) -> Optional[str]:
+    output_padding = node.args[7] if len(node.args) > 7 else [0]
+    return "output_padding" if any(output_padding) else None
+
+
+@_rule(aten.convolution.default, check=_no_output_padding)
+def _convolution(importer: Importer, node: Any, args: Arguments) -> Any:
+    """A (transposed, grouped) convolution of NC(D)HW images, on the shared image rules."""
+    x = args.input
+    spatial = len(x.axes) - 2
+    try:
+        y = grouped_window_op(x, args.weight, args.groups, importer.unique_name, node.name,
+                              bool(args.transposed), _spread(args.padding, spatial),
+                              _spread(args.stride, spatial), _spread(args.dilation, spatial))
+    except ValueError as error:
+        raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}): "
+                               f"{error}", node_location(node)) from None
+    if args.bias is None:
+        return y
+    return in_order(y + relabelled(args.bias, [y.axes[1]]), list(y.axes))
+
+
+def _pool_window(args: Arguments, spatial: int) -> Any:
+    kernel = _spread(args.kernel_size, spatial)
+    stride = _spread(args.stride, spatial) if len(args.stride) else kernel
+    return kernel, stride, _spread(args.padding, spatial)
+
+
+@_rule(aten.max_pool2d_with_indices.default,
+       check=_bridge_check(aten.max_pool2d_with_indices.default))
+def _max_pool(importer: Importer, node: Any, args: Arguments) -> Any:
+    """The maxima; their indices (for a gradient) are not imported."""
+    kernel, stride, padding = _pool_window(args, 2)
+    return pooled(args.self, "max", kernel, stride, padding, importer.unique_name,
+                  node.name), None
+
+
+@_rule(aten.avg_pool2d.default, check=_bridge_check(aten.avg_pool2d.default))
+def _avg_pool(importer: Importer, node: Any, args: Arguments) -> Any:
+    """Torch's default counts the padding in each mean: padded with zeros, then pooled."""
+    x = args.self
+    kernel, stride, padding = _pool_window(args, 2)
+    if args.count_include_pad and any(padding):
+        x = relabelled(importer.ng.pad(x, [0, 0] + padding), [
+            importer.axis(f"{node.name}_{i}", a.length)
+            for i, a in enumerate(importer.ng.pad(x, [0, 0] + padding).axes)])
+        padding = [0] * len(padding)
+    return pooled(x, "avg", kernel, stride, padding, importer.unique_name, node.name)
+
+
+# -- copies, constants, sizes --------------------------------------------------------------------
+
+
+@_rule(aten._to_copy.default, aten.lift_fresh_copy.default,
+       check=_bridge_check(aten._to_copy.default))
+def _to_copy(importer: Importer, node: Any, args: Arguments) -> Any:
+    """A copy in the traced element type (torch converts floats to integers toward zero)."""
+    return truncating_cast(args.self, _dtype(node.meta["val"]))
+
+
+def _size_value(importer: Importer, node: Any, args: Arguments) -> Any:
+    """Size arithmetic: its traced value (reshapes read their sizes from the traced
+    shapes, so nothing is computed)."""
+    return node.meta["val"]
+
+
+for _op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv,
+            aten.sym_numel.default):
+    _rule(_op, check=_bridge_check(_op))(_size_value)
+
+
+def _filled(importer: Importer, node: Any, value: Any) -> Any:
+    traced = node.meta["val"]
+    axes = [importer.axis(f"{node.name}_{i}", int(n)) for i, n in enumerate(traced.shape)]
+    return importer.ng.constant(np.full(tuple(traced.shape), value, dtype=_dtype(traced)),
+                                axes)
+
+
+def _static_shape(node: Any) -> Optional[str]:
+    traced = node.meta["val"]
+    return None if all(isinstance(n, int) for n in traced.shape) else "symbolic sizes"
+
+
+@_rule(aten.full.default, aten.full_like.default, check=_static_shape)
+def _full(importer: Importer, node: Any, args: Arguments) -> Any:
+    return _filled(importer, node, args.fill_value)
+
+
+@_rule(aten.scalar_tensor.default)
+def _scalar_tensor(importer: Importer, node: Any, args: Arguments) -> Any:
+    return _filled(importer, node, args.s)
+
+
+@_rule(aten.zeros_like.default, check=_static_shape)
+def _zeros_like(importer: Importer, node: Any, args: Arguments) -> Any:
+    return _filled(importer, node, 0)
+
+
+@_rule(aten.ones_like.default, check=_static_shape)
+def _ones_like(importer: Importer, node: Any, args: Arguments) -> Any:
+    return _filled(importer, node, 1)
+
+
+@_rule(aten.arange.start_step, aten.arange.start, aten.arange.default,
+       check=_bridge_check(aten.arange.default))
+def _arange(importer: Importer, node: Any, args: Arguments) -> Any:
+    traced = node.meta["val"]
+    start, step = getattr(args, "start", 0), getattr(args, "step", 1)
+    values = start + step * np.arange(int(traced.shape[0]), dtype=_dtype(traced))
+    return importer.ng.constant(values, [importer.axis(f"{node.name}_0", len(values))])
+
+
+# -- more elementwise ops ----------------------------------------------------------------------
+
+
+for _name, _overload in [("log1p", aten.log1p.default), ("sin", aten.sin.default),
+                         ("cos", aten.cos.default), ("tan", aten.tan.default),
+                         ("sign", aten.sign.default), ("floor", aten.floor.default)]:
+    _unary_rule(_name, _overload)
+
+
+@_rule(aten.logical_not.default, aten.bitwise_not.default,
+       check=_bridge_check(aten.bitwise_not.default))
+def _not(importer: Importer, node: Any, args: Arguments) -> Any:
+    return importer.ng.equal(args.self, False)
+
+
+@_rule(aten.expm1.default)
+def _expm1(importer: Importer, node: Any, args: Arguments) -> Any:
+    return importer.ng.exp(args.self) - 1
+
+
+for _name, _packet in [("equal", aten.eq), ("not_equal", aten.ne), ("less", aten.lt),
+                       ("less_equal", aten.le), ("greater", aten.gt),
+                       ("greater_equal", aten.ge)]:
+    _elementwise_rule(_name, _packet.Tensor, _packet.Scalar)
+_elementwise_rule("power", aten.pow.Tensor_Tensor)
+_elementwise_rule("divide", aten.div.Tensor_mode, check=_bridge_check(aten.div.Tensor_mode))
+
+
+def _both(function_name: str) -> Callable[..., Any]:
+    """A logical op on booleans as arithmetic: and is a product, or a maximum."""
+    def build(importer: Importer, node: Any, args: Arguments) -> Any:
+        return importer.elementwise(node, getattr(importer.ng, function_name),
+                                    args.self, args.other)
+    return build
+
+
+_rule(aten.logical_and.default)(_both("multiply"))
+_rule(aten.logical_or.default)(_both("maximum"))
+_rule(aten.bitwise_and.Tensor, check=_bridge_check(aten.bitwise_and.Tensor))(_both("multiply"))
+_rule(aten.bitwise_or.Tensor, check=_bridge_check(aten.bitwise_or.Tensor))(_both("maximum"))
+
+
+@_rule(aten.where.self)
+def _chosen(importer: Importer, node: Any, args: Arguments) -> Any:
+    dtype = _dtype(node.meta["val"])
+    return importer.elementwise(
+        node, lambda c, x, y: importer.ng.where(c, x, y, dtype=dtype),
+        args.condition, args.self, args.other)
+
+
+@_rule(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
+def _clamp(importer: Importer, node: Any, args: Arguments) -> Any:
+    x = args.self
+    low, high = getattr(args, "min", None), getattr(args, "max", None)
+    if low is not None:
+        x = importer.elementwise(node, importer.ng.maximum, x, low)
+    if high is not None:
+        x = importer.elementwise(node, importer.ng.minimum, x, high)
+    return x
+
+
+# -- more reductions ---------------------------------------------------------------------------
+
+
+_rule(aten.sum.default)(_sum)
+_rule(aten.mean.default)(_mean)
+
+
+@_rule(aten.amin.default)
+def _amin(importer: Importer, node: Any, args: Arguments) -> Any:
+    return _reduced(importer, args, importer.ng.min)
+
+
+@_rule(aten.prod.default, aten.prod.dim_int)
+def _prod(importer: Importer, node: Any, args: Arguments) -> Any:
+    return _reduced(importer, args, importer.ng.prod)
+
+
+@_rule(aten.var.correction)
+def _var(importer: Importer, node: Any, args: Arguments) -> Any:
+    return _var_mean(importer, node, args)[0]
+
+
+@_rule(aten.std.correction)
+def _std(importer: Importer, node: Any, args: Arguments) -> Any:
+    return importer.ng.sqrt(_var_mean(importer, node, args)[0])
+
+
+@_rule(aten.linalg_vector_norm.default, check=_bridge_check(aten.linalg_vector_norm.default))
+def _vector_norm(importer: Importer, node: Any, args: Arguments) -> Any:
+    ng = importer.ng
+    return ng.sqrt(_reduced(importer, args, lambda x, reduction_axes: ng.sum(
+        ng.square(x), reduction_axes=reduction_axes)))
+
+
+def _index_rule(function_name: str, overload: Any) -> None:
+    """argmax / argmin over one dim (torch's int64 indices)."""
+    def build(importer: Importer, node: Any, args: Arguments) -> Any:
+        if args.dim is None:
+            raise TorchBridgeError(f"{op_name(node.target)} over every dim is not imported",
+                                   node_location(node))
+        function = getattr(importer.ng, function_name)
+        return _reduced(importer, args, lambda t, reduction_axes: function(
+            t, reduction_axes=reduction_axes, dtype=np.int64))
+    _rule(overload)(build)
+
+
+_index_rule("argmax", aten.argmax.default)
+_index_rule("argmin", aten.argmin.default)
+
+
+def _extremum_rule(values_name: str, index_name: str, overload: Any) -> None:
+    """max.dim / min.dim: (values, indices) over one dim."""
+    def build(importer: Importer, node: Any, args: Arguments) -> Any:
+        values, index = getattr(importer.ng, values_name), getattr(importer.ng, index_name)
+        return (_reduced(importer, args, values),
+                _reduced(importer, args, lambda t, reduction_axes: index(
+                    t, reduction_axes=reduction_axes, dtype=np.int64)))
+    _rule(overload)(build)
+
+
+_extremum_rule("max", "argmax", aten.max.dim)
+_extremum_rule("min", "argmin", aten.min.dim)
+
+
+# -- slicing, joining, broadcasting ----------------------------------------------------------
+
+
+@_rule(aten.expand.default)
+def _expand(importer: Importer, node: Any, args: Arguments) -> Any:
+    """A dim of 1 (or a new leading one) broadcast to the traced size."""
+    x = args.self
+    target = _traced_shape(node)
+    own = [None] * (len(target) - len(x.axes)) + list(x.axes)
+    out_axes: List[Any] = []
+    for position, (axis, size) in enumerate(zip(own, target)):
+        if axis is not None and (not is_one(axis.length) or is_one(size)):
+            out_axes.append(axis)
+        elif not isinstance(size, int) and size.is_Symbol and importer.symbol_axis(size) \
+                is not None and importer.symbol_axis(size) not in own:
+            out_axes.append(importer.symbol_axis(size))
+        elif isinstance(size, int):
+            out_axes.append(importer.axis(f"{node.name}_{position}", size))
+        else:
+            raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}) "
+                                   f"to the symbolic size {size}", node_location(node))
+    return in_order(importer.ng.broadcast(aligned(x, out_axes), out_axes), out_axes)
+
+
+def _sliced(importer: Importer, node: Any, x: Any, dim: int, start: Any, end: Any,
+            step: int = 1) -> Any:
+    """x[..., start:end:step, ...] along `dim`, on a new axis of the traced length."""
+    picked = importer.ng.tensor_slice(x, index_slices(len(x.axes), dim, slice(start, end, step)))
+    axes = list(picked.axes)
+    traced = _traced_shape(node) if isinstance(node.meta["val"], torch.Tensor) else None
+    length = picked.axes[dim].length if traced is None else traced[dim]
+    axes[dim] = importer.axis(f"{node.name}_{dim}", length if isinstance(length, int) else None)
+    return relabelled(picked, axes)
+
+
+@_rule(aten.slice.Tensor, check=_bridge_check(aten.slice.Tensor))
+def _slice(importer: Importer, node: Any, args: Arguments) -> Any:
+    x = args.self
+    dim = args.dim % len(x.axes)
+    source = _traced_shape(node.args[0])[dim]
+    if _traced_shape(node)[dim] == source:
+        return x
+    end = args.end if isinstance(args.end, int) and args.end < 2 ** 62 else None
+    return _sliced(importer, node, x, dim, args.start, end, args.step)
+
+
+@_rule(aten.select.int)
+def _select(importer: Importer, node: Any, args: Arguments) -> Any:
+    x = args.self
+    return importer.ng.tensor_slice(x, index_slices(len(x.axes), args.dim % len(x.axes),
+                                                    args.index))
+
+
+@_rule(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(importer: Importer, node: Any, args: Arguments) -> Any:
+    x = args.self
+    dim = args.dim % len(x.axes)
+    pieces, start = [], 0
+    for value in node.meta["val"]:
+        length = value.shape[dim]
+        if not isinstance(length, int):
+            raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}) "
+                                   f"into pieces of symbolic size {length}", node_location(node))
+        picked = importer.ng.tensor_slice(
+            x, index_slices(len(x.axes), dim, slice(start, start + length)))
+        axes = list(picked.axes)
+        axes[dim] = importer.axis(f"{node.name}_{len(pieces)}", length)
+        pieces.append(relabelled(picked, axes))
+        start += length
+    return tuple(pieces)
+
+
+@_rule(aten.cat.default)
+def _cat(importer: Importer, node: Any, args: Arguments) -> Any:
+    tensors = [t for t in args.tensors if len(t.axes) != 1 or t.axes[0].length != 0]
+    dim = args.dim % len(tensors[0].axes)
+    try:
+        return concatenated(tensors, dim, importer.unique_name(node.name))
+    except ValueError as error:
+        raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}): "
+                               f"{error}", node_location(node)) from None
+
+
+@_rule(aten.constant_pad_nd.default, check=_bridge_check(aten.constant_pad_nd.default))
+def _pad(importer: Importer, node: Any, args: Arguments) -> Any:
+    """Zero padding (torch lists it from the last dim backwards, before and after)."""
+    x = args.self
+    rank = len(x.axes)
+    pairs = [(0, 0)] * rank
+    for i in range(len(args.pad) // 2):
+        pairs[rank - 1 - i] = (args.pad[2 * i], args.pad[2 * i + 1])
+    if args.value != 0 or any(p < 0 for pair in pairs for p in pair):
+        raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}): "
+                               f"only padding with zeros is imported", node_location(node))
+    padded = importer.ng.pad(x, pairs)
+    return relabelled(padded, [a if pair == (0, 0) else importer.axis(f"{node.name}_{i}", b.length)
+                               for i, (a, b, pair) in enumerate(zip(x.axes, padded.axes, pairs))])
+
+
+@_rule(aten.embedding.default)
+def _embedding(importer: Importer, node: Any, args: Arguments) -> Any:
+    """Rows of the table picked by the indices: (indices' axes..., the row's axis)."""
+    table, indices = args.weight, args.indices
+    rows = importer.ng.lookuptable(table, indices)
+    return in_order(rows, list(indices.axes) + [table.axes[1]])
 
 
 def import_exported(program: Any) -> ImportedProgram:
