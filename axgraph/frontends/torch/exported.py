@@ -205,17 +205,27 @@ class Importer:
         results = [value for name, value in zip(names, outputs) if name not in mutated]
         return ImportedProgram(inputs, results, variables, dict(self.axes), updates)
 
+    def _resolve(self, value: Any) -> Any:
+        """The op (or number, list of them) standing for an FX argument."""
+        if isinstance(value, torch.fx.Node):
+            return self.values[value]
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._resolve(v) for v in value)
+        return value
+
     def _call(self, node: Any) -> Any:
         from ...errors import AxgraphError
 
-        args = Arguments(node, lambda v: self.values[v] if isinstance(v, torch.fx.Node) else v)
+        args = Arguments(node, self._resolve)
         try:
             return _RULES[node.target](self, node, args)
-        except AxgraphError as error:
-            if isinstance(error, TorchBridgeError):
-                raise
+        except TorchBridgeError:
+            raise
+        except Exception as error:  # noqa: BLE001 - any failure of a rule names the op and line
+            reason = error.message if isinstance(error, AxgraphError) else \
+                f"{type(error).__name__}: {error}"
             raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}) "
-                                   f"could not be imported: {error.message}",
+                                   f"could not be imported: {reason}",
                                    node_location(node)) from error
 
     # -- what rules use -----------------------------------------------------------------------
@@ -403,10 +413,17 @@ _softmax_rule("softmax", aten._softmax.default)
 _softmax_rule("log_softmax", aten._log_softmax.default)
 
 
+def _picked(dims: Any, rank: int) -> List[int]:
+    """Torch's dim argument (an int, a list, None or empty for every dim) as positions."""
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({d % rank for d in (dims or range(rank))})
+
+
 def _reduced(importer: Importer, args: Arguments, function: Callable[..., Any]) -> Any:
     x = args.self
     axes = list(x.axes)
-    picked = sorted({d % len(axes) for d in (args.dim or range(len(axes)))})
+    picked = _picked(getattr(args, "dim", None), len(axes))
     result = function(x, reduction_axes=[axes[i] for i in picked])
     kept = [a for i, a in enumerate(axes) if i not in picked]
     result = in_order(result, kept)
@@ -437,7 +454,7 @@ def _var_mean(importer: Importer, node: Any, args: Arguments) -> Any:
     ng = importer.ng
     x = args.self
     axes = list(x.axes)
-    picked = sorted({d % len(axes) for d in (args.dim or range(len(axes)))})
+    picked = _picked(getattr(args, "dim", None), len(axes))
     reduced = [axes[i] for i in picked]
     kept = [a for i, a in enumerate(axes) if i not in picked]
     mean = in_order(ng.mean(x, reduction_axes=reduced), kept)
@@ -531,11 +548,9 @@ def _size_groups(node: Any, source: Sequence[Any], target: Sequence[Any]
                  ) -> List[Any]:
     """[(input dims taken, output sizes)]: the shortest runs of equal total size,
     compared on the traced example and then exactly (a symbolic batch included)."""
-    import sympy
-
     hints = _hints(node)
-    value = [int(sympy.sympify(s).subs(hints)) for s in source]
-    wanted = [int(sympy.sympify(t).subs(hints)) for t in target]
+    value = [_example_size(size, hints) for size in source]
+    wanted = [_example_size(size, hints) for size in target]
     groups: List[Any] = []
     i = j = 0
     while i < len(source) or j < len(target):
@@ -555,11 +570,16 @@ def _size_groups(node: Any, source: Sequence[Any], target: Sequence[Any]
                 j += 1
             else:
                 raise _reshape_error(node, source, target)
-        if sympy.simplify(math.prod(sympy.sympify(source[k]) for k in ins)
-                          - math.prod(sympy.sympify(target[k]) for k in outs)) != 0:
+        difference = math.prod(source[k] for k in ins) - math.prod(target[k] for k in outs)
+        if (difference.expand() if hasattr(difference, "expand") else difference) != 0:
             raise _reshape_error(node, source, target)
         groups.append((len(ins), [target[k] for k in outs]))
     return groups
+
+
+def _example_size(size: Any, hints: Dict[Any, int]) -> int:
+    """A traced size (an int, or a sympy expression of size symbols) in the example."""
+    return size if isinstance(size, int) else int(size.subs(hints))
 
 
 def _hints(node: Any) -> Dict[Any, int]:
@@ -678,6 +698,12 @@ def _avg_pool(importer: Importer, node: Any, args: Arguments) -> Any:
 def _to_copy(importer: Importer, node: Any, args: Arguments) -> Any:
     """A copy in the traced element type (torch converts floats to integers toward zero)."""
     return truncating_cast(args.self, _dtype(node.meta["val"]))
+
+
+@_rule(aten._assert_tensor_metadata.default)
+def _asserted(importer: Importer, node: Any, args: Arguments) -> Any:
+    """torch.export's record of a conversion's input type: checked when traced, no value."""
+    return None
 
 
 def _size_value(importer: Importer, node: Any, args: Arguments) -> Any:
@@ -914,7 +940,8 @@ def _select(importer: Importer, node: Any, args: Arguments) -> Any:
 def _split(importer: Importer, node: Any, args: Arguments) -> Any:
     x = args.self
     dim = args.dim % len(x.axes)
-    pieces, start = [], 0
+    pieces: List[Any] = []
+    start = 0
     for value in node.meta["val"]:
         length = value.shape[dim]
         if not isinstance(length, int):
