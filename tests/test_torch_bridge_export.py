@@ -202,7 +202,7 @@ def _randomized(model):
 
 
 CASES = {
-    "cnn": (lambda: _randomized(SmallCNN()), (2, 3, 10, 10), None),
+    "cnn": (lambda: _randomized(SmallCNN()), (2, 3, 10, 10), ({0: torch.export.Dim("batch")},)),
     "signal": (Signal, (3, 4, 11), None),
     "attention": (Attention, (3, 5, 16), ({0: torch.export.Dim("batch")},)),
 }
@@ -294,3 +294,49 @@ def test_batch_norm_in_training_mode_normalizes_by_the_batch_and_updates_its_buf
     np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(new_mean, running_mean.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(new_var, running_var.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_an_imported_cnn_prints_and_draws_its_layers():
+    model, program = _program("cnn")
+    text = ng.format_graph(program.outputs)
+    assert "Convolution" in text and "Pooling" in text and "conv.weight" in text
+    assert "norm.running_var" in graph_to_dot(program.outputs)
+
+
+class Zoo(nn.Module):
+    """The torch bridge's other forward ops, each once."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Embedding(10, 4)
+
+    def forward(self, x, tokens):
+        rows = self.table(tokens).sum(1)
+        joined = torch.cat([x, x.sin(), x.cos()], dim=1)[:, 2:12:3]
+        chosen = torch.where(x > 0, x, x * 0.1).clamp(-0.5, 0.8)
+        padded = nn.functional.pad(x, (1, 2))[:, :4]
+        spread = x.std(1) + x.var(0).sum() + x.norm(dim=1) + x.abs().prod(1) + x.amin(1)
+        top, where = x.max(1)
+        inside = ((x > -0.5) & (x < 0.5)).float() + torch.ones_like(x) * torch.arange(4.0)
+        rounded = torch.floor(x * 3).to(torch.int32)
+        odd = torch.log1p(x.abs()) + torch.expm1(x) * x.sign() + torch.tan(x * 0.3)
+        return (rows + joined + chosen + padded + inside + odd + x[1] + x[:, :1].expand(3, 4),
+                spread + top, where, x.argmin(1), rounded)
+
+
+@pytest.mark.parametrize("transformer", ["numpy", "cpu", "jax"])
+def test_the_bridges_other_forward_ops_agree_with_pytorch(transformer):
+    if transformer == "jax":
+        pytest.importorskip("jax")
+    torch.manual_seed(0)
+    model = Zoo().eval()
+    x, tokens = torch.randn(3, 4), torch.tensor([[1, 2], [3, 9], [0, 0]])
+    program = import_exported(torch.export.export(model, (x, tokens)))
+    with torch.no_grad():
+        expected = [y.numpy() for y in model(x, tokens)]
+    with ng.make_transformer(transformer) as t:
+        got = t.computation(program.outputs, *program.inputs.values())(x.numpy(),
+                                                                         tokens.numpy())
+    for value, wanted in zip(got, expected):
+        assert value.dtype == wanted.dtype
+        np.testing.assert_allclose(value, wanted, rtol=1e-5, atol=1e-6)

@@ -37,6 +37,7 @@ from ..images import grouped_window_op, pooled
 from ..positional import (aligned, broadcast_axes, concatenated, in_order, index_slices,
                           is_one, relabelled, truncating_cast)
 from .errors import TorchBridgeError, UnsupportedOperatorError, node_location, node_source
+from .ops_nn import conv_window, pool_window
 from .registry import RULES, Arguments, Check, op_name
 
 aten = torch.ops.aten
@@ -634,12 +635,6 @@ def _is_size_of(importer: Importer, axis: Any, size: Any) -> bool:
 # -- images ---------------------------------------------------------------------------------
 
 
-def _spread(values: Sequence[int], spatial: int) -> List[int]:
-    """A per-dim argument torch allows to give once for every spatial dim."""
-    values = list(values)
-    return values * spatial if len(values) == 1 else values
-
-
 def _no_output_padding(node: Any) -> Optional[str]:
     output_padding = node.args[7] if len(node.args) > 7 else [0]
     return "output_padding" if any(output_padding) else None
@@ -649,11 +644,11 @@ def _no_output_padding(node: Any) -> Optional[str]:
 def _convolution(importer: Importer, node: Any, args: Arguments) -> Any:
     """A (transposed, grouped) convolution of NC(D)HW images, on the shared image rules."""
     x = args.input
-    spatial = len(x.axes) - 2
+    geometry = conv_window(args, len(x.axes) - 2)
     try:
         y = grouped_window_op(x, args.weight, args.groups, importer.unique_name, node.name,
-                              bool(args.transposed), _spread(args.padding, spatial),
-                              _spread(args.stride, spatial), _spread(args.dilation, spatial))
+                              bool(args.transposed), geometry["padding_below"],
+                              geometry["strides"], geometry["dilation"])
     except ValueError as error:
         raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}): "
                                f"{error}", node_location(node)) from None
@@ -662,17 +657,11 @@ def _convolution(importer: Importer, node: Any, args: Arguments) -> Any:
     return in_order(y + relabelled(args.bias, [y.axes[1]]), list(y.axes))
 
 
-def _pool_window(args: Arguments, spatial: int) -> Any:
-    kernel = _spread(args.kernel_size, spatial)
-    stride = _spread(args.stride, spatial) if len(args.stride) else kernel
-    return kernel, stride, _spread(args.padding, spatial)
-
-
 @_rule(aten.max_pool2d_with_indices.default,
        check=_bridge_check(aten.max_pool2d_with_indices.default))
 def _max_pool(importer: Importer, node: Any, args: Arguments) -> Any:
     """The maxima; their indices (for a gradient) are not imported."""
-    kernel, stride, padding = _pool_window(args, 2)
+    kernel, stride, padding = pool_window(args, 2)
     return pooled(args.self, "max", kernel, stride, padding, importer.unique_name,
                   node.name), None
 
@@ -681,11 +670,11 @@ def _max_pool(importer: Importer, node: Any, args: Arguments) -> Any:
 def _avg_pool(importer: Importer, node: Any, args: Arguments) -> Any:
     """Torch's default counts the padding in each mean: padded with zeros, then pooled."""
     x = args.self
-    kernel, stride, padding = _pool_window(args, 2)
+    kernel, stride, padding = pool_window(args, 2)
     if args.count_include_pad and any(padding):
-        x = relabelled(importer.ng.pad(x, [0, 0] + padding), [
-            importer.axis(f"{node.name}_{i}", a.length)
-            for i, a in enumerate(importer.ng.pad(x, [0, 0] + padding).axes)])
+        padded = importer.ng.pad(x, [0, 0] + padding)
+        x = relabelled(padded, list(x.axes)[:2] + [importer.axis(f"{node.name}_{i}", a.length)
+                                                   for i, a in enumerate(padded.axes[2:])])
         padding = [0] * len(padding)
     return pooled(x, "avg", kernel, stride, padding, importer.unique_name, node.name)
 
@@ -729,7 +718,7 @@ def _static_shape(node: Any) -> Optional[str]:
     return None if all(isinstance(n, int) for n in traced.shape) else "symbolic sizes"
 
 
-@_rule(aten.full.default, aten.full_like.default, check=_static_shape)
+@_rule(aten.full.default, check=_static_shape)
 def _full(importer: Importer, node: Any, args: Arguments) -> Any:
     return _filled(importer, node, args.fill_value)
 
@@ -739,14 +728,18 @@ def _scalar_tensor(importer: Importer, node: Any, args: Arguments) -> Any:
     return _filled(importer, node, args.s)
 
 
-@_rule(aten.zeros_like.default, check=_static_shape)
-def _zeros_like(importer: Importer, node: Any, args: Arguments) -> Any:
-    return _filled(importer, node, 0)
+def _like(value: Any) -> ImportRule:
+    """A tensor of one value on the axes of the input (a symbolic batch included)."""
+    def build(importer: Importer, node: Any, args: Arguments) -> Any:
+        filled = args.fill_value if value is None else value
+        one = importer.ng.constant(filled, dtype=_dtype(node.meta["val"]))
+        return importer.ng.broadcast(one, args.self.axes)
+    return build
 
 
-@_rule(aten.ones_like.default, check=_static_shape)
-def _ones_like(importer: Importer, node: Any, args: Arguments) -> Any:
-    return _filled(importer, node, 1)
+_rule(aten.full_like.default)(_like(None))
+_rule(aten.zeros_like.default)(_like(0))
+_rule(aten.ones_like.default)(_like(1))
 
 
 @_rule(aten.arange.start_step, aten.arange.start, aten.arange.default,
@@ -1009,10 +1002,12 @@ def import_exported(program: Any) -> ImportedProgram:
     Raises
     ------
     UnsupportedOperatorError
-        The program has ops without an import rule; each is named with its line.
+        The program has ops without an import rule, or with arguments beyond it (as
+        the torch bridge's checks judge them); each is named with its line and why.
     TorchBridgeError
-        An op's arguments are beyond its rule (a reshape that splits a dim, a size
-        given by an expression).
+        An op could not be imported: a reshape whose dims cannot be paired, an input
+        size given by an expression, a result the import leaves out (max pooling's
+        indices) used.
 
     Examples
     --------
