@@ -340,3 +340,32 @@ def test_the_bridges_other_forward_ops_agree_with_pytorch(transformer):
     for value, wanted in zip(got, expected):
         assert value.dtype == wanted.dtype
         np.testing.assert_allclose(value, wanted, rtol=1e-5, atol=1e-6)
+
+
+class Picks(nn.Module):
+    """Gathers by index tensors (negative ones too), any, and the NLL losses."""
+
+    def forward(self, x, index, target):
+        chosen = x.index_select(1, index) * 2 + x[:, index] + x[index - 3][:, :3]
+        weight = torch.tensor([1.0, 2.0, 3.0, 0.5])
+        scores = torch.log_softmax(x, 1)
+        return (chosen, (x > 1).any(1), nn.functional.cross_entropy(x, target, ignore_index=2),
+                nn.functional.nll_loss(scores, target, weight=weight, reduction="sum"),
+                nn.functional.nll_loss(scores, target, reduction="none"))
+
+
+@pytest.mark.parametrize("transformer", ["numpy", "cpu", "jax"])
+def test_gathers_and_losses_agree_with_pytorch(transformer):
+    if transformer == "jax":
+        pytest.importorskip("jax")
+    torch.manual_seed(0)
+    x = torch.randn(3, 4) * 2
+    index, target = torch.tensor([0, 2, 1]), torch.tensor([1, 2, 3])
+    program = import_exported(torch.export.export(Picks(), (x, index, target)))
+    expected = [y.numpy() for y in Picks()(x, index, target)]
+    with ng.make_transformer(transformer) as t:
+        got = t.computation(program.outputs, *program.inputs.values())(
+            x.numpy(), index.numpy(), target.numpy())
+    for value, wanted in zip(got, expected):
+        assert value.dtype == wanted.dtype
+        np.testing.assert_allclose(value, wanted, rtol=1e-5, atol=1e-6)

@@ -976,12 +976,69 @@ def _pad(importer: Importer, node: Any, args: Arguments) -> Any:
                                for i, (a, b, pair) in enumerate(zip(x.axes, padded.axes, pairs))])
 
 
+def _gathered(importer: Importer, node: Any, x: Any, dim: int, index: Any) -> Any:
+    """x's entries at `index` along dim `dim`: index's dims take that dim's place (negative
+    indices count from the end, as torch's indexing allows)."""
+    ng = importer.ng
+    picked = x.axes[dim]
+    fresh = [importer.axis(f"{node.name}_{i}", a.length) for i, a in enumerate(index.axes)]
+    index = relabelled(index, fresh)  # its axes may be among x's own
+    if isinstance(picked.length, int):
+        index = ng.where(ng.less(index, 0), index + picked.length, index)
+    rows = ng.lookuptable(x, index, vocab_axis=picked)
+    return in_order(rows, list(x.axes)[:dim] + fresh + list(x.axes)[dim + 1:])
+
+
 @_rule(aten.embedding.default)
 def _embedding(importer: Importer, node: Any, args: Arguments) -> Any:
-    """Rows of the table picked by the indices: (indices' axes..., the row's axis)."""
-    table, indices = args.weight, args.indices
-    rows = importer.ng.lookuptable(table, indices)
-    return in_order(rows, list(indices.axes) + [table.axes[1]])
+    return _gathered(importer, node, args.weight, 0, args.indices)
+
+
+@_rule(aten.index_select.default)
+def _index_select(importer: Importer, node: Any, args: Arguments) -> Any:
+    x = args.self
+    return _gathered(importer, node, x, args.dim % len(x.axes), args.index)
+
+
+@_rule(aten.index.Tensor, check=_bridge_check(aten.index.Tensor))
+def _index(importer: Importer, node: Any, args: Arguments) -> Any:
+    (dim,) = [i for i, v in enumerate(args.indices) if v is not None]
+    return _gathered(importer, node, args.self, dim, args.indices[dim])
+
+
+@_rule(aten.any.dim, aten.any.dims, aten.any.default)
+def _any(importer: Importer, node: Any, args: Arguments) -> Any:
+    ng = importer.ng
+    counted = _reduced(importer, args, lambda x, reduction_axes: ng.sum(
+        ng.multiply(ng.not_equal(x, 0), 1, dtype=np.int64), reduction_axes=reduction_axes))
+    return ng.greater(counted, 0)
+
+
+# -- losses ---------------------------------------------------------------------------------
+
+
+@_rule(aten.nll_loss_forward.default)
+def _nll_loss(importer: Importer, node: Any, args: Arguments) -> Any:
+    """(loss, total weight): minus each target's score, weighted (0 at ignore_index),
+    then summed or averaged over the total weight as `reduction` (0, 1, 2) asks."""
+    ng = importer.ng
+    scores, target = args.self, args.target
+    batch = list(scores.axes)[:-1] if len(scores.axes) == 1 else [scores.axes[0]]
+    classes = scores.axes[-1] if len(scores.axes) == 1 else scores.axes[1]
+    target = relabelled(target, batch[:len(target.axes)])
+    kept = ng.not_equal(target, args.ignore_index)
+    safe = ng.where(kept, target, 0)
+    weights = ng.multiply(kept, 1, dtype=scores.dtype)
+    if args.weight is not None:
+        weights = weights * ng.lookuptable(relabelled(args.weight, [classes]), safe)
+    picked = ng.sum(scores * ng.one_hot(safe, classes, dtype=scores.dtype),
+                    reduction_axes=[classes])
+    losses = in_order(-(picked * weights), list(target.axes))
+    total = ng.sum(weights, reduction_axes=list(weights.axes)) if weights.axes else weights
+    if args.reduction == 0:
+        return losses, total
+    summed = ng.sum(losses, reduction_axes=list(losses.axes)) if losses.axes else losses
+    return (summed if args.reduction == 2 else summed / total), total
 
 
 def import_exported(program: Any) -> ImportedProgram:
