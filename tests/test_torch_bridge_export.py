@@ -369,3 +369,27 @@ def test_gathers_and_losses_agree_with_pytorch(transformer):
     for value, wanted in zip(got, expected):
         assert value.dtype == wanted.dtype
         np.testing.assert_allclose(value, wanted, rtol=1e-5, atol=1e-6)
+
+
+class Moves(nn.Module):
+    """Writes into slices of a copy, flips and tiles."""
+
+    def forward(self, x):
+        y = x.clone()
+        y[:, 1:3] = x[:, :2] * 10
+        y[0] = -1.0
+        y[:, -1] = x[:, 0]
+        return x.flip(1) + y, x.repeat(2, 1, 3), x.flip(0, 1).repeat(1, 2)
+
+
+@pytest.mark.parametrize("transformer", ["numpy", "cpu", "jax"])
+def test_slice_writes_flips_and_tiles_agree_with_pytorch(transformer):
+    if transformer == "jax":
+        pytest.importorskip("jax")
+    x = torch.randn(3, 4)
+    program = import_exported(torch.export.export(Moves(), (x,)))
+    expected = [y.numpy() for y in Moves()(x)]
+    with ng.make_transformer(transformer) as t:
+        got = t.computation(program.outputs, *program.inputs.values())(x.numpy())
+    for value, wanted in zip(got, expected):
+        np.testing.assert_allclose(value, wanted, rtol=1e-6)

@@ -976,6 +976,76 @@ def _pad(importer: Importer, node: Any, args: Arguments) -> Any:
                                for i, (a, b, pair) in enumerate(zip(x.axes, padded.axes, pairs))])
 
 
+@_rule(aten.flip.default)
+def _flip(importer: Importer, node: Any, args: Arguments) -> Any:
+    x = args.self
+    flipped = set(_picked(args.dims, len(x.axes)))
+    reversed_ = importer.ng.tensor_slice(x, [slice(None, None, -1) if i in flipped else slice(None)
+                                             for i in range(len(x.axes))])
+    return relabelled(reversed_, [importer.axis(f"{node.name}_{i}", a.length) if i in flipped
+                                  else a for i, a in enumerate(reversed_.axes)])
+
+
+@_rule(aten.repeat.default)
+def _repeat(importer: Importer, node: Any, args: Arguments) -> Any:
+    """Tiles: each dim d repeated r times is (r, d) flattened, a new axis of r before it."""
+    ng = importer.ng
+    x = args.self
+    repeats = list(args.repeats)
+    lead = len(repeats) - len(x.axes)
+    own = [None] * lead + list(x.axes)
+    copies = [importer.axis(f"{node.name}_copies_{i}", r) if r != 1 or a is None else None
+              for i, (r, a) in enumerate(zip(repeats, own))]
+    spread = ng.broadcast(x, [a for pair in zip(copies, own) for a in pair if a is not None])
+    groups = [[a for a in (c, o) if a is not None] for c, o in zip(copies, own)]
+    flat = ng.flatten(spread, [g[0] if len(g) == 1 else ng.FlattenedAxis.of(g) for g in groups])
+    return relabelled(flat, [g[0] if len(g) == 1 else importer.axis(
+        f"{node.name}_{i}", math.prod(a.length for a in g)) for i, g in enumerate(groups)])
+
+
+@_rule(aten.copy.default)
+def _copy(importer: Importer, node: Any, args: Arguments) -> Any:
+    """`src` written over all of `self`: broadcast to its axes, in its element type."""
+    ng = importer.ng
+    x, src = args.self, args.src
+    if not hasattr(src, "axes"):
+        src = ng.constant(src)
+    axes = list(x.axes)
+    return in_order(ng.broadcast(ng.multiply(aligned(src, axes), 1, dtype=x.dtype), axes), axes)
+
+
+def _written(importer: Importer, node: Any, x: Any, dim: int, start: int, end: int,
+             src: Any) -> Any:
+    """x with `src` in place of x[start:end] along `dim`: the pieces joined."""
+    ng = importer.ng
+    length = x.axes[dim].length
+    pieces = [importer.ng.tensor_slice(x, index_slices(len(x.axes), dim, slice(0, start)))
+              if start > 0 else None,
+              relabelled(ng.multiply(src, 1, dtype=x.dtype), list(x.axes)[:dim]
+                         + [src.axes[dim]] + list(x.axes)[dim + 1:]),
+              importer.ng.tensor_slice(x, index_slices(len(x.axes), dim, slice(end, length)))
+              if end < length else None]
+    joined = concatenated([p for p in pieces if p is not None], dim,
+                          importer.unique_name(node.name), reference=x)
+    return relabelled(joined, list(x.axes))
+
+
+def _unit_step(node: Any) -> Optional[str]:
+    step = node.args[5] if len(node.args) > 5 else node.kwargs.get("step", 1)
+    return None if step == 1 else "slices with steps other than 1"
+
+
+@_rule(aten.slice_scatter.default, check=_unit_step)
+def _slice_scatter(importer: Importer, node: Any, args: Arguments) -> Any:
+    x = args.self
+    dim = args.dim % len(x.axes)
+    length = x.axes[dim].length
+    start = 0 if args.start is None else args.start
+    end = length if args.end is None or args.end >= length else args.end
+    start, end = (start + length if start < 0 else start), (end + length if end < 0 else end)
+    return _written(importer, node, x, dim, start, end, args.src)
+
+
 def _gathered(importer: Importer, node: Any, x: Any, dim: int, index: Any) -> Any:
     """x's entries at `index` along dim `dim`: index's dims take that dim's place (negative
     indices count from the end, as torch's indexing allows)."""
