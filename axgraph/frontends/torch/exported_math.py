@@ -68,7 +68,8 @@ _elementwise_rule("minimum", aten.minimum.default)
 
 
 def _unary_rule(function_name: str, *overloads: Any) -> None:
-    import_rule(*overloads)(lambda importer, node, args: getattr(importer.ng, function_name)(args.self))
+    import_rule(*overloads)(
+        lambda importer, node, args: getattr(importer.ng, function_name)(args.self))
 
 
 for _name, _overload in [("relu", aten.relu.default), ("tanh", aten.tanh.default),
@@ -182,7 +183,7 @@ def _var_mean(importer: Importer, node: Any, args: Arguments) -> Any:
 
 
 @import_rule(aten._to_copy.default, aten.lift_fresh_copy.default,
-       check=bridge_check(aten._to_copy.default))
+            check=bridge_check(aten._to_copy.default))
 def _to_copy(importer: Importer, node: Any, args: Arguments) -> Any:
     """A copy in the traced element type (torch converts floats to integers toward zero)."""
     return truncating_cast(args.self, numpy_dtype(node.meta["val"]))
@@ -242,7 +243,7 @@ import_rule(aten.ones_like.default)(_like(1))
 
 
 @import_rule(aten.arange.start_step, aten.arange.start, aten.arange.default,
-       check=bridge_check(aten.arange.default))
+            check=bridge_check(aten.arange.default))
 def _arange(importer: Importer, node: Any, args: Arguments) -> Any:
     traced = node.meta["val"]
     start, step = getattr(args, "start", 0), getattr(args, "step", 1)
@@ -260,7 +261,7 @@ for _name, _overload in [("log1p", aten.log1p.default), ("sin", aten.sin.default
 
 
 @import_rule(aten.logical_not.default, aten.bitwise_not.default,
-       check=bridge_check(aten.bitwise_not.default))
+            check=bridge_check(aten.bitwise_not.default))
 def _not(importer: Importer, node: Any, args: Arguments) -> Any:
     return importer.ng.equal(args.self, False)
 

@@ -45,7 +45,7 @@ def _convolution(importer: Importer, node: Any, args: Arguments) -> Any:
 
 
 @import_rule(aten.max_pool2d_with_indices.default,
-       check=bridge_check(aten.max_pool2d_with_indices.default))
+            check=bridge_check(aten.max_pool2d_with_indices.default))
 def _max_pool(importer: Importer, node: Any, args: Arguments) -> Any:
     """The maxima; their indices (for a gradient) are not imported."""
     kernel, stride, padding = pool_window(args, 2)

@@ -16,7 +16,8 @@ IMPORT_RULES: Dict[Any, ImportRule] = {}
 IMPORT_CHECKS: Dict[Any, Check] = {}
 
 
-def import_rule(*overloads: Any, check: Optional[Check] = None) -> Callable[[ImportRule], ImportRule]:
+def import_rule(*overloads: Any, check: Optional[Check] = None
+                ) -> Callable[[ImportRule], ImportRule]:
     """Register an import rule; `check(node)` says why a node is beyond it (None: it is not)."""
     def register(function: ImportRule) -> ImportRule:
         for overload in overloads:

@@ -46,8 +46,8 @@ def _transpose(importer: Importer, node: Any, args: Arguments) -> Any:
 
 
 @import_rule(aten.view.default, aten._unsafe_view.default, aten.reshape.default,
-       aten.squeeze.default, aten.squeeze.dims, aten.squeeze.dim, aten.unsqueeze.default,
-       aten.flatten.using_ints)
+            aten.squeeze.default, aten.squeeze.dims, aten.squeeze.dim, aten.unsqueeze.default,
+            aten.flatten.using_ints)
 def _reshape(importer: Importer, node: Any, args: Arguments) -> Any:
     """Any row-major reshape. Dims of 1 are dropped and added; the other dims are paired
     in runs of equal size (`_size_groups`): a run of several input dims becomes their
