@@ -271,11 +271,16 @@ class Norms(nn.Module):
         return self.norm(x) * 2
 
 
-def test_batch_norm_in_training_mode_normalizes_by_the_batch_and_updates_its_buffers():
+@pytest.mark.parametrize("transformer", ["numpy", "cpu", "jax"])
+def test_batch_norm_in_training_mode_normalizes_by_the_batch_and_updates_its_buffers(
+        transformer):
+    if transformer == "jax":
+        pytest.importorskip("jax")
     torch.manual_seed(0)
     model = _randomized(Norms()).train()
-    x = torch.randn(4, 3, 5, 5)
-    program = import_exported(torch.export.export(model, (x,)))
+    program = import_exported(torch.export.export(
+        model, (torch.randn(4, 3, 5, 5),), dynamic_shapes=({0: torch.export.Dim("batch")},)))
+    x = torch.randn(6, 3, 5, 5)  # another batch: the count in n / (n - 1) is symbolic
     assert sorted(program.updates) == ["norm.num_batches_tracked", "norm.running_mean",
                                        "norm.running_var"]
     mean, var = model.norm.running_mean.clone(), model.norm.running_var.clone()
@@ -288,7 +293,7 @@ def test_batch_norm_in_training_mode_normalizes_by_the_batch_and_updates_its_buf
     running_mean = 0.75 * mean + 0.25 * batch_mean
     running_var = 0.75 * var + 0.25 * batch_var * count / (count - 1)
     updates = [program.updates[f"norm.{name}"] for name in ("running_mean", "running_var")]
-    with ng.make_transformer("numpy") as t:
+    with ng.make_transformer(transformer) as t:
         got, new_mean, new_var = t.computation(
             [program.outputs[0]] + updates, *program.inputs.values())(x.numpy())
     np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -194,13 +194,18 @@ class Importer:
         return self.axis(hint, length)
 
     def elementwise(self, node: Any, function: Callable[..., Any], *operands: Any) -> Any:
-        """`function` of operands broadcast as torch does, the result in torch's order."""
+        """`function` of operands broadcast as torch does, the result in torch's order and
+        element type (torch keeps a tensor's type where NumPy would widen it for a number
+        or a size)."""
         tensors = [x for x in operands if hasattr(x, "axes")]  # numbers broadcast as they are
         if not tensors:
             return function(*operands)
         out_axes = broadcast_axes(self, tensors, node.name)
         result = function(*(aligned(x, out_axes) if hasattr(x, "axes") else x
                             for x in operands))
+        traced = node.meta.get("val")
+        if isinstance(traced, torch.Tensor) and result.dtype != numpy_dtype(traced):
+            result = self.ng.multiply(result, 1, dtype=numpy_dtype(traced))
         return in_order(result, out_axes)
 
     def fresh_unless_taken(self, axis: Any, taken: Sequence[Any]) -> Any:

@@ -92,10 +92,25 @@ def _getitem(importer: Importer, node: Any, args: Arguments) -> Any:
     return picked
 
 
+def _counted(importer: Importer, node: Any, x: Any, axes: Any) -> Any:
+    """A size: the traced int, or where it is symbolic a float64 scalar counting `axes`
+    of x when the program runs (reshapes read their sizes from the traced shapes; these
+    serve arithmetic, as batch norm's n / (n - 1))."""
+    traced = node.meta["val"]
+    if not isinstance(traced, torch.SymInt):
+        return int(traced)
+    return importer.ng.tensor_size(x, reduction_axes=list(axes), dtype=np.float64)
+
+
 @import_rule(aten.sym_size.int)
 def _sym_size(importer: Importer, node: Any, args: Arguments) -> Any:
-    """A size (reshapes read their target from the traced shape, not from these)."""
-    return list(args.self.axes)[args.dim]
+    x = args.self
+    return _counted(importer, node, x, [x.axes[args.dim % len(x.axes)]])
+
+
+@import_rule(aten.sym_numel.default, check=bridge_check(aten.sym_numel.default))
+def _sym_numel(importer: Importer, node: Any, args: Arguments) -> Any:
+    return _counted(importer, node, args.self, args.self.axes)
 
 
 @import_rule(aten.gelu.default)
@@ -195,15 +210,23 @@ def _asserted(importer: Importer, node: Any, args: Arguments) -> Any:
     return None
 
 
-def _size_value(importer: Importer, node: Any, args: Arguments) -> Any:
-    """Size arithmetic: its traced value (reshapes read their sizes from the traced
-    shapes, so nothing is computed)."""
-    return node.meta["val"]
+#: size arithmetic: the Python operator, and the op it is where a size is symbolic
+_SIZE_ARITHMETIC = {operator.add: "add", operator.sub: "subtract", operator.mul: "multiply",
+                    operator.truediv: "divide", operator.floordiv: "divide"}
 
 
-for _op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv,
-            aten.sym_numel.default):
-    import_rule(_op, check=bridge_check(_op))(_size_value)
+def _size_arithmetic(op: Any) -> ImportRule:
+    def build(importer: Importer, node: Any, args: Arguments) -> Any:
+        a, b = args.arg0, args.arg1
+        if not isinstance(node.meta["val"], (torch.SymInt, torch.SymFloat)):
+            return node.meta["val"]  # known when traced
+        result = getattr(importer.ng, _SIZE_ARITHMETIC[op])(a, b, dtype=np.float64)
+        return importer.ng.floor(result) if op is operator.floordiv else result
+    return build
+
+
+for _op in _SIZE_ARITHMETIC:
+    import_rule(_op, check=bridge_check(_op))(_size_arithmetic(_op))
 
 
 def _filled(importer: Importer, node: Any, value: Any) -> Any:
