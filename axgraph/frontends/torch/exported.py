@@ -47,7 +47,8 @@ class ImportedProgram:
     inputs : dict of str to Op
         One placeholder per user input, by the input's name, with its axes.
     outputs : list of Op
-        The program's results, in order.
+        The model's results, in order (the new values of buffers it changes are in
+        `updates`).
     variables : dict of str to Op
         One variable per parameter and buffer, by its name in the module
         (``fc1.weight``), initialised with its value.
