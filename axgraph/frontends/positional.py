@@ -58,12 +58,14 @@ def broadcast_axes(builder, operands: Sequence, hint: str) -> List[Axis]:
     result: List[Axis] = []
     for position in range(rank):
         chosen: Optional[Axis] = None
-        length: Optional[DimLike] = None
+        length: Optional[DimLike] = None  # (an axis's own length may be None: not yet known)
+        seen = False
         for axes, shape in zip(axes_of, shapes):
             index = position - (rank - len(shape))
             if index < 0:
                 continue
-            if length is None or (is_one(length) and not is_one(shape[index])):
+            if not seen or (is_one(length) and not is_one(shape[index])):
+                seen = True
                 length = shape[index]
                 chosen = None if axes is None else axes[index]
             elif chosen is None and axes is not None and bool(shape[index] == length):

@@ -1,10 +1,8 @@
 """Neural-network ONNX operators: Conv, pooling, normalizations, softmax, reductions.
 
 ONNX images are NCHW (batch, channels, then spatial dimensions) and filters
-(out channels, in channels, spatial). axgraph's convolution and pooling find
-each axis by its role, so the input is relabelled onto axes with the roles
-Channel, Depth/Height/Width and a batch axis, the filter onto Channelout,
-Channel and spatial roles, and the result is put back in NCHW order.
+(out channels, in channels, spatial): convolutions and pooling go through the
+channels-first helpers the importers share (`axgraph/frontends/images.py`).
 """
 from __future__ import annotations
 
@@ -14,29 +12,16 @@ import numpy as np
 
 import axgraph as ng
 
-from ...axes import Axis, make_axis, make_axis_role
+from ...axes import Axis
 from ...op_graph.op import Op
+from ..images import grouped_window_op, pooled
 from ..positional import aligned, in_order, relabelled
 from .import_rules import Node, positive_axis, rule
 
-# Roles are matched by name, so these are the roles of neon's `ar` without importing neon.
-CHANNEL, CHANNEL_OUT = make_axis_role("Channel"), make_axis_role("Channelout")
-SPATIAL_ROLES = (make_axis_role("Depth"), make_axis_role("Height"), make_axis_role("Width"))
 
-
-def _spatial_roles(count: int):
-    return SPATIAL_ROLES[len(SPATIAL_ROLES) - count:]
-
-
-def _image_axes(node: Node, x: Op) -> List[Axis]:
-    """New axes for an NC(D)HW tensor: a batch axis, a channel axis, spatial axes with roles."""
-    hint = node.proto.output[0]
-    n, c, *spatial = x.axes
-    roles = _spatial_roles(len(spatial))
-    return ([make_axis(n.length, name=node.builder.unique_name(f"{hint}_N"), batch=True),
-             make_axis(c.length, name=node.builder.unique_name(f"{hint}_C"), roles=[CHANNEL])]
-            + [make_axis(a.length, name=node.builder.unique_name(f"{hint}_S"), roles=[role])
-               for a, role in zip(spatial, roles)])
+def _unique(node: Node):
+    """The importer's namer of new axes (the shared image helpers take it)."""
+    return node.builder.unique_name
 
 
 def _pads(node: Node, x: Op, kernel: Sequence[int], strides: Sequence[int],
@@ -72,54 +57,14 @@ def _padded(node: Node, x: Op, begin: Sequence[int], end: Sequence[int]) -> Tupl
     return relabelled(padded, axes), [0] * len(begin)
 
 
-def _window_op(node: Node, x: Op, w: Op, transposed: bool, padding: Sequence[int],
-               strides: Sequence[int], dilations: Sequence[int]) -> Op:
-    """One convolution (or its transpose) of NC(D)HW `x` with ONNX's filter `w`, in NCHW order.
-
-    A Conv filter is (out channels, in channels, window...); a ConvTranspose filter is
-    (in channels, out channels, window...), the filter of the convolution it transposes.
-    """
-    hint = node.proto.output[0]
-    spatial = len(x.axes) - 2
-    x_axes = _image_axes(node, x)
-    other = make_axis(w.axes[1].length if transposed else w.axes[0].length,
-                      name=node.builder.unique_name(f"{hint}_K"),
-                      roles=[CHANNEL if transposed else CHANNEL_OUT])
-    window = [make_axis(a.length, name=node.builder.unique_name(f"{hint}_R"), roles=[role])
-              for a, role in zip(list(w.axes)[2:], _spatial_roles(spatial))]
-    if transposed:  # x's channels are the out channels of the convolution transposed
-        x_axes[1] = make_axis(x.axes[1].length, name=node.builder.unique_name(f"{hint}_C"),
-                              roles=[CHANNEL_OUT])
-        y = ng.deconvolution(None, relabelled(x, x_axes),
-                             relabelled(w, [x_axes[1], other] + window), padding=padding,
-                             strides=strides, dilation=dilations)
-    else:
-        y = ng.convolution(None, relabelled(x, x_axes), relabelled(w, [other, x_axes[1]] + window),
-                           padding=padding, strides=strides, dilation=dilations)
-    return _nchw(node, y, x.axes[0], x_axes[0])
-
-
 def _grouped(node: Node, x: Op, w: Op, transposed: bool, padding: Sequence[int],
              strides: Sequence[int], dilations: Sequence[int]) -> Op:
-    """`_window_op` of each group of channels, the results joined along the channels."""
-    groups = int(node.attr("group", 1))
-    if groups == 1:
-        return _window_op(node, x, w, transposed, padding, strides, dilations)
-    channels = x.axes[1].length
-    if not isinstance(channels, int) or channels % groups or w.axes[0].length % groups:
-        raise node.error(f"group={groups} does not divide the {channels} input channels and "
-                         f"the filter's {w.axes[0].length}")
-    size, filters = channels // groups, w.axes[0].length // groups
-    parts = []
-    for g in range(groups):
-        x_g = ng.tensor_slice(x, (slice(None), slice(g * size, (g + 1) * size)))
-        w_g = ng.tensor_slice(w, (slice(g * filters, (g + 1) * filters),))
-        parts.append(_window_op(node, x_g, w_g, transposed, padding, strides, dilations))
-    joined = node.builder.unique_name(f"{node.proto.output[0]}_channels")
-    first = parts[0]
-    aligned_parts = [relabelled(part, [first.axes[0], make_axis(part.axes[1].length, name=joined)]
-                                + list(first.axes)[2:]) for part in parts]
-    return ng.concat_along_axis(aligned_parts, aligned_parts[0].axes[1])
+    """The node's convolution (or its transpose), its channels split into `group` groups."""
+    try:
+        return grouped_window_op(x, w, int(node.attr("group", 1)), _unique(node),
+                                 node.proto.output[0], transposed, padding, strides, dilations)
+    except ValueError as error:
+        raise node.error(str(error)) from None
 
 
 def _geometry(node: Node, x: Op, w: Op):
@@ -169,15 +114,6 @@ def import_conv_transpose(node: Node) -> Op:
     return _biased(node, y)
 
 
-def _nchw(node: Node, y: Op, batch: Axis, image_batch: Axis) -> Op:
-    """A convolution's or pooling's result in NCHW order, on the input's batch axis."""
-    channel = next(a for a in y.axes if a is not image_batch and
-                   {r.name.lower() for r in a.roles} & {"channel", "channelout"})
-    spatial = [a for a in y.axes if a is not image_batch and a is not channel]
-    ordered = in_order(y, [image_batch, channel] + spatial)
-    return relabelled(ordered, [batch, channel] + spatial)
-
-
 def _pool(node: Node, kind: str) -> Op:
     x = node.op(0)
     kernel = list(node.attr("kernel_shape"))
@@ -190,10 +126,7 @@ def _pool(node: Node, kind: str) -> Op:
         raise node.unsupported(f"uneven pads {begin} {end} are not supported for pooling")
     if kind == "avg" and node.attr("count_include_pad", 0) and any(begin):
         raise node.unsupported("count_include_pad=1 with pads is not supported")
-    x_axes = _image_axes(node, x)
-    y = ng.pooling(None, relabelled(x, x_axes), window=kernel, strides=strides, padding=begin,
-                   pool_type=kind)
-    return _nchw(node, y, x.axes[0], x_axes[0])
+    return pooled(x, kind, kernel, strides, begin, _unique(node), node.proto.output[0])
 
 
 @rule("MaxPool")

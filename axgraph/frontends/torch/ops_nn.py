@@ -111,22 +111,50 @@ def _plain_convolution_backward(node: Any) -> Optional[str]:
     return "grouped convolutions" if groups != 1 else None
 
 
-def _spread(values: Sequence[int], spatial: int) -> List[int]:
-    """A per-dim argument torch allows to give once for every spatial dim."""
+def spread(values: Sequence[int], spatial: int) -> List[int]:
+    """A per-dim argument torch allows to give once for every spatial dim, once per dim.
+
+    Parameters
+    ----------
+    values : sequence of int
+        One value, or one per spatial dim.
+    spatial : int
+        How many spatial dims there are.
+
+    Returns
+    -------
+    list of int
+        One value per spatial dim.
+    """
     values = list(values)
     return values * spatial if len(values) == 1 else values
 
 
-def _window(args: Any, spatial: int) -> dict:
-    padding = _spread(args.padding, spatial)
-    return dict(strides=_spread(args.stride, spatial), dilation=_spread(args.dilation, spatial),
+def conv_window(args: Any, spatial: int) -> dict:
+    """A convolution's window arguments, one entry per spatial dim.
+
+    Parameters
+    ----------
+    args : Arguments
+        The ATen convolution's arguments (``stride``, ``padding``, ``dilation``).
+    spatial : int
+        How many spatial dims the images have.
+
+    Returns
+    -------
+    dict
+        ``strides``, ``dilation``, ``padding_below`` and ``padding_above`` (torch pads
+        both sides alike), each a list of ints.
+    """
+    padding = spread(args.padding, spatial)
+    return dict(strides=spread(args.stride, spatial), dilation=spread(args.dilation, spatial),
                 padding_below=padding, padding_above=padding)
 
 
 @rule(aten.convolution.default, check=_plain_convolution)
 def _convolution(builder: Any, node: Any, args: Any) -> core.Node:
     data = args.input
-    result = core.Convolution(data, args.weight, **_window(args, data.rank - 2))
+    result = core.Convolution(data, args.weight, **conv_window(args, data.rank - 2))
     if args.bias is None:
         return result
     axes = tuple(i for i in range(result.rank) if i != 1)
@@ -137,7 +165,7 @@ def _convolution(builder: Any, node: Any, args: Any) -> core.Node:
 def _convolution_backward(builder: Any, node: Any, args: Any) -> tuple:
     """(input, weight, bias) gradients, each only where output_mask asks for it."""
     data, filters, delta = args.input, args.weight, args.grad_output
-    window = _window(args, data.rank - 2)
+    window = conv_window(args, data.rank - 2)
     wants = list(args.output_mask)
     data_grad = (core.ConvolutionBackpropData(data.shape, filters, delta, **window)
                  if wants[0] else None)
@@ -151,10 +179,24 @@ def _convolution_backward(builder: Any, node: Any, args: Any) -> tuple:
 # -- pooling --------------------------------------------------------------------------------
 
 
-def _pool_window(args: Any, spatial: int) -> Tuple[List[int], List[int], List[int]]:
-    kernel = _spread(args.kernel_size, spatial)
-    stride = _spread(args.stride, spatial) if len(args.stride) else kernel
-    return kernel, stride, _spread(args.padding, spatial)
+def pool_window(args: Any, spatial: int) -> Tuple[List[int], List[int], List[int]]:
+    """A pooling's (kernel, stride, padding), one entry per spatial dim each.
+
+    Parameters
+    ----------
+    args : Arguments
+        The ATen pooling's arguments; an empty ``stride`` means the kernel's size.
+    spatial : int
+        How many spatial dims the images have.
+
+    Returns
+    -------
+    tuple of list of int
+        The kernel, the stride and the padding (on both sides).
+    """
+    kernel = spread(args.kernel_size, spatial)
+    stride = spread(args.stride, spatial) if len(args.stride) else kernel
+    return kernel, stride, spread(args.padding, spatial)
 
 
 def _floor_outputs(node: Any, x_shape: Sequence[Any], kernel: Sequence[int],
@@ -179,8 +221,8 @@ def _pool_check(dilated: bool, backward: bool) -> Any:
         if not x.dtype.is_floating_point:
             return "pooling of integers"
         spatial = x.dim() - 2
-        kernel, stride, padding = _pool_window(args, spatial)
-        if dilated and any(d != 1 for d in _spread(args.dilation, spatial)):
+        kernel, stride, padding = pool_window(args, spatial)
+        if dilated and any(d != 1 for d in spread(args.dilation, spatial)):
             return "dilated pooling"
         if getattr(args, "divisor_override", None) is not None:
             return "divisor_override"
@@ -196,7 +238,7 @@ def _max_pool(builder: Any, node: Any, args: Any) -> tuple:
     """The maxima (a MaxPool) and torch's indices: each maximum's flat position in its
     channel's plane, the first maximum of its window as torch picks it."""
     x = args.self
-    kernel, stride, padding = _pool_window(args, 2)
+    kernel, stride, padding = pool_window(args, 2)
     pooled = core.MaxPool(x, kernel, stride, padding, padding)
     return pooled, _max_indices(x, kernel, stride, padding, pooled.shape)
 
@@ -228,7 +270,7 @@ def _positions(shape: Sequence[Any], dim: int, stride: int, padding: int) -> cor
 
 @rule(aten.max_pool2d_with_indices_backward.default, check=_pool_check(True, True))
 def _max_pool_backward(builder: Any, node: Any, args: Any) -> core.Node:
-    kernel, stride, padding = _pool_window(args, 2)
+    kernel, stride, padding = pool_window(args, 2)
     return core.MaxPoolBackprop(args.self, args.grad_output, kernel, stride, padding, padding)
 
 
@@ -240,7 +282,7 @@ def _include_padding(args: Any, padding: Sequence[int]) -> bool:
 def _avg_pool(builder: Any, node: Any, args: Any) -> core.Node:
     """Torch's default counts padding in each mean: pad with zeros, then pool."""
     x = args.self
-    kernel, stride, padding = _pool_window(args, 2)
+    kernel, stride, padding = pool_window(args, 2)
     if _include_padding(args, padding):
         x = core.Pad(x, [0, 0] + padding, [0, 0] + padding, None, 0)
         return core.AvgPool(x, kernel, stride)
@@ -250,7 +292,7 @@ def _avg_pool(builder: Any, node: Any, args: Any) -> core.Node:
 @rule(aten.avg_pool2d_backward.default, check=_pool_check(False, True))
 def _avg_pool_backward(builder: Any, node: Any, args: Any) -> core.Node:
     x = args.self
-    kernel, stride, padding = _pool_window(args, 2)
+    kernel, stride, padding = pool_window(args, 2)
     if not _include_padding(args, padding):
         return core.AvgPoolBackprop(x.shape, args.grad_output, kernel, stride, padding, padding)
     padded_shape = list(x.shape)
@@ -262,4 +304,4 @@ def _avg_pool_backward(builder: Any, node: Any, args: Any) -> core.Node:
     return core.Slice(spread, lower, upper)
 
 
-__all__: list = []
+__all__ = ["spread", "conv_window", "pool_window"]
