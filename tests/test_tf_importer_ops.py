@@ -404,6 +404,45 @@ def test_pooling(pool, padding, size):
     compare(build)
 
 
+@pytest.mark.parametrize("pool", ["max", "avg"])
+@pytest.mark.parametrize("size, window, stride", [(7, 2, 2), (7, 3, 2), (6, 3, 2), (6, 2, 1)])
+def test_uneven_same_pooling_and_its_gradient(pool, size, window, stride):
+    """SAME padding that TF puts at the end only (7x7 with 2x2/2 gives 4x4): the padded
+    row never wins a max nor counts in an average, in the values and in MaxPoolGrad's
+    and AvgPoolGrad's gradients."""
+    images = randn(2, size, size, 3)
+    function = tf.nn.max_pool if pool == "max" else tf.nn.avg_pool
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        y = function(x, ksize=[1, window, window, 1], strides=[1, stride, stride, 1],
+                     padding="SAME")
+        weights = tf.constant(randn(*y.shape.as_list()))
+        return [y, tf.gradients(tf.reduce_sum(y * weights), x)[0]], {x: images}
+
+    compare(build, transformers=("numpy", "cpu"), atol=1e-5)
+
+
+def test_mnist_sized_pooling_chain_28_14_7_4_trains_as_in_tf():
+    images, labels = randn(2, 28, 28, 1), np.array([1, 0], np.int32)
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        t = tf.placeholder(tf.int32, (2,))
+        w = tf.Variable(randn(3, 3, 1, 2))
+        h = tf.nn.relu(tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME"))
+        for _ in range(2):
+            h = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+        h = tf.nn.avg_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")  # 7x7 -> 4x4
+        logits = tf.reshape(h, [2, 32])[:, :3]
+        cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=t,
+                                                                             logits=logits))
+        return [h, cost] + tf.gradients(cost, [w, x]), {x: images, t: labels}
+
+    assert compare(build, transformers=("numpy", "cpu", "jax"), atol=1e-5)[0].shape == \
+        (2, 4, 4, 2)
+
+
 @pytest.mark.parametrize("padding", ["VALID", "SAME"])
 def test_gradients_of_a_small_convnet(padding):
     images, labels = randn(2, 6, 6, 2), np.array([1, 0], np.int32)

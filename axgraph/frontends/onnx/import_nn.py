@@ -16,7 +16,7 @@ import axgraph as ng
 
 from ...axes import Axis, make_axis, make_axis_role
 from ...op_graph.op import Op
-from ..positional import aligned, in_order, relabelled
+from ..positional import aligned, in_order, pooled, relabelled
 from .import_rules import Node, positive_axis, rule
 
 # Roles are matched by name, so these are the roles of neon's `ar` without importing neon.
@@ -179,20 +179,21 @@ def _nchw(node: Node, y: Op, batch: Axis, image_batch: Axis) -> Op:
 
 
 def _pool(node: Node, kind: str) -> Op:
+    """ONNX's MaxPool or AveragePool: any `pads`, ``count_include_pad`` and ``ceil_mode``,
+    as onnxruntime runs them."""
     x = node.op(0)
     kernel = list(node.attr("kernel_shape"))
     strides = list(node.attr("strides") or [1] * len(kernel))
-    node.refuse_attribute("ceil_mode", (0,))
     if any(d != 1 for d in node.attr("dilations") or []):
         raise node.unsupported("pooling with dilations is not supported")
     begin, end = _pads(node, x, kernel, strides, [1] * len(kernel))
-    if begin != end:
-        raise node.unsupported(f"uneven pads {begin} {end} are not supported for pooling")
-    if kind == "avg" and node.attr("count_include_pad", 0) and any(begin):
-        raise node.unsupported("count_include_pad=1 with pads is not supported")
-    x_axes = _image_axes(node, x)
-    y = ng.pooling(None, relabelled(x, x_axes), window=kernel, strides=strides, padding=begin,
-                   pool_type=kind)
+    count_padding = kind == "avg" and bool(node.attr("count_include_pad", 0))
+    try:
+        y, x_axes = pooled(x, lambda op: _image_axes(node, op), range(2, len(x.axes)), kernel,
+                           strides, begin, end, kind, count_padding=count_padding,
+                           ceil_mode=bool(node.attr("ceil_mode", 0)))
+    except ValueError as error:
+        raise node.unsupported(str(error)) from None
     return _nchw(node, y, x.axes[0], x_axes[0])
 
 
