@@ -184,6 +184,48 @@ def test_a_training_step_written_in_tf_runs_in_axgraph(use_resource):
     np.testing.assert_allclose(got_cost, want_cost, rtol=1e-5)
 
 
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_a_word_embedding_model_trains_with_sparse_updates_as_in_tf(use_resource):
+    # GradientDescentOptimizer updates an embedding by its IndexedSlices gradient: ScatterSub
+    # (ResourceScatterAdd of the negated step for a resource variable), repeated ids adding up
+    words, targets = np.array([[1, 4, 1], [0, 7, 4]], np.int32), np.array([1, 0], np.int32)
+    graph = tf.Graph()
+    with graph.as_default():
+        ids = tf.placeholder(tf.int32, words.shape)
+        t = tf.placeholder(tf.int32, (2,))
+        start = randn(8, 3)
+        table = tf.get_variable("table", initializer=start, use_resource=use_resource)
+        w = tf.get_variable("w", initializer=randn(3, 2), use_resource=use_resource)
+        logits = tf.matmul(tf.reduce_mean(tf.nn.embedding_lookup(table, ids), axis=1), w)
+        cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=t,
+                                                                             logits=logits))
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(cost)
+        init = tf.global_variables_initializer()
+    assert {"ScatterSub", "ResourceScatterAdd"} & {op.type for op in graph.get_operations()}
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    handles = importer.get_op_handle([ids, t, cost, train, init, table, w])
+    ids_ng, t_ng, cost_ng, train_ng, init_ng, table_ng, w_ng = handles
+    with tf.Session(graph=graph) as session:
+        session.run(init)
+        for _ in range(4):
+            session.run(train, {ids: words, t: targets})
+        want = session.run([cost, table, w], {ids: words, t: targets})
+    for name in ("numpy", "cpu"):
+        with ng.make_transformer(name) as transformer:
+            transformer.computation(init_ng)()
+            step = transformer.computation(train_ng, ids_ng, t_ng)
+            for _ in range(4):
+                step(words, targets)
+            got = transformer.computation([cost_ng, table_ng, w_ng], ids_ng, t_ng)(words,
+                                                                                  targets)
+        for g, e in zip(got, want):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    unused, used = [2, 3, 5, 6], [0, 1, 4, 7]
+    np.testing.assert_array_equal(want[1][unused], start[unused])  # sparse: only used rows
+    assert not np.isclose(want[1][used], start[used]).any()
+
+
 def test_sgd_optimizer_matches_tf_gradient_descent():
     graph = tf.Graph()
     xs, ts = randn(5, 3), randn(5, 1)

@@ -462,6 +462,54 @@ def test_gradients_of_a_small_convnet(padding):
     compare(build, transformers=("numpy", "cpu"), atol=1e-5)
 
 
+# --- gathers and their IndexedSlices gradients --------------------------------------------
+
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_embedding_lookup_and_its_gradient_as_indexed_slices_and_dense(use_resource):
+    words = np.array([[1, 3, 1], [0, 9, 3]], np.int32)  # repeated ids: their rows add up
+
+    def build():
+        ids = tf.placeholder(tf.int32, words.shape)
+        table = tf.Variable(randn(10, 4), use_resource=use_resource)
+        embedded = tf.nn.embedding_lookup(table, ids)
+        cost = tf.reduce_sum(tf.tanh(tf.tensordot(embedded, tf.constant(randn(4, 2)), 1)))
+        gradient = tf.gradients(cost, table)[0]  # IndexedSlices
+        return [embedded, cost, gradient.values, gradient.indices,
+                tf.convert_to_tensor(gradient)], {ids: words}
+
+    results = compare(build, transformers=("numpy", "cpu", "jax"), atol=1e-5)
+    assert not results[-1][[2, 4, 5, 6, 7, 8]].any()  # rows of unused ids: zeros
+
+
+def test_gather_along_an_axis_with_batch_dims_and_their_gradients():
+    picks = np.array([9, 0, 3, 3], np.int32)
+    per_row = rng.integers(0, 10, (3, 4)).astype(np.int32)
+
+    def build():
+        params = tf.placeholder(tf.float32, (3, 10, 2))
+        ids = tf.placeholder(tf.int32, picks.shape)
+        batched = tf.placeholder(tf.int32, per_row.shape)
+        along = tf.gather(params, ids, axis=1)
+        each = tf.gather(params, batched, axis=1, batch_dims=1)
+        cost = tf.reduce_sum(along ** 2) + tf.reduce_sum(tf.tanh(each))
+        return [along, each] + tf.gradients(cost, params), \
+            {params: randn(3, 10, 2), ids: picks, batched: per_row}
+
+    compare(build, transformers=("numpy", "cpu"), atol=1e-5)
+
+
+def test_unsorted_segment_sum_drops_negative_ids():
+    def build():
+        data = tf.placeholder(tf.float32, (5, 3))
+        ids = tf.placeholder(tf.int32, (5,))
+        fed = tf.math.unsorted_segment_sum(data, ids, 4)
+        known = tf.math.unsorted_segment_sum(data, tf.constant([2, -1, 0, 2, 3]), 4)
+        return [fed, known], {data: randn(5, 3), ids: np.array([3, 0, -1, 3, -2], np.int32)}
+
+    fed, known = compare(build, transformers=("numpy", "cpu"))
+    assert not fed[[1, 2]].any() and not known[1].any()
+
+
 # --- the cases of v0.4's op tests not covered above ---------------------------------------
 
 def test_rank_size_shape_and_range_of_v04s_transform_tests():

@@ -19,8 +19,8 @@ from ...errors import AxgraphError
 from ...op_graph.control import assign, doall, sequential
 from ...op_graph.op import Op
 from ...op_graph.tensors import constant
-from . import (ops_conv, ops_math, ops_nn, ops_random, ops_shape,  # noqa: F401 (fill RULES)
-               ops_variable)
+from . import (ops_conv, ops_gather, ops_math, ops_nn, ops_random,  # noqa: F401 (RULES)
+               ops_shape, ops_variable)
 from .ops_variable import WRITING_OPS
 from .rules import RULES, GraphBuilder, Node, TFImportError, UnsupportedOpError, Value
 from .static_values import FED_OPS, static_values
