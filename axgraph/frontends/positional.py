@@ -163,6 +163,22 @@ def pooled_lengths(lengths: Sequence[int], window: Sequence[int], strides: Seque
 
     With `ceil_mode`, a last partial window is kept (ONNX's ``ceil_mode=1``, as
     onnxruntime and PyTorch run it) unless it would start in the end padding.
+
+    Parameters
+    ----------
+    lengths : sequence of int
+        The input's spatial lengths.
+    window, strides : sequence of int
+        The window's length and the step, per spatial dimension.
+    begin, end : sequence of int
+        The padding before and after, per spatial dimension.
+    ceil_mode : bool
+        Keep a last partial window.
+
+    Returns
+    -------
+    list of int
+        The number of windows along each spatial dimension.
     """
     result = []
     for n, k, s, b, e in zip(lengths, window, strides, begin, end):
