@@ -25,6 +25,7 @@ from ...errors import ExecutionError, GraphError
 from ...lowering.rules import rule as lowering_rule
 from ...op_graph.op import Op
 from ...op_graph.tensors import as_op
+from ...shapes import op_rules
 from ...transformers import reference_kernels
 
 #: One datum of an Assert: its text (a string constant), or None (the next tensor).
@@ -76,6 +77,9 @@ class AssertOp(Op):
             raise GraphError(f"{self.label}: {len(self.args) - 1} tensors for the parts "
                              f"{self.parts}", self.location)
         return condition.axes
+
+
+op_rules.rule(AssertOp, says="its condition's axes")(lambda op, length_of: iter(()))
 
 
 class TFAssert(HostCall):
@@ -169,6 +173,12 @@ def _summary(shape: Sequence[int], limit: int, element: Callable[[int], str]) ->
     return "".join(out)
 
 
+def _elements_of(value: np.ndarray) -> Callable[[int], str]:
+    """``element(k)``: element k of `value` (row-major) as TF prints it."""
+    flat = value.reshape(-1)
+    return lambda k: _element(flat[k])
+
+
 def assertion_message(label: str, parts: Sequence[Part], data: Sequence[np.ndarray],
                       summarize: int) -> str:
     """The message of a failed assertion, as TF words it (after the node that failed)."""
@@ -179,8 +189,7 @@ def assertion_message(label: str, parts: Sequence[Part], data: Sequence[np.ndarr
             texts.append(part)
             continue
         value = np.asarray(next(tensors))
-        flat = value.reshape(-1)
-        texts.append(_summary(value.shape, summarize, lambda k, flat=flat: _element(flat[k])))
+        texts.append(_summary(value.shape, summarize, _elements_of(value)))
     return f"{label}: assertion failed: " + " ".join(f"[{t}]" for t in texts)
 
 

@@ -434,7 +434,7 @@ class TFImporter:
                                      f"supported op types are {', '.join(sorted(RULES))}",
                                      user_location())
         if any(t.dtype.base_dtype.name == "variant" or t.dtype.base_dtype.name == "string"
-               and tf_op.type not in STRING_OPS for t in [*tf_op.inputs, *tf_op.outputs]):
+               and not _reads_strings(tf_op) for t in [*tf_op.inputs, *tf_op.outputs]):
             raise UnsupportedOpError(f"TF {label}: tensors of strings or variants are not "
                                      f"supported", user_location())
         inputs: List[Value] = []
@@ -491,6 +491,13 @@ class TFImporter:
                 self._values[tensor.name] = value
         effect = results[0] if results and isinstance(results[0], Op) else None
         self._handles[tf_op.name] = effect
+
+
+def _reads_strings(tf_op: Any) -> bool:
+    """Whether `tf_op` is an op of `STRING_OPS` (a constant: one only such ops read)."""
+    if tf_op.type == "Const":
+        return all(c.type in STRING_OPS for t in tf_op.outputs for c in t.consumers())
+    return tf_op.type in STRING_OPS
 
 
 def _union(*contexts: Context) -> Context:
