@@ -504,6 +504,95 @@ def test_pooling(op_type, attributes):
     check(model, {"x": randn(2, 2, 6, 6)})
 
 
+UNEVEN_POOLING = [
+    {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 1, 1]},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 0, 0, 1]},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "count_include_pad": 1},
+    {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [2, 0, 0, 1], "count_include_pad": 1},
+    {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1,
+     "count_include_pad": 1},
+    {"kernel_shape": [3, 3], "strides": [3, 3], "pads": [0, 0, 2, 2], "ceil_mode": 1,
+     "count_include_pad": 1},  # a last window that would start in the padding is dropped
+    {"kernel_shape": [2, 2], "strides": [2, 2], "auto_pad": "SAME_LOWER",
+     "count_include_pad": 1},
+]
+
+
+def _pooling_model(op_type, attributes, shape):
+    attributes = dict(attributes)
+    if op_type == "MaxPool":
+        attributes.pop("count_include_pad", None)
+    return make_model([node(op_type, ["x"], ["y"], **attributes)],
+                      [("x", F, list(shape))], [("y", F, None)], opset=19)
+
+
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("attributes", UNEVEN_POOLING)
+@pytest.mark.parametrize("size", [7, 6])
+def test_pooling_with_uneven_pads_count_include_pad_and_ceil_mode(op_type, attributes, size):
+    model = _pooling_model(op_type, attributes, ("batch", 3, size, size))
+    check(model, {"x": randn(2, 3, size, size)}, transformers=("numpy", "cpu"))
+
+
+def _reference_pool(x, op_type, attributes):
+    """ONNX pooling of NCHW `x` as onnxruntime runs it, in float64 NumPy: each window
+    clipped to the input (a max, or a sum divided by the elements that count)."""
+    (kh, kw), (sh, sw) = attributes["kernel_shape"], attributes["strides"]
+    pads = attributes.get("pads", [0, 0, 0, 0])
+    ceil_mode = attributes.get("ceil_mode", 0)
+    counted = attributes.get("count_include_pad", 0)
+    out = []
+    for n, k, s, b, e in zip(x.shape[2:], (kh, kw), (sh, sw), pads[:2], pads[2:]):
+        count = (-(-(n + b + e - k) // s) if ceil_mode else (n + b + e - k) // s) + 1
+        out.append(count - 1 if ceil_mode and (count - 1) * s >= n + b else count)
+    y = np.zeros(x.shape[:2] + tuple(out))
+    for i in range(out[0]):
+        for j in range(out[1]):
+            r0, c0 = i * sh - pads[0], j * sw - pads[1]
+            rows = slice(max(r0, 0), min(r0 + kh, x.shape[2]))
+            cols = slice(max(c0, 0), min(c0 + kw, x.shape[3]))
+            window = x[:, :, rows, cols]
+            if op_type == "MaxPool":
+                y[:, :, i, j] = window.max(axis=(2, 3))
+            else:
+                h = (min(r0 + kh, x.shape[2] + pads[2]) - max(r0, -pads[0])) if counted \
+                    else rows.stop - rows.start
+                w = (min(c0 + kw, x.shape[3] + pads[3]) - max(c0, -pads[1])) if counted \
+                    else cols.stop - cols.start
+                y[:, :, i, j] = window.sum(axis=(2, 3)) / (h * w)
+    return y
+
+
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("attributes", UNEVEN_POOLING[:-1])
+def test_gradients_of_uneven_pooling_match_finite_differences(op_type, attributes):
+    x = randn(1, 2, 7, 7)
+    model = _pooling_model(op_type, attributes, x.shape)
+    imported = import_model(model)
+    (y,), (placeholder,) = imported.outputs, imported.inputs
+    np.testing.assert_allclose(run_onnxruntime(model, {"x": x})[0],
+                               _reference_pool(x.astype(np.float64), op_type, attributes),
+                               rtol=1e-5, atol=1e-6)  # the reference is onnxruntime's rule
+    weights = randn(*_reference_pool(x, op_type, attributes).shape)
+    loss = ng.sum(y * ng.constant(weights, y.axes), reduction_axes=y.axes)
+    expected = np.zeros(x.size)
+    step = 1e-6
+    for k in range(x.size):
+        shifted = x.astype(np.float64).reshape(-1).copy()
+        shifted[k] += step
+        above = (_reference_pool(shifted.reshape(x.shape), op_type, attributes) * weights).sum()
+        shifted[k] -= 2 * step
+        below = (_reference_pool(shifted.reshape(x.shape), op_type, attributes) * weights).sum()
+        expected[k] = (above - below) / (2 * step)
+    for transformer in ("numpy", "cpu"):
+        with ng.make_transformer(transformer) as t:
+            got = t.computation(ng.deriv(loss, placeholder), placeholder)(x)
+        np.testing.assert_allclose(got.reshape(-1), expected, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"on the {transformer} transformer")
+
+
 def test_instance_normalization():
     model = make_model([node("InstanceNormalization", ["x", "scale", "bias"], ["y"])],
                        [("x", F, ["batch", 3, 4, 5])], [("y", F, ["batch", 3, 4, 5])],
@@ -620,9 +709,9 @@ def test_an_unknown_operator_is_named_with_its_node():
 
 
 def test_a_refused_attribute_is_named():
-    model = make_model([node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1)],
-                       [("x", F, [1, 2, 5, 5])], [("y", F, None)])
-    with pytest.raises(UnsupportedOperatorError, match="ceil_mode=1"):
+    model = make_model([node("ArgMax", ["x"], ["y"], select_last_index=1)],
+                       [("x", F, [1, 2, 5, 5])], [("y", I64, None)])
+    with pytest.raises(UnsupportedOperatorError, match="select_last_index=1"):
         import_model(model)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import doctest
 import os
+import re
 import subprocess
 import sys
 
@@ -182,6 +183,48 @@ def test_a_training_step_written_in_tf_runs_in_axgraph(use_resource):
         got_cost, got_w = evaluate(xs, ts)
     np.testing.assert_allclose(got_w, want_w, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_cost, want_cost, rtol=1e-5)
+
+
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_a_word_embedding_model_trains_with_sparse_updates_as_in_tf(use_resource):
+    # GradientDescentOptimizer updates an embedding by its IndexedSlices gradient: ScatterSub
+    # (ResourceScatterAdd of the negated step for a resource variable), repeated ids adding up
+    words, targets = np.array([[1, 4, 1], [0, 7, 4]], np.int32), np.array([1, 0], np.int32)
+    graph = tf.Graph()
+    with graph.as_default():
+        ids = tf.placeholder(tf.int32, words.shape)
+        t = tf.placeholder(tf.int32, (2,))
+        start = randn(8, 3)
+        table = tf.get_variable("table", initializer=start, use_resource=use_resource)
+        w = tf.get_variable("w", initializer=randn(3, 2), use_resource=use_resource)
+        logits = tf.matmul(tf.reduce_mean(tf.nn.embedding_lookup(table, ids), axis=1), w)
+        cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=t,
+                                                                             logits=logits))
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(cost)
+        init = tf.global_variables_initializer()
+    assert {"ScatterSub", "ResourceScatterAdd"} & {op.type for op in graph.get_operations()}
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    handles = importer.get_op_handle([ids, t, cost, train, init, table, w])
+    ids_ng, t_ng, cost_ng, train_ng, init_ng, table_ng, w_ng = handles
+    with tf.Session(graph=graph) as session:
+        session.run(init)
+        for _ in range(4):
+            session.run(train, {ids: words, t: targets})
+        want = session.run([cost, table, w], {ids: words, t: targets})
+    for name in ("numpy", "cpu"):
+        with ng.make_transformer(name) as transformer:
+            transformer.computation(init_ng)()
+            step = transformer.computation(train_ng, ids_ng, t_ng)
+            for _ in range(4):
+                step(words, targets)
+            got = transformer.computation([cost_ng, table_ng, w_ng], ids_ng, t_ng)(words,
+                                                                                  targets)
+        for g, e in zip(got, want):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    unused, used = [2, 3, 5, 6], [0, 1, 4, 7]
+    np.testing.assert_array_equal(want[1][unused], start[unused])  # sparse: only used rows
+    assert not np.isclose(want[1][used], start[used]).any()
 
 
 def test_sgd_optimizer_matches_tf_gradient_descent():
@@ -393,6 +436,110 @@ def test_a_value_under_a_control_dependency_on_a_write_is_computed_after_it():
         run = transformer.computation(importer.get_op_handle(after))
         for _ in range(3):
             np.testing.assert_array_equal(run(), session.run(after))
+
+
+def _tf_assertion_text(session, fetch, feeds):
+    """TF's own message of the Assert that fails when `fetch` runs: its 'assertion failed'
+    line, and the node."""
+    with pytest.raises(tf.errors.InvalidArgumentError) as failed:
+        session.run(fetch, feeds)
+    message = failed.value.message
+    line = next(text for text in message.splitlines() if text.startswith("assertion failed:"))
+    return line, re.search(r"\{\{node ([^}]+)\}\}", message)[1]
+
+
+def test_asserts_under_control_dependencies_run_and_fail_with_tfs_message():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (3,), name="x")
+        m = tf.placeholder(tf.float32, (2, 3), name="m")
+        checks = [tf.debugging.assert_positive(x),
+                  tf.Assert(tf.reduce_all(m < 4.0), ["m small", m, x * 1.2345678], summarize=4,
+                            name="bounded"),
+                  tf.debugging.assert_equal(tf.reduce_sum(m), tf.reduce_sum(m) + 0.0)]
+        with tf.control_dependencies(checks):
+            y = tf.identity(x * 2.0) + tf.reduce_sum(m)
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    y_ng, x_ng, m_ng = importer.get_op_handle([y, x, m])
+    good = {x: np.array([1, 2, 3], np.float32), m: np.ones((2, 3), np.float32)}
+    bad_x = {x: np.array([-1, 2.5, 3], np.float32), m: good[m]}
+    bad_m = {x: good[x], m: np.arange(6, dtype=np.float32).reshape(2, 3)}
+    with tf.Session(graph=graph) as session:
+        want = session.run(y, good)
+        failures = [_tf_assertion_text(session, y, feeds) for feeds in (bad_x, bad_m)]
+    for name in ("numpy", "cpu", "jax"):
+        with ng.make_transformer(name) as transformer:
+            run = transformer.computation(y_ng, x_ng, m_ng)
+            np.testing.assert_allclose(run(good[x], good[m]), want)
+            for feeds, (text, node) in zip((bad_x, bad_m), failures):
+                with pytest.raises(ng.ExecutionError) as raised:
+                    run(feeds[x], feeds[m])
+                message = str(raised.value)
+                if name == "jax":  # jax's checks show floats to 6 digits (%g), not TF's 9
+                    text = text.replace("1.23456776 2.46913552 3.7037034", "1.23457 2.46914 3.7037")
+                assert f"TF Assert node '{node}': {text}" in message, (name, message)
+                assert __file__ in message  # where the computation was made
+    assert failures[1][0] == ("assertion failed: [m small] [[0 1 2][3...]...] "
+                              "[1.23456776 2.46913552 3.7037034]")
+
+
+def test_a_print_under_a_control_dependency_prints_when_the_value_is_computed(capsys):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (3,))
+        shown = tf.print("x is:", x, "and twice:", 2 * x)
+        with tf.control_dependencies([shown]):
+            y = x + 1.0
+        z = x - 1.0  # no dependency: prints nothing
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    values = np.array([1, 2, 3], np.float32)
+    for name in ("numpy", "cpu"):
+        with ng.make_transformer(name) as transformer:
+            np.testing.assert_array_equal(
+                transformer.computation(importer.get_op_handle(z),
+                                        importer.get_op_handle(x))(values), values - 1)
+            assert capsys.readouterr().out == ""
+            got = transformer.computation(importer.get_op_handle(y),
+                                          importer.get_op_handle(x))(values)
+        np.testing.assert_array_equal(got, values + 1)
+        assert capsys.readouterr().out.splitlines() == ["x is: [1. 2. 3.]",
+                                                        "and twice: [2. 4. 6.]"]
+
+
+def test_a_cond_of_values_takes_the_branch_tf_takes():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (3,))
+        y = tf.cond(tf.reduce_sum(x) > 3.0, lambda: x * 10.0, lambda: tf.square(x) - 1.0)
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    cases = [np.array(v, np.float32) for v in ([1, 2, 3], [1, 0.5, 1], [-4, 1, 2])]
+    with tf.Session(graph=graph) as session:
+        want = [session.run(y, {x: c}) for c in cases]
+    for name in ("numpy", "cpu"):
+        with ng.make_transformer(name) as transformer:
+            run = transformer.computation(importer.get_op_handle(y), importer.get_op_handle(x))
+            for case, expected in zip(cases, want):
+                np.testing.assert_allclose(run(case), expected)
+
+
+def test_a_write_inside_a_cond_is_refused_and_a_dependency_without_a_rule_named():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (3,))
+        w = tf.Variable(tf.zeros([3]), use_resource=True)
+        written = tf.cond(tf.reduce_sum(x) > 0, lambda: tf.assign_add(w, x), lambda: w + 0.0)
+        total = tf.math.cumsum(x, name="total")
+        with tf.control_dependencies([total]):
+            after = tf.identity(x, name="after")
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    with pytest.raises(UnsupportedOpError, match="inside a branch of tf.cond"):
+        importer.get_op_handle(written)
+    with pytest.raises(UnsupportedOpError, match="'after:0' depends on 'total'.*Cumsum"):
+        importer.get_op_handle(after)
 
 
 def test_graphs_built_with_v2_behaviour_left_on_import_too():

@@ -404,6 +404,45 @@ def test_pooling(pool, padding, size):
     compare(build)
 
 
+@pytest.mark.parametrize("pool", ["max", "avg"])
+@pytest.mark.parametrize("size, window, stride", [(7, 2, 2), (7, 3, 2), (6, 3, 2), (6, 2, 1)])
+def test_uneven_same_pooling_and_its_gradient(pool, size, window, stride):
+    """SAME padding that TF puts at the end only (7x7 with 2x2/2 gives 4x4): the padded
+    row never wins a max nor counts in an average, in the values and in MaxPoolGrad's
+    and AvgPoolGrad's gradients."""
+    images = randn(2, size, size, 3)
+    function = tf.nn.max_pool if pool == "max" else tf.nn.avg_pool
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        y = function(x, ksize=[1, window, window, 1], strides=[1, stride, stride, 1],
+                     padding="SAME")
+        weights = tf.constant(randn(*y.shape.as_list()))
+        return [y, tf.gradients(tf.reduce_sum(y * weights), x)[0]], {x: images}
+
+    compare(build, transformers=("numpy", "cpu"), atol=1e-5)
+
+
+def test_mnist_sized_pooling_chain_28_14_7_4_trains_as_in_tf():
+    images, labels = randn(2, 28, 28, 1), np.array([1, 0], np.int32)
+
+    def build():
+        x = tf.placeholder(tf.float32, images.shape)
+        t = tf.placeholder(tf.int32, (2,))
+        w = tf.Variable(randn(3, 3, 1, 2))
+        h = tf.nn.relu(tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME"))
+        for _ in range(2):
+            h = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+        h = tf.nn.avg_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")  # 7x7 -> 4x4
+        logits = tf.reshape(h, [2, 32])[:, :3]
+        cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=t,
+                                                                             logits=logits))
+        return [h, cost] + tf.gradients(cost, [w, x]), {x: images, t: labels}
+
+    assert compare(build, transformers=("numpy", "cpu", "jax"), atol=1e-5)[0].shape == \
+        (2, 4, 4, 2)
+
+
 @pytest.mark.parametrize("padding", ["VALID", "SAME"])
 def test_gradients_of_a_small_convnet(padding):
     images, labels = randn(2, 6, 6, 2), np.array([1, 0], np.int32)
@@ -421,6 +460,54 @@ def test_gradients_of_a_small_convnet(padding):
         return [cost] + tf.gradients(cost, [w, x]), {x: images, t: labels}
 
     compare(build, transformers=("numpy", "cpu"), atol=1e-5)
+
+
+# --- gathers and their IndexedSlices gradients --------------------------------------------
+
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_embedding_lookup_and_its_gradient_as_indexed_slices_and_dense(use_resource):
+    words = np.array([[1, 3, 1], [0, 9, 3]], np.int32)  # repeated ids: their rows add up
+
+    def build():
+        ids = tf.placeholder(tf.int32, words.shape)
+        table = tf.Variable(randn(10, 4), use_resource=use_resource)
+        embedded = tf.nn.embedding_lookup(table, ids)
+        cost = tf.reduce_sum(tf.tanh(tf.tensordot(embedded, tf.constant(randn(4, 2)), 1)))
+        gradient = tf.gradients(cost, table)[0]  # IndexedSlices
+        return [embedded, cost, gradient.values, gradient.indices,
+                tf.convert_to_tensor(gradient)], {ids: words}
+
+    results = compare(build, transformers=("numpy", "cpu", "jax"), atol=1e-5)
+    assert not results[-1][[2, 4, 5, 6, 7, 8]].any()  # rows of unused ids: zeros
+
+
+def test_gather_along_an_axis_with_batch_dims_and_their_gradients():
+    picks = np.array([9, 0, 3, 3], np.int32)
+    per_row = rng.integers(0, 10, (3, 4)).astype(np.int32)
+
+    def build():
+        params = tf.placeholder(tf.float32, (3, 10, 2))
+        ids = tf.placeholder(tf.int32, picks.shape)
+        batched = tf.placeholder(tf.int32, per_row.shape)
+        along = tf.gather(params, ids, axis=1)
+        each = tf.gather(params, batched, axis=1, batch_dims=1)
+        cost = tf.reduce_sum(along ** 2) + tf.reduce_sum(tf.tanh(each))
+        return [along, each] + tf.gradients(cost, params), \
+            {params: randn(3, 10, 2), ids: picks, batched: per_row}
+
+    compare(build, transformers=("numpy", "cpu"), atol=1e-5)
+
+
+def test_unsorted_segment_sum_drops_negative_ids():
+    def build():
+        data = tf.placeholder(tf.float32, (5, 3))
+        ids = tf.placeholder(tf.int32, (5,))
+        fed = tf.math.unsorted_segment_sum(data, ids, 4)
+        known = tf.math.unsorted_segment_sum(data, tf.constant([2, -1, 0, 2, 3]), 4)
+        return [fed, known], {data: randn(5, 3), ids: np.array([3, 0, -1, 3, -2], np.int32)}
+
+    fed, known = compare(build, transformers=("numpy", "cpu"))
+    assert not fed[[1, 2]].any() and not known[1].any()
 
 
 # --- the cases of v0.4's op tests not covered above ---------------------------------------

@@ -11,14 +11,14 @@ put back in (batch, channels, spatial...) order on the input's own batch axis.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from ..axes import Axis, make_axis, make_axis_role
 from ..op_graph.convolution import convolution, deconvolution
 from ..op_graph.op import Op
-from ..op_graph.pooling import pooling
 from ..op_graph.shape_ops import concat_along_axis, tensor_slice
 from .positional import in_order, relabelled
+from .positional import pooled as positional_pooled
 
 UniqueName = Callable[[str], str]
 
@@ -107,12 +107,26 @@ def grouped_window_op(x: Op, w: Op, groups: int, unique_name: UniqueName, hint: 
 
 
 def pooled(x: Op, kind: str, window: Sequence[int], strides: Sequence[int],
-           padding: Sequence[int], unique_name: UniqueName, hint: str) -> Op:
-    """Max (`kind` "max") or average ("avg", padding not counted) pooling of NC(D)HW `x`,
-    in NC(D)HW order."""
-    x_axes = image_axes(x, unique_name, hint)
-    y = pooling(None, relabelled(x, x_axes), window=list(window), strides=list(strides),
-                padding=list(padding), pool_type=kind)
+           padding: Sequence[int], unique_name: UniqueName, hint: str,
+           end: Optional[Sequence[int]] = None, count_padding: bool = False,
+           ceil_mode: bool = False) -> Op:
+    """Max (`kind` "max") or average ("avg") pooling of NC(D)HW `x`, in NC(D)HW order.
+
+    `padding` is the padding before each spatial dim and `end` the padding after
+    (default: the same); an average counts the padding only with `count_padding`;
+    `ceil_mode` keeps a last partial window (`positional.pooled` says how each is
+    done).
+
+    Raises
+    ------
+    ValueError
+        The padding needs explicit zeros over a symbolic spatial length, or a window
+        covers no real element (the importer reports it naming its node).
+    """
+    y, x_axes = positional_pooled(
+        x, lambda op: image_axes(op, unique_name, hint), range(2, len(x.axes)), window,
+        strides, padding, padding if end is None else end, kind,
+        count_padding=count_padding, ceil_mode=ceil_mode)
     return channels_first(y, x.axes[0], x_axes[0])
 
 

@@ -115,18 +115,21 @@ def import_conv_transpose(node: Node) -> Op:
 
 
 def _pool(node: Node, kind: str) -> Op:
+    """ONNX's MaxPool or AveragePool: any `pads`, ``count_include_pad`` and ``ceil_mode``,
+    as onnxruntime runs them."""
     x = node.op(0)
     kernel = list(node.attr("kernel_shape"))
     strides = list(node.attr("strides") or [1] * len(kernel))
-    node.refuse_attribute("ceil_mode", (0,))
     if any(d != 1 for d in node.attr("dilations") or []):
         raise node.unsupported("pooling with dilations is not supported")
     begin, end = _pads(node, x, kernel, strides, [1] * len(kernel))
-    if begin != end:
-        raise node.unsupported(f"uneven pads {begin} {end} are not supported for pooling")
-    if kind == "avg" and node.attr("count_include_pad", 0) and any(begin):
-        raise node.unsupported("count_include_pad=1 with pads is not supported")
-    return pooled(x, kind, kernel, strides, begin, _unique(node), node.proto.output[0])
+    count_padding = kind == "avg" and bool(node.attr("count_include_pad", 0))
+    try:
+        return pooled(x, kind, kernel, strides, begin, _unique(node), node.proto.output[0],
+                      end=end, count_padding=count_padding,
+                      ceil_mode=bool(node.attr("ceil_mode", 0)))
+    except ValueError as error:
+        raise node.unsupported(str(error)) from None
 
 
 @rule("MaxPool")

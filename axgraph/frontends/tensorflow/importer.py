@@ -19,13 +19,20 @@ from ...errors import AxgraphError
 from ...op_graph.control import assign, doall, sequential
 from ...op_graph.op import Op
 from ...op_graph.tensors import constant
-from . import (ops_conv, ops_math, ops_nn, ops_random, ops_shape,  # noqa: F401 (fill RULES)
-               ops_variable)
+from . import (ops_control, ops_conv, ops_gather, ops_math, ops_nn,  # noqa: F401 (RULES)
+               ops_random, ops_shape, ops_variable)
 from .ops_variable import WRITING_OPS
-from .rules import RULES, GraphBuilder, Node, TFImportError, UnsupportedOpError, Value
+from .rules import (RULES, Context, GraphBuilder, Node, TFImportError, UnsupportedOpError,
+                    Value)
 from .static_values import FED_OPS, static_values
 
 Handle = Union[Op, List[Any]]
+
+#: Ops run for their effect: a control dependency on one (or on a value computed after one)
+#: runs it first.
+EFFECT_OPS = WRITING_OPS + ("Assert", "PrintV2")
+#: Ops that read strings: an Assert's message, tf.print's template (string constants).
+STRING_OPS = ("Const", "Assert", "StringFormat", "PrintV2")
 
 #: The file names of GraphDefs in protobuf's text form (others are read as binary first).
 TEXT_SUFFIXES = (".pbtxt", ".txt", ".pbtext", ".prototxt")
@@ -75,7 +82,11 @@ class TFImporter:
         self.graph: Any = None
         self._values: Dict[str, Value] = {}
         self._handles: Dict[str, Optional[Op]] = {}
-        self._effects: Set[str] = set()  # the ops that write variables (or group such)
+        self._effects: Set[str] = set()  # the ops run for an effect, or computed after one
+        #: tensor or op name -> the branch of v1 control flow it lives in
+        self._contexts: Dict[str, Context] = {}
+        #: tensor or op name of a value known at import -> the effects its users run first
+        self._carried: Dict[str, List[Op]] = {}
         #: op name -> (name, type, error) of the op in the way: it, or one it depends on
         self._refused: Dict[str, Tuple[str, str, UnsupportedOpError]] = {}
         self._missing: Set[str] = set()  # the op types met without an import rule
@@ -126,6 +137,7 @@ class TFImporter:
         self.graph = graph
         self._values = dict(static_values(tf, graph))
         self._handles, self._effects, self._refused, self._missing = {}, set(), {}, set()
+        self._contexts, self._carried = {}, {}
         self._saved = None
         initial = _initial_values(graph, self._values)
         for tf_op in graph.get_operations():
@@ -146,6 +158,15 @@ class TFImporter:
                 self._refused[tf_op.name] = (tf_op.name, tf_op.type, error)
 
     parse_graph_def = import_graph_def
+
+    def _pending(self, name: str) -> List[Op]:
+        """The effects a control dependency on op `name` (or a use of tensor `name`) must
+        run first: the op itself where it is (or follows) an effect, or those a value
+        known at import carries."""
+        handle = self._handles.get(name)
+        if name in self._effects and isinstance(handle, Op):
+            return [handle]
+        return self._carried.get(name, [])
 
     def import_graph(self, graph: Any, verbose: bool = False,
                      shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
@@ -412,8 +433,8 @@ class TFImporter:
             raise UnsupportedOpError(f"TF {label}: op type {tf_op.type} is not supported; the "
                                      f"supported op types are {', '.join(sorted(RULES))}",
                                      user_location())
-        if any(t.dtype.base_dtype.name in ("string", "variant")
-               for t in [*tf_op.inputs, *tf_op.outputs]):
+        if any(t.dtype.base_dtype.name == "variant" or t.dtype.base_dtype.name == "string"
+               and not _reads_strings(tf_op) for t in [*tf_op.inputs, *tf_op.outputs]):
             raise UnsupportedOpError(f"TF {label}: tensors of strings or variants are not "
                                      f"supported", user_location())
         inputs: List[Value] = []
@@ -424,7 +445,15 @@ class TFImporter:
             inputs.append(self._values[tensor.name])
         controls = [h for h in (self._handles.get(c.name) for c in tf_op.control_inputs)
                     if h is not None]
-        node = Node(tf_op, inputs, controls, self._builder, initial.get(tf_op.name))
+        input_contexts = [self._contexts.get(t.name, ()) for t in tf_op.inputs]
+        context = _union(*input_contexts,
+                         *(self._contexts.get(c.name, ()) for c in tf_op.control_inputs))
+        if context and tf_op.type in EFFECT_OPS and tf_op.type != "Assert":
+            raise UnsupportedOpError(f"TF {label}: a {tf_op.type} inside a branch of tf.cond "
+                                     f"is not supported (axgraph computes both branches)",
+                                     user_location())
+        node = Node(tf_op, inputs, controls, self._builder, initial.get(tf_op.name),
+                    context, input_contexts)
         try:
             produced = rule(node)
         except TFImportError:
@@ -432,18 +461,60 @@ class TFImporter:
         except AxgraphError as error:  # an op refused what the node asked: name the node
             raise TFImportError(f"TF {label}: {error.message}", user_location()) from error
         results = list(produced) if isinstance(produced, tuple) else [produced]
-        effects: List[Op] = [h for h in (self._handles.get(c.name) for c in tf_op.control_inputs
-                                         if c.name in self._effects) if h is not None]
-        if tf_op.type in WRITING_OPS or (tf_op.type == "NoOp" and effects):
+        # the effects (writes, checks, prints) this op runs after: those of its control
+        # inputs, and those a value known at import carries from its own
+        effects: List[Op] = []
+        for name in [c.name for c in tf_op.control_inputs] + [t.name for t in tf_op.inputs]:
+            effects.extend(e for e in self._pending(name) if not any(e is f for f in effects))
+        if effects and tf_op.type != "NoOp":
+            for k, result in enumerate(results):
+                if isinstance(result, Op):
+                    results[k] = sequential([*effects, result]) if result.is_tensor_op else \
+                        doall([*effects, result])
+                elif k < len(tf_op.outputs):  # a value known now: its users run them
+                    self._carried[tf_op.outputs[k].name] = effects
+            if not results or not isinstance(results[0], Op):
+                self._carried[tf_op.name] = effects
+        if tf_op.type in EFFECT_OPS or effects or any(
+                t.op.name in self._effects for t in tf_op.inputs):
             self._effects.add(tf_op.name)
-        elif effects and results and isinstance(results[0], Op):
-            # a value under a control dependency on a write: computed after the write
-            results[0] = sequential([*effects, results[0]])
+        self._contexts[tf_op.name] = context
+        for k, tensor in enumerate(tf_op.outputs):
+            self._contexts[tensor.name] = context
+            if tf_op.type == "Switch":  # output 0 lives where the predicate is false
+                predicate = self._builder.as_op(inputs[1], node.hint)
+                self._contexts[tensor.name] = _union(context, ((predicate, k == 1),))
+            elif tf_op.type == "Merge":
+                self._contexts[tensor.name] = _common(*input_contexts)
         for tensor, value in zip(tf_op.outputs, results):
             if tensor.name not in self._values:
                 self._values[tensor.name] = value
         effect = results[0] if results and isinstance(results[0], Op) else None
         self._handles[tf_op.name] = effect
+
+
+def _reads_strings(tf_op: Any) -> bool:
+    """Whether `tf_op` is an op of `STRING_OPS` (a constant: one only such ops read)."""
+    if tf_op.type == "Const":
+        return all(c.type in STRING_OPS for t in tf_op.outputs for c in t.consumers())
+    return tf_op.type in STRING_OPS
+
+
+def _union(*contexts: Context) -> Context:
+    """The branch inside all of `contexts` (each (predicate, taken) pair once)."""
+    pairs: List[Tuple[Op, bool]] = []
+    for context in contexts:
+        pairs.extend(p for p in context if not any(q[0] is p[0] and q[1] == p[1]
+                                                   for q in pairs))
+    return tuple(pairs)
+
+
+def _common(*contexts: Context) -> Context:
+    """The pairs all of `contexts` share: where a Merge of their branches lives."""
+    if not contexts:
+        return ()
+    return tuple(p for p in contexts[0] if all(any(q[0] is p[0] and q[1] == p[1] for q in c)
+                                               for c in contexts[1:]))
 
 
 def _with_shapes(tf: Any, graph_def: Any, shapes: Mapping[str, Sequence[int]]) -> Any:

@@ -16,7 +16,7 @@ import axgraph as ng
 
 from ...axes import Axis, make_axis, make_axis_role
 from ...op_graph.op import Op
-from ..positional import in_order, relabelled
+from ..positional import in_order, pooled, relabelled
 from .rules import Node, rule
 
 # Roles are matched by name: these are the roles of neon's `ar` without importing neon.
@@ -108,17 +108,17 @@ def _conv(node: Node, x: Op, w: Op) -> Op:
 
 
 def _pool(node: Node, x: Op, kind: str) -> Op:
-    """TF's max or average pooling of NHWC `x` (the node's ksize, strides and padding)."""
+    """TF's max or average pooling of NHWC `x` (the node's ksize, strides and padding);
+    SAME padding's odd row at the end never wins a max nor counts in an average."""
     _check_layout(node, x)
     kernel, strides = _pairs(node, "ksize"), _pairs(node, "strides")
     sizes = [int(x.axes[1].length), int(x.axes[2].length)]
     begin, end = _padding(node, sizes, kernel, strides, [1, 1])
-    if begin != end:
-        raise node.unsupported(f"SAME padding that is uneven ({begin} before, {end} after) "
-                               f"is not supported for pooling")
-    x_axes = _image_axes(node, x)
-    y = ng.pooling(None, relabelled(x, x_axes), window=kernel, strides=strides, padding=begin,
-                   pool_type=kind)
+    try:
+        y, x_axes = pooled(x, lambda op: _image_axes(node, op), [1, 2], kernel, strides,
+                           begin, end, kind)
+    except ValueError as error:
+        raise node.error(str(error)) from None
     return _nhwc(y, x_axes[0], x.axes[0])
 
 

@@ -166,8 +166,19 @@ def _swap_last_two(x: Op) -> Op:
     return ng.axes_with_order(x, axes[:-2] + [axes[-1], axes[-2]])
 
 
+def _all(x: Op, reduction_axes) -> Op:
+    """Whether every element holds (``tf.reduce_all``): the least of them as 0 or 1."""
+    return ng.not_equal(ng.min(truncating_cast(x, np.int32), reduction_axes=reduction_axes), 0)
+
+
+def _any(x: Op, reduction_axes) -> Op:
+    """Whether some element holds (``tf.reduce_any``): the greatest of them as 0 or 1."""
+    return ng.not_equal(ng.max(truncating_cast(x, np.int32), reduction_axes=reduction_axes), 0)
+
+
 REDUCTIONS: Dict[str, Callable[..., Op]] = {
     "Sum": ng.sum, "Mean": ng.mean, "Max": ng.max, "Min": ng.min, "Prod": ng.prod,
+    "All": _all, "Any": _any,
 }
 
 

@@ -17,13 +17,15 @@ import axgraph as ng
 from ...axes import Axes
 from ...op_graph.op import Op
 from ...op_graph.tensors import AssignableTensorOp
+from .ops_gather import segment_sum
 from .rules import Node, Value, rule
 
 
 #: The op types whose rules write a variable: a control dependency on one orders a value
 #: after the write.
 WRITING_OPS = ("Assign", "AssignVariableOp", "AssignAdd", "AssignAddVariableOp", "AssignSub",
-               "AssignSubVariableOp", "ApplyGradientDescent", "ResourceApplyGradientDescent")
+               "AssignSubVariableOp", "ApplyGradientDescent", "ResourceApplyGradientDescent",
+               "ScatterAdd", "ScatterSub", "ResourceScatterAdd", "ResourceScatterSub")
 
 
 def _axes(node: Node, shape) -> Axes:
@@ -113,6 +115,21 @@ def import_apply_gradient_descent(node: Node) -> Op:
     alpha = node.op(1)
     return _assigned(node, lambda target: target - alpha * _value_on(node, target,
                                                                      node.input(2)))
+
+
+@rule("ScatterAdd", "ScatterSub", "ResourceScatterAdd", "ResourceScatterSub")
+def import_scatter_add(node: Node) -> Op:
+    """``var[indices] += updates`` (or ``-=``), repeated indices adding up: the sparse step
+    of ``tf.train.GradientDescentOptimizer`` for an embedding's IndexedSlices gradient."""
+    def updated(target: Op) -> Op:
+        if not target.axes:
+            raise node.error("a scatter update of a scalar variable")
+        count = int(target.axes[0].length)
+        sums = segment_sum(node, node.op(2), node.input(1), count, drop_negative=False)
+        change = _value_on(node, target, sums)
+        return target - change if node.op_type.endswith("Sub") else target + change
+
+    return _assigned(node, updated)
 
 
 @rule("ReadVariableOp")

@@ -8,7 +8,7 @@ up in it, and the error for an op without one lists its keys.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
@@ -22,6 +22,9 @@ from ...op_graph.tensors import constant
 #: A value of the imported graph: an op, or an array known when the graph is imported.
 Value = Union[Op, np.ndarray]
 Rule = Callable[["Node"], Union[Value, Tuple[Value, ...]]]
+#: The branches of v1 control flow a value lives in: (predicate, taken) pairs, all holding
+#: where TF computes it (an empty tuple: always).
+Context = Tuple[Tuple[Op, bool], ...]
 
 #: TF op type -> the rule that imports it (filled by the ops_* modules).
 RULES: Dict[str, Rule] = {}
@@ -97,6 +100,11 @@ class Node:
     builder: GraphBuilder
     #: a variable's initial value, where its initializer assigns one known at import time
     initial_value: Optional[np.ndarray] = None
+    #: the branch of v1 control flow (``tf.cond``) the node is in: (predicate, taken) pairs
+    #: that all hold when it runs in TF (see ops_control)
+    context: "Context" = ()
+    #: the branch of each input
+    input_contexts: List["Context"] = field(default_factory=list)
 
     @property
     def hint(self) -> str:

@@ -55,15 +55,10 @@ def _max_pool(importer: Importer, node: Any, args: Arguments) -> Any:
 
 @import_rule(aten.avg_pool2d.default, check=bridge_check(aten.avg_pool2d.default))
 def _avg_pool(importer: Importer, node: Any, args: Arguments) -> Any:
-    """Torch's default counts the padding in each mean: padded with zeros, then pooled."""
-    x = args.self
+    """Torch's default counts the padding in each mean (``count_include_pad``)."""
     kernel, stride, padding = pool_window(args, 2)
-    if args.count_include_pad and any(padding):
-        padded = importer.ng.pad(x, [0, 0] + padding)
-        x = relabelled(padded, list(x.axes)[:2] + [importer.axis(f"{node.name}_{i}", a.length)
-                                                   for i, a in enumerate(padded.axes[2:])])
-        padding = [0] * len(padding)
-    return pooled(x, "avg", kernel, stride, padding, importer.unique_name, node.name)
+    return pooled(args.self, "avg", kernel, stride, padding, importer.unique_name, node.name,
+                  count_padding=bool(args.count_include_pad))
 
 
 # -- losses ---------------------------------------------------------------------------------
