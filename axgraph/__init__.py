@@ -14,8 +14,8 @@ from .errors import (AmbiguousAxesError, AxesError, AxgraphError, AxgraphTypeErr
                      AxgraphValueError, AxisLengthError, DTypeError, DuplicateAxisError,
                      ExecutionError, FeedError, GraphError, IncompatibleAxesError, LayoutError,
                      NotDifferentiableError, OutOfMemoryError, SerializationError,
-                     ShapeCheckError,
-                     ShapeConflictError, ShapeError, TransformerClosedError, UnmatchedAxesError)
+                     ShapeCheckError, ShapeConflictError, ShapeError, TransformerClosedError,
+                     UnmatchedAxesError, UnsupportedOperatorError)
 from .op_graph.control import (AssignOp, SetItem, assign, doall, sequential, set_item, value_of)
 from .op_graph.convolution import convolution, deconvolution, spatial_axis
 from .op_graph.debug import PrintOp
@@ -59,6 +59,7 @@ __all__ = ["deriv", "Axes", "Axis", "AxisRole", "DualAxis", "FlattenedAxis", "Na
            "AxgraphError", "AxgraphTypeError", "AxgraphValueError", "AxisLengthError",
            "DTypeError", "DuplicateAxisError", "ExecutionError", "FeedError", "GraphError",
            "IncompatibleAxesError", "LayoutError", "NotDifferentiableError", "OutOfMemoryError",
+           "UnsupportedOperatorError",
            "SerializationError",
            "ShapeError", "TransformerClosedError", "UnmatchedAxesError", "AssignOp", "SetItem",
            "assign", "doall", "sequential", "set_item", "value_of", "convolution", "deconvolution",

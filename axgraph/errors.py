@@ -112,6 +112,12 @@ class GraphError(AxgraphValueError):
     """A malformed graph: assigning to a constant, a cycle, a missing value."""
 
 
+class UnsupportedOperatorError(GraphError):
+    """An operation of another framework (an ATen op, an ONNX operator, a TensorFlow op
+    type) that axgraph has no rule for: each importer raises its own subclass, and this
+    class catches them all."""
+
+
 class ExecutionError(AxgraphError, RuntimeError):
     """A computation failed while running (bad label values, shapes fed late, ...)."""
 

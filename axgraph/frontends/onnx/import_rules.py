@@ -15,6 +15,7 @@ import numpy as np
 
 from ...debug_info import user_location
 from ...dims import Dim, DimLike
+from ... import errors
 from ...errors import AxgraphValueError
 from ...op_graph.op import Op
 
@@ -30,7 +31,7 @@ class OnnxImportError(AxgraphValueError):
     """An ONNX model that cannot be imported: the message names the node and operator."""
 
 
-class UnsupportedOperatorError(OnnxImportError):
+class UnsupportedOperatorError(OnnxImportError, errors.UnsupportedOperatorError):
     """An ONNX operator with no import rule (or an attribute value the rule refuses)."""
 
 

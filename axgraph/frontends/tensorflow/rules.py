@@ -15,6 +15,7 @@ import numpy as np
 
 from ...axes import Axes, Axis, make_axis
 from ...debug_info import user_location
+from ... import errors
 from ...errors import AxgraphValueError
 from ...op_graph.op import Op
 from ...op_graph.tensors import constant
@@ -34,7 +35,7 @@ class TFImportError(AxgraphValueError):
     """A TensorFlow graph that cannot be imported: the message names the node and its op."""
 
 
-class UnsupportedOpError(TFImportError):
+class UnsupportedOpError(TFImportError, errors.UnsupportedOperatorError):
     """A TensorFlow op type with no import rule (or an attribute value the rule refuses)."""
 
 

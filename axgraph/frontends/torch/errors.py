@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, Tuple
 
+from ... import errors
 from ...errors import GraphError
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -13,7 +14,7 @@ class TorchBridgeError(GraphError):
     """A PyTorch graph that the bridge could not turn into axgraph ops."""
 
 
-class UnsupportedOperatorError(TorchBridgeError):
+class UnsupportedOperatorError(TorchBridgeError, errors.UnsupportedOperatorError):
     """An ATen op without a rule, met where falling back to PyTorch was turned off."""
 
 
