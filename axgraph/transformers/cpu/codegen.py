@@ -259,7 +259,7 @@ class Program:
             left, right = f"{left}.astype(np.float32)", f"{right}.astype(np.float32)"
         if batch:
             return "rt.batched_matmul", left, right, target
-        if gemm.suits(m, k, n, node.element_type.dtype):
+        if gemm.takes(m, k, n, node.element_type.dtype):
             return "gemm.matmul", left, right, target
         return "np.matmul", left, right, target
 
