@@ -118,10 +118,13 @@ def test_the_governor_lowers_and_restores_openmp_threads_and_keeps_openblas_on_o
     try:
         governor._apply(1)
         assert get_blas() == 1 and openmp.omp_get_max_threads() == 1
+        governor.threads = 2
         governor._apply(2)
         # one native team: with the OpenMP runtime loaded, OpenBLAS stays on one thread
         assert get_blas() == 1
         assert openmp.omp_get_max_threads() == min(openmp_before, 2)
+        governor.restore()  # after the step, NumPy's products get the step's count back
+        assert get_blas() == 2
         monkeypatch.setattr(parallel, "ONE_NATIVE_TEAM", False)
         governor._apply(1)
         governor._apply(2)
