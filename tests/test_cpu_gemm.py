@@ -106,3 +106,44 @@ def test_a_compiled_product_runs_in_the_kernel():
         got = product(a, b)
         assert "gemm.matmul(" in product.source
     _check(got, a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, k, n, transposed", [(1027, 300, 45, False), (515, 64, 129, True),
+                                                 (2048, 17, 20, False)])
+def test_blas_products_in_parts_match_float64(monkeypatch, dtype, m, k, n, transposed):
+    """What the kernel does not take, large enough, runs as blocks of rows (here not a
+    multiple of the parts), one BLAS call each: the float64 product's values."""
+    monkeypatch.setattr(gemm, "available", lambda: False)
+    monkeypatch.setattr(gemm, "MIN_MULTIPLY_ADDS", 1 << 16)
+    a, b = (x.astype(dtype) for x in _operands(m, k, n, seed=4))
+    if transposed:
+        a = np.asfortranarray(a)
+    ranges = gemm.parts(m, k, n, dtype)
+    assert ranges is not None and len(ranges) == gemm.PARTS and ranges[-1][1] == m
+    assert gemm.takes(m, k, n, dtype)
+    out = np.full((m, n), np.nan, dtype)
+    assert gemm.matmul(a, b, out=out) is out
+    if dtype == np.float32:
+        _check(out, a, b)
+    else:
+        np.testing.assert_allclose(out, _reference(a, b), rtol=1e-12, atol=1e-12)
+
+
+def test_parts_do_not_depend_on_the_thread_count(monkeypatch):
+    monkeypatch.setattr(gemm, "available", lambda: False)
+    a, b = _operands(2000, 300, 50, seed=5)  # 30M multiply-adds: cut in parts
+    assert gemm.parts(2000, 300, 50, np.float32) is not None
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("AXGRAPH_NUM_THREADS", threads)
+        results.append(gemm.matmul(a, b, out=np.empty((2000, 50), np.float32)))
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
+
+
+def test_few_rows_or_a_small_product_is_one_call():
+    assert gemm.parts(50, 4096, 500, np.float32) is None  # too few rows to cut
+    assert gemm.parts(600, 10, 10, np.float32) is None  # too small to be worth it
+    assert gemm.parts(4096, 500, 50, np.int64) is None  # not BLAS's
+    assert not gemm.takes(600, 10, 10, np.float64)

@@ -100,7 +100,8 @@ def test_the_thread_count_is_the_cores_other_processes_leave():
     assert threads_beside(0.0, cores=16, configured=4) == 4  # never above the setting
 
 
-def test_the_governor_lowers_and_restores_openblas_and_openmp_threads():
+def test_the_governor_lowers_and_restores_openmp_threads_and_keeps_openblas_on_one(
+        monkeypatch):
     from axgraph.transformers.cpu import blas_threads, kernel_c, parallel
 
     x = ng.placeholder([ng.make_axis(1 << 19, "F")])
@@ -112,13 +113,22 @@ def test_the_governor_lowers_and_restores_openblas_and_openmp_threads():
         pytest.skip("NumPy's BLAS is not OpenBLAS, or no C compiler")
     get_blas, set_blas = blas
     blas_before, openmp_before = get_blas(), openmp.omp_get_max_threads()
+    set_blas(2)  # the most the governor below gives OpenBLAS (read when it first looks)
     governor = parallel._Governor()
     try:
         governor._apply(1)
         assert get_blas() == 1 and openmp.omp_get_max_threads() == 1
-        governor._apply(blas_before)
-        assert get_blas() == blas_before
-        assert openmp.omp_get_max_threads() == min(openmp_before, blas_before)
+        governor.threads = 2
+        governor._apply(2)
+        # one native team: with the OpenMP runtime loaded, OpenBLAS stays on one thread
+        assert get_blas() == 1
+        assert openmp.omp_get_max_threads() == min(openmp_before, 2)
+        governor.restore()  # after the step, NumPy's products get the step's count back
+        assert get_blas() == 2
+        monkeypatch.setattr(parallel, "ONE_NATIVE_TEAM", False)
+        governor._apply(1)
+        governor._apply(2)
+        assert get_blas() == 2  # as before, where both teams may run
     finally:
         set_blas(blas_before)
         openmp.omp_set_num_threads(openmp_before)

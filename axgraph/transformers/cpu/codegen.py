@@ -21,7 +21,7 @@ from ...dtypes import is_bfloat16
 from ...errors import AxgraphError, ExecutionError, GraphError
 from ...op_table import OpTable
 from ...tensor_description import TensorDescription
-from . import gemm, rows, runtime, windows
+from . import epilogue, gemm, rows, runtime, windows
 from .memory_plan import MemoryPlan
 from .schedule import (ALLOCATING, MOVEMENT_OPS, Schedule, concrete, dense_layout_order,
                        elementwise_function)
@@ -73,7 +73,9 @@ class Program:
         #: Dots computed with the Col2Im that reads them, a block of images at a time.
         self.blocked_dots = frozenset(schedule.blocked_products.values())
         self.namespace: Dict[str, Any] = {"np": np, "rt": runtime, "win": windows, "rows": rows,
-                                          "gemm": gemm, "CTX": ctx}
+                                          "gemm": gemm, "epilogue": epilogue, "CTX": ctx}
+        #: Bias Adds computed with their ReLU (Schedule.bias_relus): no line of their own.
+        self.bias_adds = frozenset(schedule.bias_relus.values())
         self.names: Dict[Node, str] = {}
         #: Source line -> the node it computes, to say which op failed at run time.
         self.line_nodes: Dict[int, Node] = {}
@@ -257,7 +259,7 @@ class Program:
             left, right = f"{left}.astype(np.float32)", f"{right}.astype(np.float32)"
         if batch:
             return "rt.batched_matmul", left, right, target
-        if gemm.suits(m, k, n, node.element_type.dtype):
+        if gemm.takes(m, k, n, node.element_type.dtype):
             return "gemm.matmul", left, right, target
         return "np.matmul", left, right, target
 
@@ -354,7 +356,11 @@ def _allocating(p: Program, node: Node, index: int) -> str:
 
 
 @CODE.register(Node, when=lambda op_class: elementwise_function(op_class) is not None)
-def _elementwise(p: Program, node: Node, index: int) -> str:
+def _elementwise(p: Program, node: Node, index: int) -> Optional[str]:
+    if node in p.bias_adds:
+        return None  # computed with its ReLU (_bias_relu)
+    if node in p.schedule.bias_relus:
+        return _bias_relu(p, node)
     function = elementwise_function(type(node))
     args, out = ", ".join(p._args(node)), p.names[node]
     if isinstance(function, str):
@@ -364,6 +370,23 @@ def _elementwise(p: Program, node: Node, index: int) -> str:
     if takes_out(function):
         return f"{name}({args}, out={out})"
     return f"np.copyto({out}, {name}({args}))"
+
+
+def _bias_relu(p: Program, node: Node) -> str:
+    """A ReLU and the bias Add it reads through transposes, as one epilogue.bias_relu
+    call at the ReLU's step; its buffer is viewed in the Add's dim order once."""
+    add = p.schedule.bias_relus[node]
+    out = p.names[node]
+    view = p.namespace[out]
+    source = node.inputs[0]
+    while source is not add:  # undo the transposes, the last one first
+        view = view.transpose(tuple(int(i) for i in np.argsort(source.attributes["permutation"])))
+        source = source.inputs[0]
+    p.namespace[f"{out}_pre"] = view
+    x, bias = p._args(add)
+    if isinstance(add.inputs[0], core.Broadcast) and not isinstance(add.inputs[1], core.Broadcast):
+        x, bias = bias, x
+    return f"epilogue.bias_relu({x}, {bias}, out={out}_pre)"
 
 
 @CODE.register(core.Fused)

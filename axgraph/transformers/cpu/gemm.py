@@ -1,6 +1,7 @@
-"""float32 matrix products in the cpu backend's own AVX-512 kernel, where it beats BLAS.
+"""Large matrix products of the cpu backend: its own AVX-512 kernel where it beats BLAS,
+else BLAS in fixed parts that the worker threads share.
 
-Why: the OpenBLAS that NumPy loads may run its AVX2 (Haswell) kernels on a CPU
+Why the kernel: the OpenBLAS that NumPy loads may run its AVX2 (Haswell) kernels on a CPU
 with full-width AVX-512 units (``OPENBLAS_CORETYPE=Haswell``, or a CPU its
 build does not know), which halves the multiply-adds per cycle. The
 convolutions' products (LeNet's second conv: 4096 x 500 x 50, three per
@@ -12,19 +13,24 @@ It runs only where the kernels are built with AVX-512 (``-march=native`` on
 such a CPU: not under ``AXGRAPH_MARCH=x86-64-v3``), for float32 products of at
 least `MIN_MULTIPLY_ADDS` (small products stay with BLAS, whose call costs
 less), and where every operand's strides are whole, aligned elements.
-Elsewhere `matmul` is ``np.matmul``. Results differ from BLAS's only by the
-rounding of a different summation order.
+
+Why the parts: OpenBLAS runs on one thread inside a step (parallel.py: its spinning
+workers held the core the OpenMP kernels waited for), so a large product the kernel
+does not take (float64, short sums, AVX2 builds) is cut into `PARTS` blocks of rows,
+one BLAS call each, which the pool's workers share. The cut depends on the shape alone, so the values do not depend on
+the thread count. Elsewhere `matmul` is ``np.matmul``. Results differ from one BLAS
+call's only by the rounding of a different summation order.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 
-from . import kernel_c
+from . import blas_threads, kernel_c, parallel
 
 #: Products with fewer multiply-adds than this go to BLAS.
 MIN_MULTIPLY_ADDS = 1 << 22
@@ -32,6 +38,9 @@ MIN_MULTIPLY_ADDS = 1 << 22
 #: loop: short loops spend their time storing), or with fewer (rows x columns) than
 #: a few tiles (8 x 32 each; edges are computed padded).
 MIN_DEPTH, MIN_OUTPUT = 32, 1 << 10
+#: BLAS products of at least MIN_MULTIPLY_ADDS are cut into this many blocks of rows of
+#: at least PART_MIN each, where the rows allow.
+PARTS, PART_MIN = 4, 128
 
 
 @functools.lru_cache(maxsize=None)
@@ -56,6 +65,44 @@ def suits(m: int, k: int, n: int, dtype) -> bool:
     """Whether an (m, k) x (k, n) product of `dtype` runs in the kernel here."""
     return (np.dtype(dtype) == np.float32 and m * n * k >= MIN_MULTIPLY_ADDS
             and k >= MIN_DEPTH and m * n >= MIN_OUTPUT and available())
+
+
+def parts(m: int, k: int, n: int, dtype) -> Optional[List[Tuple[int, int]]]:
+    """The [lo, hi) ranges of rows whose BLAS calls an (m, k) x (k, n) product of `dtype`
+    is cut into, or None where it is one call."""
+    if np.dtype(dtype) not in (np.float32, np.float64) or m * n * k < MIN_MULTIPLY_ADDS \
+            or m < PARTS * PART_MIN:
+        return None
+    cuts = [m * i // PARTS for i in range(PARTS + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def takes(m: int, k: int, n: int, dtype) -> bool:
+    """Whether `matmul` computes an (m, k) x (k, n) product of `dtype` otherwise than one
+    np.matmul call (in the kernel, or in parts)."""
+    return suits(m, k, n, dtype) or parts(m, k, n, dtype) is not None
+
+
+def _in_parts(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """np.matmul(a, b, out=out) as the BLAS calls of `parts`, shared by the workers."""
+    same = a.dtype == b.dtype == out.dtype
+    ranges = parts(a.shape[0], a.shape[1], b.shape[1], a.dtype) if same else None
+    if ranges is None:
+        return np.matmul(a, b, out=out)
+
+    def product(worker: int, first: int, last: int) -> None:
+        for lo, hi in ranges[first:last]:
+            np.matmul(a[lo:hi], b, out=out[lo:hi])
+
+    shares = parallel.spans(len(ranges), 1, 2)
+    # each call on one BLAS thread (a step runs BLAS so already; a lone call may not):
+    # OpenBLAS's threads would round some products otherwise
+    with blas_threads.single_threaded():
+        if shares:
+            parallel.run_spans(product, shares)
+        else:
+            product(0, 0, len(ranges))
+    return out
 
 
 def _strides(x: np.ndarray) -> Optional[tuple]:
@@ -83,11 +130,13 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     """
     m, k = a.shape
     n = b.shape[1]
+    if b.shape[0] != k or out.shape != (m, n):
+        return np.matmul(a, b, out=out)  # (NumPy's error)
     if a.dtype != b.dtype or a.dtype != out.dtype or not suits(m, k, n, a.dtype):
-        return np.matmul(a, b, out=out)
+        return _in_parts(a, b, out)
     strides = [_strides(x) for x in (a, b, out)]
-    if any(s is None for s in strides) or b.shape[0] != k or out.shape != (m, n):
-        return np.matmul(a, b, out=out)
+    if any(s is None for s in strides):
+        return _in_parts(a, b, out)
     (ars, acs), (brs, bcs), (crs, ccs) = strides  # type: ignore[misc]
     if _kernel()(m, n, k, a.ctypes.data, ars, acs, b.ctypes.data, brs, bcs,  # type: ignore[misc]
                  out.ctypes.data, crs, ccs) != 0:

@@ -10,9 +10,20 @@ thread, and back (measured on 2 cores beside a busy process: the 784-512-512-10
 MLP step 100-170 ms with the default teams, 12-15 ms with either team at one
 thread). So `govern()`, called once per step, looks at the machine's load at
 most every `LOAD_INTERVAL` seconds (Linux's /proc/stat, less this process's own
-CPU time) and, while other processes keep cores busy, lowers OpenBLAS's and the
-OpenMP team's thread counts (and the pool's spans) to the cores left, restoring
-them when the load goes. ``$AXGRAPH_NUM_THREADS`` fixes the count: no looking.
+CPU time) and, while other processes keep cores busy, lowers the OpenMP team's
+thread count (and the pool's spans) to the cores left, restoring it when the
+load goes. ``$AXGRAPH_NUM_THREADS`` fixes the count: no looking.
+
+The two native teams never run together: once the OpenMP runtime is loaded (the
+first C kernel), OpenBLAS runs on the calling thread during a step
+(`ONE_NATIVE_TEAM`; `restore` gives it the step's count back for the caller's own
+NumPy products). Its workers spin for a long while after each product, so a step
+that mixes BLAS products with OpenMP kernels had its team wait on a core a
+spinning BLAS worker held, at any load (LeNet's step with 2 threads of each on a
+shared 2-core box: 38-43 ms, against 10-11 ms with OpenBLAS on one thread, AVX-512
+or AVX2 kernels alike). The products that need threads run on the OpenMP team
+instead (gemm.c), or in parts or batches over the pool, each BLAS call on one
+thread (gemm.py, runtime.batched_matmul).
 
 The pool: one process-wide pool of workers for the blocked-NumPy kernels (NumPy
 releases the GIL). A kernel splits its work into spans of whole blocks, runs
@@ -38,6 +49,8 @@ _POOL: Optional[ThreadPoolExecutor] = None
 LOAD_INTERVAL = 0.2
 #: Cores other processes may keep busy on average before the kernels give one up.
 QUIET_CORES = 0.25
+#: Whether OpenBLAS runs on one thread once the OpenMP team exists.
+ONE_NATIVE_TEAM = True
 
 
 def thread_count() -> int:
@@ -111,6 +124,12 @@ class _Governor:
                         local.previous = current
                     openmp.omp_set_num_threads(wanted)
                 local.threads = threads
+        # One native team at a time: with the OpenMP runtime loaded, OpenBLAS runs on the
+        # calling thread during the step (see the module docstring)
+        self._set_blas(1 if ONE_NATIVE_TEAM and _openmp() is not None else threads)
+
+    def _set_blas(self, threads: int) -> None:
+        """OpenBLAS's thread count (at most what it had when first found)."""
         if self._blas_threads != threads:
             blas = self._find_blas()
             if blas is not None:
@@ -120,7 +139,8 @@ class _Governor:
     def restore(self) -> None:
         """Give the calling thread's OpenMP count back where `govern` changed it: the
         runtime may be another library's too (PyTorch loads the same libgomp, and
-        `torch.compile` recompiles when `torch.get_num_threads()` changes)."""
+        `torch.compile` recompiles when `torch.get_num_threads()` changes); and give
+        OpenBLAS the step's count again, which the step kept at one."""
         local = self._local
         previous = getattr(local, "previous", None)
         if previous is not None:
@@ -128,6 +148,8 @@ class _Governor:
             if openmp is not None:
                 openmp.omp_set_num_threads(previous)
             local.previous = local.threads = None
+        # between steps, NumPy's own products (the caller's) get the step's thread count
+        self._set_blas(self.threads)
 
     def _find_blas(self) -> Optional[Tuple[Callable, int]]:
         """OpenBLAS as NumPy loaded it (its set/get_num_threads), found once."""
@@ -175,7 +197,8 @@ def govern() -> int:
 
 
 def restore() -> None:
-    """Undo, for the calling thread's OpenMP runtime, what `govern` lowered (after a step)."""
+    """Undo, for the calling thread's OpenMP runtime, what `govern` lowered, and give
+    OpenBLAS the step's thread count back (after a step)."""
     _GOVERNOR.restore()
 
 
