@@ -165,6 +165,50 @@ def test_transformer_block_agrees():
                         lambda out: F.cross_entropy(out.flatten(0, 1), tokens.flatten()))
 
 
+class MaskedAttention(nn.Module):
+    """Attention under a mask that hides every key from the second query."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        self.project = nn.Linear(width, 3 * width)
+        self.mask = torch.ones(5, 5, dtype=torch.bool)
+        self.mask[1] = False
+
+    def forward(self, x):
+        q, k, v = self.project(x).unflatten(-1, (3, 2, 4)).permute(2, 0, 3, 1, 4)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+
+
+def test_attention_runs_as_a_softmax_on_axgraph_and_a_fully_masked_row_is_zero():
+    x = torch.randn(2, 5, 8)
+    model = MaskedAttention()
+    backend = check_against_eager(model, [x], lambda out: (out * out).sum())
+    out = torch.compile(model, backend=backend)(x)
+    assert torch.all(out[:, :, 1] == 0), "eager's attention gives a query with no key zeros"
+    assert not backend.fallbacks
+    names = {type(n).__name__ for g in backend.graphs if g.function is not None
+             for n in g.function.nodes}
+    assert {"Softmax", "SoftmaxBackprop"} <= names  # the math path, not the fused op's
+
+
+def test_the_fused_cpu_attention_called_directly_is_decomposed_with_its_gradient():
+    fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+
+    def attend(q, k, v):
+        return fused(q, k, v, is_causal=True)[0]
+
+    inputs = [torch.randn(2, 2, 5, 4, requires_grad=True) for _ in range(3)]
+    copies = [t.detach().clone().requires_grad_() for t in inputs]
+    backend = AxgraphBackend()
+    out, expected = torch.compile(attend, backend=backend)(*inputs), attend(*copies)
+    assert_close(out, expected, "outputs")
+    (out * out).sum().backward()
+    (expected * expected).sum().backward()
+    for name, a, b in zip("qkv", inputs, copies):
+        assert_close(a.grad, b.grad, f"gradient of {name}")
+    assert not backend.fallbacks
+
+
 def test_max_pool_indices_are_torchs():
     x = torch.randn(2, 3, 7, 6)
     x[0, 0, :2, :2] = 1.0  # a tie: the first maximum of the window wins, as in torch

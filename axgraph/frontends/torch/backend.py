@@ -13,7 +13,7 @@ import torch
 
 from ...core.backend import check_options, get_backend
 from ...errors import AxgraphTypeError
-from .attention import attention_decompositions
+from .attention import attention_decompositions, math_attention
 from .partition import Fallback, compile_graph
 from .runtime import CompiledGraph, core_backend
 
@@ -124,7 +124,8 @@ class AxgraphBackend:
                                 bw_compiler=self._compiler("backward"),
                                 inference_compiler=self._compiler("inference"),
                                 decompositions=decompositions())
-        return compiler(gm, example_inputs)
+        with math_attention():  # AOTAutograd traces here: attention as a softmax
+            return compiler(gm, example_inputs)
 
 
 def axgraph_backend(gm: torch.fx.GraphModule, example_inputs: List[Any],

@@ -2,11 +2,16 @@
 
 Arguments reach the backend as NumPy views of the tensors' memory (no copy, whatever
 their strides) and results come back as tensors over the arrays
-the backend made (`torch.from_numpy`, again no copy).
+the backend made (`torch.from_numpy`, again no copy). A small training step is
+dispatch-bound (a few microseconds of arithmetic per graph), so the per-call path is
+kept short: a tensor that needs no gradient is viewed without a `detach`, a result
+traced with permuted strides is viewed permuted before it becomes a tensor (a NumPy
+transpose costs less than a torch permute), and a program that runs as one C function
+skips the BLAS thread guard it does not need.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -40,14 +45,22 @@ def core_backend(transformer: str) -> str:
 
 def _array(value: torch.Tensor) -> np.ndarray:
     """A view of a tensor's memory, strides and all (the backends take any strides)."""
-    return value.detach().numpy()
+    return value.detach().numpy() if value.requires_grad else value.numpy()
 
 
-def _tensor(array: np.ndarray) -> torch.Tensor:
+def _tensor(array: Any, permutation: Optional[Tuple[int, ...]] = None) -> torch.Tensor:
+    """A tensor over a result's memory (a read-only one is copied first), permuted."""
     array = np.asarray(array)
     if not array.flags.writeable:
         array = array.copy()
+    if permutation is not None:
+        array = array.transpose(permutation)
     return torch.from_numpy(array)
+
+
+def _static(function: core.Function) -> bool:
+    """Whether every parameter's shape is fixed (one program serves every call)."""
+    return all(isinstance(d, int) for p in function.parameters for d in p.shape)
 
 
 class CompiledGraph:
@@ -73,29 +86,32 @@ class CompiledGraph:
             manager = PassManager(default_passes() + list(backend.passes()), max_rounds=4)
             self.function = manager.run(built.function)
             self.executable = core.compile(self.function, backend=self.backend, **options)
+        #: Whether calls hold NumPy's BLAS to one thread (see __call__); dropped once the
+        #: graph's only program is known to run as one C function (no BLAS in it).
+        self._blas_guard = self.backend == "cpu"
+        self._static = self.function is not None and _static(self.function)
 
     def __call__(self, *args: Any) -> Any:
         built = self.built
         results: Any = ()
         if self.executable is not None:
             arrays = [_array(args[i]) for i in built.tensor_inputs]
-            if self.backend == "cpu":
+            if self._blas_guard:
                 # PyTorch's OpenMP threads spin between its ops, and our kernels share
                 # them (one OpenMP runtime in the process); NumPy's OpenBLAS threads
                 # spinning beside them would oversubscribe the cores (measured on 2 cores:
                 # the 784-512-512-10 step 10x slower when eager steps ran in between)
                 with blas_threads.single_threaded():
                     results = self.executable(*arrays)
+                self._blas_guard = not (self._static
+                                        and self.executable.last_program.native is not None)
             else:
                 results = self.executable(*arrays)
         outputs: List[Any] = []
         bindings: Optional[Dict[str, int]] = None
         for output in built.outputs:
             if output.kind == "result":
-                value = _tensor(results[output.index])
-                if output.permutation is not None:
-                    value = value.permute(output.permutation)
-                outputs.append(value)
+                outputs.append(_tensor(results[output.index], output.permutation))
             elif output.kind == "argument":
                 value = args[output.index]
                 outputs.append(value if output.permutation is None
