@@ -226,11 +226,30 @@ def test_batched_matmul_gives_the_same_values_on_any_thread_count(monkeypatch, r
     from axgraph.transformers.cpu import runtime
 
     monkeypatch.setenv("AXGRAPH_NUM_THREADS", threads)
+    monkeypatch.setattr(runtime, "BATCHED_SPLIT_MIN", 0)  # split even this small stack
     left, right = (v.astype(np.float32) for v in values(rng, (5, 3, 7, 4), (5, 3, 4, 6)))
     out = np.empty((5, 3, 7, 6), np.float32)
     runtime.batched_matmul(left, right, out=out)
     want = np.einsum("bhmk,bhkn->bhmn", left.astype(np.float64), right)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_small_stack_of_products_stays_on_the_calling_thread(monkeypatch, rng):
+    """Handing part of a small stack to a pool thread costs more than its products."""
+    from axgraph.transformers.cpu import parallel, runtime
+
+    monkeypatch.setenv("AXGRAPH_NUM_THREADS", "2")
+    handed = []
+    monkeypatch.setattr(parallel, "run_spans", lambda work, spans: handed.append(spans))
+    left, right = (v.astype(np.float32) for v in values(rng, (32, 32, 16), (32, 16, 32)))
+    out = np.empty((32, 32, 32), np.float32)
+    runtime.batched_matmul(left, right, out=out)  # 32 * 32 * 32 * 16: under the minimum
+    assert handed == []
+    want = np.einsum("bmk,bkn->bmn", left.astype(np.float64), right)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    big_left, big_right = np.ones((8, 128, 64), np.float32), np.ones((8, 64, 128), np.float32)
+    runtime.batched_matmul(big_left, big_right, out=np.empty((8, 128, 128), np.float32))
+    assert handed, "a stack of 8M multiply-adds is split over the workers"
 
 
 def test_blas_runs_single_threaded_inside_the_block_and_is_restored_after():

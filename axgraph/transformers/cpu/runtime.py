@@ -183,11 +183,19 @@ def one_hot(x: np.ndarray, positions: np.ndarray, expanded: Sequence[int],
     return out
 
 
+#: Stacks of products with fewer multiply-adds than this run on the calling thread: handing
+#: part of the stack to a pool thread costs tens of microseconds (an attention layer's
+#: per-head products at T 32 take about that in all).
+BATCHED_SPLIT_MIN = 1 << 20
+
+
 def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> np.ndarray:
     """np.matmul over stacks (batch..., m, k) x (batch..., k, n) into `out`: the first batch
-    dim split over the worker threads, each product on one BLAS thread (blas_threads says
-    why). The split is by whole products, so the values do not depend on the thread count."""
-    parts = parallel.spans(out.shape[0], 1, 2)
+    dim split over the worker threads (stacks of at least `BATCHED_SPLIT_MIN` multiply-adds),
+    each product on one BLAS thread (blas_threads says why). The split is by whole products,
+    so the values do not depend on the thread count."""
+    large = out.size * left.shape[-1] >= BATCHED_SPLIT_MIN
+    parts = parallel.spans(out.shape[0], 1, 2) if large else []
     with blas_threads.single_threaded():
         if not parts:
             return np.matmul(left, right, out=out)
