@@ -14,31 +14,33 @@ from __future__ import annotations
 import ctypes
 import functools
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Dict
 
 import numpy as np
 
 from . import kernel_c
 
-_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_SUFFIX: Dict[np.dtype, str] = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
 @functools.lru_cache(maxsize=None)
-def _library() -> Optional[ctypes.CDLL]:
-    """The C kernels, or None without a working compiler."""
+def _kernels() -> Dict[np.dtype, Callable[..., int]]:
+    """The C kernel of each element type, found once; empty without a working compiler."""
     handle = kernel_c.optional_library(Path(__file__).with_name("epilogue.c").read_text())
     if handle is None:
-        return None
-    for suffix in _SUFFIX.values():
+        return {}
+    kernels: Dict[np.dtype, Callable[..., int]] = {}
+    for dtype, suffix in _SUFFIX.items():
         function = getattr(handle, f"axg_bias_relu_{suffix}")
         function.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2
         function.restype = ctypes.c_int
-    return handle
+        kernels[dtype] = function
+    return kernels
 
 
 def available() -> bool:
     """Whether the C kernel runs here (tests monkeypatch this to force the NumPy passes)."""
-    return _library() is not None
+    return bool(_kernels())
 
 
 def bias_relu(x: np.ndarray, bias: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -58,15 +60,14 @@ def bias_relu(x: np.ndarray, bias: np.ndarray, out: np.ndarray) -> np.ndarray:
     np.ndarray
         `out`.
     """
-    suffix = _SUFFIX.get(x.dtype)
+    function = _kernels().get(x.dtype)
     columns = x.shape[-1] if x.ndim else 1
-    if (suffix is not None and x.ndim and x.dtype == bias.dtype == out.dtype
+    if (function is not None and x.ndim and x.dtype == bias.dtype == out.dtype
             and x.shape == out.shape and bias.size == columns and bias.ndim <= x.ndim
             and (bias.ndim == 0 or bias.shape[-1] == columns)
             and x.flags.c_contiguous and out.flags.c_contiguous and bias.flags.c_contiguous
             and x.flags.aligned and out.flags.aligned and bias.flags.aligned
             and x.size > 0 and available()):
-        function = getattr(_library(), f"axg_bias_relu_{suffix}")
         if function(x.ctypes.data, bias.ctypes.data, out.ctypes.data, x.size // columns,
                     columns) != 0:
             raise MemoryError("epilogue.bias_relu: out of memory")

@@ -94,14 +94,10 @@ def _in_parts(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
         for lo, hi in ranges[first:last]:
             np.matmul(a[lo:hi], b, out=out[lo:hi])
 
-    shares = parallel.spans(len(ranges), 1, 2)
     # each call on one BLAS thread (a step runs BLAS so already; a lone call may not):
     # OpenBLAS's threads would round some products otherwise
     with blas_threads.single_threaded():
-        if shares:
-            parallel.run_spans(product, shares)
-        else:
-            product(0, 0, len(ranges))
+        parallel.share(product, len(ranges))
     return out
 
 

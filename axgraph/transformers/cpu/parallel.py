@@ -230,6 +230,12 @@ def _forget_pool_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
+def share(work: Callable[[int, int, int], None], total: int) -> None:
+    """work(worker, lo, hi) over [0, total): split over the workers where `spans` finds it
+    worth it (whole items, at least 2), else in one piece on the calling thread."""
+    run_spans(work, spans(total, 1, 2) or [(0, total)])
+
+
 def run_spans(work: Callable[[int, int, int], None], spans: Sequence[Tuple[int, int]]) -> None:
     """work(worker, lo, hi) for every span: the first here, the others on the pool."""
     global _POOL

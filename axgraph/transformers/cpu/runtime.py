@@ -194,14 +194,11 @@ def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> np.n
     dim split over the worker threads (stacks of at least `BATCHED_SPLIT_MIN` multiply-adds),
     each product on one BLAS thread (blas_threads says why). The split is by whole products,
     so the values do not depend on the thread count."""
-    large = out.size * left.shape[-1] >= BATCHED_SPLIT_MIN
-    parts = parallel.spans(out.shape[0], 1, 2) if large else []
+    def product(worker: int, lo: int, hi: int) -> None:
+        np.matmul(left[lo:hi], right[lo:hi], out=out[lo:hi])
+
     with blas_threads.single_threaded():
-        if not parts:
+        if out.size * left.shape[-1] < BATCHED_SPLIT_MIN:
             return np.matmul(left, right, out=out)
-
-        def product(worker: int, lo: int, hi: int) -> None:
-            np.matmul(left[lo:hi], right[lo:hi], out=out[lo:hi])
-
-        parallel.run_spans(product, parts)
+        parallel.share(product, out.shape[0])
     return out

@@ -207,7 +207,7 @@ class CallPlan:
         if program.checks and not {k for _, k in written} <= {k for k, _ in call.guarded}:
             return None  # a failed check would leave a new value stored
         compiled = None
-        if not any(kind is np.ndarray for kind, *_ in key) and not call._draws:
+        if not any(kind is np.ndarray for kind, *_ in key) and not program.random_nodes:
             with run._call_scope():
                 compiled = call.jitted.lower(*arguments).compile()
         plan = cls(transformer, computation, run, program, call, key, stored_tensors, order,

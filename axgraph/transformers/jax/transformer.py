@@ -55,20 +55,18 @@ class JaxComputation(Computation):
         transformer: JaxTransformer = self.transformer  # type: ignore[assignment]
         try:
             with transformer._lock:
-                pending = transformer._pending
-                if pending is not None:
-                    transformer._pending = None
-                    if pending.failed():
-                        _raise_if_failed(pending, "the next call, which did not run")
+                if transformer._pending is not None:
+                    transformer._settle("the next call, which did not run")
                 keep = transformer._keep_on_device if keep_on_device is None \
                     else bool(keep_on_device)
                 if feed_dict is None and out is None and not transformer.closed:
                     plan = self._last_plan
-                    if plan is not None and plan.repeats(values):
-                        returned = plan.run(values, keep, True)
-                        if returned is not MISS:
-                            return returned
-                    return self._planned_call(values, keep)
+                    if plan is None or not plan.repeats(values):
+                        return self._planned_call(values, keep)
+                    returned = plan.run(values, keep, True)
+                    # a plan that missed on the very arrays of its last call misses on any
+                    return returned if returned is not MISS else self._planned_call(
+                        values, keep, missed=plan)
                 return self._general_call(values, feed_dict, out, keep)
         except jax.errors.JaxRuntimeError as error:
             raise self._runtime_error(error) from error
@@ -83,12 +81,13 @@ class JaxComputation(Computation):
         return ExecutionError(f"XLA failed running the computation made at {file}:{line} "
                               f"on the jax transformer: {text}", user_location())
 
-    def _planned_call(self, values: tuple, keep: bool):
-        """A call of plain positional arguments: on the plan of their types and shapes,
-        or the general route, which then leaves a plan for the next such call."""
+    def _planned_call(self, values: tuple, keep: bool, missed: Optional[CallPlan] = None):
+        """A call of plain positional arguments: on the plan of their types and shapes
+        (unless it is `missed`, which just declined them), or the general route, which
+        then leaves a plan for the next such call."""
         key = plan_key(values)
         plan = self._plans.get(key) if key is not None else None
-        if plan is not None:
+        if plan is not None and plan is not missed:
             returned = plan.run(values, keep)
             if returned is not MISS:
                 self._last_plan = plan
