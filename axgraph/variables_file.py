@@ -228,11 +228,6 @@ def _check_entry(entry, index: int) -> None:
             raise _Invalid(f"{what}: axis {axis['name']} has dual_level {axis['dual_level']}")
 
 
-def check_manifest(manifest) -> None:
-    """Raise _Invalid unless `manifest` is a well-formed manifest of this format and version."""
-    check_format(manifest, VARIABLES)
-
-
 def check_format(manifest, kind: "ArchiveKind") -> None:
     """Raise _Invalid unless `manifest` is a well-formed manifest of `kind` (its format and
     version, then its own schema); a later version is told as one."""
