@@ -120,7 +120,7 @@ def test_blas_products_in_parts_match_float64(monkeypatch, dtype, m, k, n, trans
     if transposed:
         a = np.asfortranarray(a)
     ranges = gemm.parts(m, k, n, dtype)
-    assert ranges is not None and len(ranges) == gemm.PARTS and ranges[-1][1] == m
+    assert ranges is not None and len(ranges) == gemm.PARTS and ranges[-1][0].stop == m
     assert gemm.takes(m, k, n, dtype)
     out = np.full((m, n), np.nan, dtype)
     assert gemm.matmul(a, b, out=out) is out
@@ -142,8 +142,20 @@ def test_parts_do_not_depend_on_the_thread_count(monkeypatch):
     np.testing.assert_array_equal(results[0], results[2])
 
 
-def test_few_rows_or_a_small_product_is_one_call():
-    assert gemm.parts(50, 4096, 500, np.float32) is None  # too few rows to cut
+def test_a_product_with_few_rows_is_cut_into_blocks_of_columns(monkeypatch):
+    """A weight gradient (few output rows, a long sum): its columns are shared instead."""
+    monkeypatch.setattr(gemm, "available", lambda: False)
+    ranges = gemm.parts(50, 4096, 500, np.float32)
+    assert ranges is not None and len(ranges) == gemm.PARTS
+    assert all(rows == slice(None) for rows, _ in ranges) and ranges[-1][1].stop == 500
+    a, b = _operands(50, 4096, 500, seed=6)
+    out = np.full((50, 500), np.nan, np.float32)
+    assert gemm.matmul(a, b, out=out) is out
+    _check(out, a, b)
+
+
+def test_few_rows_and_columns_or_a_small_product_is_one_call():
+    assert gemm.parts(50, 100000, 50, np.float32) is None  # too few rows and columns to cut
     assert gemm.parts(600, 10, 10, np.float32) is None  # too small to be worth it
     assert gemm.parts(4096, 500, 50, np.int64) is None  # not BLAS's
     assert not gemm.takes(600, 10, 10, np.float64)

@@ -16,8 +16,8 @@ less), and where every operand's strides are whole, aligned elements.
 
 Why the parts: OpenBLAS runs on one thread inside a step (parallel.py: its spinning
 workers held the core the OpenMP kernels waited for), so a large product the kernel
-does not take (float64, short sums, AVX2 builds) is cut into `PARTS` blocks of rows,
-one BLAS call each, which the pool's workers share. The cut depends on the shape alone, so the values do not depend on
+does not take (float64, short sums, AVX2 builds) is cut into `PARTS` blocks of rows (of
+columns where the rows are few), one BLAS call each, which the pool's workers share. The cut depends on the shape alone, so the values do not depend on
 the thread count. Elsewhere `matmul` is ``np.matmul``. Results differ from one BLAS
 call's only by the rounding of a different summation order.
 """
@@ -38,9 +38,9 @@ MIN_MULTIPLY_ADDS = 1 << 22
 #: loop: short loops spend their time storing), or with fewer (rows x columns) than
 #: a few tiles (8 x 32 each; edges are computed padded).
 MIN_DEPTH, MIN_OUTPUT = 32, 1 << 10
-#: BLAS products of at least MIN_MULTIPLY_ADDS are cut into this many blocks of rows of
-#: at least PART_MIN each, where the rows allow.
-PARTS, PART_MIN = 4, 128
+#: BLAS products of at least MIN_MULTIPLY_ADDS are cut into up to this many blocks of rows
+#: (or, where the rows are too few, of columns) of at least PART_MIN each.
+PARTS, PART_MIN = 4, 32
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,14 +67,20 @@ def suits(m: int, k: int, n: int, dtype) -> bool:
             and k >= MIN_DEPTH and m * n >= MIN_OUTPUT and available())
 
 
-def parts(m: int, k: int, n: int, dtype) -> Optional[List[Tuple[int, int]]]:
-    """The [lo, hi) ranges of rows whose BLAS calls an (m, k) x (k, n) product of `dtype`
-    is cut into, or None where it is one call."""
-    if np.dtype(dtype) not in (np.float32, np.float64) or m * n * k < MIN_MULTIPLY_ADDS \
-            or m < PARTS * PART_MIN:
+def parts(m: int, k: int, n: int, dtype) -> Optional[List[Tuple[slice, slice]]]:
+    """The (rows, columns) of the output whose BLAS calls an (m, k) x (k, n) product of
+    `dtype` is cut into (blocks of rows, or of columns where the rows are too few: a
+    weight gradient's few output rows), or None where it is one call."""
+    if np.dtype(dtype) not in (np.float32, np.float64) or m * n * k < MIN_MULTIPLY_ADDS:
         return None
-    cuts = [m * i // PARTS for i in range(PARTS + 1)]
-    return list(zip(cuts[:-1], cuts[1:]))
+    for length, along_rows in ((m, True), (n, False)):
+        count = min(PARTS, length // PART_MIN)
+        if count >= 2:
+            cuts = [length * i // count for i in range(count + 1)]
+            blocks = [slice(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
+            return [(block, slice(None)) if along_rows else (slice(None), block)
+                    for block in blocks]
+    return None
 
 
 def takes(m: int, k: int, n: int, dtype) -> bool:
@@ -91,8 +97,8 @@ def _in_parts(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
         return np.matmul(a, b, out=out)
 
     def product(worker: int, first: int, last: int) -> None:
-        for lo, hi in ranges[first:last]:
-            np.matmul(a[lo:hi], b, out=out[lo:hi])
+        for rows, columns in ranges[first:last]:
+            np.matmul(a[rows], b[:, columns], out=out[rows, columns])
 
     # each call on one BLAS thread (a step runs BLAS so already; a lone call may not):
     # OpenBLAS's threads would round some products otherwise
