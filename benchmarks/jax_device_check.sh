@@ -12,12 +12,14 @@ export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 CI=1
 export AXGRAPH_CACHE_DIR="${AXGRAPH_CACHE_DIR:-$(mktemp -d)}"
 log="${OUT:-/tmp}"
 workers="${WORKERS:-8}"
+parallel=()   # pytest-xdist where that machine has it; one process otherwise
+python3 -c "import xdist" 2>/dev/null && parallel=(-n "$workers")
 python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
 nvidia-smi --query-gpu=name,memory.total --format=csv 2>/dev/null
 timeout "${LIMIT_TESTS:-150}" python3 -m pytest -q -p no:cacheprovider \
     tests/test_jax_backend.py tests/test_jax_sharding.py \
     2>&1 | tee "$log/jax_tests.log" | tail -15
-timeout "${LIMIT_MAP:-200}" python3 -m pytest -q -p no:cacheprovider -n "$workers" -k "jax" tests \
+timeout "${LIMIT_MAP:-200}" python3 -m pytest -q -rfE -p no:cacheprovider "${parallel[@]}" -k "jax" tests \
     2>&1 | tee "$log/jax_engine_map.log" | tail -25
 timeout "${LIMIT_BENCH:-90}" python3 -m benchmarks.jax_mlp --quick 2>&1 | tee "$log/jax_mlp.log" | tail -14
 timeout "${LIMIT_SCALING:-60}" python3 -m benchmarks.jax_data_parallel --rounds 3 2>&1 \

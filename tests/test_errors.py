@@ -709,7 +709,10 @@ def test_a_call_that_needs_more_memory_than_exists_is_an_axgraph_error(name):
     naming the call's line (OutOfMemoryError where the backend reports an allocation;
     XLA may report it otherwise), and the transformer still runs the next computation."""
     if name == "jax":
-        pytest.importorskip("jax")
+        jax = pytest.importorskip("jax")
+        if jax.default_backend() != "cpu":
+            pytest.skip("XLA on an accelerator fuses the sum of the outer product into one "
+                        "pass that needs no memory: it computes it")
     big_a = ng.make_axis(length=10 ** 7, name="A")
     big_b = ng.make_axis(length=10 ** 7, name="B")
     x = ng.placeholder([big_a])
