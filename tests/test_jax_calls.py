@@ -184,6 +184,77 @@ def test_a_failed_check_kept_on_the_device_is_raised_by_the_next_call():
     np.testing.assert_array_equal(now, [3.0, 0.0, 3.0])
 
 
+@pytest.mark.parametrize("keep", [False, True])
+def test_device_labels_that_passed_the_checks_are_not_checked_again(keep, planned_runs):
+    """The checks read the fed labels alone: the very device array that passed them passes
+    again (a jax.Array never changes), so no flag is read for it; any other array is
+    checked, one out of range fails whenever it comes, and the tally is NumPy's."""
+    labels, counts, tally, _ = tally_graph()
+    good = jax.device_put(np.array([0, 2], np.int32))
+    other = jax.device_put(np.array([1, 1], np.int32))
+    bad = jax.device_put(np.array([1, 3], np.int32))
+    reads = {"flags": 0}
+    failure = call_plan.ProgramCall.failure
+    failed = call_plan.PendingCheck.failed
+
+    def counted_failure(self, *arguments, **options):
+        reads["flags"] += 1
+        return failure(self, *arguments, **options)
+
+    def counted_failed(self):
+        reads["flags"] += 1
+        return failed(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(call_plan.ProgramCall, "failure", counted_failure)
+        patch.setattr(call_plan.PendingCheck, "failed", counted_failed)
+        with ng.make_transformer("jax") as t:
+            step = t.computation([tally, counts], labels)
+            for _ in range(2):  # the general route, then the plan: both read the flag
+                step(good, keep_on_device=keep)
+            t.wait()
+            before = reads["flags"]
+            for _ in range(3):
+                step(good, keep_on_device=keep)
+            t.wait()
+            assert reads["flags"] == before  # verified: nothing read
+            step(other, keep_on_device=keep)
+            t.wait()
+            assert reads["flags"] == before + 1
+            with pytest.raises(FailedCheckError, match=r"got 1\.\.3"):
+                step(bad, keep_on_device=keep)
+                t.wait()
+            step(good, keep_on_device=keep)  # checked again: `other` passed since
+            t.wait()
+            assert planned_runs["planned"] >= 6
+            np.testing.assert_array_equal(np.asarray(t.state[counts]), [6.0, 2.0, 6.0])
+
+
+def test_checks_that_read_stored_values_are_read_every_call():
+    """A check on a computed index that reads a variable is read on every call even with the
+    same fed array: the variable changes, and an out-of-range index from it fails."""
+    C = ng.make_axis(length=3, name="C")
+    N = ng.make_axis(length=2, name="N")
+    labels = ng.placeholder([N], dtype=np.int32, name="labels")
+    shift = ng.variable([], initial_value=0, dtype=np.int32, name="shift")
+    hits = ng.variable([C], initial_value=np.zeros(3), dtype=np.float64, name="hits")
+    tally = ng.assign(hits, hits + ng.sum(ng.one_hot(labels + shift, axis=C), out_axes=[C]))
+    bump = ng.assign(shift, shift + 1)
+    fed = jax.device_put(np.array([0, 1], np.int32))
+    with ng.make_transformer("jax") as t:
+        step = t.computation([tally], labels)
+        move = t.computation([bump])
+        for _ in range(2):
+            step(fed, keep_on_device=True)
+        move()
+        step(fed, keep_on_device=True)  # labels 1, 2: in range
+        move()
+        step(fed, keep_on_device=True)  # labels 2, 3: out of range
+        with pytest.raises(FailedCheckError, match=r"got 2\.\.3"):
+            t.wait()
+        np.testing.assert_array_equal(np.asarray(t.state[hits]), [2.0, 3.0, 1.0])
+
+
 def test_wait_raises_a_failed_check_kept_on_the_device_once():
     labels, counts, tally, _ = tally_graph()
     with ng.make_transformer("jax") as t:
