@@ -37,7 +37,7 @@ from ...core.program_cache import CACHE_SIZE, ProgramCache
 from ...core.node import Node
 from ...debug_info import user_location
 from ...errors import ExecutionError, FeedError, ShapeError, no_kernel_error
-from .devices import find_device
+from .devices import find_device, memory_bytes
 from .kernels import KERNELS, TraceContext, run_kernel
 
 
@@ -85,7 +85,7 @@ class Program:
     the random nodes whose host draws it takes, and the checks its trace recorded."""
 
     def __init__(self, function: core.Function, bindings: Dict[str, int],
-                 platform: str = "cpu"):
+                 platform: str = "cpu", memory: Optional[int] = None):
         self.function = function
         self.bindings = bindings
         #: The device's platform ("cpu", "gpu", "tpu"): what its float arithmetic needs.
@@ -98,6 +98,8 @@ class Program:
         #: (dtype, shape) of each result at this binding.
         self.result_types = [(r.element_type.dtype, ctx.shape(r.shape))
                              for r in function.results]
+        if memory is not None:
+            _refuse_results_beyond(self.result_types, memory)
         #: (node, message) of each check, in the order the trace made them.
         self.checks: List[Tuple[Node, str]] = []
         self.jitted: Dict[Tuple[Tuple[int, int], ...], Any] = {}
@@ -160,6 +162,16 @@ class Program:
         ctx = TraceContext(self.bindings, {})
         nodes = list(self.function.parameters) + self.random_nodes
         return [jax.ShapeDtypeStruct(ctx.shape(n.shape), n.element_type.dtype) for n in nodes]
+
+
+def _refuse_results_beyond(result_types: Sequence[Tuple[Any, Tuple[int, ...]]],
+                           memory: int) -> None:
+    """MemoryError where the results alone need more than `memory` bytes (the device's)."""
+    needed = sum(np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.float64))
+                 for dtype, shape in result_types)
+    if needed > memory:
+        raise MemoryError(f"its results need {needed:.3g} bytes, more than the "
+                          f"{memory:.3g} bytes the device holds")
 
 
 def _jit(program: Program, guarded: Tuple[Tuple[int, int], ...], placement=None):
@@ -271,11 +283,15 @@ class JaxFunction:
                                       f"kernel({node.op})")
         #: The programs per binding, least recently used dropped first.
         self._cache: ProgramCache[Program] = ProgramCache(
-            lambda bindings: Program(self.function, bindings, self.device.platform), cache_size)
+            lambda bindings: Program(self.function, bindings, self.device.platform,
+                                     None if self.placement is not None else self._memory),
+            cache_size)
         #: The most programs kept (None: no limit).
         self.cache_size = self._cache.maxsize
         #: Where programs run (and NumPy arguments are put).
         self.device = find_device(platform)
+        #: The most bytes the device holds (results beyond it are refused, not run).
+        self._memory = memory_bytes(self.device)
         #: Whether `device` is JAX's default when none is chosen (`_call_scope`).
         self._on_first_device = self.device == jax.devices()[0]
         self._generators = {node: np.random.default_rng(node.seed) for node in function.nodes

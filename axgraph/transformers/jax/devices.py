@@ -50,3 +50,36 @@ def find_device(platform: Optional[str]):
             f"no {platform} device: JAX sees only {seen}. Install a JAX build for the "
             f"{platform} (see JAX's installation guide) or use make_transformer('jax'), "
             f"which runs on the devices JAX sees", user_location()) from None
+
+
+def memory_bytes(device) -> Optional[int]:
+    """How many bytes `device` can hold at most: an accelerator's own memory (as its
+    allocator reports it), or the host's RAM and swap for a CPU device; None where neither
+    is known. A result larger than this cannot exist, and XLA's CPU runtime aborts the whole
+    process on an allocation that fails, so such a program is refused before it runs.
+
+    Parameters
+    ----------
+    device : jax.Device
+        The device a program runs on.
+
+    Returns
+    -------
+    int or None
+        The bound in bytes.
+    """
+    if device.platform != "cpu":
+        stats = device.memory_stats() or {}
+        limit = stats.get("bytes_limit")
+        return int(limit) if limit else None
+    return _host_memory_bytes()
+
+
+def _host_memory_bytes() -> Optional[int]:
+    """The host's RAM plus swap, from /proc/meminfo (None where there is none to read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            fields = dict(line.split(":", 1) for line in info if ":" in line)
+        return sum(int(fields[name].split()[0]) * 1024 for name in ("MemTotal", "SwapTotal"))
+    except (OSError, KeyError, ValueError):
+        return None
