@@ -9,8 +9,11 @@ backward, SGD step), the same model and data for every contestant:
   3. a transformer block (batch 8, 32 tokens, width 64, 4 heads): the same targets.
 
 Contestants: "eager" (plain PyTorch), "inductor" (`torch.compile`'s default backend:
-generated C++ and OpenMP) and "axgraph" (`torch.compile(backend=AxgraphBackend())`,
-the cpu transformer). Before timing, each compiled contestant's parameters after two steps
+generated C++ and OpenMP), "axgraph" (`torch.compile(backend=AxgraphBackend())`,
+the cpu transformer) and "aot_eager" (`torch.compile(backend="aot_eager")`: Dynamo and
+AOTAutograd running PyTorch's own kernels, so no compiler at all: the floor of what any
+backend reached through AOTAutograd pays per step; on the small net it alone takes about
+twice eager's time). Before timing, each compiled contestant's parameters after two steps
 are checked against eager's (a contestant that disagrees is excluded).
 """
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any, Callable, Dict, List
 from . import common
 from .common import Case, Verdict
 
-AXGRAPH, EAGER, INDUCTOR = "axgraph", "eager", "inductor"
+AXGRAPH, EAGER, INDUCTOR, AOT_EAGER = "axgraph", "eager", "inductor", "aot_eager"
 TOLERANCE = 1e-4
 
 
@@ -95,7 +98,8 @@ def make_cases() -> List[Case]:
                 from axgraph.frontends.torch import AxgraphBackend
                 return Step(model, shape, AxgraphBackend())
             return {AXGRAPH: axgraph, EAGER: lambda: Step(model, shape, None),
-                    INDUCTOR: lambda: Step(model, shape, "inductor")}
+                    INDUCTOR: lambda: Step(model, shape, "inductor"),
+                    AOT_EAGER: lambda: Step(model, shape, "aot_eager")}
         cases.append(Case(name, contestants()))
     return cases
 
@@ -142,7 +146,7 @@ def main(argv=None) -> int:
                                     common.ratio(timings[case.name], AXGRAPH, other), limit,
                                     why_missing="a contestant did not run"))
     print()
-    columns = [AXGRAPH, EAGER, INDUCTOR]
+    columns = [AXGRAPH, EAGER, INDUCTOR, AOT_EAGER]
     print(common.ratio_table("Training step (forward + backward + SGD), float32, CPU", timings,
                              columns, reference))
     notes.append("background: " + load.report())
