@@ -32,7 +32,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from ..positional import aligned, broadcast_axes, in_order
-from . import exported_math, exported_nn, exported_shape  # noqa: F401 - they fill the table
+from . import (exported_math, exported_nn, exported_scatter,  # noqa: F401 - they fill the table
+               exported_shape)
 from .errors import TorchBridgeError, UnsupportedOperatorError, node_location, node_source
 from .exported_rules import IMPORT_RULES, imported_ops, numpy_dtype, refusal
 from .registry import Arguments, op_name

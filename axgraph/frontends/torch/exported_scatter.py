@@ -1,0 +1,163 @@
+"""Import rules for writes at indices: ``x[index] = values`` and ``x[index] += values``
+(`index_put`, with and without `accumulate`), a boolean mask's write of one value, and
+`scatter` / `scatter_add` along one dim.
+
+An axes graph has no write into a tensor: each is a one-hot product. The index becomes a
+one-hot over the written dim's axis (one entry per source position); an accumulating
+write adds the sum of the one-hot times the values over the source positions. A plain
+write puts, at each written position, the value of the *last* source position naming
+it (as PyTorch's CPU kernels do when an index repeats): the greatest source number among
+those that hit it picks one value, and positions no source names keep x's value.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from ..positional import aligned, in_order, relabelled
+from .errors import TorchBridgeError, node_location, node_source
+from .exported_rules import import_rule
+from .registry import Arguments, op_name
+
+if TYPE_CHECKING:
+    from .exported import Importer
+
+aten = torch.ops.aten
+
+
+def _fail(node: Any, why: str) -> TorchBridgeError:
+    return TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}): {why}",
+                            node_location(node))
+
+
+def _in_type(importer: Importer, value: Any, dtype: Any) -> Any:
+    """`value` (an op or a number) as an op of element type `dtype`."""
+    ng = importer.ng
+    if not hasattr(value, "axes"):
+        return ng.constant(value, dtype=dtype)
+    return value if value.dtype == dtype else ng.multiply(value, 1, dtype=dtype)
+
+
+def _positions(importer: Importer, index: Any, length: Any) -> Any:
+    """Indices with negative ones counted from the end of a dim of `length`."""
+    ng = importer.ng
+    if not isinstance(length, int):
+        return index
+    return ng.where(ng.less(index, 0), index + length, index)
+
+
+def _written_at(importer: Importer, node: Any, x: Any, hits: Any, values: Any,
+                sources: Sequence[Any], accumulate: bool) -> Any:
+    """x written where `hits` says: `hits` (x's type) is 1 where a source position (on the
+    `sources` axes) names a position of x (on some of x's axes), `values` holds each source
+    position's value (on `sources` and x's axes it varies along)."""
+    ng = importer.ng
+    axes = list(x.axes)
+    values = _in_type(importer, values, x.dtype)
+    if accumulate:
+        added = ng.sum(hits * values, reduction_axes=list(sources))
+        return in_order(ng.add(x, added), axes)
+    lengths = [a.length for a in sources]
+    if not all(isinstance(n, int) for n in lengths):
+        raise _fail(node, "a write (not accumulating) by indices of symbolic size")
+    order = ng.constant(np.arange(1, int(np.prod(lengths)) + 1, dtype=np.int64).reshape(lengths),
+                        list(sources))
+    numbered = ng.multiply(ng.not_equal(hits, 0), order, dtype=np.int64)
+    last = ng.max(numbered, reduction_axes=list(sources))  # 0: no source names the position
+    chosen = ng.where(ng.equal(order, last), values, 0, dtype=x.dtype)
+    picked = ng.sum(chosen, reduction_axes=list(sources))
+    return in_order(ng.where(ng.greater(last, 0), picked, x, dtype=x.dtype), axes)
+
+
+# -- index_put -------------------------------------------------------------------------------
+
+
+def _index_put_refusal(node: Any) -> Optional[str]:
+    """One integer index tensor, or a boolean mask written with a single value."""
+    present = [i for i in node.args[1] if i is not None]
+    if len(present) != 1:
+        return "indexing by several tensors"
+    if present[0].meta["val"].dtype in (torch.bool, torch.uint8):
+        values = node.args[2].meta["val"]
+        if values.numel() != 1:
+            return "a boolean mask written with several values"
+    return None
+
+
+@import_rule(aten.index_put.default, check=_index_put_refusal)
+def _index_put(importer: Importer, node: Any, args: Arguments) -> Any:
+    """``x[..., index] = values`` (or ``+=`` with `accumulate`) along one dim."""
+    ng = importer.ng
+    x = args.self
+    axes = list(x.axes)
+    (dim,) = [i for i, v in enumerate(args.indices) if v is not None]
+    index = args.indices[dim]
+    if index.dtype.kind == "b":
+        return _masked(importer, node, x, dim, index, args.values, bool(args.accumulate))
+    target = axes[dim]
+    sources = [importer.axis(f"{node.name}_index_{i}", a.length)
+               for i, a in enumerate(index.axes)]
+    index = _positions(importer, relabelled(index, sources), target.length)
+    hits = ng.one_hot(index, target, dtype=x.dtype)
+    values = aligned(args.values, axes[:dim] + sources + axes[dim + 1:])
+    return _written_at(importer, node, x, hits, values, sources, bool(args.accumulate))
+
+
+def _masked(importer: Importer, node: Any, x: Any, dim: int, mask: Any, value: Any,
+            accumulate: bool) -> Any:
+    """``x[mask] = value`` for a mask over dims from `dim` on, and one value."""
+    ng = importer.ng
+    axes = list(x.axes)
+    mask = aligned(mask, axes[:dim + len(mask.axes)]) if mask.axes else mask
+    value = _in_type(importer, value, x.dtype)
+    if value.axes:
+        value = ng.tensor_slice(value, [0] * len(value.axes))
+    if accumulate:
+        return in_order(ng.where(mask, ng.add(x, value), x, dtype=x.dtype), axes)
+    return in_order(ng.where(mask, value, x, dtype=x.dtype), axes)
+
+
+# -- scatter ---------------------------------------------------------------------------------
+
+
+def _scatter_refusal(node: Any) -> Optional[str]:
+    """An index as large as x on every dim but the scattered one (src is at least as
+    large as the index: torch checks it)."""
+    x, dim, index = node.args[0].meta["val"], node.args[1], node.args[2].meta["val"]
+    dim %= max(x.dim(), 1)
+    if index.dim() != x.dim() or any(index.shape[d] != x.shape[d] for d in range(x.dim())
+                                     if d != dim):
+        return "an index not of x's size on the dims not scattered"
+    return None
+
+
+def _scatter_rule(accumulate: bool, *overloads: Any) -> None:
+    def build(importer: Importer, node: Any, args: Arguments) -> Any:
+        """``x.scatter(dim, index, src)``: x[.., index[.., k, ..], ..] = src[.., k, ..] (or
+        ``+=``), each entry of the index naming its own position along `dim`."""
+        ng = importer.ng
+        x = args.self
+        axes = list(x.axes)
+        dim = args.dim % len(axes) if axes else 0
+        index = args.index
+        source = importer.axis(f"{node.name}_index", index.axes[dim].length)
+        on = axes[:dim] + [source] + axes[dim + 1:]
+        index = _positions(importer, relabelled(index, on), axes[dim].length)
+        hits = ng.one_hot(index, axes[dim], dtype=x.dtype)
+        src = getattr(args, "src", None)
+        if src is None:
+            values: Any = args.value
+        else:
+            values = ng.tensor_slice(src, [slice(0, a.length) for a in index.axes])
+            values = relabelled(values, on)
+        return _written_at(importer, node, x, hits, values, [source], accumulate)
+    import_rule(*overloads, check=_scatter_refusal)(build)
+
+
+_scatter_rule(False, aten.scatter.src, aten.scatter.value)
+_scatter_rule(True, aten.scatter_add.default)
+
+
+__all__: List[str] = []
