@@ -2,20 +2,17 @@
 (`index_put`, with and without `accumulate`), a boolean mask's write of one value, and
 `scatter` / `scatter_add` along one dim.
 
-An axes graph has no write into a tensor: each is a one-hot product. The index becomes a
-one-hot over the written dim's axis (one entry per source position); an accumulating
-write adds the sum of the one-hot times the values over the source positions. A plain
-write puts, at each written position, the value of the *last* source position naming
-it (as PyTorch's CPU kernels do when an index repeats): the greatest source number among
-those that hit it picks one value, and positions no source names keep x's value.
+Each is a one-hot product (`indexed_writes`): the index becomes a one-hot over the
+written dim's axis, one entry per source position. A repeated index keeps the last
+value written there, as PyTorch's CPU kernels do.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
-import numpy as np
 import torch
 
+from ..indexed_writes import written_at
 from ..positional import aligned, in_order, relabelled
 from .errors import TorchBridgeError, node_location, node_source
 from .exported_rules import import_rule
@@ -50,25 +47,11 @@ def _positions(importer: Importer, index: Any, length: Any) -> Any:
 
 def _written_at(importer: Importer, node: Any, x: Any, hits: Any, values: Any,
                 sources: Sequence[Any], accumulate: bool) -> Any:
-    """x written where `hits` says: `hits` (x's type) is 1 where a source position (on the
-    `sources` axes) names a position of x (on some of x's axes), `values` holds each source
-    position's value (on `sources` and x's axes it varies along)."""
-    ng = importer.ng
-    axes = list(x.axes)
-    values = _in_type(importer, values, x.dtype)
-    if accumulate:
-        added = ng.sum(hits * values, reduction_axes=list(sources))
-        return in_order(ng.add(x, added), axes)
-    lengths = [a.length for a in sources]
-    if not all(isinstance(n, int) for n in lengths):
-        raise _fail(node, "a write (not accumulating) by indices of symbolic size")
-    order = ng.constant(np.arange(1, int(np.prod(lengths)) + 1, dtype=np.int64).reshape(lengths),
-                        list(sources))
-    numbered = ng.multiply(ng.not_equal(hits, 0), order, dtype=np.int64)
-    last = ng.max(numbered, reduction_axes=list(sources))  # 0: no source names the position
-    chosen = ng.where(ng.equal(order, last), values, 0, dtype=x.dtype)
-    picked = ng.sum(chosen, reduction_axes=list(sources))
-    return in_order(ng.where(ng.greater(last, 0), picked, x, dtype=x.dtype), axes)
+    """`indexed_writes.written_at`, the values in x's type, a refusal naming the op."""
+    try:
+        return written_at(x, hits, _in_type(importer, values, x.dtype), sources, accumulate)
+    except ValueError as error:
+        raise _fail(node, str(error)) from None
 
 
 # -- index_put -------------------------------------------------------------------------------
