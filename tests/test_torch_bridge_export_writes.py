@@ -1,5 +1,6 @@
 """torch.export programs that write into tensors (index_put, scatter, padding with a value
-and cropping) and joint forward-backward programs, imported and run against PyTorch."""
+and cropping), split along symbolic sizes, and joint forward-backward programs, imported
+and run against PyTorch."""
 from __future__ import annotations
 
 import os
@@ -91,6 +92,31 @@ def test_padding_with_a_value_and_cropping_agree_with_pytorch(transformer):
     x = torch.randn(2, 3, 4)
     program = import_exported(torch.export.export(Pads(), (x,)))
     _agree(_run(program, transformer, x), Pads()(x))
+
+
+class Halves(nn.Module):
+    """Two symbolic batches joined, worked on, and split back by their sizes."""
+
+    def forward(self, x, y):
+        joined = torch.cat([x, y], 0) * 2 + 1
+        a, b = joined.split([x.shape[0], y.shape[0]], 0)
+        c, d = torch.split(joined, [x.shape[0], y.shape[0]])
+        return a - x, b.sum(0), c + d.mean()
+
+
+@pytest.mark.parametrize("transformer", ["numpy", "cpu", "jax"])
+def test_a_split_into_symbolic_sizes_gives_each_batch_its_axis(transformer):
+    if transformer == "jax":
+        pytest.importorskip("jax")
+    x, y = torch.randn(4, 3), torch.randn(2, 3)
+    program = import_exported(torch.export.export(
+        Halves(), (x, y), dynamic_shapes=({0: torch.export.Dim("first")},
+                                          {0: torch.export.Dim("second")})))
+    first, second = program.inputs.values()
+    assert program.outputs[0].axes[0] is first.axes[0]
+    x, y = torch.randn(5, 3), torch.randn(3, 3)
+    _agree(_run(program, transformer, x, y), Halves()(x, y))
+
 
 
 class Embedded(nn.Module):

@@ -11,6 +11,7 @@ import torch
 from ..positional import aligned, concatenated, in_order, index_slices, is_one, relabelled
 from .building import positions
 from .errors import TorchBridgeError, node_location, node_source
+from .exported_pieces import symbolic_pieces
 from .exported_rules import bridge_check, import_rule
 from .registry import Arguments, op_name
 
@@ -258,15 +259,16 @@ def _select(importer: Importer, node: Any, args: Arguments) -> Any:
 
 @import_rule(aten.split_with_sizes.default, aten.split.Tensor)
 def _split(importer: Importer, node: Any, args: Arguments) -> Any:
+    """Pieces along one dim: slices, or where a size is symbolic `exported_pieces`."""
     x = args.self
     dim = args.dim % len(x.axes)
+    symbolic = symbolic_pieces(importer, node, x, dim)
+    if symbolic is not None:
+        return symbolic
     pieces: List[Any] = []
     start = 0
     for value in node.meta["val"]:
         length = value.shape[dim]
-        if not isinstance(length, int):
-            raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}) "
-                                   f"into pieces of symbolic size {length}", node_location(node))
         picked = importer.ng.tensor_slice(
             x, index_slices(len(x.axes), dim, slice(start, start + length)))
         axes = list(picked.axes)
