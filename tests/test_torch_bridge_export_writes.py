@@ -150,17 +150,45 @@ def test_a_joint_forward_backward_program_gives_pytorchs_gradients(transformer):
 
 
 class Gridded(nn.Module):
-    def forward(self, x, rows, cols):
+    """Writes by several index tensors: adjacent dims, dims apart, broadcast indices."""
+
+    def forward(self, x, rows, cols, src):
+        a = x.clone()
+        a[rows, cols] = src[0, :3]                # (rows, cols) pairs on dims 0 and 1
+        b = x.index_put((rows, cols), src[:, 0], accumulate=True)  # (3, 1) twice: both add
+        c = x.clone()
+        c[rows.view(-1, 1), cols.view(1, -1)] = -2.0  # a grid of positions
+        d = x.clone()
+        d[:, rows, cols[:1]] = src[1, :, :3]      # dims 1 and 2: sources in place
+        e = x.clone()
+        e[rows, :, cols] = src[:, 1]              # dims 0 and 2 apart: sources first
+        return a, b, c, d, e
+
+
+@pytest.mark.parametrize("transformer", ["numpy", "cpu"])
+def test_writes_by_several_index_tensors_agree_with_pytorch(transformer):
+    torch.manual_seed(2)
+    inputs = (torch.randn(4, 4, 4), torch.tensor([3, 0, 3]), torch.tensor([1, -1, 1]),
+              torch.randn(3, 4, 4))
+    program = import_exported(torch.export.export(Gridded(), inputs))
+    _agree(_run(program, transformer, *inputs), Gridded()(*inputs))
+
+
+class Masks(nn.Module):
+    def forward(self, x, rows, values):
         y = x.clone()
-        y[rows, cols] = 1.0
-        return y
+        y[x[:, 0] > 0, rows] = 1.0
+        z = x.clone()
+        z[x > 0] = values
+        return y, z
 
 
-def test_a_write_by_several_index_tensors_is_refused_naming_the_op():
-    inputs = (torch.zeros(3, 3), torch.tensor([0, 1]), torch.tensor([2, 0]))
+def test_masks_beside_indices_or_written_with_several_values_are_refused():
+    inputs = (torch.zeros(3, 3), torch.tensor([0, 1, 2]), torch.ones(3))
     with pytest.raises(UnsupportedOperatorError,
-                       match="aten.index_put.default.*several tensors") as caught:
-        import_exported(torch.export.export(Gridded(), inputs))
+                       match="aten.index_put.default.*boolean mask beside other indices.*"
+                             "index_put.default.*boolean mask written with several") as caught:
+        import_exported(torch.export.export(Masks(), inputs))
     assert caught.value.location[0] == HERE
     for op in ("aten.index_put.default", "aten.scatter.src", "aten.scatter.value",
                "aten.scatter_add.default"):

@@ -1,4 +1,4 @@
-"""Import rules for writes at indices: ``x[index] = values`` and ``x[index] += values``
+"""Import rules for writes at indices: ``x[i, j] = values`` and ``x[i, j] += values``
 (`index_put`, with and without `accumulate`), a boolean mask's write of one value, and
 `scatter` / `scatter_add` along one dim.
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 import torch
 
 from ..indexed_writes import written_at
-from ..positional import aligned, in_order, relabelled
+from ..positional import aligned, broadcast_axes, in_order, relabelled
 from .errors import TorchBridgeError, node_location, node_source
 from .exported_rules import import_rule
 from .registry import Arguments, op_name
@@ -58,33 +58,43 @@ def _written_at(importer: Importer, node: Any, x: Any, hits: Any, values: Any,
 
 
 def _index_put_refusal(node: Any) -> Optional[str]:
-    """One integer index tensor, or a boolean mask written with a single value."""
+    """Integer index tensors, or one boolean mask written with a single value."""
     present = [i for i in node.args[1] if i is not None]
-    if len(present) != 1:
-        return "indexing by several tensors"
-    if present[0].meta["val"].dtype in (torch.bool, torch.uint8):
-        values = node.args[2].meta["val"]
-        if values.numel() != 1:
-            return "a boolean mask written with several values"
+    masks = [i for i in present if i.meta["val"].dtype in (torch.bool, torch.uint8)]
+    if masks and len(present) > 1:
+        return "a boolean mask beside other indices"
+    if masks and node.args[2].meta["val"].numel() != 1:
+        return "a boolean mask written with several values"
     return None
 
 
 @import_rule(aten.index_put.default, check=_index_put_refusal)
 def _index_put(importer: Importer, node: Any, args: Arguments) -> Any:
-    """``x[..., index] = values`` (or ``+=`` with `accumulate`) along one dim."""
+    """``x[..., i, j, ...] = values`` (or ``+=`` with `accumulate`): the index tensors
+    broadcast together onto source axes, and each entry names one position of x along
+    the indexed dims (a product of one-hots). The values are laid out as
+    ``x[..., i, j, ...]`` reads: the sources in place of the indexed dims where these are
+    adjacent, else first."""
     ng = importer.ng
     x = args.self
     axes = list(x.axes)
-    (dim,) = [i for i, v in enumerate(args.indices) if v is not None]
-    index = args.indices[dim]
-    if index.dtype.kind == "b":
-        return _masked(importer, node, x, dim, index, args.values, bool(args.accumulate))
-    target = axes[dim]
+    indexed = [i for i, v in enumerate(args.indices) if v is not None]
+    indices = [args.indices[i] for i in indexed]
+    if indices[0].dtype.kind == "b":
+        return _masked(importer, node, x, indexed[0], indices[0], args.values,
+                       bool(args.accumulate))
     sources = [importer.axis(f"{node.name}_index_{i}", a.length)
-               for i, a in enumerate(index.axes)]
-    index = _positions(importer, relabelled(index, sources), target.length)
-    hits = ng.one_hot(index, target, dtype=x.dtype)
-    values = aligned(args.values, axes[:dim] + sources + axes[dim + 1:])
+               for i, a in enumerate(broadcast_axes(importer, indices, node.name))]
+    hits = None
+    for dim, index in zip(indexed, indices):
+        index = _positions(importer, aligned(index, sources), axes[dim].length)
+        one = ng.one_hot(index, axes[dim], dtype=x.dtype)
+        hits = one if hits is None else hits * one
+    if indexed == list(range(indexed[0], indexed[-1] + 1)):
+        laid_out = axes[:indexed[0]] + sources + axes[indexed[-1] + 1:]
+    else:
+        laid_out = sources + [a for i, a in enumerate(axes) if i not in indexed]
+    values = aligned(args.values, laid_out)
     return _written_at(importer, node, x, hits, values, sources, bool(args.accumulate))
 
 
