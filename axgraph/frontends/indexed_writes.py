@@ -50,7 +50,11 @@ def written_at(x: Op, hits: Op, values: Op, sources: Sequence[Axis], accumulate:
 
     axes = list(x.axes)
     if accumulate:
-        return in_order(ng.add(x, ng.sum(hits * values, reduction_axes=list(sources))), axes)
+        if x.dtype.kind == "f" and values.axes:  # a product over the sources
+            added = ng.dot(hits, values, reduction_axes=list(sources))
+        else:
+            added = ng.sum(hits * values, reduction_axes=list(sources))
+        return in_order(ng.add(x, added), axes)
     lengths = [a.length for a in sources]
     if not all(isinstance(n, int) for n in lengths):
         raise ValueError("a write (not accumulating) by indices of symbolic size")
@@ -63,4 +67,32 @@ def written_at(x: Op, hits: Op, values: Op, sources: Sequence[Axis], accumulate:
     return in_order(ng.where(ng.greater(last, 0), picked, x, dtype=x.dtype), axes)
 
 
-__all__ = ["written_at"]
+def added_at(x: Op, axis: Axis, index: Op, values: Op) -> Op:
+    """x plus `values` added at the positions `index` names along `axis` (repeated ones
+    adding up): the vector-Jacobian product of a lookup, so no one-hot is made.
+
+    Parameters
+    ----------
+    x : Op
+        The tensor added to.
+    axis : Axis
+        The axis of x the indices index.
+    index : Op
+        The indices (integers, on axes of their own).
+    values : Op
+        The values added, in x's element type: on x's other axes and index's (or a
+        broadcast of them).
+
+    Returns
+    -------
+    Op
+        The sum, on x's axes in x's order.
+    """
+    import axgraph as ng
+
+    rows = ng.lookuptable(x, index, vocab_axis=axis)
+    error = in_order(ng.broadcast(values, list(rows.axes)), list(rows.axes))
+    return in_order(ng.add(x, ng.deriv(rows, x, error=error)), list(x.axes))
+
+
+__all__ = ["added_at", "written_at"]

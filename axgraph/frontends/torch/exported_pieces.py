@@ -1,110 +1,18 @@
-"""Splits along a dim of symbolic size: pieces whose lengths are known when the program runs.
-
-``torch.cat([x, y]).split([x.shape[0], y.shape[0]])`` with a `torch.export.Dim` batch on
-each input gives pieces whose sizes are the inputs' Dims. An axes-graph slice takes int
-bounds, so each such piece is a `PieceOp`: the run of x along one axis that starts after
-the lengths of the pieces before it (`before`) and is as long as its own axis, an
-input's Dim axis (its length bound by that input's feed). It lowers to a core slice with
-symbolic bounds, and the numpy transformer reads the bound lengths.
-"""
+"""Splits along a dim of symbolic size in `torch.export` programs: pieces whose sizes are
+inputs' `torch.export.Dim`s, each a `PieceOp` (`..pieces`) on that input's axis."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional
 
-import numpy as np
 import torch
 
-from ...axes import Axes, Axis
-from ...errors import IncompatibleAxesError
-from ...lowering.rules import rule as lowering_rule
-from ...op_graph.op import Op
-from ...op_graph.tensors import as_op
-from ...shapes import op_rules
-from ...shapes.constraints import AtLeast, Constraint, Origin
-from ...transformers import reference_kernels
+from ...axes import Axis
+from ..pieces import PieceOp
+from .errors import TorchBridgeError, node_location, node_source
+from .registry import op_name
 
 if TYPE_CHECKING:
     from .exported import Importer
-
-
-class PieceOp(Op):
-    """x's run along `axis` after the lengths of the axes `before`, as long as `piece`.
-
-    Parameters
-    ----------
-    x : Op
-        The tensor split.
-    axis : Axis
-        The axis of x split.
-    before : sequence of Axis
-        The axes of the pieces before this one: their lengths together are its start.
-    piece : Axis
-        The piece's own axis, in place of `axis`; its length is the piece's.
-    name : str, optional
-        A name for the result (automatic if None).
-
-    Raises
-    ------
-    IncompatibleAxesError
-        If `axis` is not an axis of x, or `piece` already is one.
-    """
-
-    attributes = ("axis", "before", "piece")
-    axis: Axis
-    before: Tuple[Axis, ...]
-    piece: Axis
-    dtype_of_arg = 0
-
-    def __init__(self, x: Any, axis: Axis, before: Sequence[Axis], piece: Axis,
-                 name: Optional[str] = None):
-        super().__init__(as_op(x), axis=axis, before=tuple(before), piece=piece, name=name)
-
-    def infer_axes(self) -> Axes:
-        x = self.args[0]
-        if self.axis not in x.axes:
-            raise IncompatibleAxesError(f"piece: {self.axis.name} is not an axis of {x.name} "
-                                        f"{x.axes}", self.location)
-        if self.piece in x.axes:
-            raise IncompatibleAxesError(f"piece: {self.piece.name} is already an axis of "
-                                        f"{x.name} {x.axes}", self.location)
-        return Axes([self.piece if a == self.axis else a for a in x.axes])
-
-
-@op_rules.rule(PieceOp, says="the pieces before and this one lie inside the axis split")
-def _piece_lengths(op: Op, length_of: Any) -> Iterator[Constraint]:
-    assert isinstance(op, PieceOp)
-    end: Any = length_of(op.piece)
-    for axis in op.before:
-        end = end + length_of(axis)
-    yield AtLeast(length_of(op.axis), end,
-                  Origin.of(op.location, "piece", f"takes {op.piece.name} of {op.axis.name}"))
-
-
-def _position(op: PieceOp) -> int:
-    return list(op.args[0].axes).index(op.axis)
-
-
-@reference_kernels.kernel(PieceOp)
-def _piece_kernel(op: PieceOp, ctx: Any, x: np.ndarray) -> np.ndarray:
-    start = sum(ctx.lengths(op.before, op))
-    index = [slice(None)] * x.ndim
-    index[_position(op)] = slice(start, start + ctx.length(op.piece, op))
-    return x[tuple(index)]
-
-
-@lowering_rule(PieceOp)
-def _lower_piece(ctx: Any, op: PieceOp, x: Any) -> Any:
-    from ...core.ops.shape import Slice
-
-    position = _position(op)
-    start: Any = 0
-    for dim in ctx.dims(op.before):
-        start = start + dim
-    lower: List[Any] = [0] * x.rank
-    upper: List[Any] = list(x.shape)
-    lower[position] = start
-    upper[position] = start + ctx.dims([op.piece])[0]
-    return ctx.reshape(Slice(x, lower, upper), ctx.dims(op.axes))
 
 
 def symbolic_pieces(importer: Importer, node: Any, x: Any, dim: int) -> Optional[tuple]:
@@ -114,9 +22,6 @@ def symbolic_pieces(importer: Importer, node: Any, x: Any, dim: int) -> Optional
     sizes = [value.shape[dim] for value in node.meta["val"]]
     if all(isinstance(size, int) for size in sizes):
         return None
-    from .errors import TorchBridgeError, node_location, node_source
-    from .registry import op_name
-
     pieces: List[Any] = []
     taken: List[Axis] = list(x.axes)
     for index, size in enumerate(sizes):
@@ -136,4 +41,4 @@ def symbolic_pieces(importer: Importer, node: Any, x: Any, dim: int) -> Optional
     return tuple(pieces)
 
 
-__all__ = ["PieceOp", "symbolic_pieces"]
+__all__ = ["symbolic_pieces"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 import torch
 
-from ..indexed_writes import written_at
+from ..indexed_writes import added_at, written_at
 from ..positional import aligned, broadcast_axes, in_order, relabelled
 from .errors import TorchBridgeError, node_location, node_source
 from .exported_rules import import_rule
@@ -85,6 +85,11 @@ def _index_put(importer: Importer, node: Any, args: Arguments) -> Any:
                        bool(args.accumulate))
     sources = [importer.axis(f"{node.name}_index_{i}", a.length)
                for i, a in enumerate(broadcast_axes(importer, indices, node.name))]
+    if len(indices) == 1 and args.accumulate:  # (the gradient of an embedding)
+        dim = indexed[0]
+        index = _positions(importer, relabelled(indices[0], sources), axes[dim].length)
+        values = aligned(args.values, axes[:dim] + sources + axes[dim + 1:])
+        return added_at(x, axes[dim], index, _in_type(importer, values, x.dtype))
     hits = None
     for dim, index in zip(indexed, indices):
         index = _positions(importer, aligned(index, sources), axes[dim].length)
