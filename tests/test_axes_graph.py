@@ -18,6 +18,7 @@ import pytest
 
 import axgraph as ng
 from axgraph.frontends.neon import ar
+from axgraph.frontends.pieces import PieceAdjointOp, PieceOp  # (ops of the importers')
 from axgraph.frontends.tensorflow.checks import AssertOp  # (an op of the TF importer's)
 from axgraph.op_graph import (control, convolution as conv, debug, dot, elementwise as ew, fills,
                               lookup, nn, pooling, random, reductions as red, shape_ops as so,
@@ -169,6 +170,10 @@ CATALOGUE = _generic_entries() + [
           lambda args, op: debug.PrintOp(*args, op.prefix)),
     Entry(AssertOp, lambda: AssertOp(fresh([], np.bool_), [fresh([C])], "check", ["x:", None], 3),
           lambda args, op: AssertOp(args[0], args[1:], op.label, op.parts, op.summarize)),
+    Entry(PieceOp, lambda: PieceOp(fresh([C, N]), N, [D], B),
+          lambda args, op: PieceOp(args[0], op.axis, op.before, op.piece)),
+    Entry(PieceAdjointOp, lambda: PieceAdjointOp(fresh([C, B]), N, [D], B),
+          lambda args, op: PieceAdjointOp(args[0], op.axis, op.before, op.piece)),
     Entry(nn.OneHotOp, lambda: ng.one_hot(fresh([N], np.int32), C),
           lambda args, op: nn.OneHotOp(*args, op.axis)),
     Entry(nn.SoftmaxOp, lambda: ng.softmax(fresh([C, N]), C),

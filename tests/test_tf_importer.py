@@ -7,6 +7,7 @@ the report of unsupported ops, and v0.4's three examples.
 from __future__ import annotations
 
 import doctest
+import importlib.util
 import os
 import re
 import subprocess
@@ -506,6 +507,51 @@ def test_a_print_under_a_control_dependency_prints_when_the_value_is_computed(ca
         np.testing.assert_array_equal(got, values + 1)
         assert capsys.readouterr().out.splitlines() == ["x is: [1. 2. 3.]",
                                                         "and twice: [2. 4. 6.]"]
+
+
+def test_a_print_of_text_alone_prints_it_when_the_value_is_computed(capsys):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (3,))
+        shown = tf.print("starting", "now")
+        with tf.control_dependencies([shown]):
+            y = x * 3.0
+    assert {op.type for op in graph.get_operations()} >= {"StringFormat", "PrintV2"}
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    values = np.array([1, 2, 3], np.float32)
+    backends = ["numpy", "cpu"] + (["jax"] if importlib.util.find_spec("jax") else [])
+    for name in backends:  # (ng.PrintOp(..., show_value=False) on each backend)
+        with ng.make_transformer(name) as transformer:
+            got = transformer.computation(importer.get_op_handle(y),
+                                          importer.get_op_handle(x))(values)
+        np.testing.assert_array_equal(got, values * 3)
+        assert capsys.readouterr().out.splitlines() == ["starting now"]
+
+
+def test_a_cond_reading_a_reference_variable_takes_the_branch_tf_takes():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (3,))
+        v = tf.Variable(randn(3), use_resource=False)
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: v._ref() * x, lambda: x - 1.0)
+        written = tf.cond(tf.reduce_sum(x) > 0, lambda: tf.assign(v, x), lambda: x + 0.0)
+        init = tf.global_variables_initializer()
+    assert "RefSwitch" in {op.type for op in graph.get_operations()}
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    cases = [np.array(c, np.float32) for c in ([1, 2, 3], [-4, 1, 2])]
+    with tf.Session(graph=graph) as session:
+        session.run(init)
+        want = [session.run(y, {x: c}) for c in cases]
+    for name in ("numpy", "cpu"):
+        with ng.make_transformer(name) as transformer:
+            transformer.computation(importer.get_op_handle(init))()
+            run = transformer.computation(importer.get_op_handle(y), importer.get_op_handle(x))
+            for case, expected in zip(cases, want):
+                np.testing.assert_allclose(run(case), expected, rtol=1e-6)
+    with pytest.raises(UnsupportedOpError, match="Assign inside a branch of tf.cond"):
+        importer.get_op_handle(written)
 
 
 def test_a_cond_of_values_takes_the_branch_tf_takes():

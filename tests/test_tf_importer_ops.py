@@ -300,6 +300,75 @@ def test_variables_are_initialized_by_the_init_op(use_resource):
     compare(build)
 
 
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_scatter_update_writes_rows_and_keeps_the_last_of_a_repeated_index(use_resource):
+    start, rows = randn(5, 3), randn(4, 3)
+    graph = tf.Graph()
+    with graph.as_default():
+        table = tf.get_variable("table", initializer=start, use_resource=use_resource)
+        updates = tf.placeholder(tf.float32, (4, 3))
+        update = tf.scatter_update(table, [3, 0, 3, 1], updates)  # row 3 twice: the last wins
+        init = tf.global_variables_initializer()
+    assert {"ScatterUpdate", "ResourceScatterUpdate"} & {op.type for op in graph.get_operations()}
+    with tf.Session(graph=graph) as session:
+        session.run(init)
+        session.run(update, {updates: rows})
+        want = session.run(table)
+    expected = start.copy()
+    expected[[0, 1, 3]] = rows[[1, 3, 2]]
+    np.testing.assert_array_equal(want, expected)  # TF's own kernel keeps the last row
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    init_ng, update_ng, updates_ng, table_ng = importer.get_op_handle([init, update, updates,
+                                                                      table])
+    for name in ("numpy", "cpu"):
+        with ng.make_transformer(name) as transformer:
+            transformer.computation(init_ng)()
+            transformer.computation(update_ng, updates_ng)(rows)
+            np.testing.assert_array_equal(transformer.computation(table_ng)(), want)
+
+
+@pytest.mark.parametrize("use_resource, nesterov", [(False, False), (True, False), (False, True),
+                                                    (True, True)])
+def test_momentum_steps_on_an_embedding_and_a_dense_weight_agree_with_tf(use_resource, nesterov):
+    # the sparse step reads TF's Unique-merged rows: the importer sums repeated ids itself
+    words = np.array([[1, 4, 1], [5, 4, 4]], np.int32)
+    start = randn(7, 3)
+    graph = tf.Graph()
+    with graph.as_default():
+        ids = tf.placeholder(tf.int32, words.shape)
+        table = tf.get_variable("table", initializer=start, use_resource=use_resource)
+        w = tf.get_variable("w", initializer=randn(3, 2), use_resource=use_resource)
+        logits = tf.matmul(tf.reduce_mean(tf.nn.embedding_lookup(table, ids), axis=1), w)
+        cost = tf.reduce_sum(tf.square(logits - 1.0))
+        train = tf.train.MomentumOptimizer(0.05, 0.9, use_nesterov=nesterov).minimize(cost)
+        init = tf.global_variables_initializer()
+    types = {op.type for op in graph.get_operations()}
+    assert "Unique" in types and types & {"SparseApplyMomentum", "ResourceSparseApplyMomentum"}
+    with tf.Session(graph=graph) as session:
+        session.run(init)
+        for _ in range(3):
+            session.run(train, {ids: words})
+        want = session.run([cost, table, w], {ids: words})
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    assert importer.unsupported_ops() == []
+    ids_ng, cost_ng, train_ng, init_ng, table_ng, w_ng = importer.get_op_handle(
+        [ids, cost, train, init, table, w])
+    for name in ("numpy", "cpu"):
+        with ng.make_transformer(name) as transformer:
+            transformer.computation(init_ng)()
+            step = transformer.computation(train_ng, ids_ng)
+            for _ in range(3):
+                step(words)
+            got = transformer.computation([cost_ng, table_ng, w_ng], ids_ng)(words)
+        for g, e in zip(got, want):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    unused = [0, 2, 3, 6]
+    np.testing.assert_array_equal(want[1][unused], start[unused])  # rows no id names
+    assert not np.isclose(want[1][[1, 4, 5]], start[[1, 4, 5]]).any()
+
+
 # --- gradient --------------------------------------------------------------------------
 
 def test_relu_gradient_of_constants_v04():

@@ -47,6 +47,8 @@ class Print(HostCall):
     after : Node, optional
         The previous host call, read only so that every backend runs the calls
         in program order.
+    show_value : bool
+        Print x (False: the prefix alone, as a message).
 
     Returns
     -------
@@ -60,22 +62,31 @@ class Print(HostCall):
         `name` is not a non-empty string.
     """
 
-    _attributes = ("prefix",)
+    _attributes = ("prefix", "show_value")
 
     def __init__(self, x: Node, prefix: Optional[str] = None, after: Optional[Node] = None,
-                 name: Optional[str] = None):
-        super().__init__((x,) if after is None else (x, after), {"prefix": prefix}, name)
+                 name: Optional[str] = None, show_value: bool = True):
+        super().__init__((x,) if after is None else (x, after),
+                         {"prefix": prefix, "show_value": show_value}, name)
 
     def _normalize(self, attributes: dict) -> dict:
         prefix = attributes["prefix"]
         if prefix is not None and not isinstance(prefix, str):
             raise self._fail(GraphError, f"prefix must be a string or None, not {prefix!r}")
-        return {"prefix": prefix}
+        show_value = attributes.get("show_value", True)
+        if not isinstance(show_value, bool):
+            raise self._fail(GraphError, f"show_value must be a bool, not {show_value!r}")
+        if not show_value and prefix is None:
+            raise self._fail(GraphError, "a print of neither a value nor a prefix")
+        return {"prefix": prefix, "show_value": show_value}
 
 
-def print_value(prefix: Optional[str], value: np.ndarray) -> None:
-    """What a print shows, on every backend: one `print` call to sys.stdout."""
-    if prefix is None:
+def print_value(prefix: Optional[str], value: np.ndarray, show_value: bool = True) -> None:
+    """What a print shows, on every backend: one `print` call to sys.stdout (the prefix
+    alone, as a message, without `show_value`)."""
+    if not show_value:
+        print(prefix)
+    elif prefix is None:
         print(value)
     else:
         print(f"{prefix}:", value)
@@ -83,7 +94,7 @@ def print_value(prefix: Optional[str], value: np.ndarray) -> None:
 
 @kernel(Print)
 def _print(node: Print, ctx, x: np.ndarray, *after: np.ndarray) -> np.ndarray:
-    print_value(node.attributes["prefix"], x)
+    print_value(node.attributes["prefix"], x, node.attributes.get("show_value", True))
     return np.array(x, copy=True)  # a value of its own: the input's buffer may be reused
 
 

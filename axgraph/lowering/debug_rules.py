@@ -14,6 +14,7 @@ from .rules import rule
 
 @rule(debug.PrintOp)
 def _print(ctx: LoweringContext, op: debug.PrintOp, x):
-    node = Print(x, op.prefix, after=ctx.effects[-1] if ctx.effects else None)
+    node = Print(x, op.prefix, after=ctx.effects[-1] if ctx.effects else None,
+                  show_value=op.show_value)
     ctx.effects.append(node)
     return node

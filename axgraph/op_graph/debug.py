@@ -33,6 +33,9 @@ class PrintOp(Op):
         The value printed and passed on.
     prefix : str, optional
         Printed before the value, followed by a colon (None: the value alone).
+    show_value : bool
+        Print the value (False: the prefix alone, as a message; the value still
+        passes through).
     name : str, optional
         A name for the result (automatic if None).
 
@@ -56,12 +59,14 @@ class PrintOp(Op):
     [3. 5. 7.]
     """
 
-    attributes = ("prefix",)
+    attributes = ("prefix", "show_value")
     prefix: Optional[str]
+    show_value: bool
     dtype_of_arg = 0
 
-    def __init__(self, x, prefix=None, name: Optional[str] = None):
-        super().__init__(as_op(x), prefix=None if prefix is None else str(prefix), name=name)
+    def __init__(self, x, prefix=None, show_value: bool = True, name: Optional[str] = None):
+        super().__init__(as_op(x), prefix=None if prefix is None else str(prefix),
+                         show_value=bool(show_value), name=name)
 
     def infer_axes(self) -> Axes:
         x = self.args[0]

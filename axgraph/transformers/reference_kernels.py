@@ -343,7 +343,7 @@ def _value_of(op, ctx, x):
 def _print(op, ctx, x):
     from ..core.host import print_value  # the text every backend prints
 
-    print_value(op.prefix, x)
+    print_value(op.prefix, x, op.show_value)
     return x
 
 

@@ -20,7 +20,8 @@ from ...op_graph.control import assign, doall, sequential
 from ...op_graph.op import Op
 from ...op_graph.tensors import constant
 from . import (ops_control, ops_conv, ops_gather, ops_math, ops_nn,  # noqa: F401 (RULES)
-               ops_random, ops_shape, ops_variable)
+               ops_optimizers, ops_random, ops_shape, ops_variable)
+from .deduplication import without_deduplication
 from .ops_variable import WRITING_OPS
 from .rules import (RULES, Context, GraphBuilder, Node, TFImportError, UnsupportedOpError,
                     Value)
@@ -127,6 +128,7 @@ class TFImporter:
                                 f"{type(graph_def).__name__}", user_location())
         if shapes:
             graph_def = _with_shapes(tf, graph_def, shapes)
+        graph_def = without_deduplication(tf, graph_def)
         graph = tf.Graph()
         try:
             with graph.as_default():
@@ -481,7 +483,7 @@ class TFImporter:
         self._contexts[tf_op.name] = context
         for k, tensor in enumerate(tf_op.outputs):
             self._contexts[tensor.name] = context
-            if tf_op.type == "Switch":  # output 0 lives where the predicate is false
+            if tf_op.type in ("Switch", "RefSwitch"):  # output 0: where the predicate is false
                 predicate = self._builder.as_op(inputs[1], node.hint)
                 self._contexts[tensor.name] = _union(context, ((predicate, k == 1),))
             elif tf_op.type == "Merge":

@@ -60,19 +60,20 @@ def import_assert(node: Node) -> Op:
 @rule("StringFormat")
 def import_string_format(node: Node) -> Op:
     """The text ``tf.print`` prints: each tensor printed with `ng.PrintOp`, after the
-    template's text before it (``tf.print("loss:", x)`` prints ``loss: <x>``)."""
+    template's text before it (``tf.print("loss:", x)`` prints ``loss: <x>``); a template
+    without tensors is printed as it is (``tf.print("done")``)."""
     template = str(node.attr("template", "{}"))
     placeholder = str(node.attr("placeholder", "{}"))
     texts = template.split(placeholder)
     if len(texts) - 1 != len(node.inputs):
         raise node.error(f"template {template!r} has {len(texts) - 1} places for "
                          f"{len(node.inputs)} tensors")
+    if not node.inputs:
+        return ng.PrintOp(ng.constant(np.int32(0)), template, show_value=False)
     prints = []
     for i, text in enumerate(texts[:-1]):
         prefix = re.sub(r"[:\s]+$", "", text).strip()
         prints.append(ng.PrintOp(node.op(i), prefix or None))
-    if not prints:
-        raise node.unsupported("printing text without tensors is not supported")
     return ng.doall(prints)
 
 
@@ -80,13 +81,14 @@ def import_string_format(node: Node) -> Op:
 def import_print(node: Node) -> Op:
     printed = node.input(0)
     if not isinstance(printed, Op):
-        raise node.unsupported("printing text without tensors is not supported")
+        raise node.unsupported("the printed text must come from a StringFormat (tf.print)")
     return printed
 
 
-@rule("Switch")
+@rule("Switch", "RefSwitch")
 def import_switch(node: Node) -> tuple:
-    """Both outputs are the value: the importer gives each the branch it lives in."""
+    """Both outputs are the value: the importer gives each the branch it lives in (a
+    RefSwitch routes a reference variable itself: a branch reading it reads the variable)."""
     value = node.op(0)
     return value, value
 

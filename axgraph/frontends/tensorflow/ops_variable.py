@@ -17,6 +17,8 @@ import axgraph as ng
 from ...axes import Axes
 from ...op_graph.op import Op
 from ...op_graph.tensors import AssignableTensorOp
+from ..indexed_writes import written_at
+from ..positional import relabelled
 from .ops_gather import segment_sum
 from .rules import Node, Value, rule
 
@@ -25,7 +27,9 @@ from .rules import Node, Value, rule
 #: after the write.
 WRITING_OPS = ("Assign", "AssignVariableOp", "AssignAdd", "AssignAddVariableOp", "AssignSub",
                "AssignSubVariableOp", "ApplyGradientDescent", "ResourceApplyGradientDescent",
-               "ScatterAdd", "ScatterSub", "ResourceScatterAdd", "ResourceScatterSub")
+               "ScatterAdd", "ScatterSub", "ResourceScatterAdd", "ResourceScatterSub",
+               "ScatterUpdate", "ResourceScatterUpdate", "ApplyMomentum", "ResourceApplyMomentum",
+               "SparseApplyMomentum", "ResourceSparseApplyMomentum")
 
 
 def _axes(node: Node, shape) -> Axes:
@@ -128,6 +132,31 @@ def import_scatter_add(node: Node) -> Op:
         sums = segment_sum(node, node.op(2), node.input(1), count, drop_negative=False)
         change = _value_on(node, target, sums)
         return target - change if node.op_type.endswith("Sub") else target + change
+
+    return _assigned(node, updated)
+
+
+@rule("ScatterUpdate", "ResourceScatterUpdate")
+def import_scatter_update(node: Node) -> Op:
+    """``var[indices] = updates`` (``tf.scatter_update``); where an index repeats, the last
+    of its rows is kept (as TF's CPU kernel leaves it)."""
+    def updated(target: Op) -> Op:
+        if not target.axes:
+            raise node.error("a scatter update of a scalar variable")
+        indices = node.op(1)
+        if indices.dtype.kind not in "iu":
+            raise node.error(f"indices of type {indices.dtype}: TF's indices are integers")
+        sources = [node.new_axis(a.length, f"{node.hint}_index") for a in indices.axes]
+        rows, rest = target.axes[0], list(target.axes[1:])
+        updates = node.op(2)
+        wanted = [a.length for a in sources] + [a.length for a in rest]
+        if [a.length for a in updates.axes] != wanted:
+            raise node.error(f"updates of shape {[a.length for a in updates.axes]} for indices "
+                             f"of shape {[a.length for a in sources]} into a variable of shape "
+                             f"{[a.length for a in target.axes]} (they must be {wanted})")
+        hits = ng.one_hot(relabelled(indices, sources), rows, dtype=target.dtype)
+        values = ng.multiply(relabelled(updates, sources + rest), 1, dtype=target.dtype)
+        return written_at(target, hits, values, sources, accumulate=False)
 
     return _assigned(node, updated)
 

@@ -14,13 +14,15 @@ The ops imported are the forward ops of MLPs, CNNs and transformer blocks: matri
 products, elementwise arithmetic with broadcasting, comparisons and activations,
 softmax and reductions, convolutions (1-3 spatial dims, strided, padded, dilated,
 grouped, transposed) and pooling on channels-first images (`..images`), batch norm as
-torch decomposes it, slicing and joining, and every reshape: a reshape pairs its dims
+torch decomposes it, slicing and joining (splits into pieces of an input's symbolic
+size too), writes at indices, and every reshape: a reshape pairs its dims
 with the input's by their traced sizes, keeps a merged group as a `FlattenedAxis` (so
 a later split gives the same axes back, a symbolic batch kept symbolic) and splits a
 dim onto new axes. An op's arguments are judged by the torch bridge's own check
 where the bridge declares one. Anything else is an `UnsupportedOperatorError` naming
 each op, its line, and why. The rules live beside this walk: `exported_rules` (the
-table), `exported_math`, `exported_shape` and `exported_nn`.
+table), `exported_math`, `exported_shape`, `exported_pieces`, `exported_scatter` and
+`exported_nn`.
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from ..positional import aligned, broadcast_axes, in_order
-from . import exported_math, exported_nn, exported_shape  # noqa: F401 - they fill the table
+from . import (exported_math, exported_nn, exported_pieces,  # noqa: F401 - they fill the table
+               exported_scatter, exported_shape)
 from .errors import TorchBridgeError, UnsupportedOperatorError, node_location, node_source
 from .exported_rules import IMPORT_RULES, imported_ops, numpy_dtype, refusal
 from .registry import Arguments, op_name

@@ -11,6 +11,7 @@ import torch
 from ..positional import aligned, concatenated, in_order, index_slices, is_one, relabelled
 from .building import positions
 from .errors import TorchBridgeError, node_location, node_source
+from .exported_pieces import symbolic_pieces
 from .exported_rules import bridge_check, import_rule
 from .registry import Arguments, op_name
 
@@ -258,15 +259,16 @@ def _select(importer: Importer, node: Any, args: Arguments) -> Any:
 
 @import_rule(aten.split_with_sizes.default, aten.split.Tensor)
 def _split(importer: Importer, node: Any, args: Arguments) -> Any:
+    """Pieces along one dim: slices, or where a size is symbolic `exported_pieces`."""
     x = args.self
     dim = args.dim % len(x.axes)
+    symbolic = symbolic_pieces(importer, node, x, dim)
+    if symbolic is not None:
+        return symbolic
     pieces: List[Any] = []
     start = 0
     for value in node.meta["val"]:
         length = value.shape[dim]
-        if not isinstance(length, int):
-            raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}) "
-                                   f"into pieces of symbolic size {length}", node_location(node))
         picked = importer.ng.tensor_slice(
             x, index_slices(len(x.axes), dim, slice(start, start + length)))
         axes = list(picked.axes)
@@ -287,20 +289,39 @@ def _cat(importer: Importer, node: Any, args: Arguments) -> Any:
                                f"{error}", node_location(node)) from None
 
 
-@import_rule(aten.constant_pad_nd.default, check=bridge_check(aten.constant_pad_nd.default))
+def _known_padding(node: Any) -> Optional[str]:
+    return None if all(isinstance(p, int) for p in node.args[1]) else "symbolic padding"
+
+
+@import_rule(aten.constant_pad_nd.default, check=_known_padding)
 def _pad(importer: Importer, node: Any, args: Arguments) -> Any:
-    """Zero padding (torch lists it from the last dim backwards, before and after)."""
+    """Padding with `value` (torch lists it from the last dim backwards, before and after
+    each); negative amounts crop, as a slice first."""
+    ng = importer.ng
     x = args.self
     rank = len(x.axes)
     pairs = [(0, 0)] * rank
     for i in range(len(args.pad) // 2):
         pairs[rank - 1 - i] = (args.pad[2 * i], args.pad[2 * i + 1])
-    if args.value != 0 or any(p < 0 for pair in pairs for p in pair):
-        raise TorchBridgeError(f"{op_name(node.target)} ({node_source(node) or node.name}): "
-                               f"only padding with zeros is imported", node_location(node))
-    padded = importer.ng.pad(x, pairs)
-    return relabelled(padded, [a if pair == (0, 0) else importer.axis(f"{node.name}_{i}", b.length)
-                               for i, (a, b, pair) in enumerate(zip(x.axes, padded.axes, pairs))])
+    if any(p < 0 for pair in pairs for p in pair):
+        crops = [slice(max(-before, 0), a.length - max(-after, 0))
+                 if min(before, after) < 0 else slice(None)
+                 for a, (before, after) in zip(x.axes, pairs)]
+        cropped = ng.tensor_slice(x, crops)
+        x = relabelled(cropped, [importer.axis(f"{node.name}_crop_{i}", b.length)
+                                 if crops[i] != slice(None) else a
+                                 for i, (a, b) in enumerate(zip(x.axes, cropped.axes))])
+        pairs = [(max(before, 0), max(after, 0)) for before, after in pairs]
+    if all(pair == (0, 0) for pair in pairs):
+        return x
+    axes = [a if pair == (0, 0) else importer.axis(f"{node.name}_{i}",
+                                                   a.length + pair[0] + pair[1])
+            for i, (a, pair) in enumerate(zip(x.axes, pairs))]
+    padded = ng.pad(x, pairs, axes=axes)
+    if args.value == 0:
+        return padded
+    inside = ng.pad(ng.broadcast(ng.constant(1, dtype=x.dtype), list(x.axes)), pairs, axes=axes)
+    return ng.where(ng.not_equal(inside, 0), padded, args.value, dtype=x.dtype)
 
 
 @import_rule(aten.flip.default)
