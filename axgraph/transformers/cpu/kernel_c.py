@@ -889,51 +889,62 @@ def _row_entry(emitter: "_Emitter", result: str) -> str:
     pass reduces them (max, or the sum of a backprop); the second pass takes
     exp and sums (softmax) or the last pass writes the result. Sums are in the
     element type, over as many partial sums as the vectors have lanes (a
-    double accumulator cost a fifth more on rows of 128 floats).
+    double accumulator cost a fifth more on rows of 128 floats). The inputs'
+    pointers are read once, before the rows: read in the first pass (through a
+    helper taking `p`), gcc reloaded them per element and gathered the
+    elements one by one (softmax over 1024 rows of 32 took twice as long).
     """
     group = emitter.group
     row = group.row
     assert row is not None  # called for row groups only
     et = row.element_type
     value, k = CTYPES[et.name], len(group.inputs)
-    exp = emitter._math("exp", et)
-    lines = [f"{value}* out = ({value}*)p[{k}];"]
-    y = ""
+    lines = [*emitter.pointers, *emitter.hoisted, f"{value}* out = ({value}*)p[{k}];"]
+    y = y_first = ""
     if isinstance(row, core.SoftmaxBackprop):
         j = group.inputs.index(row.inputs[1])
         lines.append(f"const {value}* yp = (const {value}*)p[{j}];")
-        y = "yp[0]" if j in emitter.scalar_inputs else "yp[base + i]"
-    element = f"const {value} v = axgraph_element(base + i, p);"
+        scalar = j in emitter.scalar_inputs
+        y, y_first = ("yp[0]", "yp[0]") if scalar else ("yp[base + i]", "yp[i]")
+
+    def first_pass(reduce: str) -> List[str]:
+        """The loop computing the row's elementwise values into o (i runs over the whole
+        array's positions, as the element code reads them), reducing each by `reduce`."""
+        return ["for (int64_t i = base; i < base + inner; ++i) {",
+                *("    " + line for line in emitter.body),
+                f"    const {value} v = {result};",
+                f"    o[i - base] = v; {reduce}",
+                "}"]
+
     if isinstance(row, core.Softmax):
-        passes = [
-            f"{value} m = -INFINITY;",
-            "#pragma omp simd reduction(max:m)",
-            f"for (int64_t i = 0; i < inner; ++i) {{ {element} o[i] = v; m = v > m ? v : m; }}",
-            f"{value} s = 0;"]
+        # x - max(x) <= 0 (or NaN): the cheaper exp of non-positive arguments
+        exp_shifted = emitter._math("exp_nonpositive", et)
+        passes = [f"{value} m = -INFINITY;", "#pragma omp simd reduction(max:m)",
+                  *first_pass("m = v > m ? v : m;"), f"{value} s = 0;"]
         if isinstance(row, core.LogSoftmax):
             log = emitter._math("log", et)
             passes += [
                 "#pragma omp simd reduction(+:s)",
-                f"for (int64_t i = 0; i < inner; ++i) s += {exp}(o[i] - m);",
+                f"for (int64_t i = 0; i < inner; ++i) s += {exp_shifted}(o[i] - m);",
                 f"const {value} ls = {log}(s);",
                 "#pragma omp simd",
                 "for (int64_t i = 0; i < inner; ++i) o[i] = (o[i] - m) - ls;"]
         else:
             passes += [
                 "#pragma omp simd reduction(+:s)",
-                f"for (int64_t i = 0; i < inner; ++i) {{ const {value} e = {exp}(o[i] - m); "
+                f"for (int64_t i = 0; i < inner; ++i) {{ const {value} e = {exp_shifted}(o[i] - m); "
                 f"o[i] = e; s += e; }}",
                 "#pragma omp simd",
                 "for (int64_t i = 0; i < inner; ++i) o[i] = o[i] / s;"]
     else:
-        first = "v * " + y if not isinstance(row, core.LogSoftmaxBackprop) else "v"
+        exp = emitter._math("exp", et)
+        first = "v * " + y_first if not isinstance(row, core.LogSoftmaxBackprop) else "v"
         last = (f"o[i] - {exp}({y}) * s" if isinstance(row, core.LogSoftmaxBackprop)
                 else f"{y} * (o[i] - s)")
         passes = [
             f"{value} s = 0;",
             "#pragma omp simd reduction(+:s)",
-            f"for (int64_t i = 0; i < inner; ++i) {{ {element} o[i] = v; "
-            f"s += {first}; }}",
+            *first_pass(f"s += {first};"),
             "#pragma omp simd",
             f"for (int64_t i = 0; i < inner; ++i) o[i] = {last};"]
     lines += [
@@ -944,11 +955,7 @@ def _row_entry(emitter: "_Emitter", result: str) -> str:
         *("    " + line for line in passes),
         "}",
         "return 0;"]
-    return (f"static inline {value} axgraph_element(int64_t i, void* const* p)\n{{\n"
-            + _indent(emitter.pointers + emitter.hoisted + emitter.body
-                      + [f"return {result};"], 1) + "}\n\n"
-            + f"int {ENTRY}(int64_t outer, int64_t inner, void* const* p)\n{{\n"
-            + _indent(lines, 1) + "}\n")
+    return f"int {ENTRY}(int64_t outer, int64_t inner, void* const* p)\n{{\n" + _indent(lines, 1) + "}\n"
 
 
 def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset(),
