@@ -98,6 +98,17 @@ static inline float axgraph_exp_nonpositivef(float x)
     {_power_of_two("scale", "(n + 64)")}
     return zero ? 0.0f : er * scale * 0x1p-64f;
 }}""", uses=("_expf_parts",)),
+    # e^x where it is a normal float, x in [-87, 88] (or NaN), as erff's e^q (q in
+    # [-17.5, 0.001]): expf's values there (2^n applied exactly, as one factor) without its
+    # clamps and selects, which took a sixth of the erf GELU's time.
+    "_exp_normalf": OwnFunction(f"""\
+static inline float axgraph_exp_normalf(float x)
+{{
+    int32_t n;
+    const float er = axgraph_expf_parts(x, &n);
+    {_power_of_two("scale", "n")}
+    return er * scale;
+}}""", uses=("_expf_parts",)),
     "exp_nonpositive": OwnFunction("""\
 static inline double axgraph_exp_nonpositive(double x) { return exp(x); }""", uses=("exp",)),
     # tanhf: libmvec's cost about as much as expf and a division together. The rational
@@ -177,9 +188,9 @@ static inline float axgraph_erff(float x)
     q = AXGRAPH_FMAF(q, t, -0x1.44546cp-1f);
     q = AXGRAPH_FMAF(q, t, -0x1.21245cp+0f);
     q = AXGRAPH_FMAF(q, t, 0x1.570baep-13f);
-    const float far = 1.0f - axgraph_exp_nonpositivef(q);
+    const float far = 1.0f - axgraph_exp_normalf(q);
     return copysignf(a < 0x1.cp-1f ? near : far, x);  /* odd, -0 kept */
-}""", uses=("_fmaf", "exp_nonpositivef")),
+}""", uses=("_fmaf", "_exp_normalf")),
     # 64-bit integers to floats: x86 converts them in vectors only from AVX-512DQ on (which
     # the functions then use), and one scalar conversion leaves the whole loop scalar
     # (Convert(int64) * tanh(y) + y over 4M ran 2x slower than NumPy on AVX2). x is split

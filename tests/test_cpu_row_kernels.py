@@ -1,0 +1,159 @@
+"""The C engine's row kernels (softmax, log-softmax and their backprops over trailing dims),
+each computing its operand from two inputs first, against float64 NumPy; and the kernels'
+choice of exp and of threads for math-heavy loops."""
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from axgraph import core
+from axgraph.transformers.cpu import fusion, kernel_c
+from axgraph.transformers.cpu.fusion import compile_group, find_fusion_groups
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_cache(tmp_path_factory):
+    """Kernels built for this module only (the compile is the slow part, and a shared cache
+    could hold a library built from other kernel text)."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("AXGRAPH_CACHE_DIR", str(tmp_path_factory.mktemp("row-kernels")))
+    yield
+    patch.undo()
+
+
+@pytest.fixture(scope="module")
+def has_c(own_cache) -> bool:
+    return "c" in fusion.available_engines()
+
+
+def only_group(function: core.Function):
+    (group,) = find_fusion_groups(function)
+    return group
+
+
+def run(group, arrays):
+    kernel = compile_group(group, {n: tuple(n.shape) for n in group.nodes + group.inputs},
+                           engine="c")
+    assert kernel.engine == "c"
+    out = np.empty(tuple(group.output.shape), group.output.element_type.dtype)
+    kernel(*arrays, out=out)
+    return kernel, out
+
+
+def softmax64(x: np.ndarray, axis: int = -1):
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True), shifted - np.log(e.sum(axis=axis, keepdims=True))
+
+
+@pytest.mark.parametrize("rows, inner", [(1024, 32), (7, 3), (33, 100), (2, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_kernels_with_a_prologue_match_numpy(has_c, rows, inner, dtype):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    et = core.element_type(dtype)
+    shape = (rows, inner)
+    a, b, dy = (core.Parameter(et, shape, name=n) for n in ("a", "b", "dy"))
+    rng = np.random.default_rng(5)
+    av = (rng.standard_normal(shape) * 3).astype(dtype)
+    bv = rng.standard_normal(shape).astype(dtype)
+    av[0, 0] = -np.inf                      # a masked entry
+    if rows > 2 and inner > 1:
+        av[1, :] = -np.inf                  # a row masked whole: NaN, as NumPy gives
+    dyv = rng.standard_normal(shape).astype(dtype)
+    logits = core.Add(a, core.Multiply(b, b))
+    with np.errstate(invalid="ignore"):  # the masked row
+        y64, log64 = softmax64((av + bv * bv).astype(np.float64))
+    # the backprops read y (a given array here) and compute their dy as dy * b
+    yv, logv = y64.astype(dtype), log64.astype(dtype)
+    given = core.Parameter(et, shape, name="y")
+    upstream = core.Multiply(dy, b)
+    cases = [
+        (core.Softmax(logits, (1,)), [av, bv], y64),
+        (core.LogSoftmax(logits, (1,)), [av, bv], log64),
+        (core.SoftmaxBackprop(upstream, given, (1,)), [dyv, bv, yv],
+         yv * (dyv * bv - (dyv * bv * yv.astype(np.float64)).sum(1, keepdims=True))),
+        (core.LogSoftmaxBackprop(upstream, given, (1,)), [dyv, bv, logv],
+         dyv * bv - np.exp(logv.astype(np.float64)) * (dyv * bv).sum(1, keepdims=True)),
+    ]
+    tolerance = 2e-5 if dtype == np.float32 else 1e-12
+    for row, arrays, want in cases:
+        names = ("dy", "b", "y") if isinstance(row, core.SoftmaxBackprop) else ("a", "b")
+        by_name = dict(zip(names, arrays))
+        function_parameters = {"a": a, "b": b, "dy": dy, "y": given}
+        function = core.Function([row], [function_parameters[n] for n in names])
+        group = only_group(function)
+        assert group.row is row
+        _, got = run(group, [by_name[x.name] for x in group.inputs])
+        assert got.dtype == dtype
+        assert np.array_equal(np.isnan(got), np.isnan(want)), row.op
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=tolerance, atol=tolerance,
+                                   err_msg=row.op)
+        assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+
+
+def test_sign_of_values_from_the_ops_that_fix_it():
+    n = 8
+    x, y = core.Parameter(core.f32, (n,), name="x"), core.Parameter(core.f32, (n,), name="y")
+    half = core.Constant(core.f32, (n,), -0.5)
+    square = core.Multiply(x, x)
+    assert kernel_c.sign(square) == 1
+    assert kernel_c.sign(core.Multiply(square, half)) == -1
+    assert kernel_c.sign(core.Negative(core.Abs(x))) == -1
+    assert kernel_c.sign(core.Multiply(core.Exp(x), core.Negative(core.Sqrt(y)))) == -1
+    assert kernel_c.sign(core.Power(x, core.Constant(core.f32, (n,), 2.0))) == 1
+    assert kernel_c.sign(core.Multiply(x, half)) == 0
+    assert kernel_c.sign(core.Multiply(x, y)) == 0
+    assert kernel_c.sign(core.Power(x, core.Constant(core.f32, (n,), 3.0))) == 0
+
+
+def test_an_exp_of_a_never_positive_argument_takes_exp_nonpositive(has_c):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    n = 4096
+    x, y = core.Parameter(core.f32, (n,), name="x"), core.Parameter(core.f32, (n,), name="y")
+    half = core.Constant(core.f32, (n,), -0.5)
+    gaussian = core.Function([core.Add(core.Exp(core.Multiply(core.Multiply(x, x), half)), y)],
+                             [x, y])
+    free = core.Function([core.Add(core.Exp(core.Multiply(x, y)), y)], [x, y])
+    rng = np.random.default_rng(6)
+    xv = (rng.standard_normal(n) * 6).astype(np.float32)
+    xv[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 15.0]  # 15: e^-112.5 is 0 in float
+    yv = rng.standard_normal(n).astype(np.float32)
+    y64 = yv.astype(np.float64)
+    for function, call, want in (
+            (gaussian, "axgraph_exp_nonpositivef(", np.exp(np.float32(-0.5) * (xv * xv)) + y64),
+            (free, "axgraph_expf(", np.exp((xv * yv).astype(np.float64)) + y64)):
+        group = only_group(function)
+        kernel, got = run(group, [{"x": xv, "y": yv}[v.name] for v in group.inputs])
+        assert call in kernel.source
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=3e-7, atol=1e-7)
+        assert np.array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64") or
+                    shutil.which("gcc") is None, reason="checks gcc's x86-64 assembly")
+def test_row_kernels_load_their_elements_without_gathers(tmp_path):
+    """Read through a helper taking the pointer array, gcc reloaded the input pointers per
+    element and, tuning for an AVX-512 server (Ice Lake, Zen 3 and 4; not x86-64-v4's
+    generic tuning), gathered the elements: softmax over rows of 32 took twice as long."""
+    shape = (16, 32)
+    a, b, y = (core.Parameter(core.f32, shape, name=n) for n in "aby")
+    logits = core.Add(a, core.Multiply(b, b))
+    for row, parameters in ((core.Softmax(logits, (1,)), [a, b]),
+                            (core.SoftmaxBackprop(logits, y, (1,)), [a, b, y])):
+        group = only_group(core.Function([row], parameters))
+        path = tmp_path / f"{row.op}.c"
+        path.write_text(kernel_c.generate_source(group))
+        flags = [f for f in kernel_c.BASE_FLAGS if f != "-shared"]
+        run = subprocess.run(["gcc", *flags, "-march=icelake-server", "-fopenmp", "-S", str(path),
+                              "-o", "-"], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert "gather" not in run.stdout, row.op
