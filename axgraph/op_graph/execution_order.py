@@ -72,16 +72,18 @@ def timed_ops(ops: Iterable[Op]) -> Set[Op]:
     """
     written = {arg for op in ops for arg in op.args[:op.lvalue_args]}
     known: Dict[Op, bool] = {}
+    entered: Set[Op] = set()
     for root in ops:
         stack = [(root, False)]
         while stack:
             op, expanded = stack.pop()
-            if op in known:
+            if op in known or (op in entered and not expanded):  # done, or on a cycle
                 continue
             deps = [*op.args, *op.other_deps]
             if not expanded:
+                entered.add(op)
                 stack.append((op, True))
-                stack.extend((dep, False) for dep in deps if dep not in known)
+                stack.extend((dep, False) for dep in deps if dep not in entered)
                 continue
             known[op] = not op.is_assignable and (
                 not op.is_tensor_op or op.has_effect
