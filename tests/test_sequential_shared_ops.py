@@ -100,3 +100,14 @@ def test_which_ops_are_pinned_by_a_sequential():
     # w is written here (its update's w + 1 reads it too) and v is not; stored tensors
     # are read where used, never pinned
     assert timed == {shown, after_print, update, update.value, reads_written, copied}
+
+
+def test_a_cycle_through_a_sequential_is_reported():
+    x = ng.placeholder([C], name="x")
+    first = ng.exp(x, name="looping_exp")
+    shown = ng.PrintOp(first, "first")
+    steps = ng.sequential([shown, first + 1.0])
+    first.other_deps.add(steps)  # first waits for what needs it
+    assert {first, shown, steps} <= timed_ops(reachable([steps]))  # (a dep on a cycle: timed)
+    with pytest.raises(ng.GraphError, match="dependency cycle"):
+        schedule([steps])
