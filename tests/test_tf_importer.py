@@ -529,6 +529,32 @@ def test_a_print_of_text_alone_prints_it_when_the_value_is_computed(capsys):
         assert capsys.readouterr().out.splitlines() == ["starting now"]
 
 
+def test_prints_of_text_and_of_a_placeholder_guarding_chained_values(capsys):
+    # y runs after the text; its user runs after the print of x, which reads x: the
+    # placeholder is needed before one print and after the other (no false cycle)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, (3,))
+        shown = tf.print("x is:", x)
+        note = tf.print("starting")
+        with tf.control_dependencies([note]):
+            y = x * 3.0
+        with tf.control_dependencies([shown]):
+            z = y + 1.0
+    values = np.array([1, 2, 3], np.float32)
+    expected = tf_values(graph, z, {x: values})
+    importer = TFImporter()
+    importer.import_graph_def(graph.as_graph_def())
+    backends = ["numpy", "cpu"] + (["jax"] if importlib.util.find_spec("jax") else [])
+    for name in backends:
+        with ng.make_transformer(name) as transformer:
+            got = transformer.computation(importer.get_op_handle(z),
+                                          importer.get_op_handle(x))(values)
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+        assert sorted(capsys.readouterr().out.splitlines()) == ["starting",
+                                                                "x is: [1. 2. 3.]"]
+
+
 def test_a_cond_reading_a_reference_variable_takes_the_branch_tf_takes():
     graph = tf.Graph()
     with graph.as_default():

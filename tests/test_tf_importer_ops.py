@@ -7,6 +7,7 @@ values and shapes must agree to float32 tolerances.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import numpy as np
@@ -367,6 +368,62 @@ def test_momentum_steps_on_an_embedding_and_a_dense_weight_agree_with_tf(use_res
     unused = [0, 2, 3, 6]
     np.testing.assert_array_equal(want[1][unused], start[unused])  # rows no id names
     assert not np.isclose(want[1][[1, 4, 5]], start[[1, 4, 5]]).any()
+
+
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_a_sparse_momentum_step_called_directly_agrees_with_tf_or_refuses_repeats(use_resource):
+    # without the optimizer's de-duplication TF applies a repeated id's rows one step
+    # after another; the import sums by id, so it refuses repeats when the step runs
+    start = randn(5, 3)
+    distinct, repeated = np.array([3, 1], np.int32), np.array([3, 1, 3], np.int32)
+    results = {}
+    for ids_value in (distinct, repeated):
+        rows = randn(len(ids_value), 3)
+        graph = tf.Graph()
+        with graph.as_default():
+            ids = tf.placeholder(tf.int32, ids_value.shape)
+            grads = tf.placeholder(tf.float32, rows.shape)
+            var = tf.get_variable("var", initializer=start, use_resource=use_resource)
+            accum = tf.get_variable("accum", initializer=np.zeros_like(start),
+                                    use_resource=use_resource)
+            if use_resource:
+                step = tf.raw_ops.ResourceSparseApplyMomentum(
+                    var=var.handle, accum=accum.handle, lr=0.1, grad=grads, indices=ids,
+                    momentum=0.9)
+            else:
+                step = tf.raw_ops.SparseApplyMomentum(
+                    var=var._ref(), accum=accum._ref(), lr=0.1, grad=grads, indices=ids,
+                    momentum=0.9)
+            init = tf.global_variables_initializer()
+        with tf.Session(graph=graph) as session:
+            session.run(init)
+            for _ in range(2):
+                session.run(step, {ids: ids_value, grads: rows})
+            want = session.run(var)
+        importer = TFImporter()
+        importer.import_graph_def(graph.as_graph_def())
+        handles = importer.get_op_handle([ids, grads, step, init, var])
+        results[len(ids_value)] = (want, rows, handles)
+    for name in ["numpy", "cpu"] + (["jax"] if importlib.util.find_spec("jax") else []):
+        want, rows, (ids_ng, grads_ng, step_ng, init_ng, var_ng) = results[len(distinct)]
+        with ng.make_transformer(name) as transformer:
+            transformer.computation(init_ng)()
+            step = transformer.computation(step_ng, ids_ng, grads_ng)
+            for _ in range(2):
+                step(distinct, rows)
+            np.testing.assert_allclose(transformer.computation(var_ng)(), want, rtol=1e-6,
+                                       atol=1e-7)
+        _, rows, (ids_ng, grads_ng, step_ng, init_ng, var_ng) = results[len(repeated)]
+        with ng.make_transformer(name) as transformer:
+            transformer.computation(init_ng)()
+            with pytest.raises(ng.ExecutionError) as failure:
+                transformer.computation(step_ng, ids_ng, grads_ng)(repeated, rows)
+            message = str(failure.value)
+            assert "SparseApplyMomentum node" in message and "index repeats" in message
+            assert message.splitlines()[0].endswith("The most repeated index:] [3]"), message
+            assert __file__ in message
+            # nothing was written
+            np.testing.assert_array_equal(transformer.computation(var_ng)(), start)
 
 
 # --- gradient --------------------------------------------------------------------------

@@ -253,6 +253,11 @@ def sequential(ops: Sequence[Op], name: Optional[str] = None) -> Op:
 
     Graph ops run in any order their args allow; this fixes one, for effects
     that must happen in sequence (an update, then a read of what it wrote).
+    What a step needs runs after the steps before it when its place can be
+    seen: effects (assigns, prints) and reads of tensors the computation
+    writes. Ops whose value is the same wherever they run (placeholders,
+    constants, what is computed from them alone) stay free, so sequentials
+    that share them never order them against each other.
 
     Parameters
     ----------

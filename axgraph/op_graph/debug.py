@@ -63,6 +63,7 @@ class PrintOp(Op):
     prefix: Optional[str]
     show_value: bool
     dtype_of_arg = 0
+    has_effect = True
 
     def __init__(self, x, prefix=None, show_value: bool = True, name: Optional[str] = None):
         super().__init__(as_op(x), prefix=None if prefix is None else str(prefix),

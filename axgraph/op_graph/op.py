@@ -126,6 +126,9 @@ class Op(NameableValue, DebugInfo):
     is_tensor_op = True
     #: True for ops whose value is a stored tensor (constants, variables, ...).
     is_assignable = False
+    #: True for ops that act when they run besides giving a value (a print, a check), so
+    #: that `sequential` keeps them in their step (ops without a value act too).
+    has_effect = False
     #: How many leading args are written rather than read (1 for assigns).
     lvalue_args = 0
     #: The constructor parameters that are facts of the op besides its args (the axes

@@ -62,6 +62,7 @@ class AssertOp(Op):
     parts: Tuple[Part, ...]
     summarize: int
     dtype_of_arg = 0
+    has_effect = True
 
     def __init__(self, condition, data: Sequence[Op], label: str, parts: Sequence[Part],
                  summarize: int, name: Optional[str] = None):

@@ -10,7 +10,7 @@ computed it when nothing else reads them. TF's own result is unchanged.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Set, Tuple
 
 #: Op type -> the positions of its (gradient rows, indices) inputs, for the steps whose
 #: import rules sum the rows of repeated indices.
@@ -29,9 +29,13 @@ def _source(name: str) -> Tuple[str, int]:
     return op, int(index) if index else 0
 
 
-def without_deduplication(tf: Any, graph_def: Any) -> Any:
+def without_deduplication(tf: Any, graph_def: Any) -> Tuple[Any, FrozenSet[str]]:
     """`graph_def`, or a copy whose summing steps read the rows and indices from before
-    TF's de-duplication (see the module's notes).
+    TF's de-duplication (see the module's notes), and the names of those steps.
+
+    A summing step not fed by a de-duplication (the raw op called directly) keeps its
+    inputs; its import rule refuses repeated indices when the graph runs, as TF would
+    apply them one after another.
 
     Parameters
     ----------
@@ -44,6 +48,8 @@ def without_deduplication(tf: Any, graph_def: Any) -> Any:
     -------
     tf.GraphDef
         The graph the importer reads.
+    frozenset of str
+        The steps that now read the rows and indices from before the de-duplication.
     """
     nodes = {node.name: node for node in graph_def.node}
     rewired: List[Tuple[str, int, str]] = []
@@ -63,14 +69,14 @@ def without_deduplication(tf: Any, graph_def: Any) -> Any:
         rewired.append((node.name, indices_at, unique.input[0]))
         dropped.update((summed.name, unique.name))
     if not rewired:
-        return graph_def
+        return graph_def, frozenset()
     copy = tf.GraphDef()
     copy.CopyFrom(graph_def)
     by_name = {node.name: node for node in copy.node}
     for name, position, source in rewired:
         by_name[name].input[position] = source
     _drop_unread(copy, dropped)
-    return copy
+    return copy, frozenset(name for name, _, _ in rewired)
 
 
 def _drop_unread(graph_def: Any, candidates: Set[str]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -91,6 +91,8 @@ class TFImporter:
         #: op name -> (name, type, error) of the op in the way: it, or one it depends on
         self._refused: Dict[str, Tuple[str, str, UnsupportedOpError]] = {}
         self._missing: Set[str] = set()  # the op types met without an import rule
+        #: the sparse steps whose indices TF's optimizer de-duplicated (see deduplication)
+        self._deduplicated: FrozenSet[str] = frozenset()
         self._saved: Optional[Tuple[Any, Any, Optional[str]]] = None  # meta graph, saver, ckpt
         self._builder = GraphBuilder()
 
@@ -128,7 +130,7 @@ class TFImporter:
                                 f"{type(graph_def).__name__}", user_location())
         if shapes:
             graph_def = _with_shapes(tf, graph_def, shapes)
-        graph_def = without_deduplication(tf, graph_def)
+        graph_def, self._deduplicated = without_deduplication(tf, graph_def)
         graph = tf.Graph()
         try:
             with graph.as_default():
@@ -455,7 +457,7 @@ class TFImporter:
                                      f"is not supported (axgraph computes both branches)",
                                      user_location())
         node = Node(tf_op, inputs, controls, self._builder, initial.get(tf_op.name),
-                    context, input_contexts)
+                    context, input_contexts, tf_op.name in self._deduplicated)
         try:
             produced = rule(node)
         except TFImportError:

@@ -11,7 +11,9 @@ The sparse step is written densely: the gradient's rows are summed into rows of 
 variable (`segment_sum`), and the rows no index names keep their values. The optimizer
 first sums the rows of repeated indices itself (TF's ``Unique`` and a segment sum, whose
 number of rows is known only when the graph runs); the importer takes that sum out of
-the graph (`deduplication`), as summing by row here gives the same step.
+the graph (`deduplication`), as summing by row here gives the same step. The raw op
+called directly applies a repeated index's rows one after another, which a sum does not
+give: there the step checks, when it runs, that no index repeats.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import numpy as np
 import axgraph as ng
 
 from ...op_graph.op import Op
+from .checks import AssertOp
 from .ops_gather import segment_sum
 from .ops_variable import _stored, _value_on
 from .rules import Node, rule
@@ -75,6 +78,20 @@ def import_sparse_apply_momentum(node: Node) -> Op:
     indices = node.op(4)
     ones = ng.constant(np.ones([int(a.length) for a in indices.axes], np.float32),
                        [node.new_axis(a.length, f"{node.hint}_named") for a in indices.axes])
-    named = segment_sum(node, ones, node.input(4), count, drop_negative=False)
-    touched = ng.greater(ng.cast_axes(named, [var.axes[0]]), 0)
+    named = ng.cast_axes(segment_sum(node, ones, node.input(4), count, drop_negative=False),
+                         [var.axes[0]])
+    touched = ng.greater(named, 0)
+    if not node.deduplicated:
+        touched = ng.where(_no_repeats(node, named), touched, False)
     return _momentum_step(node, _value_on(node, var, summed), touched, 5)
+
+
+def _no_repeats(node: Node, named: Op) -> Op:
+    """A check, run with the step, that each row is named at most once (`named`: how
+    often each is): TF applies a repeated index's rows one step after another, which the
+    step summing rows by index does not reproduce. Its value is True for every row."""
+    text = ("an index repeats; TF applies its rows one momentum step after another, which "
+            "axgraph does not: pass distinct indices (TF's optimizers sum repeated rows "
+            "first). The most repeated index:")
+    return AssertOp(ng.less_equal(named, 1), [ng.argmax(named)], f"TF {node.label}",
+                    [text, None], -1, name=f"{node.hint}_distinct")

@@ -106,6 +106,9 @@ class Node:
     context: "Context" = ()
     #: the branch of each input
     input_contexts: List["Context"] = field(default_factory=list)
+    #: for a sparse step: whether TF's optimizer de-duplicated its indices (the importer
+    #: took the Unique out: a repeated index is then the optimizer's, see deduplication)
+    deduplicated: bool = False
 
     @property
     def hint(self) -> str:
