@@ -696,6 +696,78 @@ def test_a_recurrent_slice_gradient_has_no_pads_after_the_default_passes():
     assert_same_results(function, after)
 
 
+# -- a Concat in its reader's layout ---------------------------------------------------------
+
+def test_a_transpose_of_a_concat_moves_into_its_pieces():
+    a, b = param(f32, (2, 3, 4), "a"), param(f32, (2, 5, 4), "b")
+    joined = core.Transpose(core.Concat([core.Tanh(a), core.Tanh(b)], 1), (2, 0, 1))
+    f = core.Function([core.Exp(joined)], [a, b])
+    g = run_pass(passes.ConcatAbsorbsLayout(), f)
+    concat = next(n for n in g.nodes if n.op == "Concat")
+    assert concat.attributes["axis"] == 2 and tuple(concat.shape) == (4, 2, 8)
+    assert [n.op for n in concat.inputs] == ["Transpose", "Transpose"]
+    assert concat in g.nodes[-1].inputs  # nothing moves the Concat's result any more
+
+
+def test_a_reshape_of_a_concat_moves_in_where_the_joined_dim_stays_whole():
+    a, b = param(f32, (2, 1, 3, 4), "a"), param(f32, (2, 2, 3, 4), "b")
+    joined = core.Concat([core.Tanh(a), core.Tanh(b)], 1)  # (2, 3, 3, 4)
+    merged = core.Reshape(joined, (2, 36))  # the dims after the joined one merge into it
+    f = core.Function([core.Exp(merged)], [a, b])
+    g = run_pass(passes.ConcatAbsorbsLayout(), f)
+    concat = next(n for n in g.nodes if n.op == "Concat")
+    assert concat.attributes["axis"] == 1
+    assert [tuple(n.shape) for n in concat.inputs] == [(2, 12), (2, 24)]
+    mixed = core.Reshape(core.Concat([core.Tanh(a), core.Tanh(b)], 1), (6, 12))  # 2 x 3 mixed
+    f = core.Function([core.Exp(mixed)], [a, b])
+    assert passes.ConcatAbsorbsLayout().run(f) is f
+    read_twice = core.Concat([core.Tanh(a), core.Tanh(b)], 1)
+    f = core.Function([core.Reshape(read_twice, (2, 36)), read_twice], [a, b])
+    assert passes.ConcatAbsorbsLayout().run(f) is f  # else it would be written twice
+
+
+@pytest.mark.parametrize("shape, axis, target, found", [
+    ((3, 32, 8, 64), 0, (3, 32, 8, 1, 64), (0, 1)),
+    ((1, 32, 8, 3, 64), 3, (256, 192), (1, 64)),
+    ((4, 6, 5), 1, (2, 2, 6, 5), (2, 1)),
+    ((4, 6, 5), 1, (4, 3, 10), None),  # the joined dim split
+    ((4, 6, 5), 1, (24, 5), None),  # mixed with the dim before it
+    ((4, 6, 6), 1, (4, 4, 9), None),  # the joined dim and the next merge unevenly
+])
+def test_joined_dim_finds_where_the_concat_dim_lands(shape, axis, target, found):
+    from axgraph.passes.concat_layout import joined_dim
+    assert joined_dim(shape, axis, target) == found
+
+
+def test_a_transpose_moving_only_unit_dims_is_a_reshape():
+    x = param(f32, (1, 3, 1, 4), "x")
+    f = core.Function([core.Exp(core.Transpose(x, (1, 0, 3, 2)))], [x])
+    g = run_pass(passes.AlgebraicSimplification(), f)
+    assert [n.op for n in g.nodes] == ["Parameter", "Reshape", "Exp"]
+    assert tuple(g.nodes[1].shape) == (3, 1, 4, 1)
+    swapped = core.Function([core.Exp(core.Transpose(x, (0, 3, 2, 1)))], [x])
+    assert passes.AlgebraicSimplification().run(swapped) is swapped  # 3 and 4 swap places
+
+
+def test_the_gradient_of_a_split_projection_is_one_concat_in_its_layout():
+    """The stacked query/key/value projection: three slices read, their gradients padded,
+    summed and moved back: after the default passes, one Concat in the product's layout."""
+    x = param(f32, (6, 5, 12), "x")
+    grads = [param(f32, (6, 5, 4), f"g{i}") for i in range(3)]
+    pieces = [core.Pad(core.Reshape(g, (6, 5, 1, 4)), (0, 0, i, 0), (0, 0, 2 - i, 0))
+              for i, g in enumerate(grads)]
+    total = core.Add(core.Add(pieces[0], pieces[1]), pieces[2])  # (6, 5, 3, 4)
+    moved = core.Reshape(core.Transpose(total, (1, 0, 2, 3)), (5, 72))
+    f = core.Function([core.Dot(moved, core.Reshape(x, (72, 5)), (1,), (0,))], [x] + grads)
+    g = passes.optimize(f)
+    assert_same_results(f, g)
+    ops = [n.op for n in g.nodes]
+    assert ops.count("Concat") == 1 and "Pad" not in ops and "Add" not in ops
+    concat = next(n for n in g.nodes if n.op == "Concat")
+    (reader,) = [n for n in g.nodes if concat in n.inputs]
+    assert tuple(concat.shape) == (5, 6, 3, 4) and reader.op == "Reshape"  # a view of it
+
+
 # -- the bridge op: Gelu ---------------------------------------------------------------------
 
 def numpy_gelu(x: np.ndarray) -> np.ndarray:

@@ -191,6 +191,41 @@ def test_attention_runs_as_a_softmax_on_axgraph_and_a_fully_masked_row_is_zero()
     assert {"Softmax", "SoftmaxBackprop"} <= names  # the math path, not the fused op's
 
 
+def test_a_query_with_a_nan_score_keeps_softmaxs_nan_and_a_masked_one_gets_zeros():
+    x = torch.randn(2, 5, 8)
+    x[0, 3] = float("nan")  # key 3 of the first sequence: every query's row has a NaN
+    model = MaskedAttention()
+    out, expected = torch.compile(model, backend=AxgraphBackend())(x), model(x)
+    assert torch.isnan(expected[0]).any() and not torch.isnan(expected[1]).any()
+    np.testing.assert_array_equal(torch.isnan(out).numpy(), torch.isnan(expected).numpy())
+    assert torch.all(out[1, :, 1] == 0)  # fully masked (the mask hides -inf only)
+    assert_close(out[1], expected[1], "outputs of the sequence without a NaN")
+
+
+class StackedProjection(nn.Module):
+    """nn.MultiheadAttention: one product projects queries, keys and values."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(width, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.attention(x, x, x, need_weights=False)[0]
+
+
+def test_the_gradient_of_a_stacked_projection_is_joined_by_one_concat():
+    x = torch.randn(3, 5, 8)
+    backend = check_against_eager(StackedProjection(), [x], lambda out: (out * out).sum())
+    backward = backend.graphs[-1].function
+    ops = [type(n).__name__ for n in backward.nodes]
+    # the query, key and value gradients, written side by side where the product reads
+    # them; not three selects of full size and their sum
+    assert ops.count("Concat") == 1 and "Select" not in ops and "Pad" not in ops
+    concat = next(n for n in backward.nodes if type(n).__name__ == "Concat")
+    readers = [type(n).__name__ for n in backward.nodes if concat in n.inputs]
+    assert readers and set(readers) == {"Reshape"}
+
+
 def test_the_fused_cpu_attention_called_directly_is_decomposed_with_its_gradient():
     fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
 

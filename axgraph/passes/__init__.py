@@ -20,6 +20,7 @@ from ..core.function import Rewrite, map_nodes
 from .algebraic import AlgebraicSimplification
 from .bridge import (BridgeLowering, Gelu, bridge_ops, bridge_rules, lower_gelu,
                      register_bridge, require_core)
+from .concat_layout import ConcatAbsorbsLayout
 from .constant_folding import ConstantFolding
 from .convolution_matmul import ConvolutionAsMatmul
 from .cse import CommonSubexpressionElimination
@@ -43,7 +44,8 @@ def default_passes() -> List[Pass]:
     rewrites that orphan values.
     """
     return [BridgeLowering(), CommonSubexpressionElimination(), ConstantFolding(),
-            AlgebraicSimplification(), PadSumToConcat(), LayoutSinking(), DeadCodeElimination()]
+            AlgebraicSimplification(), PadSumToConcat(), ConcatAbsorbsLayout(), LayoutSinking(),
+            DeadCodeElimination()]
 
 
 def optimize(function: Function, max_rounds: int = 4) -> Function:
@@ -58,5 +60,5 @@ __all__ = ["Pass", "PassLike", "PassManager", "PassRecord", "RulePass", "Verific
            "uniform_value", "uniform_fill", "renamed_copy",
            "DeadCodeElimination", "CommonSubexpressionElimination", "ConstantFolding",
            "AlgebraicSimplification", "LayoutSinking", "BridgeLowering", "ConvolutionAsMatmul",
-           "PadSumToConcat", "ThresholdFromClamp",
+           "PadSumToConcat", "ConcatAbsorbsLayout", "ThresholdFromClamp",
            "Gelu", "lower_gelu", "register_bridge", "bridge_rules", "bridge_ops", "require_core"]

@@ -20,6 +20,7 @@ always fold; integers have no signed zero.)
 | convert-same-type | Convert(x: t, t) | x |
 | transpose-identity | Transpose(x, (0, 1, ...)) | x |
 | transpose-transpose | Transpose(Transpose(x, p), q) | Transpose(x, p∘q), or x |
+| transpose-unit-dims | Transpose(x, p) moving only dims of length 1 | Reshape(x, shape) |
 | reshape-same-shape | Reshape(x, x.shape) | x |
 | reshape-reshape | Reshape(Reshape(x, s), t) | Reshape(x, t) |
 | broadcast-no-axes | Broadcast(x, x.shape, ()) | x |
@@ -74,6 +75,14 @@ def _identity_permutation(permutation: Tuple[int, ...]) -> bool:
     return permutation == tuple(range(len(permutation)))
 
 
+def _moves_only_unit_dims(node: Node) -> bool:
+    """A Transpose that keeps every dim of length other than 1 in its order: the
+    row-major order of the elements is unchanged, so it is a Reshape."""
+    shape = node.inputs[0].shape
+    moved = [i for i in node.attributes["permutation"] if not definitely_equal(shape[i], 1)]
+    return moved == sorted(moved)
+
+
 def _same_shape_as_input(node: Node) -> bool:
     return node.shape == node.inputs[0].shape
 
@@ -114,6 +123,10 @@ def _compose_transposes(match: Match) -> Node:
     p = inner.attributes["permutation"]
     combined = tuple(p[q] for q in outer)
     return match["x"] if _identity_permutation(combined) else Transpose(match["x"], combined)
+
+
+def _as_reshape(match: Match) -> Node:
+    return Reshape(match["x"], match.root.shape)
 
 
 def _merge_reshapes(match: Match) -> Node:
@@ -197,6 +210,8 @@ def rules(keep_signed_zeros: bool = False) -> Tuple[RewriteRule, ...]:
                     "transpose-identity"),
         RewriteRule(Op(Transpose, Op(Transpose, x, label="inner")), _compose_transposes,
                     "transpose-transpose"),
+        RewriteRule(Op(Transpose, x, predicate=_moves_only_unit_dims), _as_reshape,
+                    "transpose-unit-dims"),
         RewriteRule(Op(Reshape, x, predicate=_same_shape_as_input), _x, "reshape-same-shape"),
         RewriteRule(Op(Reshape, Op(Reshape, x)), _merge_reshapes, "reshape-reshape"),
         RewriteRule(Op(Broadcast, x, attrs={"axes": ()}), _x, "broadcast-no-axes"),

@@ -19,9 +19,12 @@ from .runtime import CompiledGraph, core_backend
 
 aten = torch.ops.aten
 
-# Ops whose rules use the core's own ops rather than PyTorch's decomposition of them.
+# Ops whose rules use the core's own ops rather than PyTorch's decomposition of them
+# (select_scatter: a zero-padded piece, where the decomposition masks a broadcast of it
+# against an index grid, so the pieces of a select's gradient join into one Concat).
 _KEPT = (aten.embedding_dense_backward, aten._log_softmax_backward_data,
-         aten._softmax_backward_data, aten.nll_loss_forward, aten.nll_loss_backward)
+         aten._softmax_backward_data, aten.nll_loss_forward, aten.nll_loss_backward,
+         aten.select_scatter)
 # Ops PyTorch's core decomposition set keeps that the rules take apart instead.
 _DECOMPOSED = (aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit_no_training,
                aten._native_batch_norm_legit, aten.native_layer_norm, aten.gelu_backward,

@@ -394,6 +394,15 @@ def _slice_scatter(importer: Importer, node: Any, args: Arguments) -> Any:
     return _written(importer, node, x, dim, start, end, args.src)
 
 
+@import_rule(aten.select_scatter.default)
+def _select_scatter(importer: Importer, node: Any, args: Arguments) -> Any:
+    x = args.self
+    dim = args.dim % len(x.axes)
+    index = args.index + x.axes[dim].length if args.index < 0 else args.index
+    widened = importer.ng.expand_dims(args.src, importer.axis(f"{node.name}_row", 1), dim)
+    return _written(importer, node, x, dim, index, index + 1, widened)
+
+
 def _gathered(importer: Importer, node: Any, x: Any, dim: int, index: Any) -> Any:
     """x's entries at `index` along dim `dim`: index's dims take that dim's place (negative
     indices count from the end, as torch's indexing allows)."""

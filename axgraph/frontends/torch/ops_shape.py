@@ -183,7 +183,12 @@ def _slice_scatter(builder: Any, node: Any, args: Any) -> core.Node:
                            _bound(args.start, size, 0), _bound(args.end, size, size), args.step)
 
 
-@rule(aten.select_scatter.default)
+def _whole_index(node: Any) -> Optional[str]:
+    index = node.args[3] if len(node.args) > 3 else node.kwargs.get("index")
+    return None if isinstance(index, int) else "a symbolic index"
+
+
+@rule(aten.select_scatter.default, check=_whole_index)
 def _select_scatter(builder: Any, node: Any, args: Any) -> core.Node:
     x = args.self
     dim = args.dim % x.rank

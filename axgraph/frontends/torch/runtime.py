@@ -43,19 +43,49 @@ def core_backend(transformer: str) -> str:
                                 f"runs on; choose one of {sorted(TRANSFORMERS)}") from None
 
 
-def _array(value: torch.Tensor) -> np.ndarray:
-    """A view of a tensor's memory, strides and all (the backends take any strides)."""
-    return value.detach().numpy() if value.requires_grad else value.numpy()
-
-
-def _tensor(array: Any, permutation: Optional[Tuple[int, ...]] = None) -> torch.Tensor:
-    """A tensor over a result's memory (a read-only one is copied first), permuted."""
+def _tensor(array: Any, shape: Optional[Tuple[int, ...]] = None,
+            permutation: Optional[Tuple[int, ...]] = None) -> torch.Tensor:
+    """A tensor over a result's memory (a read-only one is copied first), reshaped to
+    `shape` and permuted."""
     array = np.asarray(array)
     if not array.flags.writeable:
         array = array.copy()
+    if shape is not None:
+        array = array.reshape(shape)
     if permutation is not None:
         array = array.transpose(permutation)
     return torch.from_numpy(array)
+
+
+def unreshaped_results(function: core.Function
+                       ) -> Tuple[core.Function, Tuple[Optional[Tuple[int, ...]], ...]]:
+    """`function` with each result that is a Reshape (of static shape) of a computed node
+    replaced by that node, and per result the shape it is viewed as (None: its own).
+
+    A backend hands back a result that is a view of a value it computed as a copy
+    (the value's memory is reused within the run): a forward graph's saved activations
+    are often such views (a layer norm's statistics, an activation seen as a matrix),
+    and copying them cost a sixth of the benchmark's transformer forward. Computed
+    values are handed back in arrays of their own, row-major, and reshaped here.
+    A node stays where it is a result already, or the source of another one.
+    """
+    results = list(function.results)
+    taken = set(results)
+    shapes: List[Optional[Tuple[int, ...]]] = [None] * len(results)
+    for k, node in enumerate(function.results):
+        if not isinstance(node, core.Reshape) or function.results.count(node) > 1:
+            continue
+        (source,) = node.inputs
+        shape = tuple(node.shape)
+        if source in taken or source.movement or \
+                isinstance(source, (core.Parameter, core.Constant)) or \
+                not all(isinstance(d, int) for d in shape):
+            continue
+        taken.add(source)
+        results[k], shapes[k] = source, shape
+    if all(shape is None for shape in shapes):
+        return function, tuple(shapes)
+    return core.Function(results, function.parameters, name=function.name), tuple(shapes)
 
 
 def _static(function: core.Function) -> bool:
@@ -81,11 +111,17 @@ class CompiledGraph:
         self.backend = core_backend(transformer)
         self.function: Optional[core.Function] = None
         self.executable: Any = None
+        #: Per result position, the shape its array is viewed as (unreshaped_results).
+        self._shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()
         if built.function is not None:
             backend = core.get_backend(self.backend)
             manager = PassManager(default_passes() + list(backend.passes()), max_rounds=4)
-            self.function = manager.run(built.function)
+            self.function, self._shapes = unreshaped_results(manager.run(built.function))
             self.executable = core.compile(self.function, backend=self.backend, **options)
+        #: Views of the inputs that need gradients (parameters), by id: (tensor, its data
+        #: pointer, the view). A parameter is the same tensor call after call, updated in
+        #: place; `detach().numpy()` cost a microsecond per parameter per call.
+        self._views: Dict[int, Tuple[torch.Tensor, int, np.ndarray]] = {}
         #: Whether calls hold NumPy's BLAS to one thread (see __call__); dropped once the
         #: graph's only program is known to run as one C function (no BLAS in it).
         self._blas_guard = self.backend == "cpu"
@@ -95,7 +131,7 @@ class CompiledGraph:
         built = self.built
         results: Any = ()
         if self.executable is not None:
-            arrays = [_array(args[i]) for i in built.tensor_inputs]
+            arrays = [self._array(args[i]) for i in built.tensor_inputs]
             if self._blas_guard:
                 # PyTorch's OpenMP threads spin between its ops, and our kernels share
                 # them (one OpenMP runtime in the process); NumPy's OpenBLAS threads
@@ -111,7 +147,8 @@ class CompiledGraph:
         bindings: Optional[Dict[str, int]] = None
         for output in built.outputs:
             if output.kind == "result":
-                outputs.append(_tensor(results[output.index], output.permutation))
+                outputs.append(_tensor(results[output.index], self._shapes[output.index],
+                                       output.permutation))
             elif output.kind == "argument":
                 value = args[output.index]
                 outputs.append(value if output.permutation is None
@@ -124,6 +161,23 @@ class CompiledGraph:
             else:
                 outputs.append(output.value)
         return outputs[0] if built.single else tuple(outputs)
+
+    def _array(self, value: torch.Tensor) -> np.ndarray:
+        """A view of a tensor's memory, strides and all (the backends take any strides).
+
+        A tensor that needs gradients is viewed once while it keeps its memory (the
+        same data pointer: the view held here keeps the old memory alive, so a new
+        one cannot reuse its address; the guards torch.compile keeps on parameters
+        recompile the graph where their shape or strides change).
+        """
+        if not value.requires_grad:
+            return value.numpy()
+        held = self._views.get(id(value))
+        if held is not None and held[0] is value and held[1] == value.data_ptr():
+            return held[2]
+        array = value.detach().numpy()
+        self._views[id(value)] = (value, value.data_ptr(), array)
+        return array
 
     def _bindings(self, args: Any) -> Dict[str, int]:
         """The size variables' values for these arguments (for outputs that are sizes)."""

@@ -30,6 +30,7 @@ from .memory_plan import plan_memory
 from .native_step import NativeStep, checked_native, unsupported
 from .schedule import schedule_function
 from .specialize import specialize
+from .sums_as_products import sums_as_products
 
 
 #: Fused kernels pay a fixed cost per call (a ctypes call, argument checks); below
@@ -89,6 +90,7 @@ class CpuFunction:
         fusion_report: tuple = ()
         if self.fuse:  # at these sizes: small groups run faster unfused
             function, fusion_report = fuse(function, self.fuse_min_elements, bindings)
+            function = sums_as_products(function, bindings)  # the Sums left unfused
         kernels = {node: compile_fused(node, bindings, engine=self.engine)
                    for node in function.nodes if isinstance(node, core.Fused)}
         schedule = schedule_function(function, bindings)

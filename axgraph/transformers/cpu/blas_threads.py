@@ -13,11 +13,10 @@ nothing and BLAS keeps its own threading.
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import threading
-from typing import Callable, Iterator, Optional, Tuple
+from typing import Callable, ContextManager, Optional, Tuple
 
 _PREFIXES = ("scipy_openblas", "openblas")
 _SUFFIXES = ("64_", "")
@@ -60,26 +59,40 @@ def available() -> bool:
     return controls() is not None
 
 
-@contextlib.contextmanager
-def single_threaded() -> Iterator[None]:
-    """BLAS on one thread inside the block (nested and concurrent blocks share one setting;
-    the last to leave restores the count found by the first to enter)."""
-    global _depth, _saved
-    found = controls()
-    if found is None:
-        yield
-        return
-    get, put = found
-    with _lock:
-        if _depth == 0:
-            _saved = get()
-            if _saved != 1:
-                put(1)
-        _depth += 1
-    try:
-        yield
-    finally:
+class _OneThread:
+    """The block `single_threaded` gives: entered by every BLAS call of a step (a few
+    microseconds each for a generator-based context manager, ~8 per transformer
+    step), so a plain object, one for all, whose state is this module's."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _depth, _saved
+        found = controls()
+        if found is None:
+            return
+        with _lock:
+            if _depth == 0:
+                _saved = found[0]()
+                if _saved != 1:
+                    found[1](1)
+            _depth += 1
+
+    def __exit__(self, *exception: object) -> None:
+        global _depth
+        found = controls()
+        if found is None:
+            return
         with _lock:
             _depth -= 1
             if _depth == 0 and _saved != 1:
-                put(_saved)
+                found[1](_saved)
+
+
+_ONE_THREAD = _OneThread()
+
+
+def single_threaded() -> ContextManager[None]:
+    """BLAS on one thread inside the block (nested and concurrent blocks share one setting;
+    the last to leave restores the count found by the first to enter)."""
+    return _ONE_THREAD
