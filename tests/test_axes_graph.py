@@ -18,7 +18,7 @@ import pytest
 
 import axgraph as ng
 from axgraph.frontends.neon import ar
-from axgraph.frontends.pieces import PieceAdjointOp, PieceOp  # (ops of the importers')
+from axgraph.frontends.pieces import PieceAdjointOp, PieceOp, PlacedPieceOp  # (importers' ops)
 from axgraph.frontends.tensorflow.checks import AssertOp  # (an op of the TF importer's)
 from axgraph.op_graph import (control, convolution as conv, debug, dot, elementwise as ew, fills,
                               lookup, nn, pooling, random, reductions as red, shape_ops as so,
@@ -116,7 +116,7 @@ def _concrete(base):
 
 ABSTRACT = {ew.ElementWiseOp, ew.UnaryElementWiseOp, ew.BinaryElementWiseOp, so.ShapeOp,
             red.ReductionOp, red.Accumulation, red.IndexReduction, conv.ConvFamilyOp,
-            random.RandomOp}
+            random.RandomOp, PlacedPieceOp}
 
 CATALOGUE = _generic_entries() + [
     Entry(ew.Where, lambda: ng.where(fresh([C, N], np.bool_), fresh([C]), fresh([N, D])),

@@ -25,7 +25,43 @@ from ..shapes.constraints import AtLeast, Constraint, Origin
 from ..transformers import reference_kernels
 
 
-class PieceOp(Op):
+class PlacedPieceOp(Op):
+    """The base of the ops on one tensor with a piece's place: `axis`, the axes `before`
+    it, and the piece's own axis `piece` (abstract: `PieceOp`, `PieceAdjointOp`).
+
+    Parameters
+    ----------
+    x : Op
+        The tensor the op takes.
+    axis : Axis
+        The axis the piece lies along.
+    before : sequence of Axis
+        The axes of the pieces before this one: their lengths together are its start.
+    piece : Axis
+        The piece's own axis.
+    name : str, optional
+        A name for the result (automatic if None).
+    """
+
+    attributes = ("axis", "before", "piece")
+    axis: Axis
+    before: Tuple[Axis, ...]
+    piece: Axis
+    dtype_of_arg = 0
+
+    def __init__(self, x: Any, axis: Axis, before: Sequence[Axis], piece: Axis,
+                 name: Optional[str] = None):
+        super().__init__(as_op(x), axis=axis, before=tuple(before), piece=piece, name=name)
+
+    def end(self, length_of: Any) -> Any:
+        """Where the piece ends along `axis`: its length and those before it, summed."""
+        end: Any = length_of(self.piece)
+        for axis in self.before:
+            end = end + length_of(axis)
+        return end
+
+
+class PieceOp(PlacedPieceOp):
     """x's run along `axis` after the lengths of the axes `before`, as long as `piece`.
 
     Parameters
@@ -47,16 +83,6 @@ class PieceOp(Op):
         If `axis` is not an axis of x, or `piece` already is one.
     """
 
-    attributes = ("axis", "before", "piece")
-    axis: Axis
-    before: Tuple[Axis, ...]
-    piece: Axis
-    dtype_of_arg = 0
-
-    def __init__(self, x: Any, axis: Axis, before: Sequence[Axis], piece: Axis,
-                 name: Optional[str] = None):
-        super().__init__(as_op(x), axis=axis, before=tuple(before), piece=piece, name=name)
-
     def infer_axes(self) -> Axes:
         x = self.args[0]
         if self.axis not in x.axes:
@@ -71,10 +97,7 @@ class PieceOp(Op):
 @op_rules.rule(PieceOp, says="the pieces before and this one lie inside the axis split")
 def _piece_lengths(op: Op, length_of: Any) -> Iterator[Constraint]:
     assert isinstance(op, PieceOp)
-    end: Any = length_of(op.piece)
-    for axis in op.before:
-        end = end + length_of(axis)
-    yield AtLeast(length_of(op.axis), end,
+    yield AtLeast(length_of(op.axis), op.end(length_of),
                   Origin.of(op.location, "piece", f"takes {op.piece.name} of {op.axis.name}"))
 
 
@@ -105,13 +128,13 @@ def _lower_piece(ctx: Any, op: PieceOp, x: Any) -> Any:
     return ctx.reshape(Slice(x, lower, upper), ctx.dims(op.axes))
 
 
-class PieceAdjointOp(Op):
+class PieceAdjointOp(PlacedPieceOp):
     """Zeros on x's axes, with `delta` (a piece of them, as `PieceOp` takes it) in its place.
 
     Parameters
     ----------
-    delta : Op
-        The values of the piece, on its axes (`piece` in place of `axis`).
+    x : Op
+        The piece's values (its delta), on its axes (`piece` in place of `axis`).
     axis : Axis
         The axis of the result the piece lies along.
     before : sequence of Axis
@@ -124,18 +147,8 @@ class PieceAdjointOp(Op):
     Raises
     ------
     IncompatibleAxesError
-        If `piece` is not an axis of delta, or `axis` already is one.
+        If `piece` is not an axis of x, or `axis` already is one.
     """
-
-    attributes = ("axis", "before", "piece")
-    axis: Axis
-    before: Tuple[Axis, ...]
-    piece: Axis
-    dtype_of_arg = 0
-
-    def __init__(self, delta: Any, axis: Axis, before: Sequence[Axis], piece: Axis,
-                 name: Optional[str] = None):
-        super().__init__(as_op(delta), axis=axis, before=tuple(before), piece=piece, name=name)
 
     def infer_axes(self) -> Axes:
         delta = self.args[0]
@@ -149,10 +162,7 @@ class PieceAdjointOp(Op):
 @op_rules.rule(PieceAdjointOp, says="the piece and those before it lie inside the result")
 def _piece_adjoint_lengths(op: Op, length_of: Any) -> Iterator[Constraint]:
     assert isinstance(op, PieceAdjointOp)
-    end: Any = length_of(op.piece)
-    for axis in op.before:
-        end = end + length_of(axis)
-    yield AtLeast(length_of(op.axis), end,
+    yield AtLeast(length_of(op.axis), op.end(length_of),
                   Origin.of(op.location, "piece adjoint",
                             f"places {op.piece.name} in {op.axis.name}"))
 
