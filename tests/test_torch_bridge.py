@@ -593,3 +593,22 @@ def test_any_failure_inside_a_rule_is_a_bridge_error_not_a_raw_one(monkeypatch):
                  torch.relu(x) + 1, "run by PyTorch")
     (fallback,) = backend.fallbacks
     assert "ValueError: a rule's own bug" in fallback.reason
+
+
+def test_inputs_needing_gradients_are_viewed_one_per_position():
+    """A graph fed a new tensor that needs gradients on every call (an activation after a
+    graph break) keeps at most one view per input, not one per call, and its values and
+    gradients are eager's."""
+    backend = AxgraphBackend()
+    weight = torch.nn.Parameter(torch.randn(4, 3, generator=torch.Generator().manual_seed(0)))
+    compiled = torch.compile(lambda x: torch.tanh(x @ weight).sum(), backend=backend)
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(5):
+        x = torch.randn(2, 4, generator=generator, requires_grad=True)
+        loss = compiled(x)
+        loss.backward()
+        expected_x = x.detach().clone().requires_grad_(True)
+        torch.tanh(expected_x @ weight.detach()).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), expected_x.grad.numpy(), rtol=1e-5, atol=1e-6)
+    for graph in backend.graphs:
+        assert len(graph._views) <= len(graph.built.tensor_inputs)

@@ -118,9 +118,10 @@ class CompiledGraph:
             manager = PassManager(default_passes() + list(backend.passes()), max_rounds=4)
             self.function, self._shapes = unreshaped_results(manager.run(built.function))
             self.executable = core.compile(self.function, backend=self.backend, **options)
-        #: Views of the inputs that need gradients (parameters), by id: (tensor, its data
-        #: pointer, the view). A parameter is the same tensor call after call, updated in
-        #: place; `detach().numpy()` cost a microsecond per parameter per call.
+        #: Per tensor input position, the view of the last tensor there that needed
+        #: gradients: (tensor, its data pointer, the view). A parameter is the same tensor
+        #: call after call, updated in place; `detach().numpy()` cost a microsecond per
+        #: parameter per call. One entry per position: a new tensor replaces the last.
         self._views: Dict[int, Tuple[torch.Tensor, int, np.ndarray]] = {}
         #: Whether calls hold NumPy's BLAS to one thread (see __call__); dropped once the
         #: graph's only program is known to run as one C function (no BLAS in it).
@@ -131,7 +132,8 @@ class CompiledGraph:
         built = self.built
         results: Any = ()
         if self.executable is not None:
-            arrays = [self._array(args[i]) for i in built.tensor_inputs]
+            arrays = [self._array(position, args[i])
+                      for position, i in enumerate(built.tensor_inputs)]
             if self._blas_guard:
                 # PyTorch's OpenMP threads spin between its ops, and our kernels share
                 # them (one OpenMP runtime in the process); NumPy's OpenBLAS threads
@@ -162,7 +164,7 @@ class CompiledGraph:
                 outputs.append(output.value)
         return outputs[0] if built.single else tuple(outputs)
 
-    def _array(self, value: torch.Tensor) -> np.ndarray:
+    def _array(self, position: int, value: torch.Tensor) -> np.ndarray:
         """A view of a tensor's memory, strides and all (the backends take any strides).
 
         A tensor that needs gradients is viewed once while it keeps its memory (the
@@ -172,11 +174,11 @@ class CompiledGraph:
         """
         if not value.requires_grad:
             return value.numpy()
-        held = self._views.get(id(value))
+        held = self._views.get(position)
         if held is not None and held[0] is value and held[1] == value.data_ptr():
             return held[2]
         array = value.detach().numpy()
-        self._views[id(value)] = (value, value.data_ptr(), array)
+        self._views[position] = (value, value.data_ptr(), array)
         return array
 
     def _bindings(self, args: Any) -> Dict[str, int]:
