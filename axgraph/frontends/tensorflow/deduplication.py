@@ -82,22 +82,23 @@ def without_deduplication(tf: Any, graph_def: Any) -> Tuple[Any, FrozenSet[str]]
 def _drop_unread(graph_def: Any, candidates: Set[str]) -> None:
     """Remove the candidates nothing reads any more, and then the de-duplicating ops that
     only they read (the count of distinct indices: a Shape of the Unique, a slice)."""
+    kinds = {node.name: node.op for node in graph_def.node}
     while True:
-        read = {_source(name.lstrip("^"))[0] for node in graph_def.node for name in node.input}
+        read = {_read(name) for node in graph_def.node for name in node.input}
         unread = [i for i, node in enumerate(graph_def.node)
                   if node.name in candidates and node.name not in read]
         if not unread:
             return
         for index in reversed(unread):
             node = graph_def.node[index]
-            candidates.update(_source(name.lstrip("^"))[0] for name in node.input
-                              if _is_deduplicating(graph_def, name))
+            candidates.update(op for op in map(_read, node.input)
+                              if kinds.get(op) in _DEDUPLICATING)
             del graph_def.node[index]
 
 
-def _is_deduplicating(graph_def: Any, name: str) -> bool:
-    op_name = _source(name.lstrip("^"))[0]
-    return any(node.name == op_name and node.op in _DEDUPLICATING for node in graph_def.node)
+def _read(name: str) -> str:
+    """The op a GraphDef input (``"op:1"``, or ``"^op"`` for a control input) reads."""
+    return _source(name.lstrip("^"))[0]
 
 
 __all__ = ["SUMMING_STEPS", "without_deduplication"]

@@ -1,6 +1,7 @@
 """Which device the jax backend runs on, and the error when the one asked for is missing."""
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from ...debug_info import user_location
@@ -75,8 +76,10 @@ def memory_bytes(device) -> Optional[int]:
     return _host_memory_bytes()
 
 
+@functools.lru_cache(maxsize=1)
 def _host_memory_bytes() -> Optional[int]:
-    """The host's RAM plus swap, from /proc/meminfo (None where there is none to read)."""
+    """The host's RAM plus swap, from /proc/meminfo (None where there is none to read):
+    read once per process."""
     try:
         with open("/proc/meminfo", encoding="ascii") as info:
             fields = dict(line.split(":", 1) for line in info if ":" in line)
