@@ -236,3 +236,20 @@ def test_double_backward_is_refused_not_silently_wrong(through):
             penalty.backward()
         else:
             torch.autograd.grad(penalty, params[0 if through == "weight" else 1])
+
+
+def test_a_dynamic_batch_trains_under_the_thin_runtime():
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    eager = copy.deepcopy(model)
+    backend = AxgraphBackend()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    for batch in (5, 9):
+        x = torch.randn(batch, 6)
+        for net in (compiled, eager):
+            net.zero_grad()
+            out = net(x)
+            (out * out.detach().sign()).mean().backward()  # a tangent that is not uniform
+        assert out.shape == (batch, 3)
+        for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+            assert_close(p.grad, q.grad, f"gradient of {name}, batch {batch}")
+    assert backend.runtimes == ["thin"]

@@ -96,10 +96,7 @@ def _graph_reason(meta: Any) -> Optional[str]:
         (meta.is_rng_op_functionalized or meta.num_graphsafe_rng_states > 0,
          "random numbers are functionalized"),
         (len(meta.tokens) > 0 or meta.num_backward_tokens > 0, "the graph has effect tokens"),
-        (meta.num_symints_saved_for_bw != 0 or (meta.num_opaque_objects_saved_for_bw or 0),
-         "sizes or objects are saved for the backward"),
-        (meta.dynamic_outputs or bool(meta.dynamic_saved_tensors_idxs),
-         "sizes are symbolic (dynamic shapes)"),
+        (bool(meta.num_opaque_objects_saved_for_bw), "objects are saved for the backward"),
         (meta.grad_enabled_mutation is not None, "the graph changes the grad mode"),
         (bool(meta.indices_of_inputs_that_requires_grad_with_mutations_in_bw),
          "the backward mutates an input"),
@@ -150,6 +147,11 @@ def _laid_out(tangent: torch.Tensor, layout: Any) -> torch.Tensor:
     return restrided.copy_(tangent)
 
 
+def _mark_dynamic(tensor: torch.Tensor, dims: Any) -> None:
+    known = getattr(tensor, "_dynamo_propagated_dynamic_indices", None)
+    tensor._dynamo_propagated_dynamic_indices = set(dims) | (known or set())  # type: ignore[attr-defined]
+
+
 class ThinRuntime:
     """A plain training graph's compiled forward and backward as one autograd node.
 
@@ -163,6 +165,8 @@ class ThinRuntime:
         self.forward: Callable[..., Any] = capture.forward  # type: ignore[assignment]
         self.backward: Callable[..., Any] = capture.backward  # type: ignore[assignment]
         self.outputs = meta.num_outputs
+        #: how many sizes the forward saves for the backward (last among its results)
+        self.sizes = meta.num_symints_saved_for_bw
         #: how many of the last saved tensors skip the version-counter check
         self.unchecked = meta.num_tensors_saved_with_no_vc_check or 0
         self.non_differentiable = tuple(i for i, info in enumerate(meta.output_info)
@@ -173,16 +177,29 @@ class ThinRuntime:
         self.tangents: Tuple[Tuple[int, Any], ...] = tuple(zip(tangents, layouts))
         self.tensor_inputs = tuple(i for i, value in enumerate(example_inputs)
                                    if isinstance(value, torch.Tensor))
+        # Dims of symbolic size (dynamic shapes), marked on the tensors as AOTAutograd
+        # does, so that a graph they reach next keeps them symbolic instead of recompiling
+        self.dynamic_outputs = tuple((i, info.dynamic_dims)
+                                     for i, info in enumerate(meta.output_info)
+                                     if info.dynamic_dims)
+        self.dynamic_saved = tuple(meta.dynamic_saved_tensors_idxs.items())
 
     def __call__(self, *args: Any) -> Any:
+        outputs = None
         if torch.is_grad_enabled():
             for i in self.tensor_inputs:
                 if args[i].requires_grad:
-                    return _ThinFunction.apply(self, *args)
-        return tuple(self.forward(*args)[:self.outputs])
+                    outputs = _ThinFunction.apply(self, *args)
+                    break
+        if outputs is None:
+            outputs = tuple(self.forward(*args)[:self.outputs])
+        for i, dims in self.dynamic_outputs:
+            _mark_dynamic(outputs[i], dims)
+        return outputs
 
-    def run_backward(self, saved: Sequence[torch.Tensor], grads: Sequence[Any]) -> List[Any]:
-        """The inputs' gradients, from the saved tensors and the outputs' gradients."""
+    def run_backward(self, saved: Sequence[Any], grads: Sequence[Any]) -> List[Any]:
+        """The inputs' gradients, from the saved sizes and tensors and the outputs'
+        gradients (in the order of the backward graph's inputs)."""
         tangents = [_laid_out(grads[i], layout) for i, layout in self.tangents]
         return list(self.backward(*saved, *tangents))
 
@@ -193,9 +210,12 @@ class _ThinFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, runtime: ThinRuntime, *args: Any) -> Any:
         results = runtime.forward(*args)
-        n = runtime.outputs
+        n, end = runtime.outputs, len(results) - runtime.sizes
+        ctx.sizes = results[end:]
         # a saved view is detached, as AOTAutograd does, so autograd does not keep its base
-        saved = [t.detach() if t._is_view() else t for t in results[n:]]
+        saved = [t.detach() if t._is_view() else t for t in results[n:end]]
+        for i, dims in runtime.dynamic_saved:
+            _mark_dynamic(saved[i], dims)
         if runtime.unchecked:
             ctx.save_for_backward(*saved[:-runtime.unchecked])
             ctx.unchecked = saved[-runtime.unchecked:]
@@ -214,6 +234,8 @@ class _ThinFunction(torch.autograd.Function):
         saved = ctx.saved_tensors
         if runtime.unchecked:
             saved = (*saved, *ctx.unchecked)
+        if runtime.sizes:
+            saved = (*ctx.sizes, *saved)
         if torch.is_grad_enabled():  # create_graph=True: gradients whose own backward refuses
             return (None, *_RefusedDoubleBackward.apply(runtime, saved, grads, *ctx.inputs))
         return (None, *runtime.run_backward(saved, grads))
