@@ -216,26 +216,28 @@ def test_without_grad_mode_or_inputs_needing_it_only_the_forward_runs():
         assert_close(got[1], expected[1], "second output")
 
 
-@pytest.mark.parametrize("through", ["weight", "bias", "backward"])
+@pytest.mark.parametrize("through", ["weight", "bias", "loss", "backward"])
 def test_double_backward_is_refused_not_silently_wrong(through):
     model = nn.Sequential(nn.Linear(12, 8), nn.Tanh(), nn.Linear(8, 3))
     x = torch.randn(5, 12)
     eager = copy.deepcopy(model)
     compiled = torch.compile(model, backend=AxgraphBackend())
     params = list(model.parameters())
-    grads = torch.autograd.grad(compiled(x).sum(), params, create_graph=True)
-    expected = torch.autograd.grad(eager(x).sum(), list(eager.parameters()))
+    scale = torch.tensor(1.5, requires_grad=True)  # the loss's own: reaches the tangent
+    grads = torch.autograd.grad((scale * compiled(x)).pow(2).sum(), params, create_graph=True)
+    expected = torch.autograd.grad((scale * eager(x)).pow(2).sum(), list(eager.parameters()))
     for got, want in zip(grads, expected):
         assert_close(got, want, "first derivative with create_graph")
     assert all(g.requires_grad for g in grads)
     # the first weight's gradient depends on the first bias (through tanh's derivative),
     # which the backward graph reads only as a saved activation
-    penalty = grads[0].pow(2).sum() + params[1].sum()
+    penalty = grads[0].pow(2).sum() + params[1].sum() + scale
     with pytest.raises(NotDifferentiableError, match="double backward"):
         if through == "backward":
             penalty.backward()
         else:
-            torch.autograd.grad(penalty, params[0 if through == "weight" else 1])
+            torch.autograd.grad(penalty, {"weight": params[0], "bias": params[1],
+                                          "loss": scale}[through])
 
 
 def test_a_dynamic_batch_trains_under_the_thin_runtime():

@@ -237,20 +237,21 @@ class _ThinFunction(torch.autograd.Function):
         if runtime.sizes:
             saved = (*ctx.sizes, *saved)
         if torch.is_grad_enabled():  # create_graph=True: gradients whose own backward refuses
-            return (None, *_RefusedDoubleBackward.apply(runtime, saved, grads, *ctx.inputs))
+            return (None, *_RefusedDoubleBackward.apply(runtime, saved, len(grads), *grads,
+                                                         *ctx.inputs))
         return (None, *runtime.run_backward(saved, grads))
 
 
 class _RefusedDoubleBackward(torch.autograd.Function):
     """The compiled backward's gradients, from a node that refuses to differentiate them
     again (the compiled backward has no backward of its own). The node hangs on the
-    forward's inputs, so that every path from the gradients back to them meets it: never
-    a silently missing term of a second derivative."""
+    outputs' gradients and the forward's inputs, so that every path from the gradients
+    back to anything meets it: never a silently missing term of a second derivative."""
 
     @staticmethod
-    def forward(ctx: Any, runtime: ThinRuntime, saved: Sequence[torch.Tensor],
-                grads: Sequence[Any], *inputs: Any) -> Any:
-        return tuple(runtime.run_backward(saved, grads))
+    def forward(ctx: Any, runtime: ThinRuntime, saved: Sequence[torch.Tensor], count: int,
+                *grads_then_inputs: Any) -> Any:
+        return tuple(runtime.run_backward(saved, grads_then_inputs[:count]))
 
     @staticmethod
     def backward(ctx: Any, *_: Any) -> Any:
