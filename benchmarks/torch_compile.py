@@ -18,7 +18,8 @@ around PyTorch's own kernels, no AOTAutograd: the floor of any `torch.compile` b
 axgraph's plain training graphs skip AOTAutograd's runtime for a thin one of their own,
 docs/torch.md, so this is their floor). Before timing, each compiled contestant's
 parameters after two steps are checked against eager's (a contestant that disagrees is
-excluded).
+excluded). Dynamo is reset before each case, so each model compiles as it would in a
+process of its own (with static shapes).
 """
 from __future__ import annotations
 
@@ -136,6 +137,10 @@ def main(argv=None) -> int:
     timings: Dict[str, Dict[str, Any]] = {}
     verdicts: List[Verdict] = []
     for case in cases:
+        # Each case compiles as in a process of its own: after another case's graphs,
+        # Dynamo would give the same layers' new shapes symbolic sizes (automatic dynamic
+        # shapes), which no user compiling that one model sees
+        torch._dynamo.reset()
         runners, skipped = common.setup_contestants(case, only)
         notes += [f"{case.name}: {name} skipped: {why}" for name, why in skipped.items()]
         if EAGER in runners:

@@ -32,12 +32,15 @@ class Capture:
         How many inputs the forward graph takes.
     metadata : ViewAndMutationMeta or None
         AOTAutograd's description of the forward (mutations, aliases, saved values).
+    inference : bool
+        Whether an inference graph (no gradients needed) was compiled instead.
     """
 
     forward: Optional[Callable[..., Any]] = None
     backward: Optional[Callable[..., Any]] = None
     forward_inputs: int = -1
     metadata: Any = None
+    inference: bool = False
 
     def compiled(self, graph: str, compiled: Callable[..., Any], inputs: Sequence[Any]) -> None:
         """Record a graph just compiled ("forward", "backward" or "inference")."""
@@ -47,6 +50,8 @@ class Capture:
             self.metadata = getattr(context, "fw_metadata", None)
         elif graph == "backward":
             self.backward = compiled
+        else:
+            self.inference = True
 
 
 def _is_subclass(value: Any) -> bool:
@@ -115,8 +120,10 @@ def _graph_reason(meta: Any) -> Optional[str]:
 def plain_reason(capture: Capture, gm: torch.fx.GraphModule,
                  example_inputs: Sequence[Any]) -> Optional[str]:
     """Why AOTAutograd's runtime must stay for this graph (None: the thin one will do)."""
-    if capture.forward is None:
+    if capture.inference:
         return "no gradients needed (an inference graph)"
+    if capture.forward is None:
+        return "no forward graph was compiled (AOTAutograd's cache)"
     if capture.backward is None:
         return "the backward graph was not compiled ahead of time"
     meta = capture.metadata
