@@ -255,3 +255,29 @@ def test_a_dynamic_batch_trains_under_the_thin_runtime():
         for (name, p), q in zip(model.named_parameters(), eager.parameters()):
             assert_close(p.grad, q.grad, f"gradient of {name}, batch {batch}")
     assert backend.runtimes == ["thin"]
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_cloned_input_is_a_fresh_output(fallback):
+    def f(x, w):
+        y = (x * w).sum(1)
+        if fallback:
+            y = torch.cumsum(y, 0)  # an op without a rule: the graph is split
+        return y, x.clone()
+
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+    backend = AxgraphBackend()
+    y, copy_of_x = torch.compile(f, backend=backend)(x, w)
+    assert backend.runtimes == ["thin"]
+    assert bool(backend.fallbacks) == fallback
+    assert copy_of_x.data_ptr() != x.data_ptr() and copy_of_x._base is None
+    assert_close(copy_of_x, x, "the clone")
+    (y.sum() + (copy_of_x * 3).sum()).backward()
+    with torch.no_grad():
+        copy_of_x.zero_()
+    assert not bool((x == 0).any())
+    x_eager, w_eager = eager_copies(x, w)
+    y_eager, clone_eager = f(x_eager, w_eager)
+    (y_eager.sum() + (clone_eager * 3).sum()).backward()
+    assert_close(x.grad, x_eager.grad, "the input's gradient")
+    assert_close(w.grad, w_eager.grad, "the weight's gradient")
