@@ -2,7 +2,9 @@
 
 AOTAutograd traces each graph Dynamo captures into ATen ops, a forward and (when
 gradients are needed) a backward graph, decomposing composite ops first; each graph is
-then built from core ops by the rule table and compiled on the chosen transformer.
+then built from core ops by the rule table and compiled on the chosen transformer. A
+plain training graph then runs under the bridge's thin autograd runtime
+(`autograd_runtime.py`) rather than AOTAutograd's own.
 """
 from __future__ import annotations
 
@@ -129,7 +131,6 @@ class AxgraphBackend:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Any:
         from torch._dynamo.backends.common import aot_autograd
-
         from torch._functorch import config
 
         capture = Capture()
