@@ -172,7 +172,7 @@ def test_an_integer_output_beside_a_float_one_is_not_differentiable():
 
 
 @pytest.mark.parametrize("loss", ["transposed", "expanded"])
-def test_a_non_contiguous_output_gradient_is_taken_as_it_is(loss):
+def test_a_non_contiguous_output_gradient_gives_eagers_gradients(loss):
     weights = torch.randn(3, 4)
     losses = {"transposed": lambda out: (out.t() * weights).sum(),  # a transposed tangent
               "expanded": lambda out: out.sum()}  # a stride-0 tangent
