@@ -2,7 +2,9 @@
 
 AOTAutograd traces each graph Dynamo captures into ATen ops, a forward and (when
 gradients are needed) a backward graph, decomposing composite ops first; each graph is
-then built from core ops by the rule table and compiled on the chosen transformer.
+then built from core ops by the rule table and compiled on the chosen transformer. A
+plain training graph then runs under the bridge's thin autograd runtime
+(`autograd_runtime.py`) rather than AOTAutograd's own.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import torch
 from ...core.backend import check_options, get_backend
 from ...errors import AxgraphTypeError
 from .attention import attention_decompositions, math_attention
+from .autograd_runtime import Capture, thin_runtime
 from .partition import Fallback, compile_graph
 from .runtime import CompiledGraph, core_backend
 
@@ -76,6 +79,10 @@ class AxgraphBackend:
         Every graph and partition compiled, in order (each has ``cache_info()``).
     fallbacks : list of Fallback
         Every op left to PyTorch, with the user's line.
+    runtimes : list of str
+        Per graph Dynamo captured, "thin" where a plain training graph runs under the
+        bridge's own autograd runtime (docs/torch.md), else why AOTAutograd's runtime
+        was kept ("no gradients needed (an inference graph)", "input 3 is mutated", ...).
 
     Raises
     ------
@@ -105,14 +112,16 @@ class AxgraphBackend:
         self.options = {**_DEFAULTS.get(backend, {}), **options}
         self.graphs: List[CompiledGraph] = []
         self.fallbacks: List[Fallback] = []
+        self.runtimes: List[str] = []
 
     def _record(self, item: Any) -> None:
         (self.fallbacks if isinstance(item, Fallback) else self.graphs).append(item)
 
-    def _compiler(self, graph: str) -> Any:
+    def _compiler(self, graph: str, capture: Capture) -> Any:
         def compile_one(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
             compiled = compile_graph(gm, graph, self.transformer, self.fallback,
                                      self._record, **self.options)
+            capture.compiled(graph, compiled, example_inputs)
 
             def boxed(args: List[Any]) -> Any:  # AOTAutograd's calling convention
                 return compiled(*args)
@@ -122,13 +131,20 @@ class AxgraphBackend:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: List[Any]) -> Any:
         from torch._dynamo.backends.common import aot_autograd
+        from torch._functorch import config
 
-        compiler = aot_autograd(fw_compiler=self._compiler("forward"),
-                                bw_compiler=self._compiler("backward"),
-                                inference_compiler=self._compiler("inference"),
+        capture = Capture()
+        compiler = aot_autograd(fw_compiler=self._compiler("forward", capture),
+                                bw_compiler=self._compiler("backward", capture),
+                                inference_compiler=self._compiler("inference", capture),
                                 decompositions=decompositions())
-        with math_attention():  # AOTAutograd traces here: attention as a softmax
-            return compiler(gm, example_inputs)
+        # AOTAutograd traces here: attention as a softmax; the backward is compiled now,
+        # not at the first backward, so that the thin runtime can hold it
+        with math_attention(), config.patch(force_non_lazy_backward_lowering=True):
+            compiled = compiler(gm, example_inputs)
+        thin, why = thin_runtime(capture, gm, example_inputs)
+        self.runtimes.append(why)
+        return compiled if thin is None else thin
 
 
 def axgraph_backend(gm: torch.fx.GraphModule, example_inputs: List[Any],

@@ -1,0 +1,307 @@
+"""A thin autograd runtime for plain training graphs, in place of AOTAutograd's own.
+
+AOTAutograd traces a Dynamo graph into a forward and a backward ATen graph, which the
+bridge compiles; its runtime then wraps them for every call, handling input mutations,
+outputs that alias inputs, tensor subclasses, functionalized RNG and effect tokens. On a
+small network's training step those wrappers cost more than the compiled graphs
+themselves (about 70 µs of a 200 µs step). A *plain* graph needs none of them: run the
+forward, save what the backward reads, and run the backward on the saved tensors and the
+tangents. `Capture` keeps what the compilers were handed (the compiled graphs and
+AOTAutograd's metadata); `thin_runtime` checks that the graph is plain and builds the
+callable, or says why not, in which case AOTAutograd's runtime is kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import torch
+
+from ...errors import NotDifferentiableError
+from .runtime import CompiledGraph
+
+
+@dataclass
+class Capture:
+    """What the compilers saw during one AOTAutograd compile.
+
+    Attributes
+    ----------
+    forward, backward : callable or None
+        The compiled forward and backward graphs (called with unpacked arguments).
+    forward_inputs : int
+        How many inputs the forward graph takes.
+    metadata : ViewAndMutationMeta or None
+        AOTAutograd's description of the forward (mutations, aliases, saved values).
+    inference : bool
+        Whether an inference graph (no gradients needed) was compiled instead.
+    """
+
+    forward: Optional[Callable[..., Any]] = None
+    backward: Optional[Callable[..., Any]] = None
+    forward_inputs: int = -1
+    metadata: Any = None
+    inference: bool = False
+
+    def compiled(self, graph: str, compiled: Callable[..., Any], inputs: Sequence[Any]) -> None:
+        """Record a graph just compiled ("forward", "backward" or "inference")."""
+        if graph == "forward":
+            context = torch._guards.TracingContext.try_get()
+            self.forward, self.forward_inputs = compiled, len(inputs)
+            self.metadata = getattr(context, "fw_metadata", None)
+        elif graph == "backward":
+            self.backward = compiled
+        else:
+            self.inference = True
+
+
+def _is_subclass(value: Any) -> bool:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+    return isinstance(value, torch.Tensor) and is_traceable_wrapper_subclass(value)
+
+
+def _input_reason(example_inputs: Sequence[Any], meta: Any, capture: Capture) -> Optional[str]:
+    for i, value in enumerate(example_inputs):
+        if not isinstance(value, (torch.Tensor, int, torch.SymInt)):
+            return f"input {i} is a {type(value).__name__}, not a tensor or an int"
+        if _is_subclass(value):
+            return f"input {i} is a tensor subclass"
+    if not len(meta.input_info) == capture.forward_inputs == len(example_inputs):
+        return ("AOTAutograd rearranged the inputs (duplicated or aliased inputs, or "
+                "lifted parameters)")
+    for i, info in enumerate(meta.input_info):
+        if info.mutates_data or info.mutates_metadata or info.mutation_inductor_storage_resize:
+            return f"input {i} is mutated"
+    return None
+
+
+def _output_reason(gm: torch.fx.GraphModule, meta: Any) -> Optional[str]:
+    from torch._functorch._aot_autograd.schemas import OutputType
+    (results,) = gm.graph.output_node().args
+    results = results if isinstance(results, (tuple, list)) else (results,)
+    if len(results) != len(meta.output_info):
+        return "AOTAutograd's outputs are not the graph's"
+    for i, (info, node) in enumerate(zip(meta.output_info, results)):
+        example = node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
+        if info.output_type != OutputType.non_alias:
+            return f"output {i} is a view or alias ({info.output_type.name})"
+        if not issubclass(info.raw_type, torch.Tensor):
+            return f"output {i} is a {info.raw_type.__name__}, not a tensor"
+        if _is_subclass(example):
+            return f"output {i} is a tensor subclass"
+    if meta.num_intermediate_bases:
+        return "outputs alias intermediate values"
+    return None
+
+
+def _graph_reason(meta: Any) -> Optional[str]:
+    from torch._functorch._aot_autograd.schemas import PlainTensorMeta
+    from torch._functorch._aot_autograd.utils import (saved_tensors_hooks_are_inlineable,
+                                                        top_saved_tensors_hooks)
+    checks = (
+        (meta.is_rng_op_functionalized or meta.num_graphsafe_rng_states > 0,
+         "random numbers are functionalized"),
+        (len(meta.tokens) > 0 or meta.num_backward_tokens > 0, "the graph has effect tokens"),
+        (bool(meta.num_opaque_objects_saved_for_bw), "objects are saved for the backward"),
+        (meta.grad_enabled_mutation is not None, "the graph changes the grad mode"),
+        (bool(meta.indices_of_inputs_that_requires_grad_with_mutations_in_bw),
+         "the backward mutates an input"),
+        (not all(isinstance(m, PlainTensorMeta) for m in meta.subclass_tangent_meta),
+         "a tangent is a tensor subclass"),
+        (len(meta.subclass_tangent_meta)
+         != sum(info.requires_grad_for_backward for info in meta.output_info),
+         "the tangents are not one per differentiable output"),
+        (torch._C._is_any_autocast_enabled(), "autocast is on"),
+        (saved_tensors_hooks_are_inlineable(top_saved_tensors_hooks()),
+         "saved-tensor hooks are inlined in the graphs"),
+    )
+    return next((why for failed, why in checks if failed), None)
+
+
+def plain_reason(capture: Capture, gm: torch.fx.GraphModule,
+                 example_inputs: Sequence[Any]) -> Optional[str]:
+    """Why AOTAutograd's runtime must stay for this graph (None: the thin one will do)."""
+    if capture.inference:
+        return "no gradients needed (an inference graph)"
+    if capture.forward is None:
+        return "no forward graph was compiled (AOTAutograd's cache)"
+    if capture.backward is None:
+        return "the backward graph was not compiled ahead of time"
+    meta = capture.metadata
+    if meta is None:
+        return "AOTAutograd's metadata was not available"
+    return (_input_reason(example_inputs, meta, capture) or _output_reason(gm, meta)
+            or _graph_reason(meta))
+
+
+def _layout(meta: Any) -> Any:
+    """A tangent's expected layout: a memory format, or (size, stride)."""
+    layout = meta.memory_format
+    if layout.memory_format is not None:
+        return layout.memory_format
+    return tuple(layout.size), tuple(layout.stride)
+
+
+def _laid_out(tangent: torch.Tensor, layout: Any) -> torch.Tensor:
+    """`tangent` in the layout the backward graph was traced with (as AOTAutograd does)."""
+    if isinstance(layout, torch.memory_format):
+        if tangent.is_contiguous(memory_format=layout):
+            return tangent
+        return tangent.contiguous(memory_format=layout)
+    size, stride = layout
+    if tangent.stride() == stride:
+        return tangent
+    restrided = torch.empty_strided(size, stride, dtype=tangent.dtype, device=tangent.device)
+    return restrided.copy_(tangent)
+
+
+def _mark_dynamic(tensor: torch.Tensor, dims: Any) -> None:
+    known = getattr(tensor, "_dynamo_propagated_dynamic_indices", None)
+    tensor._dynamo_propagated_dynamic_indices = set(dims) | (known or set())  # type: ignore[attr-defined]
+
+
+class ThinRuntime:
+    """A plain training graph's compiled forward and backward as one autograd node.
+
+    Call it as AOTAutograd's runtime would be called: with Dynamo's arguments, returning
+    the user outputs. Where no input needs a gradient (or grad mode is off) only the
+    forward runs.
+    """
+
+    def __init__(self, capture: Capture, example_inputs: Sequence[Any]):
+        meta = capture.metadata
+        self.forward: Callable[..., Any] = capture.forward  # type: ignore[assignment]
+        self.backward: Callable[..., Any] = capture.backward  # type: ignore[assignment]
+        self.outputs = meta.num_outputs
+        #: how many sizes the forward saves for the backward (last among its results)
+        self.sizes = meta.num_symints_saved_for_bw
+        #: how many of the last saved tensors skip the version-counter check
+        self.unchecked = meta.num_tensors_saved_with_no_vc_check or 0
+        # Outputs the compiled forward hands back as one of its arguments (a clone it
+        # saw through): copied, since AOTAutograd promised a fresh tensor. Known from the
+        # graph where it compiled whole; checked per call where it was split.
+        forward = capture.forward
+        if isinstance(forward, CompiledGraph):
+            self.copied = tuple(i for i, output in enumerate(forward.built.outputs[:self.outputs])
+                                if output.kind == "argument")
+            self.checked = False
+        else:
+            self.copied, self.checked = (), True
+        self.non_differentiable = tuple(i for i, info in enumerate(meta.output_info)
+                                        if not info.requires_grad)
+        tangents = tuple(i for i, info in enumerate(meta.output_info)
+                         if info.requires_grad_for_backward)
+        layouts = [_layout(m) for m in meta.subclass_tangent_meta]
+        self.tangents: Tuple[Tuple[int, Any], ...] = tuple(zip(tangents, layouts))
+        self.tensor_inputs = tuple(i for i, value in enumerate(example_inputs)
+                                   if isinstance(value, torch.Tensor))
+        # Dims of symbolic size (dynamic shapes), marked on the tensors as AOTAutograd
+        # does, so that a graph they reach next keeps them symbolic instead of recompiling
+        self.dynamic_outputs = tuple((i, info.dynamic_dims)
+                                     for i, info in enumerate(meta.output_info)
+                                     if info.dynamic_dims)
+        self.dynamic_saved = tuple(meta.dynamic_saved_tensors_idxs.items())
+
+    def __call__(self, *args: Any) -> Any:
+        outputs = None
+        if torch.is_grad_enabled():
+            for i in self.tensor_inputs:
+                if args[i].requires_grad:
+                    outputs = _ThinFunction.apply(self, *args)
+                    break
+        if outputs is None:
+            outputs = self.fresh(self.forward(*args)[:self.outputs], args)
+        for i, dims in self.dynamic_outputs:
+            _mark_dynamic(outputs[i], dims)
+        return outputs
+
+    def fresh(self, outputs: Sequence[Any], args: Sequence[Any]) -> Tuple[Any, ...]:
+        """The user outputs, each in memory of its own (none an argument or its view)."""
+        if self.copied:
+            outputs = [t.clone() if i in self.copied else t for i, t in enumerate(outputs)]
+        elif self.checked:
+            outputs = [t.clone() if t._is_view() or any(t is a for a in args) else t
+                       for t in outputs]
+        return tuple(outputs)
+
+    def run_backward(self, saved: Sequence[Any], grads: Sequence[Any]) -> List[Any]:
+        """The inputs' gradients, from the saved sizes and tensors and the outputs'
+        gradients (in the order of the backward graph's inputs)."""
+        tangents = [_laid_out(grads[i], layout) for i, layout in self.tangents]
+        return list(self.backward(*saved, *tangents))
+
+
+class _ThinFunction(torch.autograd.Function):
+    """One call of a plain graph: the compiled forward, then the compiled backward."""
+
+    @staticmethod
+    def forward(ctx: Any, runtime: ThinRuntime, *args: Any) -> Any:
+        results = runtime.forward(*args)
+        n, end = runtime.outputs, len(results) - runtime.sizes
+        ctx.sizes = results[end:]
+        # a saved view is detached, as AOTAutograd does, so autograd does not keep its base
+        saved = [t.detach() if t._is_view() else t for t in results[n:end]]
+        for i, dims in runtime.dynamic_saved:
+            _mark_dynamic(saved[i], dims)
+        if runtime.unchecked:
+            ctx.save_for_backward(*saved[:-runtime.unchecked])
+            ctx.unchecked = saved[-runtime.unchecked:]
+        else:
+            ctx.save_for_backward(*saved)
+        ctx.runtime, ctx.inputs = runtime, args
+        outputs = runtime.fresh(results[:n], args)
+        if runtime.non_differentiable:
+            ctx.mark_non_differentiable(*[outputs[i] for i in runtime.non_differentiable])
+        ctx._materialize_non_diff_grads = False
+        return outputs
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        runtime: ThinRuntime = ctx.runtime
+        saved = ctx.saved_tensors
+        if runtime.unchecked:
+            saved = (*saved, *ctx.unchecked)
+        if runtime.sizes:
+            saved = (*ctx.sizes, *saved)
+        if torch.is_grad_enabled():  # create_graph=True: gradients whose own backward refuses
+            return (None, *_RefusedDoubleBackward.apply(runtime, saved, len(grads), *grads,
+                                                         *ctx.inputs))
+        return (None, *runtime.run_backward(saved, grads))
+
+
+class _RefusedDoubleBackward(torch.autograd.Function):
+    """The compiled backward's gradients, from a node that refuses to differentiate them
+    again (the compiled backward has no backward of its own). The node hangs on the
+    outputs' gradients and the forward's inputs, so that every path from the gradients
+    back to anything meets it: never a silently missing term of a second derivative."""
+
+    @staticmethod
+    def forward(ctx: Any, runtime: ThinRuntime, saved: Sequence[torch.Tensor], count: int,
+                *grads_then_inputs: Any) -> Any:
+        return tuple(runtime.run_backward(saved, grads_then_inputs[:count]))
+
+    @staticmethod
+    def backward(ctx: Any, *_: Any) -> Any:
+        raise NotDifferentiableError(
+            "the torch bridge's compiled backward cannot be differentiated again (double "
+            "backward, create_graph=True); compute higher derivatives in eager PyTorch")
+
+
+def thin_runtime(capture: Capture, gm: torch.fx.GraphModule,
+                 example_inputs: Sequence[Any]) -> Tuple[Optional[Callable[..., Any]], str]:
+    """The thin runtime for a compiled graph, or None and why AOTAutograd's stays.
+
+    Returns
+    -------
+    (callable or None, str)
+        The runtime (wrapped so that Dynamo does not trace into it) and "thin", or None
+        and the reason the graph is not plain.
+    """
+    why = plain_reason(capture, gm, example_inputs)
+    if why is not None:
+        return None, why
+    runtime = ThinRuntime(capture, example_inputs)
+    return torch._dynamo.disable(runtime, reason="axgraph's compiled graph"), "thin"
+
+
+__all__ = ["Capture", "ThinRuntime", "plain_reason", "thin_runtime"]
