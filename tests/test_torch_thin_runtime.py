@@ -281,3 +281,20 @@ def test_a_cloned_input_is_a_fresh_output(fallback):
     (y_eager.sum() + (clone_eager * 3).sum()).backward()
     assert_close(x.grad, x_eager.grad, "the input's gradient")
     assert_close(w.grad, w_eager.grad, "the weight's gradient")
+
+
+def test_a_cloned_input_is_fresh_on_aotautograds_runtime_too():
+    """An inference graph (no input needs a gradient) keeps AOTAutograd's runtime; the
+    clone it returns must still be memory of its own."""
+    def f(x):
+        return x.clone(), x.t()
+
+    x = torch.randn(3, 4)
+    backend = AxgraphBackend()
+    copy_of_x, x_t = torch.compile(f, backend=backend)(x)
+    assert backend.runtimes != ["thin"]
+    assert copy_of_x.data_ptr() != x.data_ptr()
+    with torch.no_grad():
+        copy_of_x.zero_()
+    assert not bool((x == 0).any())
+    assert_close(x_t, x.t(), "the transpose")

@@ -18,7 +18,6 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import torch
 
 from ...errors import NotDifferentiableError
-from .runtime import CompiledGraph
 
 
 @dataclass
@@ -177,16 +176,6 @@ class ThinRuntime:
         self.sizes = meta.num_symints_saved_for_bw
         #: how many of the last saved tensors skip the version-counter check
         self.unchecked = meta.num_tensors_saved_with_no_vc_check or 0
-        # Outputs the compiled forward hands back as one of its arguments (a clone it
-        # saw through): copied, since AOTAutograd promised a fresh tensor. Known from the
-        # graph where it compiled whole; checked per call where it was split.
-        forward = capture.forward
-        if isinstance(forward, CompiledGraph):
-            self.copied = tuple(i for i, output in enumerate(forward.built.outputs[:self.outputs])
-                                if output.kind == "argument")
-            self.checked = False
-        else:
-            self.copied, self.checked = (), True
         self.non_differentiable = tuple(i for i, info in enumerate(meta.output_info)
                                         if not info.requires_grad)
         tangents = tuple(i for i, info in enumerate(meta.output_info)
@@ -210,19 +199,10 @@ class ThinRuntime:
                     outputs = _ThinFunction.apply(self, *args)
                     break
         if outputs is None:
-            outputs = self.fresh(self.forward(*args)[:self.outputs], args)
+            outputs = tuple(self.forward(*args)[:self.outputs])
         for i, dims in self.dynamic_outputs:
             _mark_dynamic(outputs[i], dims)
         return outputs
-
-    def fresh(self, outputs: Sequence[Any], args: Sequence[Any]) -> Tuple[Any, ...]:
-        """The user outputs, each in memory of its own (none an argument or its view)."""
-        if self.copied:
-            outputs = [t.clone() if i in self.copied else t for i, t in enumerate(outputs)]
-        elif self.checked:
-            outputs = [t.clone() if t._is_view() or any(t is a for a in args) else t
-                       for t in outputs]
-        return tuple(outputs)
 
     def run_backward(self, saved: Sequence[Any], grads: Sequence[Any]) -> List[Any]:
         """The inputs' gradients, from the saved sizes and tensors and the outputs'
@@ -249,7 +229,7 @@ class _ThinFunction(torch.autograd.Function):
         else:
             ctx.save_for_backward(*saved)
         ctx.runtime, ctx.inputs = runtime, args
-        outputs = runtime.fresh(results[:n], args)
+        outputs = tuple(results[:n])
         if runtime.non_differentiable:
             ctx.mark_non_differentiable(*[outputs[i] for i in runtime.non_differentiable])
         ctx._materialize_non_diff_grads = False

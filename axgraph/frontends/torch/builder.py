@@ -24,13 +24,16 @@ class Output:
     handed back as the same permuted view (`permutation`): PyTorch code reading it may
     rely on its strides. An input, or a transpose of one (a weight transposed and saved
     for the backward graph), comes back as a view of the input (`argument` with its
-    `permutation`), as eager PyTorch would give it."""
+    `permutation`), as eager PyTorch would give it; where torch's graph computed a new
+    tensor there (a clone the core saw through), the view is copied (`copy`): PyTorch
+    code may write to it, and the input must not change."""
 
     kind: str
     index: int = 0
     dim: DimLike = 0
     value: Any = None
     permutation: Optional[Tuple[int, ...]] = None
+    copy: bool = False
 
 
 @dataclass
@@ -205,7 +208,8 @@ class GraphBuilder:
             if value is None or isinstance(value, (bool, float)):
                 described.append(Output("value", value=value))
             elif view is not None:
-                described.append(Output("argument", view[0], permutation=view[1]))
+                described.append(Output("argument", view[0], permutation=view[1],
+                                        copy=not _aliases_an_input(item)))
             elif isinstance(value, core.Node):
                 order = memory_order(self.meta(item)) if isinstance(item, torch.fx.Node) else None
                 if order is not None:
@@ -219,6 +223,17 @@ class GraphBuilder:
                 described.append(Output("dim", dim=value))
         function = core.Function(results, self.parameters) if results else None
         return BuiltGraph(function, self.tensor_inputs, described, single, self.size_inputs)
+
+
+def _aliases_an_input(item: Any) -> bool:
+    """Whether torch's own graph hands this output back as (a view of) its input: a
+    placeholder, or a view op's result (anything else is a new tensor in PyTorch)."""
+    if not isinstance(item, torch.fx.Node):
+        return False
+    if item.op == "placeholder":
+        return True
+    target = item.target
+    return item.op == "call_function" and bool(getattr(target, "is_view", False))
 
 
 def attribute_value(node: torch.fx.Node) -> Any:

@@ -153,8 +153,9 @@ class CompiledGraph:
                                        output.permutation))
             elif output.kind == "argument":
                 value = args[output.index]
-                outputs.append(value if output.permutation is None
-                               else value.permute(output.permutation))
+                if output.permutation is not None:
+                    value = value.permute(output.permutation)
+                outputs.append(value.clone() if output.copy else value)
             elif output.kind == "dim":
                 if bindings is None:
                     bindings = self._bindings(args)
