@@ -959,8 +959,14 @@ def _row_entry(emitter: "_Emitter", result: str) -> str:
     if isinstance(row, core.Softmax):
         # x - max(x) <= 0 (or NaN): the cheaper exp of non-positive arguments
         exp_shifted = emitter._math("exp_nonpositive", et)
-        passes = [f"{value} m = -INFINITY;", "#pragma omp simd reduction(max:m)",
-                  *first_pass("m = v > m ? v : m;"), f"{value} s = 0;"]
+        if group.guard:  # whether the row has a value other than -inf (a NaN is one)
+            passes = [f"{value} m = -INFINITY;", "int live = 0;",
+                      "#pragma omp simd reduction(max:m) reduction(|:live)",
+                      *first_pass("m = v > m ? v : m; live |= v != -INFINITY;"),
+                      f"{value} s = 0;"]
+        else:
+            passes = [f"{value} m = -INFINITY;", "#pragma omp simd reduction(max:m)",
+                      *first_pass("m = v > m ? v : m;"), f"{value} s = 0;"]
         if isinstance(row, core.LogSoftmax):
             log = emitter._math("log", et)
             passes += [
@@ -987,6 +993,11 @@ def _row_entry(emitter: "_Emitter", result: str) -> str:
             *first_pass(f"s += {first};"),
             "#pragma omp simd",
             f"for (int64_t i = 0; i < inner; ++i) o[i] = {last};"]
+    fill = group.row_fill
+    if fill is not None:  # the guard's Select: a row of nothing but -inf is the fill
+        passes += ["if (!live)",
+                   f"    for (int64_t i = 0; i < inner; ++i) o[i] = "
+                   f"{c_literal(fill.attributes['value'], et)};"]
     lines += [
         f"#pragma omp parallel for schedule(static) if(outer * inner >= {PARALLEL_MIN})",
         "for (int64_t r = 0; r < outer; ++r) {",
