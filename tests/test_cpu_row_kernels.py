@@ -3,6 +3,7 @@ each computing its operand from two inputs first, against float64 NumPy; and the
 choice of exp and of threads for math-heavy loops."""
 from __future__ import annotations
 
+import math
 import platform
 import shutil
 import subprocess
@@ -266,3 +267,34 @@ def test_a_zeroed_softmax_over_empty_rows_fails_as_the_reference_max_does(has_c,
         core.compile(function, backend="interpreter")(empty)
     with pytest.raises(ExecutionError, match="Max .*empty dim"):
         core.compile(function, backend="cpu", fuse_min_elements=0, engine=engine)(empty)
+
+
+def test_kernels_of_costly_math_and_row_kernels_split_over_threads_sooner(has_c):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    n = 3 * kernel_c.HEAVY_PARALLEL_MIN + 5  # past the costly kernels' threshold only
+    assert n < kernel_c.PARALLEL_MIN
+    x, y = core.Parameter(core.f32, (n,), name="x"), core.Parameter(core.f32, (n,), name="y")
+    half = core.Constant(core.f32, (n,), 0.5)
+    rows = (n // 7, 7)
+    r = core.Parameter(core.f32, rows, name="r")
+    rng = np.random.default_rng(9)
+    xv, yv = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    rv = rng.standard_normal(rows).astype(np.float32)
+    x64, y64 = xv.astype(np.float64), yv.astype(np.float64)
+    cases = [  # (output, its parameters and their values, float64 answer, whether costly)
+        (core.Add(core.Multiply(x, y), half), {x: xv, y: yv}, x64 * y64 + 0.5, False),
+        (core.Multiply(core.Abs(x), core.Sqrt(core.Abs(y))), {x: xv, y: yv},
+         np.abs(x64) * np.sqrt(np.abs(y64)), False),
+        (core.Multiply(core.Erf(x), y), {x: xv, y: yv},
+         np.array([math.erf(v) for v in x64]) * y64, True),
+        (core.Sum(core.Exp(core.Multiply(x, half)), (0,)), {x: xv},
+         np.exp(x64 * 0.5).sum(), True),
+        (core.Softmax(r, (1,)), {r: rv}, softmax64(rv.astype(np.float64))[0], True),
+    ]
+    for output, values, want, costly in cases:
+        group = only_group(core.Function([output], list(values)))
+        kernel, got = run(group, [values[p] for p in group.inputs])
+        threshold = kernel_c.HEAVY_PARALLEL_MIN if costly else kernel_c.PARALLEL_MIN
+        assert f">= {threshold})" in kernel.source, output.op
+        np.testing.assert_allclose(got, want, rtol=3e-6, atol=3e-6 * n ** 0.5, err_msg=output.op)
