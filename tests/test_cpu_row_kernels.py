@@ -298,3 +298,40 @@ def test_kernels_of_costly_math_and_row_kernels_split_over_threads_sooner(has_c)
         threshold = kernel_c.HEAVY_PARALLEL_MIN if costly else kernel_c.PARALLEL_MIN
         assert f">= {threshold})" in kernel.source, output.op
         np.testing.assert_allclose(got, want, rtol=3e-6, atol=3e-6 * n ** 0.5, err_msg=output.op)
+
+
+def test_c_kernels_read_inputs_that_out_overlaps_as_they_were_before_the_call(has_c):
+    if not has_c:
+        pytest.skip("no working C compiler here")
+    n = 1000
+    x, y = core.Parameter(core.f32, (n,), name="x"), core.Parameter(core.f32, (n,), name="y")
+    two = core.Constant(core.f32, (n,), 2.0)
+    group = only_group(core.Function([core.Add(x, core.Multiply(y, two))], [x, y]))
+    rows = core.Parameter(core.f32, (n // 10, 10), name="r")
+    row_group = only_group(core.Function([core.Softmax(rows, (1,))], [rows]))
+    rng = np.random.default_rng(12)
+    memory = rng.standard_normal(n + 7).astype(np.float32)
+    yv = rng.standard_normal(n).astype(np.float32)
+    original = memory.astype(np.float64)
+
+    def elementwise(xv, yv):
+        return xv.astype(np.float64) + 2.0 * yv.astype(np.float64)
+
+    kernel, _ = run(group, [memory[:n].copy(), yv])
+    cases = [  # (x's view, y's view, out's view, the answer from the values before the call)
+        (memory[:n], yv, memory[3:n + 3], elementwise(original[:n], yv)),     # shifted
+        (memory[:n], yv, memory[:n], elementwise(original[:n], yv)),          # out is x
+        (yv, np.broadcast_to(memory[5:6], (n,)), memory[:n],                  # y, one element
+         elementwise(yv, np.full(n, original[5]))),                           # inside out
+    ]
+    for xv, y_view, out, want in cases:
+        memory[:] = original
+        arrays = {"x": xv, "y": y_view}
+        kernel(*[arrays[p.name] for p in group.inputs], out=out)
+        np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    row_kernel, _ = run(row_group, [memory[:n].reshape(n // 10, 10).copy()])
+    memory[:] = original
+    scores = memory[:n].reshape(n // 10, 10)
+    row_kernel(scores, out=scores)  # a row op's out is its input: read from a copy
+    np.testing.assert_allclose(scores, softmax64(original[:n].reshape(n // 10, 10))[0],
+                               rtol=2e-6, atol=2e-6)
