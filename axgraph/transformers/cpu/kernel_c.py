@@ -1155,7 +1155,7 @@ def _address(array: np.ndarray) -> int:
     exports a plain writable buffer (0.15 us; `array.ctypes.data` builds an object of
     NumPy's for it, 0.7 us, and a kernel call takes three or so), else NumPy's way."""
     if array.flags.c_contiguous and array.flags.writeable and array.nbytes:
-        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+        return ctypes.addressof(ctypes.c_char.from_buffer(array.data))
     return array.ctypes.data
 
 
