@@ -335,3 +335,30 @@ def test_the_value_before_an_update_survives_the_in_place_update():
             before, after = computation()
             np.testing.assert_array_equal(before, np.arange(4.0) - k)
             np.testing.assert_array_equal(after, 2 * (np.arange(4.0) - k - 1))
+
+
+def test_views_of_buffers_are_made_once_and_see_each_calls_values():
+    from axgraph import core
+
+    x = core.Parameter(core.f32, (6, 10), name="x")
+    wave = core.Sin(x)                                        # a buffer of the arena
+    turned = core.Transpose(wave, (1, 0))                     # its view: made once
+    rows = core.Reshape(core.Slice(turned, (2, 0), (8, 6), (2, 1)), (18,))
+    given = core.Transpose(x, (1, 0))                         # the argument's: every call
+    out = core.Multiply(core.Tanh(turned), given)
+    compiled = core.compile(core.Function([out, core.Exp(rows)], [x]), backend="cpu",
+                            fuse=False)
+    rng = np.random.default_rng(11)
+    for _ in range(3):  # new values each call: the fixed views read the arena anew
+        xv = rng.normal(size=(6, 10)).astype(np.float32)
+        got, got_rows = compiled(xv)
+        x64 = xv.astype(np.float64)
+        np.testing.assert_allclose(got, np.tanh(np.sin(x64).T) * x64.T, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_rows, np.exp(np.sin(x64).T[2:8:2].reshape(18)),
+                                   rtol=1e-5)
+    program = compiled.last_program
+    source = program.source
+    for view in (turned, rows):
+        assert f"{program.names[view]} = " not in source, view.op
+        assert program.names[view] in program.fixed
+    assert f"{program.names[given]} = np.transpose({program.names[x]}, (1, 0))" in source

@@ -37,7 +37,7 @@ from ...passes.rewrite_log import record_rewrite
 from ...traversal import post_order
 from . import kernel_c, kernel_blocked_numpy, rows
 from .group import (FusedGroup, c_accepts, is_row_op, is_scalar_constant, op_family,
-                    reduces_in_groups)
+                    reduces_in_groups, zeroed_rows_softmax)
 
 # -- what may join a group ------------------------------------------------------------------
 
@@ -97,7 +97,9 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
     with a single computing member and no reduction saves nothing and is
     dropped (Constant members, being literals, do not count). A node reading
     a broadcast of more than one element (a bias) stays out: a lone ufunc
-    broadcasts it for free, a flat kernel would copy it out in full.
+    broadcasts it for free, a flat kernel would copy it out in full. A softmax
+    whose rows of nothing but -inf are set to a scalar (`zeroed_rows_softmax`)
+    ends its group with that guard, when nothing else reads the guard's values.
     """
     nodes = function.nodes
     position = {node: index for index, node in enumerate(nodes)}
@@ -111,19 +113,29 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
             continue
         if reads_partial_broadcast(root):
             continue
+        reduction: Optional[Node] = None
         row: Optional[Node] = None
-        if is_fusible_reduction(root):
-            reduction: Optional[Node] = root
+        guard: Tuple[Node, ...] = ()
+        guarded = zeroed_rows_softmax(root)
+        if guarded is not None and all(
+                n not in taken and (n is root or n not in results)
+                and all(user in guarded[1] for user in users[n])
+                for n in guarded[1][1:] + (guarded[0],)):
+            row, guard = guarded
+            shape = root.shape
+        elif is_fusible_reduction(root):
+            reduction = root
             shape = root.inputs[0].shape
         elif is_fusible_row_op(root):
-            reduction, row = None, root
+            row = root
             shape = root.shape
         elif op_family(root) not in (None, "constant"):
-            reduction = None
             shape = root.shape
         else:
             continue
-        members: Set[Node] = {root}
+        members: Set[Node] = {root, *guard}
+        if row is not None:
+            members.add(row)
         pending: List[Tuple[int, str, Node]] = []
         queued: Set[Node] = set()
 
@@ -135,8 +147,11 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
                 heapq.heappush(pending, (-position[node], node.name, node))
 
         # a row op computes only its first operand per element (a backprop reads y as is)
-        for x in root.inputs[:1] if row is not None else root.inputs:
+        for x in row.inputs[:1] if row is not None else root.inputs:
             offer(x)
+        for member in guard:  # their scalar constants
+            for x in member.inputs:
+                offer(x)
         while pending:
             _, _, candidate = heapq.heappop(pending)
             # A row kernel takes a partial broadcast (a mask over T and K for every N
@@ -161,7 +176,7 @@ def find_fusion_groups(function: core.Function) -> List[FusedGroup]:
             for x in member.inputs:
                 if x not in members and x not in inputs:
                     inputs.append(x)
-        groups.append(FusedGroup(ordered, tuple(inputs), root, reduction, row))
+        groups.append(FusedGroup(ordered, tuple(inputs), root, reduction, row, guard))
         taken |= members
 
     groups.sort(key=lambda g: position[g.output])

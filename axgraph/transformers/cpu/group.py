@@ -15,6 +15,7 @@ from ...core.node import Node
 from ...core.traits import is_elementwise, reduction_identity, reduction_ufunc
 from ...errors import ExecutionError, ShapeError
 from ...strides import dense_order
+from ...traversal import post_order
 
 
 
@@ -36,6 +37,12 @@ class FusedGroup:
         the backprop of one) over the trailing dims, which reads each row of
         the elementwise values (its first operand) a few times and writes one
         row of the output. A backprop's second operand, y, is an input.
+    guard: empty, or the members after a softmax row op that set its rows of
+        nothing but -inf to one scalar (`zeroed_rows_softmax`; the output is
+        their Select): the row kernel notes such a row as it finds the row's
+        largest value and fills it, instead of a second pass over the rows
+        (the comparison, the conversion and the maximum) and a third (the
+        Select).
     """
 
     nodes: Tuple[Node, ...]
@@ -43,6 +50,7 @@ class FusedGroup:
     output: Node
     reduction: Optional[Node] = None
     row: Optional[Node] = None
+    guard: Tuple[Node, ...] = ()
 
     @property
     def final(self) -> Optional[Node]:
@@ -58,8 +66,20 @@ class FusedGroup:
 
     @property
     def elementwise_nodes(self) -> Tuple[Node, ...]:
-        """The members computed per element (every member but the reduction or row op)."""
+        """The members computed per element (every member but the reduction or row op, and
+        the guard's)."""
+        if self.guard:  # the members the row op's operand is computed from
+            members = set(self.nodes)
+            feeding = set(post_order([self.elementwise_output],
+                                     lambda n: n.inputs if n in members else ()))
+            return tuple(n for n in self.nodes if n in feeding)
         return self.nodes[:-1] if self.final is not None else self.nodes
+
+    @property
+    def row_fill(self) -> Optional[Node]:
+        """The scalar Constant a guarded softmax writes in a row of nothing but -inf (None
+        without a guard)."""
+        return self.output.inputs[1] if self.guard else None
 
     def __repr__(self) -> str:
         ops = " ".join(n.op for n in self.nodes)
@@ -71,6 +91,10 @@ class FusedGroup:
         output = fused.output
         reduction = output if reduces_in_groups(type(output)) else None
         row = output if is_row_op(type(output)) else None
+        guarded = zeroed_rows_softmax(output)
+        if guarded is not None:
+            row, guard = guarded
+            return cls(fused.body, fused.function.parameters, output, None, row, guard)
         return cls(fused.body, fused.function.parameters, output, reduction, row)
 
 
@@ -113,6 +137,52 @@ def is_row_op(op_class: type) -> bool:
     """Whether a group may end in a node of `op_class` as its row op: Softmax, LogSoftmax
     or the backprop of either."""
     return issubclass(op_class, (core.Softmax, core.SoftmaxBackprop))
+
+
+def zeroed_rows_softmax(node: Node) -> Optional[Tuple[Node, Tuple[Node, ...]]]:
+    """(the softmax, the guard's nodes) where `node` is a softmax over the trailing dims
+    whose rows of nothing but -inf are set to a scalar c, as the torch bridge's
+    `_safe_softmax` decomposes::
+
+        Select(Broadcast(Equal(Max(Convert(NotEqual(x, -inf))), 0)), c, Softmax(x))
+
+    (the Max and the Broadcast over the softmax's axes); else None. The guard's
+    nodes are the Select, the Broadcast, the Equal, the Max, the Convert and the
+    NotEqual: a row kernel computes them as it finds the row's largest value.
+    """
+    if type(node) is not core.Select:
+        return None
+    cond, fill, softmax = node.inputs
+    if type(softmax) is not core.Softmax or not is_scalar_constant(fill):
+        return None
+    axes = tuple(sorted(softmax.attributes["axes"]))
+    if axes != tuple(range(softmax.rank - len(axes), softmax.rank)):
+        return None
+    if not isinstance(cond, core.Broadcast) or tuple(sorted(cond.attributes["axes"])) != axes:
+        return None
+    equal = cond.inputs[0]
+    peak = _other_than(equal, core.Equal, 0.0)
+    if (not isinstance(peak, core.Max) or tuple(sorted(peak.attributes["axes"])) != axes
+            or peak.inputs[0].rank != softmax.rank):
+        return None
+    convert = peak.inputs[0]
+    if type(convert) is not core.Convert:
+        return None
+    not_equal = convert.inputs[0]
+    if _other_than(not_equal, core.NotEqual, float("-inf")) is not softmax.inputs[0]:
+        return None
+    return softmax, (node, cond, equal, peak, convert, not_equal)
+
+
+def _other_than(node: Node, op_class: type, value: float) -> Optional[Node]:
+    """The operand beside a scalar Constant of `value` where `node` is an `op_class`
+    comparison of the two (in either order), else None."""
+    if type(node) is not op_class:
+        return None
+    for a, b in (node.inputs, node.inputs[::-1]):
+        if is_scalar_constant(b) and float(b.attributes["value"]) == value:
+            return a
+    return None
 
 
 # -- calling a kernel -----------------------------------------------------------------------
@@ -259,6 +329,10 @@ def finish_empty(group: FusedGroup, outer: int, inner: int, out) -> bool:
     sum, 1 for a product)."""
     if outer * inner:
         return False
+    if group.guard and not inner:  # the guard's Max over no values: the reference's error
+        peak = group.guard[3]
+        if all(out.shape[:out.ndim - len(peak.attributes["axes"])]):
+            raise ExecutionError(f"{peak.op} {peak.name}: max over an empty dim", peak.location)
     if group.reduction is not None and outer:
         identity = reduction_identity(type(group.reduction))
         if identity is None:

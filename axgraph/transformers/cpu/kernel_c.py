@@ -101,6 +101,16 @@ CHUNK = 16
 #: Below this many elements a kernel runs on one thread: waking the other costs more
 #: than it saves on memory-bound loops over two cores.
 PARALLEL_MIN = 1 << 18
+#: A kernel whose elements call a costly math function (exp, erf, ...) or that runs rows (a
+#: softmax's passes and sums) spends several times a memory-bound element's time on each:
+#: it splits over the threads from this many elements (`parallel_min`; measured on 2 cores,
+#: the transformer block's softmax over 32 K scores 19 -> 10 us, GELU's gradient over
+#: 64 K values 37 -> 19-28 us).
+HEAVY_PARALLEL_MIN = 1 << 14
+#: Math functions that cost about what an arithmetic operation does (a kernel calling only
+#: these is memory-bound): by name, without the float suffix.
+CHEAP_MATH = frozenset({"fabs", "sqrt", "floor", "ceil", "trunc", "rint", "round", "fmax",
+                        "fmin", "fma", "copysign", "from_i64", "from_u64"})
 #: A streaming kernel computes its output in tiles of this many bytes on the stack (in L1)
 #: and copies each past the caches with non-temporal stores.
 STREAM_TILE_BYTES = 4096
@@ -840,6 +850,15 @@ class _Emitter:
         return lines
 
 
+def parallel_min(emitter: "_Emitter") -> int:
+    """The elements from which the kernel `emitter` writes runs on several threads: fewer for a
+    row kernel or one calling costly math (`HEAVY_PARALLEL_MIN`), else `PARALLEL_MIN`. Called
+    once the kernel's math is known (after its element code and its rows' passes)."""
+    costly = any(name.removesuffix("f") not in CHEAP_MATH and name not in CHEAP_MATH
+                 for name in emitter.used_math)
+    return HEAVY_PARALLEL_MIN if costly or emitter.group.row is not None else PARALLEL_MIN
+
+
 def indexed_inputs(group: FusedGroup) -> FrozenSet[int]:
     """Positions of the inputs read per element (the rest are literals or Broadcast scalars)."""
     indexed = set()
@@ -882,7 +901,7 @@ def _elementwise_entry(emitter: "_Emitter", result: str, out_type: str) -> str:
         "/* a streamed out: elements before its first 32-byte boundary are a tile of their own */",
         "const int64_t head = stream ? (int64_t)((32 - (uintptr_t)out % 32) % 32 / sizeof(*out))"
         " : 0;",
-        f"#pragma omp parallel if(n >= {PARALLEL_MIN})",
+        f"#pragma omp parallel if(n >= {parallel_min(emitter)})",
         "{",
         "#ifdef _OPENMP",
         "    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();",
@@ -959,8 +978,14 @@ def _row_entry(emitter: "_Emitter", result: str) -> str:
     if isinstance(row, core.Softmax):
         # x - max(x) <= 0 (or NaN): the cheaper exp of non-positive arguments
         exp_shifted = emitter._math("exp_nonpositive", et)
-        passes = [f"{value} m = -INFINITY;", "#pragma omp simd reduction(max:m)",
-                  *first_pass("m = v > m ? v : m;"), f"{value} s = 0;"]
+        if group.guard:  # whether the row has a value other than -inf (a NaN is one)
+            passes = [f"{value} m = -INFINITY;", "int live = 0;",
+                      "#pragma omp simd reduction(max:m) reduction(|:live)",
+                      *first_pass("m = v > m ? v : m; live |= v != -INFINITY;"),
+                      f"{value} s = 0;"]
+        else:
+            passes = [f"{value} m = -INFINITY;", "#pragma omp simd reduction(max:m)",
+                      *first_pass("m = v > m ? v : m;"), f"{value} s = 0;"]
         if isinstance(row, core.LogSoftmax):
             log = emitter._math("log", et)
             passes += [
@@ -987,8 +1012,14 @@ def _row_entry(emitter: "_Emitter", result: str) -> str:
             *first_pass(f"s += {first};"),
             "#pragma omp simd",
             f"for (int64_t i = 0; i < inner; ++i) o[i] = {last};"]
+    fill = group.row_fill
+    if fill is not None:  # the guard's Select: a row of nothing but -inf is the fill
+        passes += ["if (!live)",
+                   f"    for (int64_t i = 0; i < inner; ++i) o[i] = "
+                   f"{c_literal(fill.attributes['value'], et)};"]
     lines += [
-        f"#pragma omp parallel for schedule(static) if(outer * inner >= {PARALLEL_MIN})",
+        f"#pragma omp parallel for schedule(static) if(outer * inner >= "
+        f"{parallel_min(emitter)})",
         "for (int64_t r = 0; r < outer; ++r) {",
         "    const int64_t base = r * inner;",
         f"    {value}* const o = out + base;",
@@ -1090,7 +1121,7 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
                  f"{out_type}* out = ({out_type}*)p[{k}];",
                  f"if (inner <= {BLOCK}) {{",
                  f"    #pragma omp parallel for schedule(static) if(outer * inner >= "
-                 f"{PARALLEL_MIN})",
+                 f"{parallel_min(emitter)})",
                  "    for (int64_t r = 0; r < outer; ++r)",
                  f"        out[r] = ({out_type})block(r * inner, r * inner + inner, p);",
                  "    return 0;",
@@ -1118,6 +1149,15 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
 
 
 # -- the kernel ------------------------------------------------------------------------------
+
+def _address(array: np.ndarray) -> int:
+    """The address of `array`'s first element: through the buffer protocol where the array
+    exports a plain writable buffer (0.15 us; `array.ctypes.data` builds an object of
+    NumPy's for it, 0.7 us, and a kernel call takes three or so), else NumPy's way."""
+    if array.flags.c_contiguous and array.flags.writeable and array.nbytes:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array.data))
+    return array.ctypes.data
+
 
 class CKernel:
     """A compiled fused group: `kernel(*inputs, out=array)` writes the output into `out`.
@@ -1179,20 +1219,26 @@ class CKernel:
         scalars = set()
         pointers: List[int] = []
         keep: List[np.ndarray] = []
+        out_start = _address(out)
+        out_end = out_start + out.nbytes
         for j, array in enumerate(arrays):  # prepare_call returned ndarrays
+            start = _address(array)
             if j in self._indexed and array.size > 1:
                 if not any(array.strides):
                     scalars.add(j)
                 elif not array.flags.c_contiguous:
                     array = np.ascontiguousarray(array)
-                if np.may_share_memory(array, out) and not (
-                        group.final is None and j not in scalars
-                        and array.ctypes.data == out.ctypes.data):
+                    start = _address(array)
+                # the bytes it is read from (one element where broadcast) meet out's
+                end = start + (array.itemsize if j in scalars else array.nbytes)
+                if start < out_end and out_start < end and not (
+                        group.final is None and j not in scalars and start == out_start):
                     array = array.copy()
+                    start = _address(array)
             # other inputs are read at element 0 (the data pointer) or not at all (literals)
             keep.append(array)
-            pointers.append(array.ctypes.data)
-        pointers.append(out.ctypes.data)
+            pointers.append(start)
+        pointers.append(out_start)
         key = frozenset(scalars)
         function = self._variants.get(key)
         if function is None:

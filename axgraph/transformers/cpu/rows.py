@@ -13,7 +13,7 @@ import numpy as np
 
 from ... import core
 from ...core.node import Node
-from .group import FusedGroup, check_call, concrete_shape, group_shapes
+from .group import FusedGroup, check_call, concrete_shape, finish_empty, group_shapes
 from .kernel_blocked_numpy import NumpyKernel
 
 
@@ -96,6 +96,8 @@ class RowNumpyKernel:
     def __call__(self, *arrays: np.ndarray, out: np.ndarray) -> np.ndarray:
         check_call("fused NumPy row kernel", self.group, self.in_shapes, self.out_shape,
                    arrays, out)
+        if finish_empty(self.group, self.outer, self.inner, out):
+            return out
         if self.prologue is not None:
             x = self.prologue(*[arrays[j] for j in self._read], out=np.empty(*self._scratch))
         else:
@@ -111,7 +113,12 @@ class RowNumpyKernel:
                 return function(x, y, self.axes, out=out)
             if isinstance(row, core.LogSoftmax):
                 return log_softmax(x, self.axes, out=out)
-            return softmax(x, self.axes, out=out)
+            softmax(x, self.axes, out=out)
+            fill = self.group.row_fill
+            if fill is not None:  # the guard: rows of nothing but -inf hold the fill
+                empty = np.all(x == -np.inf, axis=self.axes, keepdims=True)
+                np.copyto(out, fill.attributes["value"], where=empty)
+            return out
 
     def __repr__(self) -> str:
         return f"<RowNumpyKernel {self.group!r}>"
