@@ -152,9 +152,17 @@ def test_arguments_not_c_contiguous_are_copied_for_the_native_call(monkeypatch):
         raise AssertionError("the Python program ran")
 
     monkeypatch.setattr(program, "run", python_program)
+    native, calls = program.native, []
+
+    def counted(arrays, outs):
+        calls.append([a.flags.c_contiguous for a in arrays])
+        return native(arrays, outs)
+
+    monkeypatch.setattr(program, "native", counted)
     offered = np.arange(24, dtype=np.float32).reshape(6, 4).T
     (got,) = run(offered)
     np.testing.assert_array_equal(got, offered * 3)
+    assert calls == [[True]]  # copied before C is asked, not after it declined
 
 
 def test_a_bad_label_raises_the_python_programs_error_and_leaves_the_weights():

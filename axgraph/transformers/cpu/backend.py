@@ -137,14 +137,13 @@ class CpuFunction:
                 self._go_native(program)
         native = program.native
         if native is not None and out is None:  # one C call (IEEE in C: no errstate)
+            if not all(a.flags.c_contiguous for a in arrays):
+                # C takes dense arrays only; a native program's arrays are small, so copies
+                # cost less than its Python program (views of another framework's tensors,
+                # a transposed weight saved for a backward graph)
+                arrays = tuple(np.ascontiguousarray(a) for a in arrays)
             results = native(arrays, self._donated(program, arrays, donate) if donate
                              else program.no_outs)
-            if results is None and not all(a.flags.c_contiguous for a in arrays):
-                # C takes dense arrays only; a native program's arrays are small, so copies
-                # cost less than its Python program (views of another framework's tensors)
-                arrays = tuple(np.ascontiguousarray(a) for a in arrays)
-                results = native(arrays, self._donated(program, arrays, donate) if donate
-                                 else program.no_outs)
             if results is not None:  # else C declined: the Python program runs
                 return results
         parallel.govern()  # threads for this step's kernels, from the machine's load
