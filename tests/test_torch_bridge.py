@@ -20,6 +20,7 @@ from axgraph.errors import AxgraphTypeError, AxgraphValueError  # noqa: E402
 from axgraph.frontends.torch import (AxgraphBackend, UnsupportedOperatorError,  # noqa: E402
                                      axgraph_backend, explain, supported_ops)
 from axgraph.frontends.torch.registry import RULES, op_name  # noqa: E402
+from torch_checks import assert_close, fresh_dynamo  # noqa: E402,F401
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -31,19 +32,6 @@ def line_of(text: str) -> int:
     matches = [i + 1 for i, line in enumerate(source) if text in line]
     assert len(matches) == 1, matches
     return matches[0]
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    yield
-    torch._dynamo.reset()
-
-
-def assert_close(actual, expected, what):
-    np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(),
-                               rtol=1e-4, atol=2e-5, err_msg=what)
 
 
 def check_against_eager(model, inputs, loss, transformer="cpu", fallbacks=()):

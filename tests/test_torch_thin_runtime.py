@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -14,19 +13,7 @@ F = torch.nn.functional
 
 from axgraph.errors import NotDifferentiableError  # noqa: E402
 from axgraph.frontends.torch import AxgraphBackend  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    yield
-    torch._dynamo.reset()
-
-
-def assert_close(actual, expected, what):
-    np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(),
-                               rtol=1e-4, atol=2e-5, err_msg=what)
+from torch_checks import assert_close, fresh_dynamo  # noqa: E402,F401
 
 
 def small_net():
