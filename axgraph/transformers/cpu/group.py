@@ -7,6 +7,7 @@ finding of groups and the fusion pass (fusion.py) import the engines
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence, Tuple
 
@@ -64,7 +65,7 @@ class FusedGroup:
         final = self.final
         return final.inputs[0] if final is not None else self.output
 
-    @property
+    @functools.cached_property
     def elementwise_nodes(self) -> Tuple[Node, ...]:
         """The members computed per element (every member but the reduction or row op, and
         the guard's)."""
@@ -330,7 +331,7 @@ def finish_empty(group: FusedGroup, outer: int, inner: int, out) -> bool:
     if outer * inner:
         return False
     if group.guard and not inner:  # the guard's Max over no values: the reference's error
-        peak = group.guard[3]
+        peak = next(n for n in group.guard if isinstance(n, core.Max))
         if all(out.shape[:out.ndim - len(peak.attributes["axes"])]):
             raise ExecutionError(f"{peak.op} {peak.name}: max over an empty dim", peak.location)
     if group.reduction is not None and outer:
