@@ -115,7 +115,7 @@ def test_blas_products_in_parts_match_float64(monkeypatch, dtype, m, k, n, trans
     """What the kernel does not take, large enough, runs as blocks of rows (here not a
     multiple of the parts), one BLAS call each: the float64 product's values."""
     monkeypatch.setattr(gemm, "available", lambda: False)
-    monkeypatch.setattr(gemm, "MIN_MULTIPLY_ADDS", 1 << 16)
+    monkeypatch.setattr(gemm, "PARTS_MIN_MULTIPLY_ADDS", 1 << 16)
     a, b = (x.astype(dtype) for x in _operands(m, k, n, seed=4))
     if transposed:
         a = np.asfortranarray(a)
