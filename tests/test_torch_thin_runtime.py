@@ -285,3 +285,71 @@ def test_a_cloned_input_is_fresh_on_aotautograds_runtime_too():
         copy_of_x.zero_()
     assert not bool((x == 0).any())
     assert_close(x_t, x.t(), "the transpose")
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(10, 16), nn.Tanh(), nn.Linear(16, 16), nn.GELU(),
+                         nn.Linear(16, 4))
+
+
+def test_saved_activations_reach_the_backward_as_arrays_and_gradients_are_eagers():
+    model = _mlp()
+    eager = copy.deepcopy(model)
+    backend = AxgraphBackend()
+    x = torch.randn(6, 10)
+    out = torch.compile(model, backend=backend)(x)
+    forward = backend.graphs[0]
+    assert backend.runtimes == ["thin"] and forward.raw  # the tanh and GELU inputs, ...
+    user = {o.index for o in forward.built.outputs[:1] if o.kind == "result"}
+    assert all(forward.built.outputs[p].kind == "result"
+               and forward.built.outputs[p].index not in user for p in forward.raw)
+    (out ** 2).sum().backward()
+    (eager(x) ** 2).sum().backward()
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert_close(p.grad, q.grad, f"gradient of {name}")
+
+
+def test_saved_tensor_hooks_see_every_saved_value_as_a_tensor():
+    """Under the caller's saved-tensor hooks (offloading, say) the raw arrays are saved
+    as tensors, so the hooks pack each of them."""
+    model = _mlp()
+    eager = copy.deepcopy(model)
+    backend = AxgraphBackend()
+    compiled = torch.compile(model, backend=backend)
+    x = torch.randn(6, 10)
+    compiled(x).sum().backward()  # compiled, raw arrays chosen
+    model.zero_grad()
+    packed = []
+
+    def pack(tensor):
+        assert isinstance(tensor, torch.Tensor)
+        packed.append(tensor)
+        return tensor.clone()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = compiled(x)
+    raw = len(backend.graphs[0].raw)
+    assert raw and len(packed) >= raw
+    (out * 3).sum().backward()
+    (eager(x) * 3).sum().backward()
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert_close(p.grad, q.grad, f"gradient of {name} under saved-tensor hooks")
+
+
+def test_an_output_the_backward_reads_changed_in_place_is_refused_as_in_eager():
+    """tanh's backward reads its output: an output handed to the user and saved is one
+    tensor, so writing to it is caught by autograd's version check, never a silently
+    wrong gradient."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(5, 5)
+
+        def forward(self, x):
+            return torch.tanh(self.linear(x))
+
+    for net in (Net(), torch.compile(Net(), backend=AxgraphBackend())):
+        out = net(torch.randn(3, 5))
+        out.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()

@@ -13,11 +13,12 @@ callable, or says why not, in which case AOTAutograd's runtime is kept.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from ...errors import NotDifferentiableError
+from .runtime import CompiledGraph, as_tensor
 
 
 @dataclass
@@ -190,6 +191,26 @@ class ThinRuntime:
                                      for i, info in enumerate(meta.output_info)
                                      if info.dynamic_dims)
         self.dynamic_saved = tuple(meta.dynamic_saved_tensors_idxs.items())
+        #: Positions among the saved values that go to the backward as NumPy arrays
+        #: (`raw_saved`).
+        self.raw = raw_saved(capture, self.outputs, self.sizes)
+        if self.raw:
+            capture.forward.raw = frozenset(self.outputs + i for i in self.raw)  # type: ignore[union-attr]
+        self._splits: Dict[Tuple[int, bool], Tuple[Tuple[int, ...], Tuple[int, ...]]] = {}
+
+    def split(self, count: int, raw: bool) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+        """Of `count` saved values, the positions saved as tensors (version-checked, and
+        packed by the caller's saved-tensor hooks) and those kept in the context as they
+        are: the raw arrays (where `raw`), and the last tensors AOTAutograd saves
+        unchecked."""
+        found = self._splits.get((count, raw))
+        if found is None:
+            unchecked = range(count - self.unchecked, count) if self.unchecked else range(0)
+            kept = tuple(i for i in range(count)
+                         if (raw and i in self.raw) or i in unchecked)
+            found = self._splits[count, raw] = (
+                tuple(i for i in range(count) if i not in kept), kept)
+        return found
 
     def __call__(self, *args: Any) -> Any:
         outputs = None
@@ -219,15 +240,21 @@ class _ThinFunction(torch.autograd.Function):
         results = runtime.forward(*args)
         n, end = runtime.outputs, len(results) - runtime.sizes
         ctx.sizes = results[end:]
+        saved = results[n:end]
+        raw = bool(runtime.raw)
+        if raw and torch._C._autograd._top_saved_tensors_default_hooks(False):
+            # the caller's saved-tensor hooks (offloading, checkpointing) see every value
+            saved, raw = [as_tensor(v) if i in runtime.raw else v
+                          for i, v in enumerate(saved)], False
         # a saved view is detached, as AOTAutograd does, so autograd does not keep its base
-        saved = [t.detach() if t._is_view() else t for t in results[n:end]]
+        saved = [v.detach() if isinstance(v, torch.Tensor) and v._is_view() else v
+                 for v in saved]
         for i, dims in runtime.dynamic_saved:
-            _mark_dynamic(saved[i], dims)
-        if runtime.unchecked:
-            ctx.save_for_backward(*saved[:-runtime.unchecked])
-            ctx.unchecked = saved[-runtime.unchecked:]
-        else:
-            ctx.save_for_backward(*saved)
+            if isinstance(saved[i], torch.Tensor):
+                _mark_dynamic(saved[i], dims)
+        checked, kept = runtime.split(len(saved), raw)
+        ctx.save_for_backward(*[saved[i] for i in checked])
+        ctx.kept, ctx.raw = [saved[i] for i in kept], raw
         ctx.runtime, ctx.inputs = runtime, args
         outputs = tuple(results[:n])
         if runtime.non_differentiable:
@@ -238,11 +265,15 @@ class _ThinFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         runtime: ThinRuntime = ctx.runtime
-        saved = ctx.saved_tensors
-        if runtime.unchecked:
-            saved = (*saved, *ctx.unchecked)
+        tensors, kept = ctx.saved_tensors, ctx.kept
+        checked, kept_at = runtime.split(len(tensors) + len(kept), ctx.raw)
+        saved: List[Any] = [None] * (len(tensors) + len(kept))
+        for i, value in zip(checked, tensors):
+            saved[i] = value
+        for i, value in zip(kept_at, kept):
+            saved[i] = value
         if runtime.sizes:
-            saved = (*ctx.sizes, *saved)
+            saved = [*ctx.sizes, *saved]
         if torch.is_grad_enabled():  # create_graph=True: gradients whose own backward refuses
             return (None, *_RefusedDoubleBackward.apply(runtime, saved, len(grads), *grads,
                                                          *ctx.inputs))
@@ -267,6 +298,30 @@ class _RefusedDoubleBackward(torch.autograd.Function):
             "backward, create_graph=True); compute higher derivatives in eager PyTorch")
 
 
+def raw_saved(capture: Capture, outputs: int, sizes: int) -> frozenset:
+    """The positions among a plain graph's saved values that may travel from the
+    compiled forward to the compiled backward as NumPy arrays.
+
+    A saved activation is read by the backward alone: no one can change it in place
+    (so no version check), and wrapping it as a tensor to unwrap it again cost about
+    2 µs a value, a few dozen per transformer-block step. It qualifies where both graphs are
+    whole compiled graphs, the forward computes it (not an input passed through, not a
+    value it also hands the user: saved twice is fine, both only read), and the backward reads it only as a tensor argument
+    of its Function.
+    """
+    forward, backward = capture.forward, capture.backward
+    if not isinstance(forward, CompiledGraph) or not isinstance(backward, CompiledGraph):
+        return frozenset()
+    made = forward.built.outputs
+    saved = made[outputs:len(made) - sizes]
+    shown = {o.index for o in made[:outputs] if o.kind == "result"}
+    read = set(backward.built.tensor_inputs)
+    passed = {o.index for o in backward.built.outputs if o.kind == "argument"}
+    return frozenset(i for i, o in enumerate(saved)
+                     if o.kind == "result" and o.index not in shown
+                     and sizes + i in read and sizes + i not in passed)
+
+
 def thin_runtime(capture: Capture, gm: torch.fx.GraphModule,
                  example_inputs: Sequence[Any]) -> Tuple[Optional[Callable[..., Any]], str]:
     """The thin runtime for a compiled graph, or None and why AOTAutograd's stays.
@@ -284,4 +339,4 @@ def thin_runtime(capture: Capture, gm: torch.fx.GraphModule,
     return torch._dynamo.disable(runtime, reason="axgraph's compiled graph"), "thin"
 
 
-__all__ = ["Capture", "ThinRuntime", "plain_reason", "thin_runtime"]
+__all__ = ["Capture", "ThinRuntime", "plain_reason", "raw_saved", "thin_runtime"]

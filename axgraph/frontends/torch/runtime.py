@@ -11,7 +11,7 @@ skips the BLAS thread guard it does not need.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -43,18 +43,32 @@ def core_backend(transformer: str) -> str:
                                 f"runs on; choose one of {sorted(TRANSFORMERS)}") from None
 
 
-def _tensor(array: Any, shape: Optional[Tuple[int, ...]] = None,
-            permutation: Optional[Tuple[int, ...]] = None) -> torch.Tensor:
-    """A tensor over a result's memory (a read-only one is copied first), reshaped to
-    `shape` and permuted."""
+def _viewed(array: Any, shape: Optional[Tuple[int, ...]] = None,
+            permutation: Optional[Tuple[int, ...]] = None) -> np.ndarray:
+    """A result's array reshaped to `shape` and permuted, as torch traced it."""
     array = np.asarray(array)
-    if not array.flags.writeable:
-        array = array.copy()
     if shape is not None:
         array = array.reshape(shape)
     if permutation is not None:
         array = array.transpose(permutation)
-    return torch.from_numpy(array)
+    return array
+
+
+def as_tensor(array: np.ndarray) -> torch.Tensor:
+    """A tensor over an array's memory, strides and all.
+
+    Parameters
+    ----------
+    array : np.ndarray
+        A result's array; a read-only one is copied first, in the same memory order
+        (torch's tensors are writeable, and code may read their strides).
+
+    Returns
+    -------
+    torch.Tensor
+        The tensor (no copy where the array is writeable).
+    """
+    return torch.from_numpy(array if array.flags.writeable else array.copy(order="K"))
 
 
 def unreshaped_results(function: core.Function
@@ -127,6 +141,21 @@ class CompiledGraph:
         #: graph's only program is known to run as one C function (no BLAS in it).
         self._blas_guard = self.backend == "cpu"
         self._static = self.function is not None and _static(self.function)
+        #: Output positions handed back as NumPy arrays, not tensors: values that only
+        #: another compiled graph reads (a forward's saved activations, set by the thin
+        #: autograd runtime), which skip a tensor's making and its unwrapping there.
+        self.raw: FrozenSet[int] = frozenset()
+        #: Output positions that repeat an earlier one (the same result, seen the same
+        #: way): one tensor for both, as PyTorch's graph has one value. An output the
+        #: backward also reads is then saved as the very tensor the user holds, so that
+        #: writing to it is caught by autograd's version check, as in eager.
+        first: Dict[Tuple[int, Optional[Tuple[int, ...]]], int] = {}
+        self._repeats: Dict[int, int] = {}
+        for position, output in enumerate(built.outputs):
+            if output.kind == "result":
+                key = (output.index, output.permutation)
+                self._repeats[position] = first.setdefault(key, position)
+        self._repeats = {p: q for p, q in self._repeats.items() if p != q}
 
     def __call__(self, *args: Any) -> Any:
         built = self.built
@@ -147,10 +176,14 @@ class CompiledGraph:
                 results = self.executable(*arrays)
         outputs: List[Any] = []
         bindings: Optional[Dict[str, int]] = None
-        for output in built.outputs:
-            if output.kind == "result":
-                outputs.append(_tensor(results[output.index], self._shapes[output.index],
-                                       output.permutation))
+        repeats = self._repeats
+        for position, output in enumerate(built.outputs):
+            if repeats and position in repeats:
+                outputs.append(outputs[repeats[position]])
+            elif output.kind == "result":
+                array = _viewed(results[output.index], self._shapes[output.index],
+                                output.permutation)
+                outputs.append(array if position in self.raw else as_tensor(array))
             elif output.kind == "argument":
                 value = args[output.index]
                 if output.permutation is not None:
@@ -173,6 +206,8 @@ class CompiledGraph:
         one cannot reuse its address; the guards torch.compile keeps on parameters
         recompile the graph where their shape or strides change).
         """
+        if isinstance(value, np.ndarray):  # a raw result of another graph
+            return value
         if not value.requires_grad:
             return value.numpy()
         held = self._views.get(position)
@@ -216,4 +251,4 @@ class AxgraphModule(torch.nn.Module):
         return self.compiled(*args)
 
 
-__all__ = ["TRANSFORMERS", "core_backend", "CompiledGraph", "AxgraphModule"]
+__all__ = ["TRANSFORMERS", "core_backend", "as_tensor", "CompiledGraph", "AxgraphModule"]
