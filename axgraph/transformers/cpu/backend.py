@@ -123,11 +123,12 @@ class CpuFunction:
         the argument's values, so the result may be written into that array in place
         (done where the program allows it and the array is a plain writeable one)."""
         try:  # the steady state: argument types and shapes seen before
-            key, program = self._known[tuple((a.dtype, a.shape) for a in arrays)]
+            # (a list comprehension: half a generator's time over a backward's 24 arrays)
+            key, program = self._known[tuple([(a.dtype, a.shape) for a in arrays])]
         except (AttributeError, KeyError):
             arrays, bindings = bind_arguments(self.function, arrays)
             program = self.program(bindings)
-            self._known[tuple((a.dtype, a.shape) for a in arrays)] = (
+            self._known[tuple([(a.dtype, a.shape) for a in arrays])] = (
                 ProgramCache.key(bindings), program)
         else:
             self._cache.hit(key, program)
