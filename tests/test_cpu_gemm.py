@@ -159,3 +159,30 @@ def test_few_rows_and_columns_or_a_small_product_is_one_call():
     assert gemm.parts(600, 10, 10, np.float32) is None  # too small to be worth it
     assert gemm.parts(4096, 500, 50, np.int64) is None  # not BLAS's
     assert not gemm.takes(600, 10, 10, np.float64)
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+@pytest.mark.parametrize("m, k, n", [(7, 33, 31), (65, 513, 33), (130, 1100, 97), (64, 64, 64)])
+@pytest.mark.parametrize("addend_shape", ["row", "column", "full", "full_transposed"])
+def test_an_addend_is_added_as_a_separate_add_would(monkeypatch, kernel, m, k, n,
+                                                    addend_shape):
+    """A bias added as the kernel stores its last depth block (past one 512-deep block
+    too) rounds each element exactly as the product followed by np.add."""
+    if kernel and not gemm.available():
+        pytest.skip("no AVX-512 build of the kernels here")
+    monkeypatch.setattr(gemm, "MIN_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(gemm, "MIN_DEPTH", 0)
+    monkeypatch.setattr(gemm, "MIN_OUTPUT", 0)
+    if not kernel:
+        monkeypatch.setattr(gemm, "available", lambda: False)
+    a, b = _operands(m, k, n, seed=6)
+    rng = np.random.default_rng(7)
+    addend = {"row": lambda: rng.normal(size=(1, n)),
+              "column": lambda: rng.normal(size=(m, 1)),
+              "full": lambda: rng.normal(size=(m, n)),
+              "full_transposed": lambda: rng.normal(size=(n, m)).T}[addend_shape]()
+    addend = addend.astype(np.float32)
+    product = gemm.matmul(a, b, out=np.empty((m, n), np.float32))
+    got = gemm.matmul(a, b, out=np.full((m, n), np.nan, np.float32), addend=addend)
+    np.testing.assert_array_equal(got, product + addend)
+    _check(got - addend, a, b)

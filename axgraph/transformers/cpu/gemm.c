@@ -63,18 +63,32 @@ static inline __attribute__((always_inline)) void tile(int64_t kc, const float* 
     }
 }
 
-/* C[mr x nr] (row stride rs, column stride cs) = (first ? 0 : C) + the tile */
+/* A term added to the product after its last depth block (a layer's bias): element
+   (i, j) of the output gets at[i * rs + j * cs] (NULL: none). */
+typedef struct { const float* at; int64_t rs, cs; } addend;
+
+/* C[mr x nr] (row stride rs, column stride cs) = (first ? 0 : C) + the tile, then + the
+   addend's [mr x nr] block where `add` points at it (the last depth block): each element
+   rounded as the product's sum and then the addition of the term would be */
 static inline __attribute__((always_inline)) void store(float* c, int64_t rs, int64_t cs,
                                                         int64_t mr, int64_t nr, int first,
-                                                        const __m512 acc[2 * MR])
+                                                        const __m512 acc[2 * MR],
+                                                        const addend* add)
 {
-    if (cs == 1 && mr == MR && nr == NR) {
+    if (cs == 1 && mr == MR && nr == NR && (!add || add->cs == 1 || add->cs == 0)) {
         for (int i = 0; i < MR; ++i) {
             float* row = c + i * rs;
             __m512 lo = acc[2 * i], hi = acc[2 * i + 1];
             if (!first) {
                 lo = _mm512_add_ps(_mm512_loadu_ps(row), lo);
                 hi = _mm512_add_ps(_mm512_loadu_ps(row + 16), hi);
+            }
+            if (add) {
+                const float* term = add->at + i * add->rs;
+                const __m512 tlo = add->cs ? _mm512_loadu_ps(term) : _mm512_set1_ps(*term);
+                const __m512 thi = add->cs ? _mm512_loadu_ps(term + 16) : tlo;
+                lo = _mm512_add_ps(lo, tlo);
+                hi = _mm512_add_ps(hi, thi);
             }
             _mm512_storeu_ps(row, lo);
             _mm512_storeu_ps(row + 16, hi);
@@ -89,7 +103,9 @@ static inline __attribute__((always_inline)) void store(float* c, int64_t rs, in
     for (int64_t i = 0; i < mr; ++i)
         for (int64_t j = 0; j < nr; ++j) {
             float* at = c + i * rs + j * cs;
-            *at = first ? part[i][j] : *at + part[i][j];
+            float sum = first ? part[i][j] : *at + part[i][j];
+            if (add) sum = sum + add->at[i * add->rs + j * add->cs];
+            *at = sum;
         }
 }
 
@@ -151,15 +167,24 @@ static void pack_a(const float* a, int64_t ars, int64_t acs, int64_t i0, int64_t
     }
 }
 
-/* C (m x n) = A (m x k) B (k x n); strides in elements (any sign but C's must not
-   overlap A's or B's). Returns 0, or -1 when out of memory. */
+/* Where the addend's element (i, j) is (NULL without one). */
+static inline const float* t_at(const float* base, int64_t rs, int64_t cs, int64_t i, int64_t j)
+{
+    return base ? base + i * rs + j * cs : NULL;
+}
+
+/* C (m x n) = A (m x k) B (k x n) [+ T (m x n)]; strides in elements (any sign, but C's
+   must not overlap A's, B's or T's; T's may be 0: a broadcast bias). T is NULL for none.
+   Returns 0, or -1 when out of memory. */
 int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
-                 const float* b, int64_t brs, int64_t bcs, float* c, int64_t crs, int64_t ccs)
+                 const float* b, int64_t brs, int64_t bcs, float* c, int64_t crs, int64_t ccs,
+                 const float* t_base, int64_t trs, int64_t tcs)
 {
     if (m <= 0 || n <= 0) return 0;
     if (k <= 0) {
         for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c[i * crs + j * ccs] = 0.0f;
+            for (int64_t j = 0; j < n; ++j)
+                c[i * crs + j * ccs] = t_base ? t_base[i * trs + j * tcs] : 0.0f;
         return 0;
     }
     const int64_t panels = (n + NR - 1) / NR;
@@ -199,8 +224,9 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
                 for (int64_t t = 0; t < mc; t += MR) {
                     __m512 acc[2 * MR];
                     tile(kc, ap + t * kc, bp + p * kc * NR, acc);
+                    const addend block = {t_at(t_base, trs, tcs, i0 + t, j0), trs, tcs};
                     store(c + (i0 + t) * crs + j0 * ccs, crs, ccs, mc - t < MR ? mc - t : MR,
-                          nr, k0 == 0, acc);
+                          nr, k0 == 0, acc, t_base && k0 + kc == k ? &block : NULL);
                 }
             }
         }
@@ -216,10 +242,11 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
 int axg_gemm_available(void) { return 0; }
 
 int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
-                 const float* b, int64_t brs, int64_t bcs, float* c, int64_t crs, int64_t ccs)
+                 const float* b, int64_t brs, int64_t bcs, float* c, int64_t crs, int64_t ccs,
+                 const float* t, int64_t trs, int64_t tcs)
 {
     (void)m; (void)n; (void)k; (void)a; (void)ars; (void)acs; (void)b; (void)brs; (void)bcs;
-    (void)c; (void)crs; (void)ccs;
+    (void)c; (void)crs; (void)ccs; (void)t; (void)trs; (void)tcs;
     return -1;
 }
 

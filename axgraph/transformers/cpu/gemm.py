@@ -54,7 +54,7 @@ def _kernel() -> Optional[ctypes._CFuncPtr]:  # type: ignore[name-defined]
         return None
     function = handle.axg_gemm_f32
     function.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_void_p, ctypes.c_int64,
-                                                ctypes.c_int64] * 3
+                                                ctypes.c_int64] * 4
     function.restype = ctypes.c_int
     return function
 
@@ -119,6 +119,19 @@ def _strides(x: np.ndarray) -> Optional[Tuple[int, int]]:
     return rows // size, columns // size
 
 
+def _broadcast_strides(x: np.ndarray, shape: Tuple[int, int]) -> Optional[Tuple[int, int]]:
+    """The strides in elements of x broadcast to the 2-d `shape` (0 along a dim of length
+    1: a bias row), or None where it does not broadcast so or its strides are not whole
+    elements."""
+    if x.ndim != 2 or any(have not in (1, want) for have, want in zip(x.shape, shape)):
+        return None
+    strides = _strides(x)
+    if strides is None:
+        return None
+    rows, columns = strides
+    return (0 if x.shape[0] == 1 else rows), (0 if x.shape[1] == 1 else columns)
+
+
 def _address(x: np.ndarray) -> int:
     """The address of x's first element. A step makes a dozen products, each reading
     three operands, so the common ones take the buffer protocol (about 0.15 us): a
@@ -133,15 +146,22 @@ def _address(x: np.ndarray) -> int:
     return x.ctypes.data
 
 
-def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """a (m, k) @ b (k, n) into out (m, n), as np.matmul(a, b, out=out).
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray,
+           addend: Optional[np.ndarray] = None) -> np.ndarray:
+    """a (m, k) @ b (k, n) into out (m, n), as np.matmul(a, b, out=out); plus `addend`
+    where given, as np.add(product, addend, out=out) after it.
+
+    Why the addend: a dense layer's bias, added as the kernel stores its last block of
+    sums, saves a pass over the output (each element rounded as the two ops round it).
 
     Parameters
     ----------
     a, b : np.ndarray
         2-d operands of any strides.
     out : np.ndarray
-        The (m, n) result, not overlapping `a` or `b`.
+        The (m, n) result, not overlapping `a`, `b` or `addend`.
+    addend : np.ndarray, optional
+        A term of out's dtype that broadcasts to (m, n) (a bias row: (1, n)), any strides.
 
     Returns
     -------
@@ -153,12 +173,14 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     dtype = a.dtype
     if b.shape[0] != k or out.shape != (m, n):
         return np.matmul(a, b, out=out)  # (NumPy's error)
-    if dtype != b.dtype or dtype != out.dtype or not suits(m, k, n, dtype):
-        return _in_parts(a, b, out)
-    ars, bs, cs = _strides(a), _strides(b), _strides(out)
-    if ars is None or bs is None or cs is None:
-        return _in_parts(a, b, out)
+    kernel = dtype == b.dtype == out.dtype and suits(m, k, n, dtype) and \
+        (addend is None or addend.dtype == dtype)
+    ars, bs, cs = (_strides(a), _strides(b), _strides(out)) if kernel else (None, None, None)
+    ts = (0, 0) if addend is None else _broadcast_strides(addend, (m, n))
+    if ars is None or bs is None or cs is None or ts is None:
+        _in_parts(a, b, out)
+        return out if addend is None else np.add(out, addend, out=out)
     if _kernel()(m, n, k, _address(a), *ars, _address(b), *bs,  # type: ignore[misc]
-                 _address(out), *cs) != 0:
+                 _address(out), *cs, None if addend is None else _address(addend), *ts) != 0:
         raise MemoryError("gemm.matmul: out of memory")
     return out
