@@ -76,6 +76,8 @@ class Program:
                                           "gemm": gemm, "epilogue": epilogue, "CTX": ctx}
         #: Bias Adds computed with their ReLU (Schedule.bias_relus): no line of their own.
         self.bias_adds = frozenset(schedule.bias_relus.values())
+        #: Products computed with their bias Add (Schedule.biased_products): the same.
+        self.biased_dots = frozenset(schedule.biased_products.values())
         self.names: Dict[Node, str] = {}
         #: Names bound once in the namespace, not per call: buffers in the arena, constants,
         #: and the views of these (each made once, where `_movement` finds it fixed).
@@ -375,6 +377,8 @@ def _elementwise(p: Program, node: Node, index: int) -> Optional[str]:
         return None  # computed with its ReLU (_bias_relu)
     if node in p.schedule.bias_relus:
         return _bias_relu(p, node)
+    if node in p.schedule.biased_products:
+        return _biased_product(p, node)
     function = elementwise_function(type(node))
     args, out = ", ".join(p._args(node)), p.names[node]
     if isinstance(function, str):
@@ -403,6 +407,16 @@ def _bias_relu(p: Program, node: Node) -> str:
     return f"epilogue.bias_relu({x}, {bias}, out={out}_pre)"
 
 
+def _biased_product(p: Program, node: Node) -> str:
+    """A bias Add and the matrix product it adds to, as one gemm.matmul call at the
+    Add's step writing the Add's array (the product's own is never written)."""
+    product = p.schedule.biased_products[node]
+    assert isinstance(product, core.Dot)
+    _, left, right, target = p._dot_parts(product, p._args(product), p.names[node])
+    term = p._args(node)[1 - node.inputs.index(product)]
+    return f"gemm.matmul({left}, {right}, out={target}, addend={term})"
+
+
 @CODE.register(core.Fused)
 def _fused(p: Program, node: Node, index: int) -> str:
     p.namespace[f"F{index}"] = p.kernels[node]
@@ -429,6 +443,8 @@ def _dot(p: Program, node: Node, index: int) -> Optional[str]:
     assert isinstance(node, core.Dot)
     if node in p.blocked_dots:
         return None  # computed with its Col2Im, a block at a time (_window)
+    if node in p.biased_dots:
+        return None  # computed with its bias Add (_biased_product)
     return p._dot(node, p._args(node), p.names[node])
 
 

@@ -99,14 +99,16 @@ class Schedule:
     #: it in one pass (`bias_relus`): the Add runs at the ReLU's step, so its inputs are
     #: read there too (`reads`), and its own buffer is never written.
     bias_relus: Mapping[Node, Node] = field(default_factory=dict)
+    #: Add of a matrix product and a broadcast term (a dense layer's bias) -> that Dot,
+    #: computed in one call at the Add's step (`biased_products`): the Dot's inputs are
+    #: read there (`reads`), and its own buffer is never written.
+    biased_products: Mapping[Node, Node] = field(default_factory=dict)
 
     def reads(self, node: Node) -> Tuple[Node, ...]:
-        """The nodes whose values node's step reads: its inputs, and those of a blocked
-        product or of a bias Add computed with it."""
-        product = self.blocked_products.get(node)
-        add = self.bias_relus.get(node)
-        return (tuple(node.inputs) + (tuple(product.inputs) if product is not None else ())
-                + (tuple(add.inputs) if add is not None else ()))
+        """The nodes whose values node's step reads: its inputs, and those of a node
+        computed with it (a blocked product, a bias Add, a biased product)."""
+        return tuple(node.inputs) + computed_with(node, self.blocked_products,
+                                                  self.bias_relus, self.biased_products)
 
     def needs_buffer(self, node: Node) -> bool:
         """Whether node gets space in the arena."""
@@ -155,6 +157,12 @@ class _Scheduler:
     def schedule(self) -> Schedule:
         storage = {node: "fresh" if node in self.fresh else kind
                    for node, kind in self.kind.items()}
+        blocked = self._blocked_products(storage)
+        relus = bias_relus(self.function, storage)
+        products = biased_products(self.function, storage, self.shapes, relus)
+        #: (for `_donatable`) the inputs of a node computed at another node's step
+        self._moved = {node: computed_with(node, blocked, relus, products)
+                       for node in self.function.nodes}
         overwritable = {node: frozenset(x for x in node.inputs
                                         if self._can_run_in_place(node, x))
                         for node in self.function.nodes if storage[node] == "buffer"}
@@ -163,8 +171,8 @@ class _Scheduler:
                         storage=storage, alias=self.alias, layout=self.layout,
                         fresh=self.fresh, overwritable=overwritable,
                         donatable=self._donatable(), names=self.function.display_names(),
-                        blocked_products=self._blocked_products(storage),
-                        bias_relus=bias_relus(self.function, storage))
+                        blocked_products=blocked, bias_relus=relus,
+                        biased_products=products)
 
     def _blocked_products(self, storage: Mapping[Node, str]) -> Dict[Node, Node]:
         """Each Col2Im that sums a Dot's output, seen through transposes that keep the
@@ -369,7 +377,7 @@ class _Scheduler:
         for node in self.function.nodes:
             if self.kind[node] in ("parameter", "constant", "view"):
                 continue  # views are read by their users
-            for x in node.inputs:
+            for x in node.inputs + self._moved[node]:
                 r = root(x)
                 last_read[r] = max(last_read.get(r, -1), steps[node])
                 if r is not x:
@@ -481,6 +489,41 @@ def bias_relus(function: core.Function, storage: Mapping[Node, str]) -> Dict[Nod
                 and source.element_type == node.element_type):
             found[node] = source
     return found
+
+
+def biased_products(function: core.Function, storage: Mapping[Node, str], shapes: Shapes,
+                    bias_relus: Mapping[Node, Node]) -> Dict[Node, Node]:
+    """Each float ``Add`` of a matrix product (a 2-d Dot, one free dim per operand, read by
+    nothing else, in an arena buffer) and a Broadcast (a dense layer's bias): the
+    product's kernel adds the term as it stores its sums (`gemm.matmul(...,
+    addend=)`), which saves writing and reading back the product (a transformer
+    block's feed-forward layer: 256 KB). An Add computed with its ReLU is left to it.
+    """
+    users = function.users()
+    found: Dict[Node, Node] = {}
+    relu_adds = set(bias_relus.values())
+    for node in function.nodes:
+        if not isinstance(node, core.Add) or node in relu_adds or \
+                storage[node] not in ("buffer", "fresh") or \
+                node.element_type.dtype not in (np.float32, np.float64):
+            continue
+        for product, term in (node.inputs, node.inputs[::-1]):
+            if (isinstance(product, core.Dot) and isinstance(term, core.Broadcast)
+                    and storage[product] == "buffer" and len(users[product]) == 1
+                    and product.element_type == node.element_type
+                    and not product.batch_a and len(shapes[product]) == 2
+                    and shapes[product] == shapes[node]
+                    and product.inputs[0].rank - len(product.contract_a) == 1
+                    and product.inputs[1].rank - len(product.contract_b) == 1):
+                found[node] = product
+                break
+    return found
+
+
+def computed_with(node: Node, *pairings: Mapping[Node, Node]) -> Tuple[Node, ...]:
+    """The inputs of the nodes computed at `node`'s step besides its own (each pairing
+    maps a node to the one it computes with it)."""
+    return tuple(x for pairs in pairings if node in pairs for x in pairs[node].inputs)
 
 
 def fused_reduction(node: Node) -> bool:
