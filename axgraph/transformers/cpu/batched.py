@@ -46,9 +46,9 @@ def array_fields() -> Optional[Tuple[int, int, int, int, int]]:
         if ctypes.c_int.from_address(address + nd).value != array.ndim:
             return None
         for place, want in ((dims, array.shape), (strides, array.strides)):
-            values = ctypes.cast(ctypes.c_void_p.from_address(address + place).value,
-                                 ctypes.POINTER(ctypes.c_ssize_t))
-            if tuple(values[d] for d in range(array.ndim)) != tuple(want):
+            start = ctypes.c_void_p.from_address(address + place).value
+            if not start or tuple((ctypes.c_ssize_t * array.ndim).from_address(start)) \
+                    != tuple(want):
                 return None
     return data, nd, dims, strides, flags
 
