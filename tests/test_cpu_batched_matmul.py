@@ -81,6 +81,7 @@ SHAPES = [  # (batch dims, m, k, n)
     ((5,), 9, 7, 17),       # rows and columns past whole tiles and vectors
     ((2, 3), 11, 40, 5),    # two batch dims
     ((2,), 70, 3, 33),
+    ((4,), 5, 37, 16),      # a transposed right: whole blocks transposed, then the rest
     ((64,), 8, 24, 24),     # enough work to split over the threads
 ]
 LAYOUTS = ["plain", "transposed", "batch inside", "reversed", "strided"]

@@ -54,6 +54,20 @@ static int64_t team(void) { return 1; }
 #endif
 typedef float vf32 __attribute__((vector_size(VECTOR_BYTES)));
 typedef double vf64 __attribute__((vector_size(VECTOR_BYTES)));
+typedef int32_t vi32 __attribute__((vector_size(VECTOR_BYTES)));
+typedef int64_t vi64 __attribute__((vector_size(VECTOR_BYTES)));
+/* Lanes of two vectors picked by an index vector, for transposing blocks: GCC's builtin
+   where AVX-512 has the instruction (a 16 x 16 float block: 64 two-source permutes; on
+   AVX2 they took longer than packing element by element, measured), elsewhere (and on
+   clang, whose shuffles take constant indices only) a transposed right is packed
+   element by element. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+#define SHUFFLES 1
+#define SHUFFLE(x, y, index) __builtin_shuffle(x, y, index)
+#else
+#define SHUFFLES 0
+#define SHUFFLE(x, y, index) (x)
+#endif
 
 /* Byte offsets of PyArrayObject_fields' members (set once by axg_batched_layout). */
 static int64_t at_data, at_nd, at_dims, at_strides, at_flags;
@@ -209,7 +223,49 @@ static inline int64_t offset(const geometry* g, int i, int64_t index)
     return at;
 }
 
-#define BATCHED(T, S, V)                                                                 \
+#define BATCHED(T, S, V, I)                                                              \
+/* strip[p] = lanes p of rows 0..lanes-1 of `from` (row j at from + j * stride), a square  \
+   block transposed in registers: log2(lanes) rounds, each swapping the off-diagonal     \
+   blocks of half the size of the last. */                                               \
+static inline void transpose_##S(V* strip, const T* from, int64_t stride)               \
+{                                                                                        \
+    enum { L = sizeof(V) / sizeof(T) };                                                  \
+    V v[L];                                                                              \
+    for (int j = 0; j < L; ++j) memcpy(&v[j], from + j * stride, sizeof(V));             \
+    _Pragma("GCC unroll 8")                                                              \
+    for (int h = L / 2; h >= 1; h /= 2) {                                                \
+        I low, high;                                                                     \
+        for (int t = 0; t < L; ++t) {                                                    \
+            low[t] = t & h ? L + t - h : t;                                              \
+            high[t] = t & h ? L + t : t + h;                                             \
+        }                                                                                \
+        _Pragma("GCC unroll 16")                                                         \
+        for (int i = 0; i < L; ++i) {                                                    \
+            if (i & h) continue;                                                         \
+            const V x = v[i], y = v[i + h];                                              \
+            v[i] = SHUFFLE(x, y, low);                                                   \
+            v[i + h] = SHUFFLE(x, y, high);                                              \
+        }                                                                                \
+    }                                                                                    \
+    for (int p = 0; p < L; ++p) strip[p] = v[p];                                         \
+}                                                                                        \
+                                                                                         \
+/* strip[p] = b[p, 0..width-1] (b's strides br, bc), zero-padded to whole vectors. */   \
+static void pack_##S(V* strip, const T* b, int64_t width, int64_t k, int64_t br,       \
+                     int64_t bc)                                                         \
+{                                                                                        \
+    const int64_t lanes = (int64_t)(sizeof(V) / sizeof(T));                             \
+    int64_t done = 0;                                                                    \
+    if (SHUFFLES && br == 1 && width == lanes)  /* a transposed right: its rows */       \
+        for (; done + lanes <= k; done += lanes) transpose_##S(strip + done, b + done, bc); \
+    T* to = (T*)strip;   /* the rest column by column */                                 \
+    for (int64_t j = 0; j < lanes; ++j) {                                                \
+        const T* from = b + j * bc;                                                      \
+        if (j < width) for (int64_t p = done; p < k; ++p) to[p * lanes + j] = from[p * br]; \
+        else for (int64_t p = done; p < k; ++p) to[p * lanes + j] = 0;                   \
+    }                                                                                    \
+}                                                                                        \
+                                                                                         \
 /* One product: out (m, n) = a (m, k) b (k, n), strides from g; `strip` holds k        \
    vectors. */                                                                           \
 static void product_##S(const geometry* g, const T* a, const T* b, T* c, V* strip)     \
@@ -223,14 +279,7 @@ static void product_##S(const geometry* g, const T* a, const T* b, T* c, V* stri
         const V* bv = strip;                                                             \
         const T* in_place = b + j0 * bc;                                                 \
         const int whole = bc == 1 && width == lanes;                                     \
-        if (!whole) {   /* column by column: a transposed right reads its rows */     \
-            T* to = (T*)strip;                                                           \
-            for (int64_t j = 0; j < lanes; ++j) {                                        \
-                const T* from = in_place + j * bc;                                       \
-                if (j < width) for (int64_t p = 0; p < k; ++p) to[p * lanes + j] = from[p * br]; \
-                else for (int64_t p = 0; p < k; ++p) to[p * lanes + j] = 0;              \
-            }                                                                            \
-        }                                                                                \
+        if (!whole) pack_##S(strip, in_place, width, k, br, bc);                          \
         for (int64_t i0 = 0; i0 < m; i0 += ROWS) {                                       \
             const int64_t rows = m - i0 < ROWS ? m - i0 : ROWS;                          \
             /* rows past the last are read as the last one and not stored */             \
@@ -286,5 +335,5 @@ int axg_batched_##S(const void* left, const void* right, const void* out)       
     return 0;                                                                            \
 }
 
-BATCHED(float, f32, vf32)
-BATCHED(double, f64, vf64)
+BATCHED(float, f32, vf32, vi32)
+BATCHED(double, f64, vf64, vi64)
