@@ -148,6 +148,7 @@ def _declined(rng):
         ("integers", a.astype(np.int32), b.astype(np.int32), np.empty((4, 6, 6), np.int32)),
         ("float16", a.astype(np.float16), b.astype(np.float16), np.empty((4, 6, 6), np.float16)),
         ("mixed types", a, b.astype(np.float64), np.empty((4, 6, 6), np.float64)),
+        ("byte-swapped", a.astype(">f4"), b.astype(">f4"), np.empty((4, 6, 6), ">f4")),
         ("out is the left operand", a.copy(), b, None),
         ("out overlaps the right operand", a, wide[:, :, :6], wide[:, :, 1:]),
         ("out repeats elements", a, b,
