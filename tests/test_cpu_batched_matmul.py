@@ -77,9 +77,9 @@ SHAPES = [  # (batch dims, m, k, n)
     ((32,), 32, 16, 32),    # the transformer block's attention heads
     ((32,), 32, 32, 16),
     ((32,), 16, 32, 32),
-    ((3,), 1, 1, 1),
+    ((3,), 1, 1, 9),       # one row, one term
     ((5,), 9, 7, 17),       # rows and columns past whole tiles and vectors
-    ((2, 3), 11, 40, 5),    # two batch dims
+    ((2, 3), 11, 40, 13),   # two batch dims
     ((2,), 70, 3, 33),
     ((4,), 5, 37, 16),      # a transposed right: whole blocks transposed, then the rest
     ((64,), 8, 24, 24),     # enough work to split over the threads
@@ -104,8 +104,8 @@ def test_stacks_of_any_layout_are_summed_in_order(kernel, rng, dtype, batch, m, 
 
 def test_a_batch_dim_of_one_is_broadcast(kernel, rng):
     a = rng.standard_normal((1, 4, 6, 5)).astype(np.float32)
-    b = rng.standard_normal((3, 1, 5, 7)).astype(np.float32)
-    out = np.empty((3, 4, 6, 7), np.float32)
+    b = rng.standard_normal((3, 1, 5, 12)).astype(np.float32)
+    out = np.empty((3, 4, 6, 12), np.float32)
     assert batched.matmul(a, b, out)
     _check(out, a, b)
 
@@ -163,6 +163,8 @@ def _declined(rng):
         ("empty", a[:0], b[:0], np.empty((0, 6, 6), f32)),
         ("too deep", rng.standard_normal((2, 3, 1100)).astype(f32),
          rng.standard_normal((2, 1100, 2)).astype(f32), np.empty((2, 3, 2), f32)),
+        ("one column (mostly padding)", rng.standard_normal((4, 6, 3)).astype(f32),
+         rng.standard_normal((4, 3, 1)).astype(f32), np.empty((4, 6, 1), f32)),
         ("too large", rng.standard_normal((2, 128, 128)).astype(f32),
          rng.standard_normal((2, 128, 128)).astype(f32), np.empty((2, 128, 128), f32)),
     ]
