@@ -82,7 +82,7 @@ SHAPES = [  # (batch dims, m, k, n)
     ((2, 3), 11, 40, 13),   # two batch dims
     ((2,), 70, 3, 33),
     ((4,), 5, 37, 16),      # a transposed right: whole blocks transposed, then the rest
-    ((64,), 8, 24, 24),     # enough work to split over the threads
+    ((64,), 24, 24, 32),    # enough work to split over the threads
 ]
 LAYOUTS = ["plain", "transposed", "batch inside", "reversed", "strided"]
 

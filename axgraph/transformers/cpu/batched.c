@@ -42,8 +42,11 @@ static int64_t team(void) { return 1; }
    BLAS, which blocks for the caches (this kernel does not). */
 #define MAX_DEPTH 1024
 #define MAX_MACS (1 << 20)
-/* Below this many multiply-adds in all a call runs on one thread. */
-#define PARALLEL_MIN (1 << 16)
+/* Below this many multiply-adds in all a call runs on one thread: the idle OpenMP
+   threads sleep (kernel_c.py says why), and waking one cost about 7 us here beside a
+   busy neighbour process (the transformer block's stacks of 32 heads, half a million
+   multiply-adds: 6.6 us on one thread, 13.4 us on two). */
+#define PARALLEL_MIN (1 << 20)
 /* The most batch dims, and NumPy's flags checked here (numpy/ndarraytypes.h). */
 #define MAX_BATCH_DIMS 8
 #define ALIGNED 0x0100
