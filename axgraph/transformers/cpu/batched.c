@@ -205,7 +205,8 @@ static int plan(const void* left, const void* right, const void* out, int64_t si
     }
     const int64_t c_rows = g->rows[2] < 0 ? -g->rows[2] : g->rows[2];
     const int64_t c_cols = g->cols[2] < 0 ? -g->cols[2] : g->cols[2];
-    if (c_cols != 1 && c_rows == 1 && 2 * g->m * size > VECTOR_BYTES) {  /* out^T = right^T left^T */
+    if (c_cols != 1 && c_rows == 1 && 2 * g->m * size > VECTOR_BYTES) {
+        /* out^T = right^T left^T */
         int64_t t = g->m; g->m = g->n; g->n = t;
         for (int d = 0; d < g->batch_dims; ++d) {
             t = g->step[0][d]; g->step[0][d] = g->step[1][d]; g->step[1][d] = t;

@@ -1,11 +1,11 @@
 """Stacks of small matrix products (attention's per-head products) in one C call.
 
 Why: np.matmul on a stack runs one BLAS call per product, and each costs more
-to set up than a 32 x 16 x 32 product takes to compute (an attention head of
-the transformer block: 32 such products took 14 us in np.matmul, on one BLAS
-thread). The C kernel (batched.c) computes the whole stack in register tiles,
-the threads splitting it by whole products, through any strides (the heads'
-transposed views are read in place).
+to set up than a 32 x 16 x 32 product takes to compute (the transformer block's
+attention heads: 32 such products took 14 us in np.matmul on one BLAS thread,
+6.6 us here on one thread of AVX-512). The C kernel (batched.c) computes the
+whole stack in register tiles through any strides (the heads' transposed views
+are read in place), the threads splitting large stacks by whole products.
 
 Why the arrays themselves go to C: addressing three arrays through
 ``array.ctypes.data`` and passing their shapes and strides as ctypes arguments
