@@ -3,9 +3,9 @@
 The kernel sums each element's products in k order, one rounded multiply and one rounded
 add per term, starting from 0: the same steps in NumPy (`_in_order`, written out here)
 give the same bits, whatever the strides, the thread count or the vector width of the
-build (native and x86-64-v3). Its answers are also checked against float64, and where it
-declines (`batched.matmul` returns False, writing nothing) `rt.batched_matmul` gives
-np.matmul's result.
+build (native, x86-64-v3 and x86-64-v2). Its answers are also checked against float64,
+and where it declines (`batched.matmul` returns False, writing nothing)
+`rt.batched_matmul` gives np.matmul's result.
 """
 import platform
 
@@ -15,7 +15,9 @@ import pytest
 from axgraph.transformers.cpu import batched, kernel_c
 from axgraph.transformers.cpu import runtime as rt
 
-TARGETS = ["native"] + (["x86-64-v3"] if platform.machine() in ("x86_64", "AMD64") else [])
+#: Targets of other vector widths: AVX2 (x86-64-v3), SSE (x86-64-v2), this CPU's (AVX-512 here).
+TARGETS = ["native"] + (["x86-64-v3", "x86-64-v2"] if platform.machine() in ("x86_64", "AMD64")
+                        else [])
 
 
 @pytest.fixture(scope="module")

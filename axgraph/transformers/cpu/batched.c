@@ -73,7 +73,7 @@ typedef int64_t vi64 __attribute__((vector_size(VECTOR_BYTES)));
 #define SHUFFLE(x, y, index) __builtin_shuffle(x, y, index)
 #else
 #define SHUFFLES 0
-#define SHUFFLE(x, y, index) (x)
+#define SHUFFLE(x, y, index) ((void)(y), (void)(index), (x))
 #endif
 
 /* Byte offsets of PyArrayObject_fields' members (set once by axg_batched_layout). */
