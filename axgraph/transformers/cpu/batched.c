@@ -34,14 +34,29 @@ static int64_t thread(void) { return 0; }
 static int64_t team(void) { return 1; }
 #endif
 
+/* Bytes of the vectors the tiles are made of. */
+#if defined(__AVX512F__)
+#define VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define VECTOR_BYTES 32
+#else
+#define VECTOR_BYTES 16
+#endif
 /* Rows of out one tile computes. */
 #define ROWS 8
 /* The most terms a sum may run over (a thread's strip of right: MAX_DEPTH vectors on its
-   stack), and the most multiply-adds of one product: attention's 128 x 128 x 32 heads
-   (half a million) took 0.6 the time of one-thread OpenBLAS here; larger products go to
-   BLAS, which blocks for the caches (this kernel does not). */
+   stack), and the most multiply-adds of one product. With AVX-512 vectors, products up
+   to 16 million (the most tried) took 0.5-0.8 the time of one-thread OpenBLAS (its AVX2
+   kernels) here; attention's 128 x 128 x 32 heads (half a million), 0.6. With AVX2
+   vectors (x86-64-v3) or narrower, the kernel matched OpenBLAS up to 32 x 32 x 32
+   (0.9-1.0) and took 1.1-1.3 its time past it. Larger products go to BLAS, which
+   also blocks for the caches (this kernel does not). */
 #define MAX_DEPTH 1024
+#if VECTOR_BYTES >= 64
 #define MAX_MACS (1 << 20)
+#else
+#define MAX_MACS (1 << 15)
+#endif
 /* Below this many multiply-adds in all a call runs on one thread: the idle OpenMP
    threads sleep (kernel_c.py says why), and waking one cost about 7 us here beside a
    busy neighbour process (the transformer block's stacks of 32 heads, half a million
@@ -52,13 +67,6 @@ static int64_t team(void) { return 1; }
 #define ALIGNED 0x0100
 #define WRITEABLE 0x0400
 
-#if defined(__AVX512F__)
-#define VECTOR_BYTES 64
-#elif defined(__AVX__)
-#define VECTOR_BYTES 32
-#else
-#define VECTOR_BYTES 16
-#endif
 typedef float vf32 __attribute__((vector_size(VECTOR_BYTES)));
 typedef double vf64 __attribute__((vector_size(VECTOR_BYTES)));
 typedef int32_t vi32 __attribute__((vector_size(VECTOR_BYTES)));
