@@ -35,6 +35,7 @@ def kernel(request, monkeypatch, cache):
         kernel_c.toolchain()
     except kernel_c.KernelCompileError as error:
         pytest.skip(str(error))  # this CPU cannot run the target
+    monkeypatch.setattr(batched, "MIN_VECTOR_BYTES", 0)  # every build's kernel checked
     batched._kernels.cache_clear()
     if not batched.available():
         pytest.skip("no C compiler, or NumPy's array struct is laid out otherwise")
@@ -182,6 +183,19 @@ def test_what_the_kernel_does_not_take_goes_to_numpy(kernel, rng):
         if out.flags.writeable and what != "out repeats elements":
             rt.batched_matmul(a, b, out=out)  # (BLAS may sum in another order)
             np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5, err_msg=what)
+
+
+def test_the_kernel_runs_only_where_it_is_built_with_wide_vectors(monkeypatch, cache):
+    monkeypatch.setenv("AXGRAPH_CACHE_DIR", str(cache))
+    batched._kernels.cache_clear()
+    try:
+        handle = kernel_c.optional_library(batched.source())
+        if handle is None or batched.array_fields() is None:
+            pytest.skip("no C compiler, or NumPy's array struct is laid out otherwise")
+        wide = handle.axg_batched_vector_bytes() >= batched.MIN_VECTOR_BYTES
+        assert batched.available() == wide
+    finally:
+        batched._kernels.cache_clear()
 
 
 def test_without_the_kernel_numpy_computes_the_stack(monkeypatch, rng):

@@ -1,6 +1,7 @@
 /* axgraph: stacks of small matrix products, out[b] = left[b] @ right[b], any strides.
  *
- * Read by batched.py (its docstring says why and when it runs). A call is given the
+ * Read by batched.py (its docstring says why and when it runs: on AVX-512 builds; the
+ * code builds for any vector width and is tested on each). A call is given the
  * three NumPy arrays themselves and reads their data pointers, ranks, shapes, strides
  * and flags from NumPy's array struct at the byte offsets batched.py checked and
  * handed to axg_batched_layout. It returns 0 when it wrote out, and 1, touching
@@ -45,18 +46,12 @@ static int64_t team(void) { return 1; }
 /* Rows of out one tile computes. */
 #define ROWS 8
 /* The most terms a sum may run over (a thread's strip of right: MAX_DEPTH vectors on its
-   stack), and the most multiply-adds of one product. With AVX-512 vectors, products up
+   stack), and the most multiply-adds of one product: with AVX-512 vectors, products up
    to 16 million (the most tried) took 0.5-0.8 the time of one-thread OpenBLAS (its AVX2
-   kernels) here; attention's 128 x 128 x 32 heads (half a million), 0.6. With AVX2
-   vectors (x86-64-v3) or narrower, the kernel matched OpenBLAS up to 32 x 32 x 32
-   (0.9-1.0) and took 1.1-1.3 its time past it. Larger products go to BLAS, which
-   also blocks for the caches (this kernel does not). */
+   kernels) here, attention's 128 x 128 x 32 heads (half a million) 0.6; larger products
+   go to BLAS, which also blocks for the caches (this kernel does not). */
 #define MAX_DEPTH 1024
-#if VECTOR_BYTES >= 64
 #define MAX_MACS (1 << 20)
-#else
-#define MAX_MACS (1 << 15)
-#endif
 /* Below this many multiply-adds in all a call runs on one thread: the idle OpenMP
    threads sleep (kernel_c.py says why), and waking one cost about 7 us here beside a
    busy neighbour process (the transformer block's stacks of 32 heads, half a million
@@ -86,6 +81,9 @@ typedef int64_t vi64 __attribute__((vector_size(VECTOR_BYTES)));
 
 /* Byte offsets of PyArrayObject_fields' members (set once by axg_batched_layout). */
 static int64_t at_data, at_nd, at_dims, at_strides, at_flags;
+
+/* The vector width built for (batched.py uses the kernel only where it is wide). */
+int64_t axg_batched_vector_bytes(void) { return VECTOR_BYTES; }
 
 void axg_batched_layout(int64_t data, int64_t nd, int64_t dims, int64_t strides, int64_t flags)
 {

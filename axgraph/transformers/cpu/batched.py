@@ -5,7 +5,8 @@ to set up than a 32 x 16 x 32 product takes to compute (the transformer block's
 attention heads: 32 such products took 14 us in np.matmul on one BLAS thread,
 6.6 us here on one thread of AVX-512). The C kernel (batched.c) computes the
 whole stack in register tiles through any strides (the heads' transposed views
-are read in place), the threads splitting large stacks by whole products.
+are read in place), the threads splitting large stacks by whole products. It runs
+where the kernels are built with AVX-512 (`MIN_VECTOR_BYTES` says why).
 
 Why the arrays themselves go to C: addressing three arrays through
 ``array.ctypes.data`` and passing their shapes and strides as ctypes arguments
@@ -28,6 +29,12 @@ import numpy as np
 from . import kernel_c, native_step
 
 _SUFFIX: Dict[np.dtype, str] = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+#: The kernel runs only where it is built with vectors this wide (AVX-512's). Built for
+#: AVX2 (x86-64-v3) it at best matched one-thread OpenBLAS (32 x 32 x 32 products), fell
+#: behind past that, and left the transformer block's training step no faster (2.03 ms
+#: either way; a transposed right operand, packed element by element there: 49 us a
+#: stack against BLAS's 29).
+MIN_VECTOR_BYTES = 64
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,14 +60,23 @@ def array_fields() -> Optional[Tuple[int, int, int, int, int]]:
     return data, nd, dims, strides, flags
 
 
+def source() -> str:
+    """The kernel's C text (batched.c)."""
+    return Path(__file__).with_name("batched.c").read_text()
+
+
 @functools.lru_cache(maxsize=None)
 def _kernels() -> Dict[np.dtype, Callable[..., int]]:
     """The C kernel of each element type; empty without a compiler or a known layout."""
     fields = array_fields()
     if fields is None:
         return {}
-    handle = kernel_c.optional_library(Path(__file__).with_name("batched.c").read_text())
+    handle = kernel_c.optional_library(source())
     if handle is None:
+        return {}
+    width = handle.axg_batched_vector_bytes
+    width.restype = ctypes.c_int64
+    if width() < MIN_VECTOR_BYTES:
         return {}
     layout = handle.axg_batched_layout
     layout.argtypes = [ctypes.c_int64] * 5
@@ -76,7 +92,8 @@ def _kernels() -> Dict[np.dtype, Callable[..., int]]:
 
 
 def available() -> bool:
-    """Whether the C kernel runs here (tests monkeypatch this to force np.matmul)."""
+    """Whether the C kernel runs here: a compiler, NumPy's struct as checked, and AVX-512
+    vectors in the build (tests monkeypatch this to force np.matmul)."""
     return bool(_kernels())
 
 
