@@ -235,9 +235,11 @@ def test_batched_matmul_gives_the_same_values_on_any_thread_count(monkeypatch, r
 
 
 def test_a_small_stack_of_products_stays_on_the_calling_thread(monkeypatch, rng):
-    """Handing part of a small stack to a pool thread costs more than its products."""
-    from axgraph.transformers.cpu import parallel, runtime
+    """Handing part of a small stack to a pool thread costs more than its products (the
+    NumPy path: the C kernel of batched.py, which splits stacks over OpenMP, kept out)."""
+    from axgraph.transformers.cpu import batched, parallel, runtime
 
+    monkeypatch.setattr(batched, "available", lambda: False)
     monkeypatch.setenv("AXGRAPH_NUM_THREADS", "2")
     handed = []
     monkeypatch.setattr(parallel, "run_spans", lambda work, spans: handed.append(spans))

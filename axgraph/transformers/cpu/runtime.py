@@ -14,7 +14,7 @@ from ... import core
 from ...dtypes import kind_of
 from ...errors import ExecutionError
 from ...op_table import OpTable
-from . import blas_threads, parallel
+from . import batched, blas_threads, parallel
 # The indexing ops' out= kernels, called by the generated code as rt.<name>.
 from .indexing import gather, scatter_add  # noqa: F401
 
@@ -190,10 +190,15 @@ BATCHED_SPLIT_MIN = 1 << 20
 
 
 def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """np.matmul over stacks (batch..., m, k) x (batch..., k, n) into `out`: the first batch
-    dim split over the worker threads (stacks of at least `BATCHED_SPLIT_MIN` multiply-adds),
-    each product on one BLAS thread (blas_threads says why). The split is by whole products,
-    so the values do not depend on the thread count."""
+    """np.matmul over stacks (batch..., m, k) x (batch..., k, n) into `out`.
+
+    Small products run in batched.py's C kernel. Where it declines, np.matmul: the first
+    batch dim split over the worker threads (stacks of at least `BATCHED_SPLIT_MIN`
+    multiply-adds), each product on one BLAS thread (blas_threads says why). Either way
+    the split is by whole products, so the values do not depend on the thread count."""
+    if batched.matmul(left, right, out):
+        return out
+
     def product(worker: int, lo: int, hi: int) -> None:
         np.matmul(left[lo:hi], right[lo:hi], out=out[lo:hi])
 
