@@ -221,8 +221,9 @@ class Program:
         Transposed 2-d views reach BLAS as transposed operands, not copies;
         reshapes are only emitted where a dim group must be merged. Batch dims
         stay separate leading dims, never merged into a copy: rt.batched_matmul
-        runs one single-threaded BLAS product per batch entry, the entries
-        split over the worker threads (a batched GEMM).
+        runs a stack of small products in one C call (batched.py, AVX-512 builds),
+        else one single-threaded BLAS product per batch entry, the entries split
+        over the worker threads (a batched GEMM).
         """
         a, b = node.inputs
         shape_a, shape_b = self.shapes[a], self.shapes[b]
