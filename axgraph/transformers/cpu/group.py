@@ -330,8 +330,8 @@ def check_extras(kernel_name: str, group: FusedGroup, shapes: Sequence[Tuple[int
         raise ExecutionError(f"{kernel_name}: takes {len(group.extras)} extra output(s), got "
                              f"{len(extras)}")
     for array, node, shape in zip(extras, group.extras, shapes):
-        if not isinstance(array, np.ndarray) or array.dtype != node.element_type.dtype or \
-                array.shape != tuple(shape) or not array.flags.c_contiguous or \
+        if type(array) is not np.ndarray or array.shape != shape or \
+                array.dtype != node.element_type.dtype or not array.flags.c_contiguous or \
                 not array.flags.writeable:
             raise ExecutionError(f"{kernel_name}: the extra output for {node.name} must be a "
                                  f"writeable C-contiguous {node.element_type.dtype}"

@@ -98,6 +98,9 @@ BLOCK = 16384
 LANES = 16
 #: Elements a lane of a float sum (product) takes in float before widening to double.
 CHUNK = 16
+#: Elements of a row that a multi-pass row kernel sums in the element type before adding
+#: the chunk's sum into a double.
+ROW_CHUNK = 256
 #: Below this many elements a kernel runs on one thread: waking the other costs more
 #: than it saves on memory-bound loops over two cores.
 PARALLEL_MIN = 1 << 18
@@ -857,11 +860,13 @@ class _Emitter:
 def parallel_min(emitter: "_Emitter") -> int:
     """The elements from which the kernel `emitter` writes runs on several threads: fewer for a
     row kernel or one calling costly math (`HEAVY_PARALLEL_MIN`), else `PARALLEL_MIN`. Called
-    once the kernel's math is known (after its element code and its rows' passes)."""
+    once the kernel's math is known (after its element code and its rows' passes). A
+    normalization's passes (`_passes_source`) count as elementwise work: on 2 cores its
+    kernel over 16K to 256K floats ran 1.1-1.6x slower on two threads than on one (the
+    other core's thread woken per call; measured while other jobs shared the machine)."""
     costly = any(name.removesuffix("f") not in CHEAP_MATH and name not in CHEAP_MATH
                  for name in emitter.used_math)
-    rows = emitter.group.row is not None or emitter.group.row_dims
-    return HEAVY_PARALLEL_MIN if costly or rows else PARALLEL_MIN
+    return HEAVY_PARALLEL_MIN if costly or emitter.group.row is not None else PARALLEL_MIN
 
 
 def indexed_inputs(group: FusedGroup) -> FrozenSet[int]:
@@ -1272,8 +1277,11 @@ def _passes_source(group: FusedGroup, vector_math: FrozenSet[str]) -> str:
     pass over the row for each level of its row Sums, the row values computed between
     passes, and a last pass writing the output; the extras are written per row.
 
-    Row sums of floats accumulate in double (vectorized across lanes: another order
-    than NumPy's pairwise sum, no less accurate), rounded to the element type once.
+    A row sum adds ROW_CHUNK elements at a time in the element type, across the
+    vector's lanes (at most ROW_CHUNK / lanes additions in each: 16 on AVX-512, 32 on
+    AVX2), and the chunks' sums in double, rounded to the element type once: another
+    order than NumPy's pairwise sum, about as accurate. (Summing in double throughout
+    cost 40 % more on a layer norm of rows of 64 floats.)
     """
     emitter = _PassEmitter(group, frozenset(), vector_math)
     k = len(group.inputs)
@@ -1283,18 +1291,21 @@ def _passes_source(group: FusedGroup, vector_math: FrozenSet[str]) -> str:
     for level in range(1, max(emitter.sums) + 1):
         sums = emitter.sums.get(level, [])
         if sums:
-            accumulators = []
-            for node in sums:
-                name = emitter.values[node]
-                wide = "double" if node.element_type.name == "f32" else \
-                    VALUE_CTYPES[node.element_type.name]
-                passes.append(f"{wide} s{name[1:]} = 0;")
-                accumulators.append((f"s{name[1:]}", emitter.values[node.inputs[0]], wide))
-            passes += [f"#pragma omp simd reduction(+:{', '.join(a for a, _, _ in accumulators)})",
-                       "for (int64_t i = base; i < base + inner; ++i) {",
-                       *("    " + line for line in _needed(emitter.body,
-                                                            [t for _, t, _ in accumulators])),
-                       *(f"    {a} += ({wide}){t};" for a, t, wide in accumulators),
+            totals = [f"s{emitter.values[node][1:]}" for node in sums]
+            parts = [f"t{emitter.values[node][1:]}" for node in sums]
+            terms = [emitter.values[node.inputs[0]] for node in sums]
+            types = [VALUE_CTYPES[node.element_type.name] for node in sums]
+            passes += [*(f"double {total} = 0;" for total in totals),
+                       f"for (int64_t lo = base; lo < base + inner; lo += {ROW_CHUNK}) {{",
+                       f"    const int64_t hi = base + inner - lo > {ROW_CHUNK} ? "
+                       f"lo + {ROW_CHUNK} : base + inner;",
+                       *(f"    {ctype} {part} = 0;" for ctype, part in zip(types, parts)),
+                       f"    #pragma omp simd reduction(+:{', '.join(parts)})",
+                       "    for (int64_t i = lo; i < hi; ++i) {",
+                       *("        " + line for line in _needed(emitter.body, terms)),
+                       *(f"        {part} += {term};" for part, term in zip(parts, terms)),
+                       "    }",
+                       *(f"    {total} += {part};" for total, part in zip(totals, parts)),
                        "}"]
         passes += emitter.row_code.get(level, [])
     result = emitter.values[group.output]
@@ -1400,25 +1411,27 @@ class CKernel:
             from .rows import PassesNumpyKernel
             return PassesNumpyKernel(group, {}, self._bindings)(*arrays, out=out,
                                                                extras=extras)
-        outputs = [(_address(a), _address(a) + a.nbytes) for a in (out, *extras)]
+        written = [_address(a) for a in (out, *extras)]
+        spans = [(lo, lo + a.nbytes) for lo, a in zip(written, (out, *extras))]
         pointers: List[int] = []
         keep: List[np.ndarray] = []
         for j, array in enumerate(arrays):
-            if j in self._indexed:
-                if not array.flags.c_contiguous:
-                    array = np.ascontiguousarray(array)
-                start = _address(array)
+            indexed = j in self._indexed
+            if indexed and not array.flags.c_contiguous:
+                array = np.ascontiguousarray(array)
+            start = _address(array)
+            if indexed:
                 end = start + array.nbytes
-                if any(start < hi and lo < end for lo, hi in outputs) and not (
-                        array.shape == out.shape and start == outputs[0][0]
-                        and array.dtype == out.dtype):
-                    array = array.copy()
-                    start = _address(array)
-            else:
-                start = _address(array)
+                for lo, hi in spans:
+                    if start < hi and lo < end:
+                        if not (start == written[0] and array.shape == out.shape
+                                and array.dtype == out.dtype):
+                            array = array.copy()
+                            start = _address(array)
+                        break
             keep.append(array)
             pointers.append(start)
-        pointers += [lo for lo, _ in outputs]
+        pointers += written
         function = self._variants[frozenset()]
         status = function(self.outer, self.inner, (ctypes.c_void_p * len(pointers))(*pointers))
         if status != 0:
