@@ -250,3 +250,27 @@ def test_a_row_value_whose_reader_leads_back_is_no_extra_output(has_c):
     x64 = xv.astype(np.float64)
     want = (x64 - x64.sum(1, keepdims=True)) * x64.sum(1, keepdims=True)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_an_extra_output_listed_before_an_input_the_group_reads_later(has_c):
+    """The mean comes first in the function's order, the gain (computed, not a parameter)
+    only after it: the group's nodes are made once every input is."""
+    f32 = core.element_type(np.float32)
+    x, g = core.Parameter(f32, (300, 130)), core.Parameter(f32, (130,))
+    total = core.Sum(x, (1,))
+    mean = core.Divide(total, core.Constant(f32, (300,), np.float32(130)))
+    centered = core.Subtract(x, core.Broadcast(mean, (300, 130), (1,)))
+    y = core.Multiply(centered, core.Broadcast(core.Exp(g), (300, 130), (0,)))
+    function = core.Function([mean, y], [x, g])
+    assert function.nodes.index(mean) < function.nodes.index(y.inputs[1].inputs[0])
+    rng = np.random.default_rng(7)
+    xv = rng.standard_normal((300, 130)).astype(np.float32)
+    gv = rng.standard_normal(130).astype(np.float32)
+    compiled = CpuFunction(function)
+    got_mean, got_y = compiled(xv, gv)
+    if has_c:
+        assert sum(isinstance(n, core.Fused) for n in compiled.fused_function.nodes) == 2
+    x64 = xv.astype(np.float64)
+    np.testing.assert_allclose(got_mean, x64.mean(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_y, (x64 - x64.mean(1, keepdims=True)) * np.exp(gv),
+                               rtol=1e-5, atol=1e-5)

@@ -30,8 +30,7 @@ import warnings
 from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from ... import core
-from ...core.function import map_nodes
-from ...core.node import Node
+from ...core.node import Node, at_location
 from ...passes.manager import Pass, PassManager
 from ...passes.rewrite_log import record_rewrite
 from ...traversal import post_order
@@ -406,11 +405,13 @@ class FusionPass(Pass):
             return function
         rebuilt: Dict[Node, Node] = {}
         made: Dict[Node, Tuple[core.Fused, ...]] = {}
-
-        def rewrite(node: Node, original: Node) -> Optional[Node]:
+        for original in inputs_first(function, groups):
             group = groups.get(original)
-            if group is not None:
-                if group.output not in made:  # every output's node at the first one's place
+            if group is None:
+                rebuilt[original] = original.with_inputs([rebuilt[x] for x in original.inputs])
+                continue
+            with at_location(original.location):
+                if group.output not in made:  # the nodes of all its outputs, over one body
                     made[group.output] = fused_nodes(group, rebuilt, function.free_symbols)
                 node = made[group.output][group.outputs.index(original)]
                 record_rewrite("fuse-reduction" if group.reduction is not None
@@ -418,9 +419,8 @@ class FusionPass(Pass):
                                else "fuse-row-passes" if group.row_dims
                                else "fuse-elementwise", original, node)
             rebuilt[original] = node
-            return node
-
-        return map_nodes(function, rewrite)
+        return core.Function([rebuilt[r] for r in function.results],
+                             [rebuilt[p] for p in function.parameters], function.name)
 
     def _runs_natively(self, function: core.Function) -> bool:
         """Whether every node is small enough for the program to run as one C function
@@ -483,6 +483,33 @@ def fuse(function: core.Function, min_elements: int = 0,
     """
     manager = PassManager([FusionPass(min_elements, bindings)])
     return manager.run(function), tuple(manager.report)
+
+
+def inputs_first(function: core.Function, groups: Mapping[Node, FusedGroup]) -> List[Node]:
+    """The function's nodes but the groups' inner members, each group's inputs before any
+    of its outputs (`groups`: the group of each output), else inputs before users.
+
+    The function's own order may put a group's extra output (a mean) before an input
+    that only a later member reads (a gain): the group's nodes, made together, need
+    every input rebuilt first.
+    """
+    order: List[Node] = []
+    done: Set[Node] = set()
+    for start in (*function.parameters, *function.results):
+        stack: List[Tuple[Node, bool]] = [(start, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node in done:
+                continue
+            if ready:
+                done.add(node)
+                order.append(node)
+                continue
+            stack.append((node, True))
+            group = groups.get(node)
+            stack.extend((x, False) for x in reversed(group.inputs if group is not None
+                                                       else node.inputs) if x not in done)
+    return order
 
 
 def fused_nodes(group: FusedGroup, rebuilt: Mapping[Node, Node],
