@@ -274,3 +274,46 @@ def test_an_extra_output_listed_before_an_input_the_group_reads_later(has_c):
     np.testing.assert_allclose(got_mean, x64.mean(1), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_y, (x64 - x64.mean(1, keepdims=True)) * np.exp(gv),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch, features", [((3,), 0), ((0,), 5)])
+def test_empty_rows_and_no_rows_give_the_reference_values(has_c, batch, features):
+    """Rows of no elements: a mean of 0 / 0 (NaN), as the interpreter's unfused ops give."""
+    function, _ = decomposed_core(batch, features)
+    (group,) = find_fusion_groups(function, row_passes=True)
+    shapes = {n: tuple(n.shape) for n in group.nodes + group.inputs}
+    x, gain = np.zeros(batch + (features,), np.float32), np.ones(features, np.float32)
+    want = core.compile(function, backend="interpreter")(x, gain)
+    for engine in ("c", "numpy") if has_c else ("numpy",):
+        out = np.empty_like(x)
+        extras = (np.empty(batch, np.float32), np.empty(batch, np.float32))
+        compile_group(group, shapes, engine=engine)(x, gain, out=out, extras=extras)
+        for got, wanted in zip((out, *extras), want):
+            np.testing.assert_array_equal(got, wanted)
+
+
+@pytest.mark.parametrize("engine", ["auto", "numpy"])
+def test_a_batch_of_symbolic_size_on_either_engine(has_c, engine):
+    """Rows over a size variable: the kernel takes the bound sizes at each binding."""
+    f32 = core.element_type(np.float32)
+    n = core.Dim("N")
+    x, gain = core.Parameter(f32, (n, 48)), core.Parameter(f32, (48,))
+    total = core.Sum(core.Multiply(x, x), (1,))
+    rms = core.Rsqrt(core.Add(core.Divide(total, core.Constant(f32, (n,), np.float32(48))),
+                              core.Constant(f32, (n,), np.float32(1e-6))))
+    y = core.Multiply(core.Multiply(x, core.Broadcast(rms, (n, 48), (1,))),
+                      core.Broadcast(gain, (n, 48), (0,)))
+    compiled = CpuFunction(core.Function([y], [x, gain]), engine=engine)
+    rng = np.random.default_rng(8)
+    gv = rng.standard_normal(48).astype(np.float32)
+    for rows in (700, 1500):
+        xv = rng.standard_normal((rows, 48)).astype(np.float32)
+        (got,) = compiled(xv, gv)
+        x64 = xv.astype(np.float64)
+        want = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 1e-6) * gv
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+        fused = [node for node in compiled.fused_function.nodes
+                 if isinstance(node, core.Fused) and type(node.output) is core.Multiply
+                 and any(type(m) is core.Sum for m in node.body)]
+        # the NumPy engine would run such a group op by op: it keeps the ops unfused
+        assert len(fused) == (1 if has_c and engine == "auto" else 0)

@@ -384,6 +384,9 @@ class FusionPass(Pass):
     Sizes come from `bindings` (the cpu backend runs the pass once per binding
     of the size variables); without bindings a group with a symbolic dim is
     fused, one with static shapes is measured as it is.
+    row_passes: whether to form multi-pass row groups (`find_fusion_groups`; None:
+    where the C engine runs; False for a program run by the NumPy engine, which would
+    run such a group op by op).
 
     Scalar constants a group reads become literals in the body, not inputs.
     The Fused node takes the group's inputs in the order a depth-first walk
@@ -393,13 +396,16 @@ class FusionPass(Pass):
 
     name = "fusion"
 
-    def __init__(self, min_elements: int = 0, bindings: Optional[Mapping[str, int]] = None):
+    def __init__(self, min_elements: int = 0, bindings: Optional[Mapping[str, int]] = None,
+                 row_passes: Optional[bool] = None):
+        self.row_passes = row_passes
         self.min_elements = min_elements
         self.bindings = None if bindings is None else dict(bindings)
 
     def run(self, function: core.Function) -> core.Function:
         small = self._runs_natively(function)
-        groups = {output: g for g in find_fusion_groups(function) if self.worth_fusing(g, small)
+        groups = {output: g for g in find_fusion_groups(function, self.row_passes)
+                  if self.worth_fusing(g, small)
                   for output in g.outputs}
         if not groups:
             return function
@@ -457,7 +463,8 @@ class FusionPass(Pass):
 
 
 def fuse(function: core.Function, min_elements: int = 0,
-         bindings: Optional[Mapping[str, int]] = None) -> Tuple[core.Function, tuple]:
+         bindings: Optional[Mapping[str, int]] = None,
+         row_passes: Optional[bool] = None) -> Tuple[core.Function, tuple]:
     """`function` with its groups fused (`FusionPass`), run by a PassManager as every pass
     is: the result verified, each fusion traced under AXGRAPH_TRACE_PASSES and counted.
 
@@ -469,19 +476,22 @@ def fuse(function: core.Function, min_elements: int = 0,
         A group whose largest member has fewer elements stays unfused.
     bindings : mapping of str to int, optional
         The sizes of the function's size variables, which decide the groups' sizes.
+    row_passes : bool, optional
+        Whether to form multi-pass row groups (normalizations); None: where the C
+        engine runs.
 
     Returns
     -------
     tuple of (core.Function, tuple of PassRecord)
-        The fused function and the pass's record (rules fired: "fuse-elementwise" and
-        "fuse-reduction", one per group).
+        The fused function and the pass's record (rules fired: "fuse-elementwise",
+        "fuse-reduction", "fuse-row", "fuse-row-passes", one per Fused node made).
 
     Raises
     ------
     VerificationError
         The fused function is not well formed (a bug in the pass).
     """
-    manager = PassManager([FusionPass(min_elements, bindings)])
+    manager = PassManager([FusionPass(min_elements, bindings, row_passes)])
     return manager.run(function), tuple(manager.report)
 
 
