@@ -230,6 +230,23 @@ def test_the_numpy_engine_computes_what_the_c_engine_does(has_c, batch, features
     inplace = xv.copy()
     kernel(inplace, gv, out=inplace, extras=(np.empty(batch, np.float32),) * 2)
     np.testing.assert_allclose(inplace, results["c"][0], rtol=0, atol=0)
+    # calls remembering their arrays: new values, a new array, a strided one, one
+    # overlapping an output (copied first)
+    out = np.empty(xv.shape, np.float32)
+    extras = (np.empty(batch, np.float32), np.empty(batch, np.float32))
+    second = (xv * 2 + 1).astype(np.float32)
+    strided = np.repeat(second, 2, axis=-1)[..., ::2]
+    for x_in in (xv, second, second.copy(), strided, xv):
+        kernel(x_in, gv, out=out, extras=extras)
+        want_y, want_mean, _ = layer_norm64(np.ascontiguousarray(x_in), gv, 0.0, 1e-5)
+        np.testing.assert_allclose(out, want_y, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(extras[0], want_mean, rtol=1e-5, atol=1e-5)
+    gain_in_mean = np.zeros(max(batch[0], features) * 2, np.float32)
+    gain_view, mean_view = gain_in_mean[:features], gain_in_mean[:batch[0]]
+    if len(batch) == 1:  # the gain shares its bytes with the mean written: read a copy
+        gain_view[...] = gv
+        kernel(xv, gain_view, out=out, extras=(mean_view, extras[1]))
+        np.testing.assert_allclose(out, results["c"][0], rtol=1e-6, atol=1e-6)
 
 
 def test_a_row_value_whose_reader_leads_back_is_no_extra_output(has_c):

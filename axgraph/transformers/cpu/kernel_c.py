@@ -76,6 +76,7 @@ import shutil
 import string
 import subprocess
 import warnings
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
@@ -1378,6 +1379,17 @@ class CKernel:
         self.in_shapes = [concrete_shape(x, shapes) for x in group.inputs]
         self.extra_shapes = [concrete_shape(x, shapes) for x in group.extras]
         self._bindings = bindings
+        #: (shape, dtype) of each input, the output and each extra: a call whose arrays are
+        #: all plain arrays of these skips the general checks (`check_call`).
+        self._expected = [(tuple(shape), np.dtype(node.element_type.dtype)) for shape, node in
+                          zip([*self.in_shapes, self.out_shape, *self.extra_shapes],
+                              [*group.inputs, group.output, *group.extras])]
+        self._pointers_type = ctypes.c_void_p * len(self._expected)
+        #: The last call's arrays (weakly), their addresses, and the outputs' byte spans
+        #: (`_call_rows`): an ndarray's data never moves.
+        self._seen: List[Callable[[], Optional[np.ndarray]]] = []
+        self._addresses: ctypes.Array = self._pointers_type()
+        self._spans: List[Tuple[int, int]] = []
         self._indexed = indexed_inputs(group)
         self._variants: Dict[FrozenSet[int], Callable[..., int]] = {}
         self.source = generate_source(group, frozenset(), chain.vector_math)
@@ -1403,7 +1415,49 @@ class CKernel:
                    extras: Sequence[np.ndarray]) -> np.ndarray:
         """A multi-pass row group's call: every array read in place where C-contiguous and
         apart from the outputs (an input may be `out` itself: each row's elements are
-        read before they are written), else copied."""
+        read before they are written), else copied.
+
+        The checks and addresses cost 5 to 7 us of Python, more than the kernel itself
+        on a layer norm of 16K floats; so the kernel remembers the arrays of its last
+        call (weakly) and their addresses. The same outputs again, and each input the
+        same array or a plain array of its shape and type, C-contiguous and apart from
+        the outputs, reuse them (2 us); any other call is checked in full.
+        """
+        given = (*arrays, out, *extras)
+        seen, addresses = self._seen, self._addresses
+        if len(given) == len(seen):
+            inputs = len(arrays)
+            for j in range(inputs, len(given)):  # the outputs: the same arrays
+                if seen[j]() is not given[j]:
+                    break
+            else:
+                for j in range(inputs):
+                    a = given[j]
+                    if seen[j]() is a:
+                        continue
+                    shape, dtype = self._expected[j]
+                    if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or \
+                            not a.flags.c_contiguous:
+                        break
+                    start = _address(a)
+                    end = start + a.nbytes
+                    if any(start < hi and lo < end for lo, hi in self._spans):
+                        break
+                    addresses[j] = start
+                    seen[j] = weakref.ref(a)
+                else:
+                    return self._run_rows(addresses, out)
+        return self._call_rows_checked(arrays, out, extras)
+
+    def _run_rows(self, addresses, out: np.ndarray) -> np.ndarray:
+        status = self._variants[frozenset()](self.outer, self.inner, addresses)
+        if status != 0:
+            raise ExecutionError(f"fused C kernel failed (status {status})")
+        return out
+
+    def _call_rows_checked(self, arrays: Sequence[np.ndarray], out: np.ndarray,
+                           extras: Sequence[np.ndarray]) -> np.ndarray:
+        """`_call_rows` with every check; remembers the arrays when all are used in place."""
         group = self.group
         arrays = check_call("fused C kernel", group, self.in_shapes, self.out_shape, arrays, out)
         check_extras("fused C kernel", group, self.extra_shapes, extras)
@@ -1431,12 +1485,13 @@ class CKernel:
                         break
             keep.append(array)
             pointers.append(start)
-        pointers += written
-        function = self._variants[frozenset()]
-        status = function(self.outer, self.inner, (ctypes.c_void_p * len(pointers))(*pointers))
-        if status != 0:
-            raise ExecutionError(f"fused C kernel failed (status {status})")
-        return out
+        addresses = self._pointers_type(*pointers, *written)
+        if all(a is b for a, b in zip(keep, arrays)):
+            self._seen = [weakref.ref(a) for a in (*arrays, out, *extras)]
+            self._addresses, self._spans = addresses, spans
+        else:
+            self._seen = []
+        return self._run_rows(addresses, out)
 
     def __call__(self, *arrays: np.ndarray, out: np.ndarray,
                  extras: Sequence[np.ndarray] = ()) -> np.ndarray:
