@@ -863,7 +863,7 @@ def parallel_min(emitter: "_Emitter") -> int:
     row kernel or one calling costly math (`HEAVY_PARALLEL_MIN`), else `PARALLEL_MIN`. Called
     once the kernel's math is known (after its element code and its rows' passes). A
     normalization's passes (`_passes_source`) count as elementwise work: on 2 cores its
-    kernel over 16K to 256K floats ran 1.1-1.6x slower on two threads than on one (the
+    kernel over 16K to 256K floats ran 1.1-2x slower on two threads than on one (the
     other core's thread woken per call; measured while other jobs shared the machine)."""
     costly = any(name.removesuffix("f") not in CHEAP_MATH and name not in CHEAP_MATH
                  for name in emitter.used_math)
@@ -1282,7 +1282,7 @@ def _passes_source(group: FusedGroup, vector_math: FrozenSet[str]) -> str:
     vector's lanes (at most ROW_CHUNK / lanes additions in each: 16 on AVX-512, 32 on
     AVX2), and the chunks' sums in double, rounded to the element type once: another
     order than NumPy's pairwise sum, about as accurate. (Summing in double throughout
-    cost 40 % more on a layer norm of rows of 64 floats.)
+    cost a quarter more on a layer norm of rows of 64 floats.)
     """
     emitter = _PassEmitter(group, frozenset(), vector_math)
     k = len(group.inputs)
