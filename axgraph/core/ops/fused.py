@@ -5,8 +5,11 @@ nodes it fuses with one `Fused` node, so fusion is visible in the IR
 (`print(function)` shows the body indented under the node) instead of living
 in a backend's side tables. The node's inputs are the group's external inputs;
 its `function` (the body) has one Parameter per input, standing for it, and
-one result, the group's output. Any backend can run it by running the body
-(the interpreter does), so fused functions are checked against the reference.
+one result per value the group gives out. A group with several (a layer norm's
+output, and the mean and reciprocal deviation a backward pass reads) is one
+Fused node per result, all over one body: a backend may compute them in one
+kernel. Any backend can run each by running the body (the interpreter does),
+so fused functions are checked against the reference.
 """
 from __future__ import annotations
 
@@ -33,19 +36,22 @@ class Fused(Node):
         The group's external inputs, one per parameter of the body, each of its
         parameter's element type and shape.
     function : Function
-        The body: one Parameter per input, standing for it, and one result, the
-        group's output. It may use size variables the enclosing function binds
+        The body: one Parameter per input, standing for it, and the group's results.
+        It may use size variables the enclosing function binds
         (`Function(..., bound_outside=...)`).
+    result : int, optional
+        Which of the body's results is this node's value (0, the first, by default).
 
     Returns
     -------
     Fused
-        A node of the body's result's element type and shape.
+        A node of that result's element type and shape.
 
     Raises
     ------
     GraphError
-        `function` is not a core Function or does not have one result; the number
+        `function` is not a core Function, `result` is not the position of one of
+        its results; the number
         of inputs is not the number of the body's parameters; an input is not a
         core node; or `name` is not a non-empty string.
     DTypeError
@@ -54,13 +60,17 @@ class Fused(Node):
         An input's shape is not its parameter's.
     """
 
-    _attributes = ("function",)
-    _hidden = frozenset(_attributes)  # printed as the indented body instead
+    _attributes = ("function", "result")
+    _hidden = frozenset({"function"})  # printed as the indented body instead
+    _shown_when_set = frozenset({"result"})
 
     function: "Function"
 
-    def __init__(self, inputs: Sequence[Node], function: "Function", name: Optional[str] = None):
-        super().__init__(inputs, {"function": function}, name)
+    result: int
+
+    def __init__(self, inputs: Sequence[Node], function: "Function", name: Optional[str] = None,
+                 result: int = 0):
+        super().__init__(inputs, {"function": function, "result": result}, name)
 
     def _normalize(self, attributes: dict) -> dict:
         from ..function import Function
@@ -69,9 +79,11 @@ class Fused(Node):
         if not isinstance(function, Function):
             raise self._fail(GraphError, f"the body must be a core Function, not "
                                          f"{type(function).__name__}")
-        if len(function.results) != 1:
-            raise self._fail(GraphError, f"the body must have one result, not "
-                                         f"{len(function.results)}")
+        result = attributes["result"]
+        if isinstance(result, bool) or not isinstance(result, int) \
+                or not 0 <= result < len(function.results):
+            raise self._fail(GraphError, f"result must be the position of one of the body's "
+                                         f"{len(function.results)} result(s), not {result!r}")
         return attributes
 
     def _infer(self) -> Tuple[ElementType, Shape]:
@@ -91,8 +103,8 @@ class Fused(Node):
 
     @property
     def output(self) -> Node:
-        """The body's result: the node whose value this node is."""
-        return self.function.results[0]
+        """The body's result whose value this node is (its `result`-th)."""
+        return self.function.results[self.result]
 
     @property
     def body(self) -> Tuple[Node, ...]:

@@ -384,7 +384,7 @@ def _fused(g: GraphBuilder, node: core.Fused, inputs: List[str], out: str) -> No
 
     body = node.function
     known = dict(zip(body.parameters, inputs))
-    write_nodes(g, body.nodes, known, {body.results[0]: out})
+    write_nodes(g, body.nodes, known, {node.output: out})
 
 
 def _unsupported(reason: str) -> Rule:

@@ -420,6 +420,27 @@ def _biased_product(p: Program, node: Node) -> str:
 
 @CODE.register(core.Fused)
 def _fused(p: Program, node: Node, index: int) -> str:
+    """The kernel's call; for a group of several results (one Fused node each, over one
+    body), the first node in order calls it, the others' results going to buffers kept
+    in the namespace (`R<index>_<result>`), which the later nodes copy."""
+    assert isinstance(node, core.Fused)
+    results = node.function.results
+    if len(results) > 1:
+        runner = next(k for k, n in enumerate(p.function.nodes)
+                      if isinstance(n, core.Fused) and n.function is node.function)
+        if runner != index:
+            return f"np.copyto({p.names[node]}, R{runner}_{node.result})"
+        names = []
+        for k, result in enumerate(results):
+            if k == node.result:
+                names.append(p.names[node])
+                continue
+            names.append(f"R{index}_{k}")
+            p.namespace[names[-1]] = np.empty(core.Shape(result.shape).evaluate(p.bindings),
+                                              result.element_type.dtype)
+        p.namespace[f"F{index}"] = p.kernels[node]
+        inputs = "".join(name + ", " for name in p._args(node))
+        return f"F{index}({inputs}out={names[0]}, extras=({', '.join(names[1:])},))"
     p.namespace[f"F{index}"] = p.kernels[node]
     inputs = "".join(name + ", " for name in p._args(node))
     return f"F{index}({inputs}out={p.names[node]})"

@@ -44,6 +44,16 @@ class FusedGroup:
         largest value and fills it, instead of a second pass over the rows
         (the comparison, the conversion and the maximum) and a third (the
         Select).
+    row_dims: 0, or the number of trailing dims that a multi-pass row group's rows
+        span (`kernel_c._passes_source`): such a group is a normalization, members of the
+        output's shape (the elements) and of its leading dims' shape (the row
+        values: Sums over the row, and what is computed from them), joined by
+        Broadcasts of row values over the row and of per-column values (a gain,
+        a bias: the trailing dims' shape) over the rows.
+    extras: the row values of a multi-pass group read outside it (a layer norm's
+        mean and reciprocal deviation, kept for the backward pass): results of
+        the group besides `output`, each the value of a Fused node of its own
+        over the same body.
     """
 
     nodes: Tuple[Node, ...]
@@ -52,6 +62,13 @@ class FusedGroup:
     reduction: Optional[Node] = None
     row: Optional[Node] = None
     guard: Tuple[Node, ...] = ()
+    row_dims: int = 0
+    extras: Tuple[Node, ...] = ()
+
+    @property
+    def outputs(self) -> Tuple[Node, ...]:
+        """The values the group gives out: its output, then its extras."""
+        return (self.output,) + self.extras
 
     @property
     def final(self) -> Optional[Node]:
@@ -69,6 +86,8 @@ class FusedGroup:
     def elementwise_nodes(self) -> Tuple[Node, ...]:
         """The members computed per element (every member but the reduction or row op, and
         the guard's)."""
+        if self.row_dims:
+            return self.nodes
         if self.guard:  # the members the row op's operand is computed from
             members = set(self.nodes)
             feeding = set(post_order([self.elementwise_output],
@@ -89,7 +108,12 @@ class FusedGroup:
     @classmethod
     def of(cls, fused: core.Fused) -> "FusedGroup":
         """The group a Fused node runs: its body, over its body's parameters."""
-        output = fused.output
+        output = fused.function.results[0]
+        sums = [n for n in fused.body if type(n) is core.Sum]
+        if len(fused.function.results) > 1 or (sums and sums[-1] is not output):
+            return cls(fused.body, fused.function.parameters, output,
+                       row_dims=len(sums[0].attributes["axes"]),
+                       extras=fused.function.results[1:])
         reduction = output if reduces_in_groups(type(output)) else None
         row = output if is_row_op(type(output)) else None
         guarded = zeroed_rows_softmax(output)
@@ -235,9 +259,10 @@ def group_shapes(group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]]
     size = 1
     for d in element_shape:
         size *= d
-    if group.row is not None:  # rows of the trailing dims, each in and out
+    if group.row is not None or group.row_dims:  # rows of the trailing dims, each in and out
         inner = 1
-        for d in element_shape[len(element_shape) - len(group.row.attributes["axes"]):]:
+        dims = group.row_dims or len(group.row.attributes["axes"])  # type: ignore[union-attr]
+        for d in element_shape[len(element_shape) - dims:]:
             inner *= d
         return element_shape, out_shape, size // inner if inner else 0, inner
     if group.reduction is None:
@@ -287,11 +312,30 @@ def check_call(kernel_name: str, group: FusedGroup, in_shapes: Sequence[Tuple[in
     if out.dtype != node.element_type.dtype or out.shape != out_shape:
         raise ExecutionError(f"{kernel_name}: out is {out.dtype}{list(out.shape)}, the output "
                              f"({node.name}) is {node.element_type.dtype}{list(out_shape)}")
-    dense = out.flags.c_contiguous or (group.final is None and memory_order(out) is not None)
+    dense = out.flags.c_contiguous or (group.final is None and not group.row_dims
+                                       and memory_order(out) is not None)
     if not dense or not out.flags.writeable:
         raise ExecutionError(f"{kernel_name}: out must be writeable and C-contiguous (an "
                              f"elementwise group also takes a transposed dense array)")
     return checked
+
+
+def check_extras(kernel_name: str, group: FusedGroup, shapes: Sequence[Tuple[int, ...]],
+                 extras: Sequence) -> None:
+    """That `extras` are one C-contiguous writeable array per extra of the group, of its
+    dtype and shape."""
+    import numpy as np
+
+    if len(extras) != len(group.extras):
+        raise ExecutionError(f"{kernel_name}: takes {len(group.extras)} extra output(s), got "
+                             f"{len(extras)}")
+    for array, node, shape in zip(extras, group.extras, shapes):
+        if type(array) is not np.ndarray or array.shape != shape or \
+                array.dtype != node.element_type.dtype or not array.flags.c_contiguous or \
+                not array.flags.writeable:
+            raise ExecutionError(f"{kernel_name}: the extra output for {node.name} must be a "
+                                 f"writeable C-contiguous {node.element_type.dtype}"
+                                 f"{list(shape)} array")
 
 
 def prepare_call(kernel_name: str, kernel, arrays: Sequence, out) -> Optional[tuple]:

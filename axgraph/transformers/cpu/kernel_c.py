@@ -76,6 +76,7 @@ import shutil
 import string
 import subprocess
 import warnings
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
@@ -88,8 +89,8 @@ from ...core.traits import c_code, c_quotient
 from ...errors import ExecutionError
 from ...op_table import OpTable
 from . import kernel_cache, own_math
-from .group import (FusedGroup, c_accepts, concrete_shape, group_shapes, is_scalar_constant,
-                     op_family, prepare_call)
+from .group import (FusedGroup, c_accepts, check_call, check_extras, concrete_shape,
+                     group_shapes, is_scalar_constant, op_family, prepare_call)
 
 # Elements per reduction block: partial sums are exact-order deterministic per block.
 BLOCK = 16384
@@ -98,6 +99,9 @@ BLOCK = 16384
 LANES = 16
 #: Elements a lane of a float sum (product) takes in float before widening to double.
 CHUNK = 16
+#: Elements of a row that a multi-pass row kernel sums in the element type before adding
+#: the chunk's sum into a double.
+ROW_CHUNK = 256
 #: Below this many elements a kernel runs on one thread: waking the other costs more
 #: than it saves on memory-bound loops over two cores.
 PARALLEL_MIN = 1 << 18
@@ -723,6 +727,10 @@ def _convert(node: Node, terms: CTerms) -> str:
 def has_code(group: FusedGroup) -> bool:
     """Whether the C engine has an expression for every computing member of `group`, and
     its reduction (if any) declares how C accumulates it (`c_accumulate`, `c_start`)."""
+    if group.row_dims:  # Sums and Broadcasts are the kernel's own loops and reads
+        return all(EXPRESSIONS.lookup(type(node)) is not None for node in group.nodes
+                   if op_family(node) not in ("constant", "broadcast")
+                   and not isinstance(node, (core.Sum, core.Broadcast)))
     reduction = group.reduction
     if reduction is not None and (type(reduction).c_accumulate is None
                                   or type(reduction).c_start is None):
@@ -853,7 +861,10 @@ class _Emitter:
 def parallel_min(emitter: "_Emitter") -> int:
     """The elements from which the kernel `emitter` writes runs on several threads: fewer for a
     row kernel or one calling costly math (`HEAVY_PARALLEL_MIN`), else `PARALLEL_MIN`. Called
-    once the kernel's math is known (after its element code and its rows' passes)."""
+    once the kernel's math is known (after its element code and its rows' passes). A
+    normalization's passes (`_passes_source`) count as elementwise work: on 2 cores its
+    kernel over 16K to 256K floats ran 1.1-2x slower on two threads than on one (the
+    other core's thread woken per call; measured while other jobs shared the machine)."""
     costly = any(name.removesuffix("f") not in CHEAP_MATH and name not in CHEAP_MATH
                  for name in emitter.used_math)
     return HEAVY_PARALLEL_MIN if costly or emitter.group.row is not None else PARALLEL_MIN
@@ -1039,6 +1050,8 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     and processes. `scalar_inputs` marks inputs that are read as a
     single repeated element (broadcast arrays with zero strides).
     """
+    if group.row_dims:
+        return _passes_source(group, vector_math)
     emitter = _Emitter(group, scalar_inputs, vector_math)
     result = emitter.values[group.elementwise_output]
     k = len(group.inputs)
@@ -1148,6 +1161,181 @@ def generate_source(group: FusedGroup, scalar_inputs: FrozenSet[int] = frozenset
     return text
 
 
+# -- multi-pass row groups (normalizations) ------------------------------------------------
+
+def _needed(lines: Sequence[str], expressions: Sequence[str]) -> List[str]:
+    """The statements of `lines` that the C `expressions` read, directly or not."""
+    needed = set(_NAME.findall(" ".join(expressions)))
+    kept: List[str] = []
+    for line in reversed(lines):
+        defined = _DEFINITION.match(line)
+        if defined is None or defined.group(1) in needed:
+            kept.append(line)
+            needed.update(_NAME.findall(line[defined.end() if defined else 0:]))
+    return kept[::-1]
+
+
+class _PassEmitter(_Emitter):
+    """The C statements of a multi-pass row group (`FusedGroup.row_dims`).
+
+    Each member is an element (of the output's shape: statements in `body`, run
+    inside a pass over the row) or a row value (statements in `row_code[level]`,
+    run once per row between passes). A Sum over the row at level p is made by
+    pass p; a row value of level p is computed once pass p is done; an element
+    reads the row values it needs (Broadcasts over the row) from variables. The
+    inputs are read per element (`in[i]`), per row (`in[r]`) or per column of
+    the row (`in[i - base]`), as their readers take them.
+    """
+
+    def __post_init__(self) -> None:
+        group = self.group
+        self.values: Dict[Node, str] = {}
+        self.hoisted: List[str] = []
+        self.body: List[str] = []
+        self.pointers: List[str] = []
+        self.used_math: set = set()
+        self.quotients: Dict[Node, Tuple[str, str]] = {}
+        self.row_code: Dict[int, List[str]] = {0: []}
+        self.level: Dict[Node, int] = {}
+        self.sums: Dict[int, List[Node]] = {}
+        members = set(group.nodes)
+        self.readers: Dict[Node, int] = {node: 1 for node in group.outputs}
+        for node in group.nodes:
+            for x in node.inputs:
+                self.readers[x] = self.readers.get(x, 0) + 1
+        self._read: Dict[Tuple[int, str], str] = {}
+        for j, node in enumerate(group.inputs):
+            if is_scalar_constant(node):
+                self.values[node] = c_literal(node.attributes["value"], node.element_type)
+                self.level[node] = 0
+                continue
+            ctype = CTYPES[node.element_type.name]
+            self.pointers.append(f"const {ctype}* in{j} = (const {ctype}*)p[{j}];")
+            self.level[node] = 0
+        rank = group.output.rank
+        for k, node in enumerate(group.nodes):
+            family = op_family(node)
+            is_row = node.rank == rank - group.row_dims and node.shape != group.output.shape
+            if isinstance(node, core.Sum):
+                (x,) = node.inputs
+                if x not in members:
+                    self.values[x] = self._input(x, "x", "in{j}[i]")
+                self.level[node] = self.level[x] + 1
+                self.sums.setdefault(self.level[node], []).append(node)
+                self.values[node] = f"v{k}"
+                self.row_code.setdefault(self.level[node], []).append(
+                    f"const {VALUE_CTYPES[node.element_type.name]} v{k} = "
+                    f"({VALUE_CTYPES[node.element_type.name]})s{k};")
+                continue
+            if isinstance(node, core.Broadcast) and not is_scalar_constant(node.inputs[0]):
+                (x,) = node.inputs
+                self.level[node] = self.level[x]
+                if tuple(sorted(node.attributes["axes"]))[0] == 0:  # per column of a row
+                    self.values[node] = self._input(x, "c", "in{j}[i - base]")
+                else:  # one value a row
+                    self.values[node] = self._row_value(x)
+                continue
+            self.level[node] = max((self.level[x] for x in node.inputs), default=0)
+            if family in ("constant", "broadcast"):
+                self._member(k, node)
+                continue
+            for x in node.inputs:  # the inputs it reads, as it reads them
+                if x not in members and not is_scalar_constant(x):
+                    self.values[x] = (self._row_value(x) if is_row
+                                      else self._input(x, "x", "in{j}[i]"))
+            if is_row:
+                self.body, saved = self.row_code.setdefault(self.level[node], []), self.body
+                self._member(k, node)
+                self.body = saved
+            else:
+                self._member(k, node)
+
+    def _input(self, x: Node, prefix: str, index: str) -> str:
+        """An input read in the element code: its name, its read put in `body` once."""
+        j = self.group.inputs.index(x)
+        key = (j, prefix)
+        if key not in self._read:
+            name = self._read[key] = f"{prefix}{j}"
+            self.body.append(f"const {VALUE_CTYPES[x.element_type.name]} {name} = "
+                             f"{index.format(j=j)};")
+        return self._read[key]
+
+    def _row_value(self, x: Node) -> str:
+        """A row value's name: a member's, or an input read once per row."""
+        if x in self.group.nodes or is_scalar_constant(x):
+            return self.values[x]
+        j = self.group.inputs.index(x)
+        key = (j, "q")
+        if key not in self._read:
+            name = self._read[key] = f"q{j}"
+            self.row_code[0].append(f"const {VALUE_CTYPES[x.element_type.name]} {name} = "
+                                    f"in{j}[r];")
+        return self._read[key]
+
+
+def _passes_source(group: FusedGroup, vector_math: FrozenSet[str]) -> str:
+    """The C text of a multi-pass row group: per row (rows spread over the threads), a
+    pass over the row for each level of its row Sums, the row values computed between
+    passes, and a last pass writing the output; the extras are written per row.
+
+    A row sum adds ROW_CHUNK elements at a time in the element type, across the
+    vector's lanes (at most ROW_CHUNK / lanes additions in each: 16 on AVX-512, 32 on
+    AVX2), and the chunks' sums in double, rounded to the element type once: another
+    order than NumPy's pairwise sum, about as accurate. (Summing in double throughout
+    cost a quarter more on a layer norm of rows of 64 floats.)
+    """
+    emitter = _PassEmitter(group, frozenset(), vector_math)
+    k = len(group.inputs)
+    et = group.output.element_type
+    value = CTYPES[et.name]
+    passes: List[str] = []
+    for level in range(1, max(emitter.sums) + 1):
+        sums = emitter.sums.get(level, [])
+        if sums:
+            totals = [f"s{emitter.values[node][1:]}" for node in sums]
+            parts = [f"t{emitter.values[node][1:]}" for node in sums]
+            terms = [emitter.values[node.inputs[0]] for node in sums]
+            types = [VALUE_CTYPES[node.element_type.name] for node in sums]
+            passes += [*(f"double {total} = 0;" for total in totals),
+                       f"for (int64_t lo = base; lo < base + inner; lo += {ROW_CHUNK}) {{",
+                       f"    const int64_t hi = base + inner - lo > {ROW_CHUNK} ? "
+                       f"lo + {ROW_CHUNK} : base + inner;",
+                       *(f"    {ctype} {part} = 0;" for ctype, part in zip(types, parts)),
+                       f"    #pragma omp simd reduction(+:{', '.join(parts)})",
+                       "    for (int64_t i = lo; i < hi; ++i) {",
+                       *("        " + line for line in _needed(emitter.body, terms)),
+                       *(f"        {part} += {term};" for part, term in zip(parts, terms)),
+                       "    }",
+                       *(f"    {total} += {part};" for total, part in zip(totals, parts)),
+                       "}"]
+        passes += emitter.row_code.get(level, [])
+    result = emitter.values[group.output]
+    passes += ["#pragma omp simd",
+               "for (int64_t i = base; i < base + inner; ++i) {",
+               *("    " + line for line in _needed(emitter.body, [result])),
+               f"    out[i] = {result};",
+               "}"]
+    outputs = [f"{value}* out = ({value}*)p[{k}];"]
+    for m, extra in enumerate(group.extras, 1):
+        ctype = CTYPES[extra.element_type.name]
+        outputs.append(f"{ctype}* out{m} = ({ctype}*)p[{k + m}];")
+        passes.append(f"out{m}[r] = ({ctype}){emitter.values[extra]};")
+    ops = " ".join(f"{n.op}:{n.element_type}" for n in group.nodes)
+    head = ["/* axgraph fused kernel (row passes): " + ops + " */",
+            "#include <stdint.h>", "#include <math.h>", ""]
+    lines = [*emitter.pointers, *emitter.hoisted, *outputs,
+             f"#pragma omp parallel for schedule(static) if(outer * inner >= "
+             f"{parallel_min(emitter)})",
+             "for (int64_t r = 0; r < outer; ++r) {",
+             "    const int64_t base = r * inner;",
+             *("    " + line for line in emitter.row_code[0] + passes),
+             "}",
+             "return 0;"]
+    head += emitter.declarations()
+    return ("\n".join(head) + "\n" + f"int {ENTRY}(int64_t outer, int64_t inner, void* const* p)"
+            f"\n{{\n" + _indent(lines, 1) + "}\n")
+
+
 # -- the kernel ------------------------------------------------------------------------------
 
 def _address(array: np.ndarray) -> int:
@@ -1174,7 +1362,7 @@ class CKernel:
     engine = "c"
 
     def __init__(self, group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
-                 fast_math: bool = False):
+                 fast_math: bool = False, bindings: Optional[Mapping[str, int]] = None):
         if not c_accepts(group):
             raise KernelCompileError(f"the C engine computes f32, f64 and boolean values only "
                                      f"(integers only converted to them): {group!r}")
@@ -1189,6 +1377,19 @@ class CKernel:
         self._chain = chain
         _, self.out_shape, self.outer, self.inner = group_shapes(group, shapes)
         self.in_shapes = [concrete_shape(x, shapes) for x in group.inputs]
+        self.extra_shapes = [concrete_shape(x, shapes) for x in group.extras]
+        self._bindings = bindings
+        #: (shape, dtype) of each input, the output and each extra: a call whose arrays are
+        #: all plain arrays of these skips the general checks (`check_call`).
+        self._expected = [(tuple(shape), np.dtype(node.element_type.dtype)) for shape, node in
+                          zip([*self.in_shapes, self.out_shape, *self.extra_shapes],
+                              [*group.inputs, group.output, *group.extras])]
+        self._pointers_type = ctypes.c_void_p * len(self._expected)
+        #: The last call's arrays (weakly), their addresses, and the outputs' byte spans
+        #: (`_call_rows`): an ndarray's data never moves.
+        self._seen: List[Callable[[], Optional[np.ndarray]]] = []
+        self._addresses: ctypes.Array = self._pointers_type()
+        self._spans: List[Tuple[int, int]] = []
         self._indexed = indexed_inputs(group)
         self._variants: Dict[FrozenSet[int], Callable[..., int]] = {}
         self.source = generate_source(group, frozenset(), chain.vector_math)
@@ -1210,7 +1411,92 @@ class CKernel:
                  for word in line.split() if "_ZGV" in word}
         return sorted({name.split("@")[0] for name in names})
 
-    def __call__(self, *arrays: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def _call_rows(self, arrays: Sequence[np.ndarray], out: np.ndarray,
+                   extras: Sequence[np.ndarray]) -> np.ndarray:
+        """A multi-pass row group's call: every array read in place where C-contiguous and
+        apart from the outputs (an input may be `out` itself: each row's elements are
+        read before they are written), else copied.
+
+        The checks and addresses cost 5 to 7 us of Python, more than the kernel itself
+        on a layer norm of 16K floats; so the kernel remembers the arrays of its last
+        call (weakly) and their addresses. The same outputs again, and each input the
+        same array or a plain array of its shape and type, C-contiguous and apart from
+        the outputs, reuse them (2 us); any other call is checked in full.
+        """
+        given = (*arrays, out, *extras)
+        seen, addresses = self._seen, self._addresses
+        if len(given) == len(seen):
+            inputs = len(arrays)
+            for j in range(inputs, len(given)):  # the outputs: the same arrays
+                if seen[j]() is not given[j]:
+                    break
+            else:
+                for j in range(inputs):
+                    a = given[j]
+                    if seen[j]() is a:
+                        continue
+                    shape, dtype = self._expected[j]
+                    if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or \
+                            not a.flags.c_contiguous:
+                        break
+                    start = _address(a)
+                    end = start + a.nbytes
+                    if any(start < hi and lo < end for lo, hi in self._spans):
+                        break
+                    addresses[j] = start
+                    seen[j] = weakref.ref(a)
+                else:
+                    return self._run_rows(addresses, out)
+        return self._call_rows_checked(arrays, out, extras)
+
+    def _run_rows(self, addresses, out: np.ndarray) -> np.ndarray:
+        status = self._variants[frozenset()](self.outer, self.inner, addresses)
+        if status != 0:
+            raise ExecutionError(f"fused C kernel failed (status {status})")
+        return out
+
+    def _call_rows_checked(self, arrays: Sequence[np.ndarray], out: np.ndarray,
+                           extras: Sequence[np.ndarray]) -> np.ndarray:
+        """`_call_rows` with every check; remembers the arrays when all are used in place."""
+        group = self.group
+        arrays = check_call("fused C kernel", group, self.in_shapes, self.out_shape, arrays, out)
+        check_extras("fused C kernel", group, self.extra_shapes, extras)
+        if not self.outer * self.inner:  # no elements: the reference's values (NaN means)
+            from .rows import PassesNumpyKernel
+            return PassesNumpyKernel(group, {}, self._bindings)(*arrays, out=out,
+                                                               extras=extras)
+        written = [_address(a) for a in (out, *extras)]
+        spans = [(lo, lo + a.nbytes) for lo, a in zip(written, (out, *extras))]
+        pointers: List[int] = []
+        keep: List[np.ndarray] = []
+        for j, array in enumerate(arrays):
+            indexed = j in self._indexed
+            if indexed and not array.flags.c_contiguous:
+                array = np.ascontiguousarray(array)
+            start = _address(array)
+            if indexed:
+                end = start + array.nbytes
+                for lo, hi in spans:
+                    if start < hi and lo < end:
+                        if not (start == written[0] and array.shape == out.shape
+                                and array.dtype == out.dtype):
+                            array = array.copy()
+                            start = _address(array)
+                        break
+            keep.append(array)
+            pointers.append(start)
+        addresses = self._pointers_type(*pointers, *written)
+        if all(a is b for a, b in zip(keep, arrays)):
+            self._seen = [weakref.ref(a) for a in (*arrays, out, *extras)]
+            self._addresses, self._spans = addresses, spans
+        else:
+            self._seen = []
+        return self._run_rows(addresses, out)
+
+    def __call__(self, *arrays: np.ndarray, out: np.ndarray,
+                 extras: Sequence[np.ndarray] = ()) -> np.ndarray:
+        if self.group.row_dims:
+            return self._call_rows(arrays, out, extras)
         given, group = out, self.group
         walked = prepare_call("fused C kernel", self, arrays, out)
         if walked is None:

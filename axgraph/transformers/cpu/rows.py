@@ -3,17 +3,20 @@
 A node over the trailing dims of a dense input runs instead as a fused row
 kernel (fusion.py, C); these serve every other layout, and `RowNumpyKernel` runs
 such a group where the C engine does not. Each writes its result into `out` with one temporary of the
-reduced shape.
+reduced shape. `PassesNumpyKernel` runs a multi-pass row group (a normalization)
+where the C engine cannot: its members one by one, as the unfused program would.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ... import core
+from ...core import interpreter
 from ...core.node import Node
-from .group import FusedGroup, check_call, concrete_shape, finish_empty, group_shapes
+from .group import (FusedGroup, check_call, check_extras, concrete_shape, finish_empty,
+                    group_shapes)
 from .kernel_blocked_numpy import NumpyKernel
 
 
@@ -122,3 +125,42 @@ class RowNumpyKernel:
 
     def __repr__(self) -> str:
         return f"<RowNumpyKernel {self.group!r}>"
+
+
+class PassesNumpyKernel:
+    """A multi-pass row group (`FusedGroup.row_dims`) run member by member with the
+    reference interpreter's kernels: for element types or machines the C engine does not
+    serve, and for calls with no elements. `kernel(*inputs, out=array, extras=arrays)`
+    writes the output into `out` and the group's extras (row values) into `extras`.
+    """
+
+    engine = "numpy"
+
+    def __init__(self, group: FusedGroup, shapes: Mapping[Node, Tuple[int, ...]],
+                 bindings: Optional[Mapping[str, int]] = None):
+        self.group = group
+        _, self.out_shape, self.outer, self.inner = group_shapes(group, shapes)
+        self.in_shapes = [concrete_shape(x, shapes) for x in group.inputs]
+        self.extra_shapes = [concrete_shape(x, shapes) for x in group.extras]
+        self._context = interpreter.Context(dict(bindings or {}), {})
+        self.source = "# the members one by one (reference kernels):\n" + "".join(
+            f"#   {node.op} {node.type_str()}\n" for node in group.nodes)
+
+    def __call__(self, *arrays: np.ndarray, out: np.ndarray,
+                 extras: Sequence[np.ndarray] = ()) -> np.ndarray:
+        group = self.group
+        arrays = tuple(check_call("fused NumPy row-pass kernel", group, self.in_shapes,
+                                  self.out_shape, arrays, out))
+        check_extras("fused NumPy row-pass kernel", group, self.extra_shapes, extras)
+        values: Dict[Node, np.ndarray] = dict(zip(group.inputs, arrays))
+        with np.errstate(all="ignore"):
+            for node in group.nodes:
+                values[node] = np.asarray(interpreter.find_kernel(type(node))(
+                    node, self._context, *[values[x] for x in node.inputs]))
+        for array, node in zip((out, *extras), group.outputs):
+            np.copyto(array, values[node])
+        return out
+
+    def __repr__(self) -> str:
+        return f"<PassesNumpyKernel {self.group!r}>"
+

@@ -528,10 +528,11 @@ def computed_with(node: Node, *pairings: Mapping[Node, Node]) -> Tuple[Node, ...
 
 def fused_reduction(node: Node) -> bool:
     """Whether node is a Fused node ending in a reduction or a row op (softmax and its
-    backprop): its kernel walks rows, so its operands and its output are row-major and it
-    never overwrites an operand."""
-    return isinstance(node, core.Fused) and isinstance(
+    backprop), or summing rows on the way (a normalization): its kernel walks rows, so its
+    operands and its output are row-major and it never overwrites an operand."""
+    return isinstance(node, core.Fused) and (isinstance(
         node.output, (core.Reduction, core.Softmax, core.SoftmaxBackprop))
+        or any(type(member) is core.Sum for member in node.body))
 
 
 def dense_layout_order(layout: Optional[TensorDescription]) -> Optional[Tuple[int, ...]]:
