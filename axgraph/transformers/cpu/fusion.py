@@ -196,12 +196,7 @@ def find_row_groups(function: core.Function, taken: Set[Node]) -> List[FusedGrou
         if dims is None or not any(type(m) is core.Sum for m in members):
             continue
         ordered = tuple(sorted(members, key=position.__getitem__))
-        inputs: List[Node] = []
-        for member in ordered:
-            for x in member.inputs:
-                if x not in members and x not in inputs:
-                    inputs.append(x)
-        group = FusedGroup(ordered, tuple(inputs), root, row_dims=dims,
+        group = FusedGroup(ordered, outside_inputs(ordered), root, row_dims=dims,
                            extras=tuple(sorted(extras, key=position.__getitem__)))
         if not (c_accepts(group) and kernel_c.has_code(group)):
             continue
@@ -305,16 +300,24 @@ def find_fusion_groups(function: core.Function,
         if final is None and computing < 2:
             continue
         ordered = tuple(sorted(members, key=position.__getitem__))
-        inputs: List[Node] = []
-        for member in ordered:
-            for x in member.inputs:
-                if x not in members and x not in inputs:
-                    inputs.append(x)
-        groups.append(FusedGroup(ordered, tuple(inputs), root, reduction, row, guard))
+        groups.append(FusedGroup(ordered, outside_inputs(ordered), root, reduction, row,
+                                 guard))
         taken |= members
 
     groups.sort(key=lambda g: position[g.output])
     return groups
+
+
+def outside_inputs(members: Tuple[Node, ...]) -> Tuple[Node, ...]:
+    """The nodes outside a group that its members (in order) read, in order of first
+    use: the kernel's inputs."""
+    inside = set(members)
+    inputs: List[Node] = []
+    for member in members:
+        for x in member.inputs:
+            if x not in inside and x not in inputs:
+                inputs.append(x)
+    return tuple(inputs)
 
 
 # -- compiling a group --------------------------------------------------------------------------
