@@ -13,12 +13,14 @@ generated C++ and OpenMP), "axgraph" (`torch.compile(backend=AxgraphBackend())`,
 the cpu transformer), "aot_eager" (`torch.compile(backend="aot_eager")`: Dynamo and
 AOTAutograd running PyTorch's own kernels, so no compiler at all: the floor of a backend
 under AOTAutograd's own runtime; on the small net it alone takes about twice eager's
-time) and "dynamo" (`torch.compile(backend="eager")`: Dynamo's guards and graph call
-around PyTorch's own kernels, no AOTAutograd: the floor of any `torch.compile` backend;
-axgraph's plain training graphs skip AOTAutograd's runtime for a thin one of their own,
-docs/torch.md, so this is their floor). Before timing, each compiled contestant's
-parameters after two steps are checked against eager's (a contestant that disagrees is
-excluded). Dynamo is reset before each case, so each model compiles as it would in a
+time), "dynamo" (`torch.compile(backend="eager")`: Dynamo's guards and graph call
+around PyTorch's own kernels, no AOTAutograd) and "null" (a backend that computes
+nothing: its graph is one autograd.Function handing back tensors made at compile time,
+so its step is Dynamo's guards, the loss, autograd and the optimizer alone: the floor
+of any backend that, like axgraph's thin runtime, runs a graph as one autograd node;
+its weights are wrong by design and not checked). Before timing, each other compiled
+contestant's parameters after two steps are checked against eager's (a contestant that
+disagrees is excluded). Dynamo is reset before each case, so each model compiles as it would in a
 process of its own (with static shapes).
 """
 from __future__ import annotations
@@ -30,7 +32,8 @@ from typing import Any, Callable, Dict, List
 from . import common
 from .common import Case, Verdict
 
-AXGRAPH, EAGER, INDUCTOR, AOT_EAGER, DYNAMO = "axgraph", "eager", "inductor", "aot_eager", "dynamo"
+AXGRAPH, EAGER, INDUCTOR, AOT_EAGER, DYNAMO, NULL = ("axgraph", "eager", "inductor", "aot_eager",
+                                                      "dynamo", "null")
 TOLERANCE = 1e-4
 
 
@@ -91,6 +94,29 @@ class Step:
         return [p.detach().numpy().copy() for p in self.model.parameters()]
 
 
+def null_backend(gm: Any, example_inputs: List[Any]) -> Callable[..., Any]:
+    """A `torch.compile` backend that computes nothing: one autograd.Function whose
+    forward hands back the outputs of one run at compile time and whose backward hands
+    back zeros made then (the floor of a backend, see the module docstring)."""
+    torch = common.import_torch()
+    with torch.no_grad():
+        made = gm(*example_inputs)
+    outputs = tuple(made) if isinstance(made, (tuple, list)) else (made,)
+    gradients = tuple(torch.zeros_like(x) if isinstance(x, torch.Tensor) and x.requires_grad
+                      else None for x in example_inputs)
+
+    class Nothing(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *args: Any) -> Any:
+            return tuple(o.view_as(o) for o in outputs)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            return gradients
+
+    return torch._dynamo.disable(lambda *args: Nothing.apply(*args))
+
+
 def make_cases() -> List[Case]:
     cases = []
     for name, factory in _models().items():
@@ -105,7 +131,8 @@ def make_cases() -> List[Case]:
             return {AXGRAPH: axgraph, EAGER: lambda: Step(model, shape, None),
                     INDUCTOR: lambda: Step(model, shape, "inductor"),
                     AOT_EAGER: lambda: Step(model, shape, "aot_eager"),
-                    DYNAMO: lambda: Step(model, shape, "eager")}
+                    DYNAMO: lambda: Step(model, shape, "eager"),
+                    NULL: lambda: Step(model, shape, null_backend)}
         cases.append(Case(name, contestants()))
     return cases
 
@@ -144,7 +171,7 @@ def main(argv=None) -> int:
         runners, skipped = common.setup_contestants(case, only)
         notes += [f"{case.name}: {name} skipped: {why}" for name, why in skipped.items()]
         if EAGER in runners:
-            for name in [n for n in runners if n != EAGER]:
+            for name in [n for n in runners if n not in (EAGER, NULL)]:
                 error = disagreement(runners[name], _fresh_eager(case))
                 if not error <= TOLERANCE:
                     notes.append(f"{case.name}: {name} EXCLUDED, weights differ by {error:.1e}")
@@ -156,7 +183,7 @@ def main(argv=None) -> int:
                                     common.ratio(timings[case.name], AXGRAPH, other), limit,
                                     why_missing="a contestant did not run"))
     print()
-    columns = [AXGRAPH, EAGER, INDUCTOR, AOT_EAGER, DYNAMO]
+    columns = [AXGRAPH, EAGER, INDUCTOR, AOT_EAGER, DYNAMO, NULL]
     print(common.ratio_table("Training step (forward + backward + SGD), float32, CPU", timings,
                              columns, reference))
     notes.append("background: " + load.report())
