@@ -154,16 +154,19 @@ def test_transformer_block_agrees():
 
 
 class MaskedAttention(nn.Module):
-    """Attention under a mask that hides every key from the second query."""
+    """Attention of `heads` heads over sequences of `length` under a mask that hides every
+    key from the second query."""
 
-    def __init__(self, width=8):
+    def __init__(self, width=8, length=5, heads=2):
         super().__init__()
+        self.heads = heads
         self.project = nn.Linear(width, 3 * width)
-        self.mask = torch.ones(5, 5, dtype=torch.bool)
+        self.mask = torch.ones(length, length, dtype=torch.bool)
         self.mask[1] = False
 
     def forward(self, x):
-        q, k, v = self.project(x).unflatten(-1, (3, 2, 4)).permute(2, 0, 3, 1, 4)
+        split = (3, self.heads, x.shape[-1] // self.heads)
+        q, k, v = self.project(x).unflatten(-1, split).permute(2, 0, 3, 1, 4)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
 
 
@@ -190,27 +193,14 @@ def test_a_query_with_a_nan_score_keeps_softmaxs_nan_and_a_masked_one_gets_zeros
     assert_close(out[1], expected[1], "outputs of the sequence without a NaN")
 
 
-class WideMaskedAttention(MaskedAttention):
-    """Attention over 8 x 4 x 32 x 32 scores (enough for the cpu transformer to fuse, where
-    smaller graphs run as one native step), the second query of each sequence masked whole."""
-
-    def __init__(self, width=16, length=32):
-        nn.Module.__init__(self)
-        self.project = nn.Linear(width, 3 * width)
-        self.mask = torch.ones(length, length, dtype=torch.bool)
-        self.mask[1] = False
-
-    def forward(self, x):
-        q, k, v = self.project(x).unflatten(-1, (3, 4, 4)).permute(2, 0, 3, 1, 4)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
-
-
 def test_a_masked_softmax_of_many_scores_runs_as_one_guarded_row_kernel():
     from axgraph import core
     from axgraph.transformers.cpu.group import FusedGroup
 
     x = torch.randn(8, 32, 16)
-    model = WideMaskedAttention()
+    # 8 x 4 x 32 x 32 scores: enough for the cpu transformer to fuse, where smaller graphs
+    # run as one native step
+    model = MaskedAttention(width=16, length=32, heads=4)
     backend = check_against_eager(model, [x], lambda out: (out * out).sum())
     out = torch.compile(model, backend=backend)(x)
     assert torch.all(out[:, :, 1] == 0), "eager's attention gives a query with no key zeros"

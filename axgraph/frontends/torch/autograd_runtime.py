@@ -304,10 +304,10 @@ def raw_saved(capture: Capture, outputs: int, sizes: int) -> frozenset:
 
     A saved activation is read by the backward alone: no one can change it in place
     (so no version check), and wrapping it as a tensor to unwrap it again cost about
-    2 µs a value, a few dozen per transformer-block step. It qualifies where both graphs are
-    whole compiled graphs, the forward computes it (not an input passed through, not a
-    value it also hands the user: saved twice is fine, both only read), and the backward reads it only as a tensor argument
-    of its Function.
+    2 µs a value, a few dozen per transformer-block step. It qualifies where both
+    graphs are whole compiled graphs, the forward computes it (not an input passed
+    through, not a value it also hands the user: saved twice is fine, both only read),
+    and the backward reads it only as a tensor argument of its Function.
     """
     forward, backward = capture.forward, capture.backward
     if not isinstance(forward, CompiledGraph) or not isinstance(backward, CompiledGraph):

@@ -153,9 +153,9 @@ class CompiledGraph:
         self._repeats: Dict[int, int] = {}
         for position, output in enumerate(built.outputs):
             if output.kind == "result":
-                key = (output.index, output.permutation)
-                self._repeats[position] = first.setdefault(key, position)
-        self._repeats = {p: q for p, q in self._repeats.items() if p != q}
+                earlier = first.setdefault((output.index, output.permutation), position)
+                if earlier != position:
+                    self._repeats[position] = earlier
 
     def __call__(self, *args: Any) -> Any:
         built = self.built

@@ -89,8 +89,9 @@ class CpuFunction:
         generators = {rebuilt[node]: generator for node, generator in self._generators.items()}
         fusion_report: tuple = ()
         if self.fuse:  # at these sizes: small groups run faster unfused
+            # (the NumPy engine would run a multi-pass row group op by op: none for it)
             function, fusion_report = fuse(function, self.fuse_min_elements, bindings,
-                                           row_passes=None if self.engine != "numpy" else False)
+                                           row_passes=False if self.engine == "numpy" else None)
             function = sums_as_products(function, bindings)  # the Sums left unfused
         kernels = {node: compile_fused(node, bindings, engine=self.engine)
                    for node in function.nodes if isinstance(node, core.Fused)}

@@ -132,20 +132,6 @@ def _broadcast_strides(x: np.ndarray, shape: Tuple[int, int]) -> Optional[Tuple[
     return (0 if x.shape[0] == 1 else rows), (0 if x.shape[1] == 1 else columns)
 
 
-def _address(x: np.ndarray) -> int:
-    """The address of x's first element. A step makes a dozen products, each reading
-    three operands, so the common ones take the buffer protocol (about 0.15 us): a
-    dense matrix, or the transpose of one (its first element is the dense one's);
-    `x.ctypes.data` builds an object of NumPy's for the others (about 0.7 us)."""
-    flags = x.flags
-    if flags.writeable and x.size:
-        if flags.c_contiguous:
-            return ctypes.addressof(ctypes.c_char.from_buffer(x.data))
-        if flags.f_contiguous:
-            return ctypes.addressof(ctypes.c_char.from_buffer(x.T.data))
-    return x.ctypes.data
-
-
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray,
            addend: Optional[np.ndarray] = None) -> np.ndarray:
     """a (m, k) @ b (k, n) into out (m, n), as np.matmul(a, b, out=out); plus `addend`
@@ -180,7 +166,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     if ars is None or bs is None or cs is None or ts is None:
         _in_parts(a, b, out)
         return out if addend is None else np.add(out, addend, out=out)
-    if _kernel()(m, n, k, _address(a), *ars, _address(b), *bs,  # type: ignore[misc]
-                 _address(out), *cs, None if addend is None else _address(addend), *ts) != 0:
+    address = kernel_c.address
+    if _kernel()(m, n, k, address(a), *ars, address(b), *bs,  # type: ignore[misc]
+                 address(out), *cs, None if addend is None else address(addend), *ts) != 0:
         raise MemoryError("gemm.matmul: out of memory")
     return out

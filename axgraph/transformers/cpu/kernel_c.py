@@ -1338,12 +1338,18 @@ def _passes_source(group: FusedGroup, vector_math: FrozenSet[str]) -> str:
 
 # -- the kernel ------------------------------------------------------------------------------
 
-def _address(array: np.ndarray) -> int:
+def address(array: np.ndarray) -> int:
     """The address of `array`'s first element: through the buffer protocol where the array
-    exports a plain writable buffer (0.15 us; `array.ctypes.data` builds an object of
-    NumPy's for it, 0.7 us, and a kernel call takes three or so), else NumPy's way."""
-    if array.flags.c_contiguous and array.flags.writeable and array.nbytes:
-        return ctypes.addressof(ctypes.c_char.from_buffer(array.data))
+    is dense and writeable, or the transpose of such an array (whose first element is the
+    dense one's: a product's transposed operand), 0.15 us; else NumPy's way
+    (`array.ctypes.data` builds an object of NumPy's for it, 0.7 us, and a kernel call
+    takes three or so)."""
+    flags = array.flags
+    if flags.writeable and array.nbytes:
+        if flags.c_contiguous:
+            return ctypes.addressof(ctypes.c_char.from_buffer(array.data))
+        if flags.f_contiguous:
+            return ctypes.addressof(ctypes.c_char.from_buffer(array.T.data))
     return array.ctypes.data
 
 
@@ -1439,7 +1445,7 @@ class CKernel:
                     if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or \
                             not a.flags.c_contiguous:
                         break
-                    start = _address(a)
+                    start = address(a)
                     end = start + a.nbytes
                     if any(start < hi and lo < end for lo, hi in self._spans):
                         break
@@ -1465,7 +1471,7 @@ class CKernel:
             from .rows import PassesNumpyKernel
             return PassesNumpyKernel(group, {}, self._bindings)(*arrays, out=out,
                                                                extras=extras)
-        written = [_address(a) for a in (out, *extras)]
+        written = [address(a) for a in (out, *extras)]
         spans = [(lo, lo + a.nbytes) for lo, a in zip(written, (out, *extras))]
         pointers: List[int] = []
         keep: List[np.ndarray] = []
@@ -1473,7 +1479,7 @@ class CKernel:
             indexed = j in self._indexed
             if indexed and not array.flags.c_contiguous:
                 array = np.ascontiguousarray(array)
-            start = _address(array)
+            start = address(array)
             if indexed:
                 end = start + array.nbytes
                 for lo, hi in spans:
@@ -1481,7 +1487,7 @@ class CKernel:
                         if not (start == written[0] and array.shape == out.shape
                                 and array.dtype == out.dtype):
                             array = array.copy()
-                            start = _address(array)
+                            start = address(array)
                         break
             keep.append(array)
             pointers.append(start)
@@ -1505,22 +1511,22 @@ class CKernel:
         scalars = set()
         pointers: List[int] = []
         keep: List[np.ndarray] = []
-        out_start = _address(out)
+        out_start = address(out)
         out_end = out_start + out.nbytes
         for j, array in enumerate(arrays):  # prepare_call returned ndarrays
-            start = _address(array)
+            start = address(array)
             if j in self._indexed and array.size > 1:
                 if not any(array.strides):
                     scalars.add(j)
                 elif not array.flags.c_contiguous:
                     array = np.ascontiguousarray(array)
-                    start = _address(array)
+                    start = address(array)
                 # the bytes it is read from (one element where broadcast) meet out's
                 end = start + (array.itemsize if j in scalars else array.nbytes)
                 if start < out_end and out_start < end and not (
                         group.final is None and j not in scalars and start == out_start):
                     array = array.copy()
-                    start = _address(array)
+                    start = address(array)
             # other inputs are read at element 0 (the data pointer) or not at all (literals)
             keep.append(array)
             pointers.append(start)
