@@ -274,3 +274,37 @@ def test_softmax_rows_and_their_backprops_natively(axes, dtype):
         finite = np.isfinite(want)
         np.testing.assert_allclose(value[finite], want[finite], rtol=tolerance, atol=tolerance)
     assert got[1][0, 1, 2] == -np.inf  # log(0)
+
+
+def test_the_c_step_checks_every_array_itself_and_declines_untouched():
+    """The C function refuses (returns nonzero, writing nothing) any array other than the
+    program's: a wrong dtype, rank, length or layout, not an array, a read-only result;
+    so a caller may hand it arrays unchecked (the torch bridge's direct call) and run
+    the Python program where it declines."""
+    x = core.Parameter(core.f32, (4, 6), name="x")
+    w = core.Parameter(core.f32, (6, 3), name="w")
+    run = _native(core.Function([core.Tanh(core.Dot(x, w))], [x, w]))
+    rng = np.random.default_rng(6)
+    xv = rng.standard_normal((4, 6)).astype(np.float32)
+    wv = rng.standard_normal((6, 3)).astype(np.float32)
+    run(xv, wv)
+    native = run.last_program.native
+    assert native is not None
+    (result_type,) = native.result_types
+    out = np.full(result_type[0], 7, result_type[1])
+
+    def call(*arrays):
+        return native.entry(native.fixed, arrays)
+
+    for bad in ([xv.astype(np.float64), wv],          # a dtype
+                [xv[:3], wv],                         # a length
+                [xv.reshape(1, 4, 6), wv],            # the rank
+                [np.asfortranarray(xv), wv],          # the layout
+                [xv.tolist(), wv]):                   # not an array
+        assert call(*bad, out) != 0
+        assert (out == 7).all()
+    readonly = out.copy()
+    readonly.flags.writeable = False
+    assert call(xv, wv, readonly) != 0
+    assert call(xv, wv, out) == 0
+    np.testing.assert_allclose(out, np.tanh(xv.astype(np.float64) @ wv), rtol=1e-5, atol=1e-6)

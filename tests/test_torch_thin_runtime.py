@@ -301,8 +301,9 @@ def test_saved_activations_reach_the_backward_as_arrays_and_gradients_are_eagers
     forward = backend.graphs[0]
     assert backend.runtimes == ["thin"] and forward.raw  # the tanh and GELU inputs, ...
     user = {o.index for o in forward.built.outputs[:1] if o.kind == "result"}
-    assert all(forward.built.outputs[p].kind == "result"
-               and forward.built.outputs[p].index not in user for p in forward.raw)
+    raw = [forward.built.outputs[p] for p in forward.raw]
+    assert all(o.index not in user for o in raw if o.kind == "result")
+    assert {o.kind for o in raw} == {"result", "argument"}  # ... and x and the weights
     (out ** 2).sum().backward()
     (eager(x) ** 2).sum().backward()
     for (name, p), q in zip(model.named_parameters(), eager.parameters()):
@@ -351,5 +352,22 @@ def test_an_output_the_backward_reads_changed_in_place_is_refused_as_in_eager():
     for net in (Net(), torch.compile(Net(), backend=AxgraphBackend())):
         out = net(torch.randn(3, 5))
         out.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+
+
+@pytest.mark.parametrize("written", ["input", "weight"])
+def test_an_input_saved_as_an_array_and_changed_in_place_is_refused_as_in_eager(written):
+    """The backward reads x and the second weight from arrays over their memory (no
+    tensor saved): writing to either between the forward and the backward is refused as
+    autograd refuses it in eager, never a gradient from the new values."""
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        model = _mlp()
+        net = torch.compile(model, backend=AxgraphBackend()) if compiled else model
+        x = torch.randn(6, 10)
+        out = net(x)
+        with torch.no_grad():
+            (x if written == "input" else model[2].weight).mul_(2.0)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             out.sum().backward()

@@ -13,11 +13,12 @@ callable, or says why not, in which case AOTAutograd's runtime is kept.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
-from ...errors import NotDifferentiableError
+from ...debug_info import user_location
+from ...errors import ExecutionError, NotDifferentiableError
 from .runtime import CompiledGraph, as_tensor
 
 
@@ -194,22 +195,31 @@ class ThinRuntime:
         #: Positions among the saved values that go to the backward as NumPy arrays
         #: (`raw_saved`).
         self.raw = raw_saved(capture, self.outputs, self.sizes)
+        #: The forward inputs that raw saved values are views of (their versions are
+        #: checked at the backward, as autograd checks a saved tensor's).
+        self.versioned: Tuple[int, ...] = ()
         if self.raw:
-            capture.forward.raw = frozenset(self.outputs + i for i in self.raw)  # type: ignore[union-attr]
-        self._splits: Dict[Tuple[int, bool], Tuple[Tuple[int, ...], Tuple[int, ...]]] = {}
+            forward: CompiledGraph = capture.forward  # type: ignore[assignment]
+            forward.raw = frozenset(self.outputs + i for i in self.raw)
+            self.versioned = tuple(forward.built.outputs[self.outputs + i].index
+                                   for i in sorted(self.raw)
+                                   if forward.built.outputs[self.outputs + i].kind == "argument")
+        self._savings: Dict[Tuple[int, bool], Saving] = {}
 
-    def split(self, count: int, raw: bool) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
-        """Of `count` saved values, the positions saved as tensors (version-checked, and
-        packed by the caller's saved-tensor hooks) and those kept in the context as they
-        are: the raw arrays (where `raw`), and the last tensors AOTAutograd saves
-        unchecked."""
-        found = self._splits.get((count, raw))
+    def saving(self, count: int, raw: bool) -> "Saving":
+        """How the forward's `count` results are saved for the backward, raw arrays kept
+        as they are where `raw` (see `Saving`)."""
+        found = self._savings.get((count, raw))
         if found is None:
-            unchecked = range(count - self.unchecked, count) if self.unchecked else range(0)
-            kept = tuple(i for i in range(count)
-                         if (raw and i in self.raw) or i in unchecked)
-            found = self._splits[count, raw] = (
-                tuple(i for i in range(count) if i not in kept), kept)
+            first, end = self.outputs, count - self.sizes
+            unchecked = range(end - self.unchecked, end)
+            kept = tuple(k for k in range(first, end)
+                         if (raw and k - first in self.raw) or k in unchecked)
+            checked = tuple(k for k in range(first, end) if k not in kept)
+            stored = checked + kept
+            found = self._savings[count, raw] = Saving(
+                checked, kept, tuple(k for k in checked + kept if k - first not in self.raw),
+                tuple(stored.index(k) for k in range(first, end)))
         return found
 
     def __call__(self, *args: Any) -> Any:
@@ -231,32 +241,69 @@ class ThinRuntime:
         tangents = [_laid_out(grads[i], layout) for i, layout in self.tangents]
         return list(self.backward(*saved, *tangents))
 
+    def check_versions(self, inputs: Sequence[Any], versions: Sequence[int]) -> None:
+        """Refuse a backward whose raw saved views' inputs were written to since the
+        forward (autograd's own check of a saved tensor, made here for them).
+
+        Raises
+        ------
+        ExecutionError
+            An input changed in place: its gradient would be computed from new values.
+        """
+        for i, version in zip(self.versioned, versions):
+            tensor = inputs[i]
+            if tensor._version != version:
+                raise ExecutionError(
+                    f"one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation: a {tensor.dtype} tensor of shape "
+                    f"{list(tensor.shape)}, input {i} of the compiled graph, is at version "
+                    f"{tensor._version}; expected version {version} instead (written to "
+                    f"between the forward and the backward)", user_location())
+
+
+class Saving(NamedTuple):
+    """How a plain graph's forward results are saved for its backward (positions among
+    the forward's results)."""
+
+    #: saved as tensors (version-checked, packed by the caller's saved-tensor hooks)
+    checked: Tuple[int, ...]
+    #: kept in the context as they are: the raw arrays, and the last tensors AOTAutograd
+    #: saves unchecked
+    kept: Tuple[int, ...]
+    #: the tensors among them, which are detached where they are views, as AOTAutograd
+    #: does, so that autograd does not keep their bases
+    tensors: Tuple[int, ...]
+    #: per saved value, in the backward's order, its place among checked + kept
+    order: Tuple[int, ...]
+
 
 class _ThinFunction(torch.autograd.Function):
     """One call of a plain graph: the compiled forward, then the compiled backward."""
 
     @staticmethod
     def forward(ctx: Any, runtime: ThinRuntime, *args: Any) -> Any:
-        results = runtime.forward(*args)
-        n, end = runtime.outputs, len(results) - runtime.sizes
-        ctx.sizes = results[end:]
-        saved = results[n:end]
+        results = list(runtime.forward(*args))
         raw = bool(runtime.raw)
         if raw and torch._C._autograd._top_saved_tensors_default_hooks(False):
             # the caller's saved-tensor hooks (offloading, checkpointing) see every value
-            saved, raw = [as_tensor(v) if i in runtime.raw else v
-                          for i, v in enumerate(saved)], False
-        # a saved view is detached, as AOTAutograd does, so autograd does not keep its base
-        saved = [v.detach() if isinstance(v, torch.Tensor) and v._is_view() else v
-                 for v in saved]
+            first, raw = runtime.outputs, False
+            results = [as_tensor(v) if k - first in runtime.raw else v
+                       for k, v in enumerate(results)]
+        saving = runtime.saving(len(results), raw)
+        for k in saving.tensors:
+            value = results[k]
+            if isinstance(value, torch.Tensor) and value._is_view():
+                results[k] = value.detach()
+        first = runtime.outputs
         for i, dims in runtime.dynamic_saved:
-            if isinstance(saved[i], torch.Tensor):
-                _mark_dynamic(saved[i], dims)
-        checked, kept = runtime.split(len(saved), raw)
-        ctx.save_for_backward(*[saved[i] for i in checked])
-        ctx.kept, ctx.raw = [saved[i] for i in kept], raw
-        ctx.runtime, ctx.inputs = runtime, args
-        outputs = tuple(results[:n])
+            if isinstance(results[first + i], torch.Tensor):
+                _mark_dynamic(results[first + i], dims)
+        ctx.save_for_backward(*[results[k] for k in saving.checked])
+        # one attribute: each costs a dictionary entry on the node
+        ctx.state = (runtime, saving, [results[k] for k in saving.kept],
+                     results[len(results) - runtime.sizes:] if runtime.sizes else (),
+                     args, [args[i]._version for i in runtime.versioned])
+        outputs = tuple(results[:first])
         if runtime.non_differentiable:
             ctx.mark_non_differentiable(*[outputs[i] for i in runtime.non_differentiable])
         ctx._materialize_non_diff_grads = False
@@ -264,19 +311,14 @@ class _ThinFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        runtime: ThinRuntime = ctx.runtime
-        tensors, kept = ctx.saved_tensors, ctx.kept
-        checked, kept_at = runtime.split(len(tensors) + len(kept), ctx.raw)
-        saved: List[Any] = [None] * (len(tensors) + len(kept))
-        for i, value in zip(checked, tensors):
-            saved[i] = value
-        for i, value in zip(kept_at, kept):
-            saved[i] = value
-        if runtime.sizes:
-            saved = [*ctx.sizes, *saved]
+        runtime, saving, kept, sizes, inputs, versions = ctx.state
+        stored = (*ctx.saved_tensors, *kept)
+        if versions:
+            runtime.check_versions(inputs, versions)
+        saved = [*sizes, *[stored[j] for j in saving.order]]
         if torch.is_grad_enabled():  # create_graph=True: gradients whose own backward refuses
             return (None, *_RefusedDoubleBackward.apply(runtime, saved, len(grads), *grads,
-                                                         *ctx.inputs))
+                                                         *inputs))
         return (None, *runtime.run_backward(saved, grads))
 
 
@@ -305,9 +347,13 @@ def raw_saved(capture: Capture, outputs: int, sizes: int) -> frozenset:
     A saved activation is read by the backward alone: no one can change it in place
     (so no version check), and wrapping it as a tensor to unwrap it again cost about
     2 µs a value, a few dozen per transformer-block step. It qualifies where both
-    graphs are whole compiled graphs, the forward computes it (not an input passed
-    through, not a value it also hands the user: saved twice is fine, both only read),
-    and the backward reads it only as a tensor argument of its Function.
+    graphs are whole compiled graphs, the forward computes it (not a value it also
+    hands the user: saved twice is fine, both only read), and the backward reads it
+    only as a tensor argument of its Function. A forward input saved as it is (or
+    transposed: a weight the backward multiplies by) qualifies too: its array is a
+    view of the input's memory, and the input's version is checked at the backward
+    instead (`ThinRuntime.versioned`), as autograd checks a saved tensor's, so
+    writing to it in between is refused, never a silently wrong gradient.
     """
     forward, backward = capture.forward, capture.backward
     if not isinstance(forward, CompiledGraph) or not isinstance(backward, CompiledGraph):
@@ -318,7 +364,8 @@ def raw_saved(capture: Capture, outputs: int, sizes: int) -> frozenset:
     read = set(backward.built.tensor_inputs)
     passed = {o.index for o in backward.built.outputs if o.kind == "argument"}
     return frozenset(i for i, o in enumerate(saved)
-                     if o.kind == "result" and o.index not in shown
+                     if ((o.kind == "result" and o.index not in shown)
+                         or (o.kind == "argument" and not o.copy))
                      and sizes + i in read and sizes + i not in passed)
 
 
@@ -339,4 +386,4 @@ def thin_runtime(capture: Capture, gm: torch.fx.GraphModule,
     return torch._dynamo.disable(runtime, reason="axgraph's compiled graph"), "thin"
 
 
-__all__ = ["Capture", "ThinRuntime", "plain_reason", "raw_saved", "thin_runtime"]
+__all__ = ["Capture", "Saving", "ThinRuntime", "plain_reason", "raw_saved", "thin_runtime"]

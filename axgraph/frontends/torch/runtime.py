@@ -11,7 +11,7 @@ skips the BLAS thread guard it does not need.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -22,6 +22,7 @@ from ...errors import AxgraphValueError
 from ...passes import PassManager, default_passes
 from ...transformers.cpu import blas_threads
 from .builder import BuiltGraph
+from .direct import MISS, direct_call
 
 #: the names `options={"transformer": ...}` takes, and the core backend each means
 TRANSFORMERS: Dict[str, str] = {"cpu": "cpu", "jax": "jax", "numpy": "interpreter",
@@ -126,42 +127,69 @@ class CompiledGraph:
         self.function: Optional[core.Function] = None
         self.executable: Any = None
         #: Per result position, the shape its array is viewed as (unreshaped_results).
-        self._shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()
+        self.result_shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()
         if built.function is not None:
             backend = core.get_backend(self.backend)
             manager = PassManager(default_passes() + list(backend.passes()), max_rounds=4)
-            self.function, self._shapes = unreshaped_results(manager.run(built.function))
+            self.function, self.result_shapes = unreshaped_results(
+                manager.run(built.function))
             self.executable = core.compile(self.function, backend=self.backend, **options)
         #: Per tensor input position, the view of the last tensor there that needed
         #: gradients: (tensor, its data pointer, the view). A parameter is the same tensor
         #: call after call, updated in place; `detach().numpy()` cost a microsecond per
         #: parameter per call. One entry per position: a new tensor replaces the last.
-        self._views: Dict[int, Tuple[torch.Tensor, int, np.ndarray]] = {}
-        #: Whether calls hold NumPy's BLAS to one thread (see __call__); dropped once the
+        self.held_views: List[Tuple[Any, int, Any]] = [(None, 0, None)] * len(
+            built.tensor_inputs)
+        #: Whether calls hold NumPy's BLAS to one thread (see _call); dropped once the
         #: graph's only program is known to run as one C function (no BLAS in it).
         self._blas_guard = self.backend == "cpu"
-        self._static = self.function is not None and _static(self.function)
-        #: Output positions handed back as NumPy arrays, not tensors: values that only
-        #: another compiled graph reads (a forward's saved activations, set by the thin
-        #: autograd runtime), which skip a tensor's making and its unwrapping there.
-        self.raw: FrozenSet[int] = frozenset()
+        #: Whether every parameter's shape is fixed (one program serves every call).
+        self.static = self.function is not None and _static(self.function)
+        self._raw: FrozenSet[int] = frozenset()
         #: Output positions that repeat an earlier one (the same result, seen the same
         #: way): one tensor for both, as PyTorch's graph has one value. An output the
         #: backward also reads is then saved as the very tensor the user holds, so that
         #: writing to it is caught by autograd's version check, as in eager.
         first: Dict[Tuple[int, Optional[Tuple[int, ...]]], int] = {}
-        self._repeats: Dict[int, int] = {}
+        self.repeats: Dict[int, int] = {}
         for position, output in enumerate(built.outputs):
             if output.kind == "result":
                 earlier = first.setdefault((output.index, output.permutation), position)
                 if earlier != position:
-                    self._repeats[position] = earlier
+                    self.repeats[position] = earlier
+        #: The direct call (direct.py), written after the first native call; None
+        #: before, or where the graph does not run natively.
+        self.direct: Optional[Callable[..., Any]] = None
+        self._direct_tried = False
+        #: Calls the direct call ran (they found the program built: cache hits).
+        self.direct_calls = [0]
+
+    @property
+    def raw(self) -> FrozenSet[int]:
+        """Output positions handed back as NumPy arrays, not tensors: values that only
+        another compiled graph reads (a forward's saved activations, set by the thin
+        autograd runtime), which skip a tensor's making and its unwrapping there."""
+        return self._raw
+
+    @raw.setter
+    def raw(self, positions: FrozenSet[int]) -> None:
+        self._raw = frozenset(positions)
+        self.direct, self._direct_tried = None, False  # written for the old outputs
 
     def __call__(self, *args: Any) -> Any:
+        direct = self.direct
+        if direct is not None:
+            outputs = direct(args)
+            if outputs is not MISS:
+                return outputs
+        return self._call(*args)
+
+    def _call(self, *args: Any) -> Any:
+        """The general call: any arguments the graph takes, converted or refused."""
         built = self.built
         results: Any = ()
         if self.executable is not None:
-            arrays = [self._array(position, args[i])
+            arrays = [self.view(position, args[i])
                       for position, i in enumerate(built.tensor_inputs)]
             if self._blas_guard:
                 # PyTorch's OpenMP threads spin between its ops, and our kernels share
@@ -170,23 +198,27 @@ class CompiledGraph:
                 # the 784-512-512-10 step 10x slower when eager steps ran in between)
                 with blas_threads.single_threaded():
                     results = self.executable(*arrays)
-                self._blas_guard = not (self._static
+                self._blas_guard = not (self.static
                                         and self.executable.last_program.native is not None)
             else:
                 results = self.executable(*arrays)
         outputs: List[Any] = []
         bindings: Optional[Dict[str, int]] = None
-        repeats = self._repeats
+        repeats = self.repeats
         for position, output in enumerate(built.outputs):
             if repeats and position in repeats:
                 outputs.append(outputs[repeats[position]])
             elif output.kind == "result":
-                array = _viewed(results[output.index], self._shapes[output.index],
+                array = _viewed(results[output.index], self.result_shapes[output.index],
                                 output.permutation)
                 outputs.append(array if position in self.raw else as_tensor(array))
             elif output.kind == "argument":
                 value = args[output.index]
-                if output.permutation is not None:
+                if position in self.raw:  # a view of the input's memory (see raw_saved)
+                    value = self.view(built.tensor_inputs.index(output.index), value)
+                    if output.permutation is not None:
+                        value = value.transpose(output.permutation)
+                elif output.permutation is not None:
                     value = value.permute(output.permutation)
                 outputs.append(value.clone() if output.copy else value)
             elif output.kind == "dim":
@@ -196,25 +228,41 @@ class CompiledGraph:
                 outputs.append(dim.evaluate(bindings) if isinstance(dim, Dim) else dim)
             else:
                 outputs.append(output.value)
+        if not self._direct_tried and self.executable is not None:
+            self._direct_tried = True
+            self.direct = direct_call(self, args)
         return outputs[0] if built.single else tuple(outputs)
 
-    def _array(self, position: int, value: torch.Tensor) -> np.ndarray:
-        """A view of a tensor's memory, strides and all (the backends take any strides).
+    def view(self, position: int, value: Any) -> np.ndarray:
+        """A view of a tensor input's memory, strides and all (the backends take any
+        strides); a NumPy array (a raw result of another graph) as it is.
 
         A tensor that needs gradients is viewed once while it keeps its memory (the
         same data pointer: the view held here keeps the old memory alive, so a new
         one cannot reuse its address; the guards torch.compile keeps on parameters
         recompile the graph where their shape or strides change).
+
+        Parameters
+        ----------
+        position : int
+            The input's position among the graph's tensor inputs.
+        value : torch.Tensor or np.ndarray
+            The input.
+
+        Returns
+        -------
+        np.ndarray
+            The view.
         """
-        if isinstance(value, np.ndarray):  # a raw result of another graph
+        if isinstance(value, np.ndarray):
             return value
         if not value.requires_grad:
             return value.numpy()
-        held = self._views.get(position)
-        if held is not None and held[0] is value and held[1] == value.data_ptr():
+        held = self.held_views[position]
+        if held[0] is value and held[1] == value.data_ptr():
             return held[2]
         array = value.detach().numpy()
-        self._views[position] = (value, value.data_ptr(), array)
+        self.held_views[position] = (value, value.data_ptr(), array)
         return array
 
     def _bindings(self, args: Any) -> Dict[str, int]:
@@ -232,12 +280,13 @@ class CompiledGraph:
         Returns
         -------
         core.CacheInfo
-            The executable's report (all zeros when the graph needed no Function).
+            The executable's report (all zeros when the graph needed no Function), with
+            the direct calls counted as the hits they are.
         """
         if self.executable is None:
             return core.CacheInfo(0, 0, 0, 0, ())
         report: core.CacheInfo = self.executable.cache_info()
-        return report
+        return report._replace(hits=report.hits + self.direct_calls[0])
 
 
 class AxgraphModule(torch.nn.Module):

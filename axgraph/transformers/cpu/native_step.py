@@ -41,7 +41,7 @@ import ctypes
 import functools
 import math
 import platform
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -80,14 +80,30 @@ FMA_MACROS = ["#if defined(__FP_FAST_FMAF)",
 C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x0001, 0x0100, 0x0400
 
 
-@functools.lru_cache(maxsize=None)
-def struct_offsets() -> Optional[Tuple[int, int, int, int]]:
-    """(type, data pointer, flags, first tuple item) byte offsets in the objects, or None
-    when NumPy's array struct or CPython's tuple is not laid out as assumed here.
+class StructOffsets(NamedTuple):
+    """Byte offsets of the fields C reads from CPython and NumPy objects."""
 
-    Checked against NumPy's answers (`ctypes.data`, `flags.num`) and `id()` for
-    arrays of several ranks, layouts and flags, so a build where the layout
-    differs never runs a native step.
+    #: an object's type (ob_type, after ob_refcnt)
+    type: int
+    #: an array's data pointer, rank, shape and strides pointers, dtype and flags
+    data: int
+    ndim: int
+    dims: int
+    strides: int
+    descr: int
+    flags: int
+    #: a tuple's first item
+    item: int
+
+
+@functools.lru_cache(maxsize=None)
+def struct_offsets() -> Optional[StructOffsets]:
+    """Where C finds an array's fields and a tuple's items, or None when NumPy's array
+    struct or CPython's tuple is not laid out as assumed here.
+
+    Checked against NumPy's answers (`ctypes.data`, `ndim`, `shape`, `strides`,
+    `dtype`, `flags.num`) and `id()` for arrays of several ranks, layouts and flags,
+    so a build where the layout differs never runs a native step.
     """
     if platform.python_implementation() != "CPython":  # id() is an address only there
         return None
@@ -95,29 +111,41 @@ def struct_offsets() -> Optional[Tuple[int, int, int, int]]:
     kind = ctypes.sizeof(ctypes.c_ssize_t)  # ob_type follows ob_refcnt
     head = object.__basicsize__  # PyObject_HEAD
     # PyArrayObject_fields: data, nd (int, padded), dimensions, strides, base, descr, flags
-    data, flags = head, head + 6 * pointer
-    item = tuple.__basicsize__  # PyObject_VAR_HEAD, then ob_item[]
+    found = StructOffsets(type=kind, data=head, ndim=head + pointer, dims=head + 2 * pointer,
+                          strides=head + 3 * pointer, descr=head + 5 * pointer,
+                          flags=head + 6 * pointer,
+                          item=tuple.__basicsize__)  # PyObject_VAR_HEAD, then ob_item[]
     base = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     readonly = np.zeros(5)
     readonly.flags.writeable = False
-    samples = [base, base.transpose(2, 0, 1), base[:, 1], readonly, np.zeros(()),
-               np.zeros(7, np.int32)[::2]]
+    samples = [base, base.transpose(2, 0, 1), base[:, 1], base[:, ::-2], readonly,
+               np.zeros(()), np.zeros((5, 1, 7)), np.zeros(7, np.int32)[::2]]
+
+    def read(address: int, ctype: Any) -> Any:
+        return ctype.from_address(address).value
+
+    def read_sizes(address: int, rank: int) -> Tuple[int, ...]:
+        start = read(address, ctypes.c_void_p)
+        return tuple((ctypes.c_ssize_t * rank).from_address(start)) if rank else ()
+
     try:
         for array in samples:
-            if ctypes.c_void_p.from_address(id(array) + kind).value != id(np.ndarray):
-                return None
-            if ctypes.c_void_p.from_address(id(array) + data).value != array.ctypes.data:
-                return None
-            if ctypes.c_int.from_address(id(array) + flags).value != array.flags.num:
+            at = id(array)
+            if read(at + found.type, ctypes.c_void_p) != id(np.ndarray) or \
+                    read(at + found.data, ctypes.c_void_p) != array.ctypes.data or \
+                    read(at + found.ndim, ctypes.c_int) != array.ndim or \
+                    read_sizes(at + found.dims, array.ndim) != array.shape or \
+                    read_sizes(at + found.strides, array.ndim) != array.strides or \
+                    read(at + found.descr, ctypes.c_void_p) != id(array.dtype) or \
+                    read(at + found.flags, ctypes.c_int) != array.flags.num:
                 return None
         together = tuple(samples)
         for k, array in enumerate(together):
-            if ctypes.c_void_p.from_address(id(together) + item + k * pointer).value != \
-                    id(array):
+            if read(id(together) + found.item + k * pointer, ctypes.c_void_p) != id(array):
                 return None
     except (AttributeError, TypeError, ValueError, OSError):
         return None
-    return kind, data, flags, item
+    return found
 
 
 def checked_native(native: Optional[bool]) -> Optional[bool]:
@@ -354,14 +382,16 @@ class _StepWriter:
 
     def __init__(self, program: "Program"):
         self.program = program
-        #: The arena (C's F[0]) and the constants read from memory (F[2], ...); F[1] is
-        #: the array type, which every argument's type must be.
+        #: The arena (C's F[0]) and the constants read from memory (F[2], ...), then the
+        #: dtypes of the arguments and results (`dtypes`: each array's descr object,
+        #: checked by identity); F[1] is the array type, which every argument's must be.
         self.arena: np.ndarray = program.namespace["ARENA"]
         self.constants: List[np.ndarray] = []
         self.places = _locate(program, self.constants)
         self.terms = _Terms()
         self.checks: List[str] = []
         self.blocks: List[str] = []
+        self.dtypes: List[np.dtype] = []
 
     def source(self) -> str:
         program = self.program
@@ -370,33 +400,50 @@ class _StepWriter:
             if schedule.storage[node] in ("buffer", "fresh"):
                 self.blocks.append(f"/* {node.op} {node.type_str()} */")
                 self.blocks += ["{", *("    " + line for line in self._node(node)), "}"]
-        kind, data, flags, item = struct_offsets()  # type: ignore[misc]  # see unsupported
+        at = struct_offsets()
+        assert at is not None  # see unsupported
         own, _library = own_math.closure(self.terms.used_math)
         head = ["#include <stdint.h>", "#include <math.h>", "", *FMA_MACROS,
-                f"#define TYPE(o) (*(void**)((char*)(o) + {kind}))",
-                f"#define DATA(o) (*(char**)((char*)(o) + {data}))",
-                f"#define FLAGS(o) (*(int*)((char*)(o) + {flags}))",
-                f"#define ITEM(t, k) (((void**)((char*)(t) + {item}))[k])", ""]
+                f"#define TYPE(o) (*(void**)((char*)(o) + {at.type}))",
+                f"#define DATA(o) (*(char**)((char*)(o) + {at.data}))",
+                f"#define NDIM(o) (*(int*)((char*)(o) + {at.ndim}))",
+                f"#define DIMS(o) (*(const intptr_t**)((char*)(o) + {at.dims}))",
+                f"#define DESCR(o) (*(void**)((char*)(o) + {at.descr}))",
+                f"#define FLAGS(o) (*(int*)((char*)(o) + {at.flags}))",
+                f"#define ITEM(t, k) (((void**)((char*)(t) + {at.item}))[k])", ""]
         if own:
             head += [*(own_math.OWN_FUNCTIONS[name].code for name in own), ""]
-        arguments, need = [], C_CONTIGUOUS | ALIGNED
+        arguments: List[str] = []
         for j, parameter in enumerate(schedule.parameters):
             ctype = CTYPES[parameter.element_type.name]
-            arguments += [f"    if (TYPE(ITEM(args, {j})) != F[1] || "
-                          f"(FLAGS(ITEM(args, {j})) & {need}) != {need}) return 1;",
-                          f"    const {ctype}* P{j} = (const {ctype}*)DATA(ITEM(args, {j}));"]
-        writable = need | WRITEABLE
+            arguments += self._checked(f"a{j}", j, parameter, C_CONTIGUOUS | ALIGNED)
+            arguments.append(f"    const {ctype}* P{j} = (const {ctype}*)DATA(a{j});")
         for k, result in enumerate(schedule.results):
             ctype = CTYPES[result.element_type.name]
-            at = len(schedule.parameters) + k
-            arguments += [f"    if (TYPE(ITEM(args, {at})) != F[1] || "
-                          f"(FLAGS(ITEM(args, {at})) & {writable}) != {writable}) return 1;",
-                          f"    {ctype}* R{k} = ({ctype}*)DATA(ITEM(args, {at}));"]
+            arguments += self._checked(f"r{k}", len(schedule.parameters) + k, result,
+                                       C_CONTIGUOUS | ALIGNED | WRITEABLE)
+            arguments.append(f"    {ctype}* R{k} = ({ctype}*)DATA(r{k});")
         body = [f"int {ENTRY}(void* const* F, void* args)", "{",
                 "    char* ARENA = (char*)F[0];", *arguments,
                 *("    " + line for line in self.checks),
                 *("    " + line for line in self.blocks), "    return 0;", "}", ""]
         return "\n".join(head + body)
+
+    def _checked(self, name: str, at: int, node: Node, flags: int) -> List[str]:
+        """C taking item `at` of the call's tuple as `name`, returning 1 unless it is an
+        array of `node`'s dtype and shape with `flags` set: C then declines and the
+        Python program runs (which converts, or raises the error the user should see)."""
+        dtype = node.element_type.dtype
+        if dtype not in self.dtypes:
+            self.dtypes.append(dtype)
+        shape = self.program.shapes[node]
+        conditions = [f"TYPE({name}) != F[1]",
+                      f"DESCR({name}) != F[{2 + len(self.constants) + self.dtypes.index(dtype)}]",
+                      f"NDIM({name}) != {len(shape)}",
+                      *(f"DIMS({name})[{d}] != {n}" for d, n in enumerate(shape)),
+                      f"(FLAGS({name}) & {flags}) != {flags}"]
+        return [f"    void* {name} = ITEM(args, {at});",
+                f"    if ({' || '.join(conditions)}) return 1;"]
 
     def _node(self, node: Node) -> List[str]:
         if isinstance(node, core.Dot):
@@ -558,7 +605,20 @@ class _StepWriter:
 
 class NativeStep:
     """One program's step as a C function: `step(arrays, outs)` -> results, or None when
-    C declined the call (an argument to convert, a value to reject: run the Python)."""
+    C declined the call (an argument to convert, a value to reject: run the Python).
+
+    Attributes
+    ----------
+    entry : ctypes function
+        The C function: ``entry(fixed, arguments + results)`` returns 0 where it wrote
+        the results, else nonzero, having written nothing. It checks every array's
+        type, dtype, shape and flags itself, so a caller that makes the result arrays
+        (`result_types`) may call it directly, with no check of its own.
+    fixed : ctypes array
+        Its first argument: the addresses of the arena, the constants and the dtypes.
+    result_types : list of (shape, dtype)
+        The arrays it writes the results into, in order.
+    """
 
     def __init__(self, program: "Program"):
         chain = kernel_c.toolchain()
@@ -568,18 +628,22 @@ class NativeStep:
         #: The generated C.
         self.source = writer.source()
         library = kernel_c.build(self.source, chain)
-        function = getattr(library.handle, ENTRY)
-        function.argtypes = [ctypes.c_void_p, ctypes.py_object]
-        function.restype = ctypes.c_int
-        self._function = function
-        self._keep = [writer.arena, *writer.constants]  # what the pointers point into
+        entry = getattr(library.handle, ENTRY)
+        entry.argtypes = [ctypes.c_void_p, ctypes.py_object]
+        entry.restype = ctypes.c_int
+        self.entry = entry
+        # what the pointers point to
+        self._keep = [writer.arena, *writer.constants, *writer.dtypes]
         pointers = [writer.arena.ctypes.data, id(np.ndarray),
-                    *(array.ctypes.data for array in writer.constants)]
-        self._fixed = (ctypes.c_void_p * len(pointers))(*pointers)
-        self._empty = [(program.shapes[r], r.element_type.dtype) for r in program.function.results]
+                    *(array.ctypes.data for array in writer.constants),
+                    *(id(dtype) for dtype in writer.dtypes)]
+        self.fixed = (ctypes.c_void_p * len(pointers))(*pointers)
+        self.result_types = [(program.shapes[r], r.element_type.dtype)
+                             for r in program.function.results]
 
     def __call__(self, arrays: tuple, outs: tuple) -> Optional[tuple]:
-        results = tuple(o if o is not None else np.empty(*e) for o, e in zip(outs, self._empty))
-        if self._function(self._fixed, arrays + results):
+        results = tuple(o if o is not None else np.empty(*e)
+                        for o, e in zip(outs, self.result_types))
+        if self.entry(self.fixed, arrays + results):
             return None
         return results

@@ -1,0 +1,77 @@
+"""The torch bridge's direct call (frontends/torch/direct.py): a static graph that runs as one
+C function is called through a short generated function after its first call; its values
+are the general path's and eager's, and wherever its assumptions fail (a tensor now needing
+gradients, a strided or mistyped argument) the general path runs the call instead."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+from axgraph.errors import AxgraphError  # noqa: E402
+from axgraph.frontends.torch import AxgraphBackend  # noqa: E402
+from axgraph.frontends.torch.direct import MISS  # noqa: E402
+from axgraph.transformers.cpu import kernel_c  # noqa: E402
+from torch_checks import assert_close, fresh_dynamo  # noqa: E402,F401
+
+pytestmark = pytest.mark.skipif(not kernel_c.c_available(), reason="no C compiler")
+
+
+def _trained(steps=3):
+    """A small net trained a few SGD steps compiled and in eager, with its backend."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 3))
+    eager = copy.deepcopy(model)
+    backend = AxgraphBackend()
+    compiled = torch.compile(model, backend=backend)
+    x, labels = torch.randn(5, 12), torch.tensor([0, 2, 1, 1, 0])
+    for net, params in ((compiled, model), (eager, eager)):
+        optimizer = torch.optim.SGD(params.parameters(), lr=0.1)
+        for _ in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(net(x), labels).backward()
+            optimizer.step()
+    return model, eager, backend, x, compiled
+
+
+def test_a_training_step_runs_through_the_direct_calls_and_ends_with_eagers_weights():
+    model, eager, backend, _, _ = _trained()
+    forward, backward = backend.graphs
+    for graph in (forward, backward):
+        assert graph.direct is not None and "ENTRY(FIXED" in graph.direct.source
+        assert graph.direct_calls[0] >= 2  # every call after the first
+        info = graph.cache_info()
+        assert (info.misses, info.hits) == (1, 2)  # direct calls count as hits
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert_close(p, q, f"{name} after three steps")
+
+
+def test_arguments_the_direct_call_cannot_take_run_the_general_path():
+    """Called with other tensors than those it was written for, the forward graph still
+    gives eager's values: a strided x (C takes dense arrays: the general path copies
+    it), a weight no longer needing gradients (viewed with numpy()); and a float64 x
+    is refused with the general path's error, never read as float32."""
+    model, _, backend, x, compiled = _trained(steps=1)
+    forward = backend.graphs[0]
+    direct, seen = forward.direct, []
+    forward.direct = lambda args: (seen.append(args), direct(args))[1]
+    compiled(x)
+    forward.direct = direct
+    expected = model(x)
+    (args,) = seen
+    (position,) = [i for i, a in enumerate(args) if a is x]
+    strided = torch.randn(12, 5).t().copy_(x)
+    assert not strided.is_contiguous()
+    moved = [strided if i == position else a for i, a in enumerate(args)]
+    assert direct(tuple(moved)) is MISS
+    assert_close(forward(*moved)[0], expected, "the output for a strided x")
+    frozen = [a.detach().clone() if a is model[0].weight else a for a in args]
+    assert_close(forward(*frozen)[0], expected, "the output for a weight without gradients")
+    wide = [a.double() if i == position else a for i, a in enumerate(args)]
+    assert direct(tuple(wide)) is MISS
+    with pytest.raises(AxgraphError, match="float64|f64"):
+        forward(*wide)
