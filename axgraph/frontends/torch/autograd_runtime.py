@@ -227,7 +227,11 @@ class ThinRuntime:
         if torch.is_grad_enabled():
             for i in self.tensor_inputs:
                 if args[i].requires_grad:
-                    outputs = _ThinFunction.apply(self, *args)
+                    # autograd's own apply, without Function.apply's Python layer for
+                    # functorch's transforms (about 1.3 µs a call), where none is active
+                    outputs = _ThinFunction.apply(self, *args) \
+                        if torch._C._are_functorch_transforms_active() \
+                        else _APPLY(self, *args)
                     break
         if outputs is None:
             outputs = tuple(self.forward(*args)[:self.outputs])
@@ -320,6 +324,11 @@ class _ThinFunction(torch.autograd.Function):
             return (None, *_RefusedDoubleBackward.apply(runtime, saved, len(grads), *grads,
                                                          *inputs))
         return (None, *runtime.run_backward(saved, grads))
+
+
+#: torch's C++ apply of `_ThinFunction` (what `Function.apply` calls once functorch's
+#: transforms are ruled out).
+_APPLY = super(torch.autograd.Function, _ThinFunction).apply
 
 
 class _RefusedDoubleBackward(torch.autograd.Function):

@@ -26,7 +26,8 @@ extensions all rely on). The offsets are checked against NumPy's own answers
 for sample arrays when this module loads (`struct_offsets`); if they differ
 (another Python or NumPy build), no program runs natively.
 
-What C checks before it writes anything: every argument C-contiguous and
+What C checks before it writes anything: every argument an exact NumPy array of
+the program's dtype (its descr object, by identity) and shape, C-contiguous and
 aligned, every result writeable as well, and the values of one-hot inputs
 (whole numbers in range). When a check fails the step returns a status and the
 Python program runs instead, which converts or raises exactly as before. The
