@@ -63,19 +63,73 @@ MAX_ELEMENTS = 1 << 15
 #: The largest matrix product (multiply-adds) a native step computes with its own loops:
 #: above it, BLAS wins.
 MAX_MACS = 1 << 18
-#: The most bytes a matrix product keeps on the C stack (a row of its result, its right
-#: operand packed into rows): well within any thread's stack.
+#: The most bytes a matrix product keeps on the C stack (its right operand packed into
+#: rows of whole vectors, or the last columns of it that do not fill a vector): well
+#: within any thread's stack.
 STACK_BYTES = 1 << 16
 #: The C function's name.
 ENTRY = "axgraph_step"
 #: Element types a native step computes (integers only read: one-hot inputs, converts).
 COMPUTED = ("f32", "f64", "boolean")
-#: Multiply-adds of the matrix products: fused where the target has the instruction.
-FMA_MACROS = ["#if defined(__FP_FAST_FMAF)",
-              "#define AXGRAPH_MULADDF(a, b, c) __builtin_fmaf(a, b, c)", "#else",
-              "#define AXGRAPH_MULADDF(a, b, c) ((a) * (b) + (c))", "#endif",
-              "#if defined(__FP_FAST_FMA)", "#define AXGRAPH_MULADD(a, b, c) __builtin_fma(a, b, c)",
-              "#else", "#define AXGRAPH_MULADD(a, b, c) ((a) * (b) + (c))", "#endif", ""]
+#: Rows, and vectors of columns, of a product's result that one register tile computes
+#: at most (`tile_source`): 8 sums in registers, enough to keep two multiply-add units
+#: busy through their latency, with registers left for B's vectors and A's elements.
+TILE_ROWS, TILE_VECTORS = 4, 2
+#: The widest vector the C may use (AVX-512): what a packed operand is padded to at most.
+WIDEST_VECTOR_BYTES = 64
+#: What every product's tiles share: the vector width (as batched.c picks it) and the
+#: fused multiply-add instructions where the target has them.
+TILES_HEAD = ["#if defined(__AVX512F__)", "#define AXGRAPH_VECTOR_BYTES 64",
+              "#elif defined(__AVX__)", "#define AXGRAPH_VECTOR_BYTES 32", "#else",
+              "#define AXGRAPH_VECTOR_BYTES 16", "#endif",
+              "#if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))",
+              "#include <immintrin.h>", "#endif", ""]
+#: The vector type and its helpers, once per element type a product computes: {T} the C
+#: type, {S} its name here, {I} the intrinsics' suffix, {M} the intrinsics' type's suffix,
+#: {F} libm's suffix, {U} the suffix of gcc's fast-FMA macro.
+VECTOR_C = """\
+/* Vectors of {T}: the lanes of a register tile's columns. */
+typedef {T} axgraph_v{S} __attribute__((vector_size(AXGRAPH_VECTOR_BYTES)));
+enum {{ AXGRAPH_LANES_{S} = AXGRAPH_VECTOR_BYTES / sizeof({T}) }};
+
+/* a * b + c lane by lane: fused (rounded once) where the target has the instruction,
+   else one multiply and one add (-ffp-contract=off keeps them apart). */
+static inline axgraph_v{S} axgraph_muladd_{S}(axgraph_v{S} a, axgraph_v{S} b,
+                                           axgraph_v{S} c)
+{{
+#if defined(__AVX512F__)
+    return (axgraph_v{S})_mm512_fmadd_p{I}((__m512{M})a, (__m512{M})b, (__m512{M})c);
+#elif defined(__AVX__) && defined(__FMA__)
+    return (axgraph_v{S})_mm256_fmadd_p{I}((__m256{M})a, (__m256{M})b, (__m256{M})c);
+#elif defined(__FP_FAST_FMA{U})
+    for (int t = 0; t < AXGRAPH_LANES_{S}; ++t) c[t] = __builtin_fma{F}(a[t], b[t], c[t]);
+    return c;
+#else
+    return a * b + c;
+#endif
+}}
+
+/* A vector from memory not necessarily aligned to it. */
+static inline axgraph_v{S} axgraph_load_{S}(const {T}* from)
+{{
+    axgraph_v{S} v;
+    __builtin_memcpy(&v, from, sizeof v);
+    return v;
+}}
+
+/* x in every lane: x - 0 is x exactly (-0 too), and gcc makes it one broadcast. */
+static inline axgraph_v{S} axgraph_splat_{S}({T} x)
+{{
+    return x - (axgraph_v{S}){{0}};
+}}
+
+/* The first `count` lanes of v (all of them at most) to to[0], to[stride], ... */
+static inline void axgraph_put_{S}({T}* to, int64_t stride, int64_t count, axgraph_v{S} v)
+{{
+    if (stride == 1 && count >= AXGRAPH_LANES_{S}) __builtin_memcpy(to, &v, sizeof v);
+    else for (int64_t t = 0; t < count && t < AXGRAPH_LANES_{S}; ++t) to[t * stride] = v[t];
+}}
+"""
 #: NumPy's array flags C checks (numpy/ndarraytypes.h).
 C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x0001, 0x0100, 0x0400
 
@@ -188,8 +242,10 @@ def _op_unsupported(program: "Program", node: Node) -> Optional[str]:
         if m * k * n > MAX_MACS:
             return f"a product of {m * k * n} multiply-adds (> {MAX_MACS})"
         itemsize = node.element_type.dtype.itemsize
-        if max(n, k * n if b.element_strides[1] != 1 else 0) * itemsize > STACK_BYTES:
-            return "a product whose row or packed operand would not fit the stack"
+        vector = WIDEST_VECTOR_BYTES
+        row_bytes = -(-n * itemsize // vector) * vector if _packs(b, n) else vector
+        if k * row_bytes > STACK_BYTES:
+            return "a product whose packed operand would not fit the stack"
         return None
     if isinstance(node, core.OneHot):
         (x,) = node.inputs
@@ -237,7 +293,8 @@ class _Storage:
         if self.literal is not None:
             return self.literal
         terms = [str(self.offset)] if self.offset else []
-        terms += [f"{i}*{s}" if s != 1 else i for i, s in zip(index, self.strides) if s]
+        terms += [f"{i}*{s}" if s != 1 else i for i, s in zip(index, self.strides)
+                  if s and i != "0"]
         return f"{self.pointer}[{' + '.join(terms) or '0'}]"
 
 
@@ -310,6 +367,47 @@ def _dot_matrices(program: "Program", node: core.Dot):
     return None
 
 
+def tile_source(name: str) -> List[str]:
+    """The C of one register tile of `name` (f32, f64) products, after its `VECTOR_C`.
+
+    Up to TILE_ROWS x TILE_VECTORS sums, each a vector local of its own so that they
+    stay in registers; the caller's constant `rows` and `vectors` remove the others.
+    """
+    ctype, vector = CTYPES[name], f"axgraph_v{name}"
+    rows, vectors = range(TILE_ROWS), range(TILE_VECTORS)
+    lines = ["/* One register tile: the first `width` columns of c's rows 0..rows-1 = a's rows",
+             "   times b, where a's rows have k elements (strides a_row, a_col) and b's k rows",
+             "   are `vectors` whole vectors each (b_row elements apart); c's strides c_row,",
+             f"   c_col. rows (<= {TILE_ROWS}) and vectors (<= {TILE_VECTORS}) are constants "
+             "where it is called.",
+             "   Each sum runs over k in order, from 0. */",
+             f"static inline __attribute__((always_inline)) void axgraph_tile_{name}(",
+             "    const int rows, const int vectors, const int64_t k,",
+             f"    const {ctype}* a, const int64_t a_row, const int64_t a_col,",
+             f"    const {ctype}* b, const int64_t b_row,",
+             f"    {ctype}* c, const int64_t c_row, const int64_t c_col, const int64_t width)",
+             "{",
+             f"    const int64_t lanes = AXGRAPH_LANES_{name};",
+             *(f"    {vector} " + ", ".join(f"s{r}{v} = {{0}}" for v in vectors) + ";"
+               for r in rows),
+             "    for (int64_t p = 0; p < k; ++p) {",
+             f"        const {ctype}* x = a + p * a_col;",
+             f"        const {vector} b0 = axgraph_load_{name}(b + p * b_row);",
+             *(f"        const {vector} b{v} = vectors > {v} ? "
+               f"axgraph_load_{name}(b + p * b_row + {v} * lanes) : b0;" for v in vectors[1:])]
+    for r in rows:
+        lines += [f"        if (rows > {r}) {{",
+                  f"            const {vector} y = axgraph_splat_{name}(x[{r} * a_row]);",
+                  *(f"            if (vectors > {v}) s{r}{v} = axgraph_muladd_{name}(y, b{v}, "
+                    f"s{r}{v});" for v in vectors),
+                  "        }"]
+    lines += ["    }"]
+    lines += [f"    if (rows > {r} && vectors > {v}) axgraph_put_{name}(c + {r} * c_row + "
+              f"{v} * lanes * c_col, c_col, width - {v} * lanes, s{r}{v});"
+              for r in rows for v in vectors]
+    return lines + ["}", ""]
+
+
 # -- generating C ----------------------------------------------------------------------------
 
 class _Terms:
@@ -362,6 +460,8 @@ class _StepWriter:
         self.terms = _Terms()
         self.checks: List[str] = []
         self.blocks: List[str] = []
+        #: The element types of the products (their vector helpers go in the head).
+        self.tiled: set = set()
 
     def source(self) -> str:
         program = self.program
@@ -372,13 +472,20 @@ class _StepWriter:
                 self.blocks += ["{", *("    " + line for line in self._node(node)), "}"]
         kind, data, flags, item = struct_offsets()  # type: ignore[misc]  # see unsupported
         own, _library = own_math.closure(self.terms.used_math)
-        head = ["#include <stdint.h>", "#include <math.h>", "", *FMA_MACROS,
+        head = ["#include <stdint.h>", "#include <math.h>", "",
                 f"#define TYPE(o) (*(void**)((char*)(o) + {kind}))",
                 f"#define DATA(o) (*(char**)((char*)(o) + {data}))",
                 f"#define FLAGS(o) (*(int*)((char*)(o) + {flags}))",
                 f"#define ITEM(t, k) (((void**)((char*)(t) + {item}))[k])", ""]
         if own:
             head += [*(own_math.OWN_FUNCTIONS[name].code for name in own), ""]
+        if self.tiled:
+            head += TILES_HEAD
+        for name in sorted(self.tiled):
+            double = name == "f64"
+            head += [VECTOR_C.format(T=CTYPES[name], S=name, I="d" if double else "s",
+                                     M="d" if double else "", F="" if double else "f",
+                                     U="" if double else "F"), *tile_source(name)]
         arguments, need = [], C_CONTIGUOUS | ALIGNED
         for j, parameter in enumerate(schedule.parameters):
             ctype = CTYPES[parameter.element_type.name]
@@ -519,39 +626,76 @@ class _StepWriter:
         return _loops(shape, _memory_order(out, len(shape)), body)
 
     def _dot(self, node: core.Dot) -> List[str]:
+        """C = A B in register tiles (`tile_source`): TILE_ROWS rows of C at a time (then
+        the rows left), each by TILE_VECTORS vectors of columns (then one vector, then the
+        columns left, from B's zero-padded edge)."""
         matrices = _dot_matrices(self.program, node)
         assert matrices is not None  # see unsupported
         (m, k, n), la, lb, lo = matrices
         a, b = node.inputs
-        ctype = CTYPES[node.element_type.name]
+        name = node.element_type.name
+        self.tiled.add(name)
+        ctype, lanes, tile = CTYPES[name], f"AXGRAPH_LANES_{name}", f"axgraph_tile_{name}"
         A = _Storage(self.places[a].pointer, la.element_strides, la.element_offset)
         B = _Storage(self.places[b].pointer, lb.element_strides, lb.element_offset)
         C = _Storage(self.places[node].pointer, lo.element_strides, lo.element_offset)
-        fma = "AXGRAPH_MULADD" if ctype == "double" else "AXGRAPH_MULADDF"
-        lines = []
-        if lb.element_strides[1] != 1 and n > 1:  # B copied to rows first: the inner loop
-            lines += [f"{ctype} packed[{k * n}];",  # walks memory
-                      f"for (int64_t p = 0; p < {k}; ++p)",
-                      f"    for (int64_t j = 0; j < {n}; ++j) packed[p*{n} + j] = "
-                      f"{B.at(['p', 'j'])};"]
-            B = _Storage("packed", (n, 1))
-        # one row of C at a time, accumulated in L1 by multiply-adds over B's rows (a fused
-        # multiply-add rounds once, as BLAS's products do)
-        return lines + [
-            f"for (int64_t i = 0; i < {m}; ++i) {{",
-            f"    {ctype} row[{n}];",
-            "    #pragma omp simd",
-            f"    for (int64_t j = 0; j < {n}; ++j) row[j] = 0;",
-            f"    for (int64_t p = 0; p < {k}; ++p) {{",
-            f"        const {ctype} av = {A.at(['i', 'p'])};",
-            "        #pragma omp simd",
-            f"        for (int64_t j = 0; j < {n}; ++j) row[j] = {fma}(av, {B.at(['p', 'j'])}, "
-            f"row[j]);",
-            "    }",
-            "    #pragma omp simd",
-            f"    for (int64_t j = 0; j < {n}; ++j) {C.at(['i', 'j'])} = row[j];",
-            "}"]
+        (a_row, a_col), (b_row, _), (c_row, c_col) = \
+            la.element_strides, lb.element_strides, lo.element_strides
+        if _packs(lb, n):
+            lines = [f"/* B ({k} x {n}, its columns strided) packed into rows of whole vectors, "
+                     f"zero past column {n} */",
+                     f"enum {{ WHOLE = ({n} + {lanes} - 1) / {lanes} * {lanes} }};",
+                     f"{ctype} packed[{k} * WHOLE];",
+                     f"for (int64_t p = 0; p < {k}; ++p) {{",
+                     f"    for (int64_t j = 0; j < {n}; ++j) packed[p*WHOLE + j] = "
+                     f"{B.at(['p', 'j'])};",
+                     f"    for (int64_t j = {n}; j < WHOLE; ++j) packed[p*WHOLE + j] = 0;",
+                     "}"]
+            whole, whole_row, edge = "packed + j", "WHOLE", False
+        else:
+            lines = [f"/* B's rows read in place as whole vectors, but for the last {n} % lanes "
+                     "columns: packed, zero-padded to a vector */",
+                     f"enum {{ WHOLE = {n} / {lanes} * {lanes} }};",
+                     f"{ctype} edge[{k} * {lanes}];",
+                     f"if (WHOLE < {n})",
+                     f"    for (int64_t p = 0; p < {k}; ++p)",
+                     f"        for (int64_t t = 0; t < {lanes}; ++t)",
+                     f"            edge[p*{lanes} + t] = t < {n} - WHOLE ? "
+                     f"{B.at(['p', '(WHOLE + t)'])} : 0;"]
+            whole, whole_row, edge = f"&{B.at(['0', 'j'])}", str(b_row), True
 
+        def columns(rows: int) -> List[str]:
+            """One row block's tiles, left to right."""
+            common = f"{k}, &{A.at(['i', '0'])}, {a_row}, {a_col}"
+            stored = f"{c_row}, {c_col}"
+            body = ["int64_t j = 0;",
+                    f"for (; j + {TILE_VECTORS}*{lanes} <= WHOLE; j += {TILE_VECTORS}*{lanes})",
+                    f"    {tile}({rows}, {TILE_VECTORS}, {common}, {whole}, {whole_row}, "
+                    f"&{C.at(['i', 'j'])}, {stored}, {n} - j);",
+                    f"for (; j < WHOLE; j += {lanes})",
+                    f"    {tile}({rows}, 1, {common}, {whole}, {whole_row}, &{C.at(['i', 'j'])}, "
+                    f"{stored}, {n} - j);"]
+            if edge:
+                body += [f"if (WHOLE < {n})",
+                         f"    {tile}({rows}, 1, {common}, edge, {lanes}, "
+                         f"&{C.at(['i', 'WHOLE'])}, {stored}, {n} - WHOLE);"]
+            return body
+
+        full, left = m - m % TILE_ROWS, m % TILE_ROWS
+        if full:
+            lines += [f"/* rows of C {TILE_ROWS} at a time */",
+                      f"for (int64_t i = 0; i < {full}; i += {TILE_ROWS}) {{",
+                      *("    " + line for line in columns(TILE_ROWS)), "}"]
+        if left:
+            lines += [f"/* the last {left} rows */", "{", f"    const int64_t i = {full};",
+                      *("    " + line for line in columns(left)), "}"]
+        return lines
+
+
+def _packs(b: TensorDescription, n: int) -> bool:
+    """Whether a product packs its right operand `b` (k, n) whole: where its rows are
+    not contiguous (else only the last columns that do not fill a vector)."""
+    return b.element_strides[1] != 1 and n > 1
 
 
 # -- the step --------------------------------------------------------------------------------
