@@ -71,10 +71,13 @@ STACK_BYTES = 1 << 16
 ENTRY = "axgraph_step"
 #: Element types a native step computes (integers only read: one-hot inputs, converts).
 COMPUTED = ("f32", "f64", "boolean")
-#: Rows, and vectors of columns, of a product's result that one register tile computes
-#: at most (`tile_source`): 8 sums in registers, enough to keep two multiply-add units
-#: busy through their latency, with registers left for B's vectors and A's elements.
-TILE_ROWS, TILE_VECTORS = 4, 2
+#: Rows of a product's result one register tile computes: 8 where AVX-512 has 32 vector
+#: registers, 6 elsewhere (16 registers), by TILE_VECTORS vectors of columns: 16 or 12 sums
+#: in registers, with registers left for B's vectors and A's element. The most the C
+#: allows (so with 8 x 2 the small net's forward and backward steps took 0.8 and 0.75 the
+#: time of 4 x 2 on AVX-512; on AVX2 8 rows spill and 6 were fastest, measured).
+TILE_ROWS = {"__AVX512F__": 8, "": 6}
+TILE_VECTORS = 2
 #: The widest vector the C may use (AVX-512): what a packed operand is padded to at most.
 WIDEST_VECTOR_BYTES = 64
 #: What every product's tiles share: the vector width (as batched.c picks it), the fused
@@ -84,6 +87,8 @@ WIDEST_VECTOR_BYTES = 64
 TILES_HEAD = ["#if defined(__AVX512F__)", "#define AXGRAPH_VECTOR_BYTES 64",
               "#elif defined(__AVX__)", "#define AXGRAPH_VECTOR_BYTES 32", "#else",
               "#define AXGRAPH_VECTOR_BYTES 16", "#endif",
+              "#if defined(__AVX512F__)", f"#define AXGRAPH_TILE_ROWS {TILE_ROWS['__AVX512F__']}",
+              "#else", f"#define AXGRAPH_TILE_ROWS {TILE_ROWS['']}", "#endif",
               "#if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))",
               "#include <immintrin.h>", "#endif",
               "#if defined(__AVX__) && defined(__GNUC__) && !defined(__clang__)",
@@ -445,6 +450,7 @@ def tile_source(name: str) -> List[str]:
     stay in registers; the caller's constant `rows` and `vectors` remove the others.
     """
     ctype, vector = CTYPES[name], f"axgraph_v{name}"
+    most = max(TILE_ROWS.values())
 
     def times(count: int, stride: str) -> str:
         return {0: "0", 1: stride}.get(count, f"{count} * {stride}")
@@ -455,7 +461,7 @@ def tile_source(name: str) -> List[str]:
     lines = ["/* One register tile: the first `width` columns of rows 0..rows-1 of c = a b,",
              "   where a's rows have k elements (strides a_row, a_col) and b's k rows are",
              "   `vectors` whole vectors each (b_row elements apart); c's strides c_row, c_col.",
-             f"   rows (<= {TILE_ROWS}) and vectors (<= {TILE_VECTORS}) are constants where it is "
+             f"   rows (<= {most}) and vectors (<= {TILE_VECTORS}) are constants where it is "
              "called.",
              "   Each sum runs over k in order, from 0. */",
              f"static inline __attribute__((always_inline)) void axgraph_tile_{name}(",
@@ -466,21 +472,21 @@ def tile_source(name: str) -> List[str]:
              "{",
              f"    const int64_t lanes = AXGRAPH_LANES_{name};",
              *(f"    {vector} " + ", ".join(f"s{r}{v} = {{0}}" for v in range(TILE_VECTORS)) + ";"
-               for r in range(TILE_ROWS)),
+               for r in range(most)),
              "    for (int64_t p = 0; p < k; ++p) {",
              f"        const {ctype}* x = a + p * a_col;",
              f"        const {vector} b0 = axgraph_load_{name}(b + p * b_row);",
              *(f"        const {vector} b{v} = vectors > {v} ? "
                f"axgraph_load_{name}(b + p * b_row{plus(v, 'lanes')}) : b0;"
                for v in range(1, TILE_VECTORS))]
-    for r in range(TILE_ROWS):
+    for r in range(most):
         lines += [f"        if (rows > {r}) {{" if r else "        {",
                   f"            const {vector} y = axgraph_splat_{name}(x[{times(r, 'a_row')}]);",
                   *(f"            {f'if (vectors > {v}) ' if v else ''}s{r}{v} = "
                     f"axgraph_muladd_{name}(y, b{v}, s{r}{v});" for v in range(TILE_VECTORS)),
                   "        }"]
     lines += ["    }"]
-    for r in range(TILE_ROWS):
+    for r in range(most):
         for v in range(TILE_VECTORS):
             test = " && ".join(([f"rows > {r}"] if r else []) + ([f"vectors > {v}"] if v else []))
             lines.append(f"    {f'if ({test}) ' if test else ''}axgraph_put_{name}("
@@ -710,7 +716,7 @@ class _StepWriter:
     def _dot(self, node: core.Dot) -> List[str]:
         """C = A B in register tiles (`tile_source`): TILE_ROWS rows of C at a time (then
         the rows left), each by TILE_VECTORS vectors of columns (then one vector, then the
-        columns left, from B's zero-padded edge)."""
+        columns left: B's zero-padded edge, or its packed rows' last vector)."""
         matrices = _dot_matrices(self.program, node)
         assert matrices is not None  # see unsupported
         (m, k, n), la, lb, lo = matrices
@@ -756,7 +762,7 @@ class _StepWriter:
                      f"{B.at(['p', '(WHOLE + t)'])} : 0;"]
             whole, whole_row, edge = f"&{B.at(['0', 'j'])}", str(b_row), True
 
-        def columns(rows: int) -> List[str]:
+        def columns(rows: str) -> List[str]:
             """One row block's tiles, left to right."""
             common = f"{k}, &{A.at(['i', '0'])}, {a_row}, {a_col}"
             stored = f"{c_row}, {c_col}"
@@ -773,14 +779,13 @@ class _StepWriter:
                          f"&{C.at(['i', 'WHOLE'])}, {stored}, {n} - WHOLE);"]
             return body
 
-        full, left = m - m % TILE_ROWS, m % TILE_ROWS
-        if full:
-            lines += [f"/* rows of C {TILE_ROWS} at a time */",
-                      f"for (int64_t i = 0; i < {full}; i += {TILE_ROWS}) {{",
-                      *("    " + line for line in columns(TILE_ROWS)), "}"]
-        if left:
-            lines += [f"/* the last {left} rows */", "{", f"    const int64_t i = {full};",
-                      *("    " + line for line in columns(left)), "}"]
+        lines += ["enum { ROWS = AXGRAPH_TILE_ROWS };",
+                  "/* rows of C ROWS at a time */",
+                  f"for (int64_t i = 0; i < {m} - {m} % ROWS; i += ROWS) {{",
+                  *("    " + line for line in columns("ROWS")), "}",
+                  "/* the rows left, if any */",
+                  f"if ({m} % ROWS) {{", f"    const int64_t i = {m} - {m} % ROWS;",
+                  *("    " + line for line in columns(f"{m} % ROWS")), "}"]
         return lines
 
 
