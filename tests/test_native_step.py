@@ -334,7 +334,8 @@ def _product_cases(dtype, rng):
     operands.append((ma, vb[:, 1::2]))
     va, vb = rng.standard_normal((2, 3, 4, 5)).astype(dtype), \
         rng.standard_normal((4, 5, 11)).astype(dtype)
-    pa, pb = core.Parameter(et, va.shape, name="a_deep"), core.Parameter(et, vb.shape, name="b_deep")
+    pa = core.Parameter(et, va.shape, name="a_deep")
+    pb = core.Parameter(et, vb.shape, name="b_deep")
     products.append(core.Dot(pa, pb, contract_a=(2, 3), contract_b=(0, 1)))
     parameters += [pa, pb]
     values += [va, vb]

@@ -34,6 +34,21 @@ arithmetic is the fused kernels' own (each op's C expression trait, the own
 float math), in IEEE semantics; float sums accumulate in double where the
 reduced axes are innermost in memory, and in order into the output otherwise
 (NumPy's order for those).
+
+Matrix products C = A B run in register tiles (`tile_source`): 8 rows of C (6
+without AVX-512's 32 vector registers) by two vectors of columns, the 16 (12)
+sums vector locals that stay in registers, each element of A broadcast into a
+multiply-add with a vector of B's row. B is read in place where its rows are
+contiguous (its last columns that do not fill a vector copied, zero-padded, one
+vector a row), else first packed into rows of whole vectors (a transposed B in
+blocks transposed in registers); A is read and C written through their strides.
+Each element of C is one sum over k in order from 0, by fused multiply-adds where
+the target has them (FMA, AVX-512), else by one multiply and one add per term:
+the same in every tile, lane and tail, so the values depend neither on the tiling
+nor on the vector width. Fused because a tile is bound by multiply-add throughput
+(unfused terms take twice the instructions) and a fused term rounds once, as
+BLAS's do; since -ffp-contract=off keeps a vector `a * b + c` apart, the fused
+instruction is asked for by its intrinsic.
 """
 from __future__ import annotations
 
@@ -71,12 +86,12 @@ STACK_BYTES = 1 << 16
 ENTRY = "axgraph_step"
 #: Element types a native step computes (integers only read: one-hot inputs, converts).
 COMPUTED = ("f32", "f64", "boolean")
-#: Rows of a product's result one register tile computes: 8 where AVX-512 has 32 vector
-#: registers, 6 elsewhere (16 registers), by TILE_VECTORS vectors of columns: 16 or 12 sums
-#: in registers, with registers left for B's vectors and A's element. The most the C
-#: allows (so with 8 x 2 the small net's forward and backward steps took 0.8 and 0.75 the
-#: time of 4 x 2 on AVX-512; on AVX2 8 rows spill and 6 were fastest, measured).
-TILE_ROWS = {"__AVX512F__": 8, "": 6}
+#: Rows of a product's result one register tile computes (8 where AVX-512 has 32 vector
+#: registers, else 6 of 16), by TILE_VECTORS vectors of columns: 16 or 12 sums in registers,
+#: with registers left for B's vectors and A's broadcast element. Measured on the small
+#: net's steps among 4 to 12 rows by 1 to 4 vectors: with AVX-512, 8 x 2 took 0.8 the time
+#: of 4 x 2; with AVX2, 8 rows spill and 6 x 2 was fastest.
+TILE_ROWS_AVX512, TILE_ROWS = 8, 6
 TILE_VECTORS = 2
 #: The widest vector the C may use (AVX-512): what a packed operand is padded to at most.
 WIDEST_VECTOR_BYTES = 64
@@ -87,8 +102,8 @@ WIDEST_VECTOR_BYTES = 64
 TILES_HEAD = ["#if defined(__AVX512F__)", "#define AXGRAPH_VECTOR_BYTES 64",
               "#elif defined(__AVX__)", "#define AXGRAPH_VECTOR_BYTES 32", "#else",
               "#define AXGRAPH_VECTOR_BYTES 16", "#endif",
-              "#if defined(__AVX512F__)", f"#define AXGRAPH_TILE_ROWS {TILE_ROWS['__AVX512F__']}",
-              "#else", f"#define AXGRAPH_TILE_ROWS {TILE_ROWS['']}", "#endif",
+              "#if defined(__AVX512F__)", f"#define AXGRAPH_TILE_ROWS {TILE_ROWS_AVX512}",
+              "#else", f"#define AXGRAPH_TILE_ROWS {TILE_ROWS}", "#endif",
               "#if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))",
               "#include <immintrin.h>", "#endif",
               "#if defined(__AVX__) && defined(__GNUC__) && !defined(__clang__)",
@@ -446,11 +461,11 @@ def _dot_matrices(program: "Program", node: core.Dot):
 def tile_source(name: str) -> List[str]:
     """The C of one register tile of `name` (f32, f64) products, after its `VECTOR_C`.
 
-    Up to TILE_ROWS x TILE_VECTORS sums, each a vector local of its own so that they
+    Up to TILE_ROWS_AVX512 x TILE_VECTORS sums, each a vector local of its own so that they
     stay in registers; the caller's constant `rows` and `vectors` remove the others.
     """
     ctype, vector = CTYPES[name], f"axgraph_v{name}"
-    most = max(TILE_ROWS.values())
+    most = max(TILE_ROWS_AVX512, TILE_ROWS)
 
     def times(count: int, stride: str) -> str:
         return {0: "0", 1: stride}.get(count, f"{count} * {stride}")
@@ -714,9 +729,10 @@ class _StepWriter:
         return _loops(shape, _memory_order(out, len(shape)), body)
 
     def _dot(self, node: core.Dot) -> List[str]:
-        """C = A B in register tiles (`tile_source`): TILE_ROWS rows of C at a time (then
-        the rows left), each by TILE_VECTORS vectors of columns (then one vector, then the
-        columns left: B's zero-padded edge, or its packed rows' last vector)."""
+        """C = A B in register tiles (`tile_source`): AXGRAPH_TILE_ROWS rows of C at a
+        time (then the rows left), each by TILE_VECTORS vectors of columns (then one
+        vector, then the columns left: B's zero-padded edge, or its packed rows' last
+        vector)."""
         matrices = _dot_matrices(self.program, node)
         assert matrices is not None  # see unsupported
         (m, k, n), la, lb, lo = matrices
