@@ -99,7 +99,9 @@ WIDEST_VECTOR_BYTES = 64
 #: multiply-add instructions where the target has them, and whether a transposed operand
 #: is packed in blocks transposed in registers (gcc's shuffles of 32-byte vectors on AVX
 #: targets: 6x faster than element by element for the MLP's 64 x 32 weight, measured).
-TILES_HEAD = ["#if defined(__AVX512F__)", "#define AXGRAPH_VECTOR_BYTES 64",
+TILES_HEAD = ["/* Inlined always, so the constants of the call specialize the code. */",
+              "#define AXGRAPH_INLINE __attribute__((always_inline))",
+              "#if defined(__AVX512F__)", "#define AXGRAPH_VECTOR_BYTES 64",
               "#elif defined(__AVX__)", "#define AXGRAPH_VECTOR_BYTES 32", "#else",
               "#define AXGRAPH_VECTOR_BYTES 16", "#endif",
               "#if defined(__AVX512F__)", f"#define AXGRAPH_TILE_ROWS {TILE_ROWS_AVX512}",
@@ -185,8 +187,8 @@ enum {{ AXGRAPH_LANES_{S} = AXGRAPH_VECTOR_BYTES / sizeof({T}) }};
 
 /* a * b + c lane by lane: fused (rounded once) where the target has the instruction,
    else one multiply and one add (-ffp-contract=off keeps them apart). */
-static inline axgraph_v{S} axgraph_muladd_{S}(axgraph_v{S} a, axgraph_v{S} b,
-                                           axgraph_v{S} c)
+static inline AXGRAPH_INLINE axgraph_v{S} axgraph_muladd_{S}(axgraph_v{S} a,
+                                                          axgraph_v{S} b, axgraph_v{S} c)
 {{
 #if defined(__AVX512F__)
     return (axgraph_v{S})_mm512_fmadd_p{I}((__m512{M})a, (__m512{M})b, (__m512{M})c);
@@ -201,7 +203,7 @@ static inline axgraph_v{S} axgraph_muladd_{S}(axgraph_v{S} a, axgraph_v{S} b,
 }}
 
 /* A vector from memory not necessarily aligned to it. */
-static inline axgraph_v{S} axgraph_load_{S}(const {T}* from)
+static inline AXGRAPH_INLINE axgraph_v{S} axgraph_load_{S}(const {T}* from)
 {{
     axgraph_v{S} v;
     __builtin_memcpy(&v, from, sizeof v);
@@ -209,13 +211,14 @@ static inline axgraph_v{S} axgraph_load_{S}(const {T}* from)
 }}
 
 /* x in every lane: x - 0 is x exactly (-0 too), and gcc makes it one broadcast. */
-static inline axgraph_v{S} axgraph_splat_{S}({T} x)
+static inline AXGRAPH_INLINE axgraph_v{S} axgraph_splat_{S}({T} x)
 {{
     return x - (axgraph_v{S}){{0}};
 }}
 
 /* The first `count` lanes of v (all of them at most) to to[0], to[stride], ... */
-static inline void axgraph_put_{S}({T}* to, int64_t stride, int64_t count, axgraph_v{S} v)
+static inline AXGRAPH_INLINE void axgraph_put_{S}({T}* to, int64_t stride, int64_t count,
+                                                axgraph_v{S} v)
 {{
     if (stride == 1 && count >= AXGRAPH_LANES_{S}) __builtin_memcpy(to, &v, sizeof v);
     else for (int64_t t = 0; t < count && t < AXGRAPH_LANES_{S}; ++t) to[t * stride] = v[t];
@@ -479,7 +482,7 @@ def tile_source(name: str) -> List[str]:
              f"   rows (<= {most}) and vectors (<= {TILE_VECTORS}) are constants where it is "
              "called.",
              "   Each sum runs over k in order, from 0. */",
-             f"static inline __attribute__((always_inline)) void axgraph_tile_{name}(",
+             f"static inline AXGRAPH_INLINE void axgraph_tile_{name}(",
              "    const int rows, const int vectors, const int64_t k,",
              f"    const {ctype}* a, const int64_t a_row, const int64_t a_col,",
              f"    const {ctype}* b, const int64_t b_row,",
