@@ -389,3 +389,21 @@ def test_the_products_cover_the_operand_layouts_the_tiles_handle():
                 seen.add("b packed")
     assert seen >= {"a rows", "a columns", "a reversed", "a forward", "b in place",
                     "b transposed", "b packed"}, seen
+
+
+def test_a_product_whose_packed_operand_would_not_fit_the_stack_stays_python():
+    """A transposed right operand is packed into rows padded to whole vectors (of up to
+    64 bytes) on the C stack: 64 x 130 doubles pad to 64 x 136, 69632 bytes, above
+    STACK_BYTES; 64 x 120 (61440 bytes) fit."""
+    for n, fits in ((130, False), (120, True)):
+        a = core.Parameter(core.f64, (3, 64), name="a")
+        b = core.Parameter(core.f64, (n, 64), name="b")
+        run = _native(core.Function([core.Dot(a, core.Transpose(b, (1, 0)))], [a, b]))
+        rng = np.random.default_rng(n)
+        av, bv = rng.standard_normal((3, 64)), rng.standard_normal((n, 64))
+        (got,) = run(av, bv)
+        want = (av[:, :, None] * bv.T[None, :, :]).sum(axis=1)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        assert (run.native_source is not None) == fits
+        if not fits:
+            assert "stack" in run.last_program.native_declined
