@@ -760,12 +760,13 @@ class _StepWriter:
                           f"    for (int64_t j = 0; j < {cols}; j += {block})",
                           f"        axgraph_transpose_{name}(packed + p*WHOLE + j, WHOLE, "
                           f"&{B.at(['p', 'j'])}, {b_col});",
-                          "/* the rest element by element */"]
+                          "/* the rest element by element, then the zeros */"]
             start = "0" if not (rows and cols) else str(cols) if rows == k else \
                 f"p < {rows} ? {cols} : 0"
-            lines += [f"for (int64_t p = 0; p < {k}; ++p) {{",
-                      f"    for (int64_t j = {start}; j < {n}; ++j) packed[p*WHOLE + j] = "
-                      f"{B.at(['p', 'j'])};",
+            copy = [] if start == str(n) else [
+                f"    for (int64_t j = {start}; j < {n}; ++j) packed[p*WHOLE + j] = "
+                f"{B.at(['p', 'j'])};"]
+            lines += [f"for (int64_t p = 0; p < {k}; ++p) {{", *copy,
                       f"    for (int64_t j = {n}; j < WHOLE; ++j) packed[p*WHOLE + j] = 0;",
                       "}"]
             whole, whole_row, edge = "packed + j", "WHOLE", False
