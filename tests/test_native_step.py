@@ -308,3 +308,136 @@ def test_the_c_step_checks_every_array_itself_and_declines_untouched():
     assert call(xv, wv, readonly) != 0
     assert call(xv, wv, out) == 0
     np.testing.assert_allclose(out, np.tanh(xv.astype(np.float64) @ wv), rtol=1e-5, atol=1e-6)
+
+
+# -- matrix products: register tiles of every shape and operand layout ------------------------
+
+#: (m, k, n) from 1 to 70, most not multiples of a vector (4, 8 or 16 lanes) nor of the
+#: tiles' 4 rows or 8 x 8 transposed blocks; the largest near the native step's limit.
+PRODUCT_SHAPES = [(1, 1, 1), (1, 70, 1), (70, 1, 1), (1, 1, 70), (2, 3, 5), (5, 17, 9),
+                  (7, 8, 16), (16, 16, 16), (17, 33, 31), (31, 64, 70), (33, 65, 17),
+                  (64, 63, 65), (70, 9, 33), (3, 70, 48), (9, 2, 64), (65, 70, 57)]
+#: How an operand reaches the product: as passed, transposed, a strided slice with an
+#: offset, reversed along both dims (negative strides).
+LAYOUTS = ("plain", "transposed", "sliced", "reversed")
+
+
+def _operand(dtype, shape, layout, name, rng):
+    """A parameter, the node a product reads of it as a (rows, cols) matrix, the value to
+    pass, and that matrix computed by NumPy from the value."""
+    rows, cols = shape
+    et = core.element_type(dtype)
+    if layout == "transposed":
+        value = rng.standard_normal((cols, rows)).astype(dtype)
+        parameter = core.Parameter(et, value.shape, name=name)
+        return parameter, core.Transpose(parameter, (1, 0)), value, value.T
+    if layout == "sliced":  # every second row from row 1, columns 2 .. cols + 1
+        value = rng.standard_normal((2 * rows + 1, cols + 3)).astype(dtype)
+        parameter = core.Parameter(et, value.shape, name=name)
+        node = core.Slice(parameter, (1, 2), (2 * rows + 1, cols + 2), (2, 1))
+        return parameter, node, value, value[1::2, 2:cols + 2]
+    value = rng.standard_normal(shape).astype(dtype)
+    parameter = core.Parameter(et, value.shape, name=name)
+    if layout == "reversed":
+        return parameter, core.Reverse(parameter, (0, 1)), value, value[::-1, ::-1]
+    return parameter, parameter, value, value
+
+
+def _product_cases(dtype, rng):
+    """One Function computing a product per shape, the operands' layouts cycling through
+    every pair, plus a product of a column-strided right operand (its every second
+    column) and one contracting two dims; the arguments and each product's operands
+    as NumPy computed them."""
+    parameters, products, values, operands = [], [], [], []
+    pairs = [(x, y) for x in LAYOUTS for y in LAYOUTS]
+    for c, (m, k, n) in enumerate(PRODUCT_SHAPES):
+        left_layout, right_layout = pairs[(5 * c) % len(pairs)]
+        pa, a, va, ma = _operand(dtype, (m, k), left_layout, f"a{c}", rng)
+        pb, b, vb, mb = _operand(dtype, (k, n), right_layout, f"b{c}", rng)
+        parameters += [pa, pb]
+        products.append(core.Dot(a, b))
+        values += [va, vb]
+        operands.append((ma, mb))
+    et = core.element_type(dtype)
+    pa, a, va, ma = _operand(dtype, (23, 19), "plain", "a_strided", rng)
+    vb = rng.standard_normal((19, 2 * 37)).astype(dtype)
+    pb = core.Parameter(et, vb.shape, name="b_strided")
+    products.append(core.Dot(a, core.Slice(pb, (0, 1), (19, 2 * 37), (1, 2))))
+    parameters += [pa, pb]
+    values += [va, vb]
+    operands.append((ma, vb[:, 1::2]))
+    va, vb = rng.standard_normal((2, 3, 4, 5)).astype(dtype), \
+        rng.standard_normal((4, 5, 11)).astype(dtype)
+    pa = core.Parameter(et, va.shape, name="a_deep")
+    pb = core.Parameter(et, vb.shape, name="b_deep")
+    products.append(core.Dot(pa, pb, contract_a=(2, 3), contract_b=(0, 1)))
+    parameters += [pa, pb]
+    values += [va, vb]
+    operands.append((va.reshape(6, 20), vb.reshape(20, 11)))
+    return core.Function(products, parameters), values, operands
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_of_every_shape_and_layout_natively(dtype):
+    rng = np.random.default_rng(7)
+    function, values, operands = _product_cases(dtype, rng)
+    run, python = _native(function), core.compile(function, "cpu", native=False)
+    got = run(*values)
+    engine = python(*values)
+    assert run.native_source is not None and "axgraph_tile_" in run.native_source
+    assert python.native_source is None
+    tolerance = 1e-5 if dtype == np.float32 else 1e-13
+    for value, from_engine, (a, b) in zip(got, engine, operands):
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        want = (a64[:, :, None] * b64[None, :, :]).sum(axis=1)  # sums over k by hand
+        # each sum's rounding error is bounded by (terms x epsilon) times its terms' size
+        bound = tolerance * (np.abs(a64) @ np.abs(b64)) + np.finfo(dtype).tiny
+        assert value.dtype == dtype
+        flat = value.reshape(want.shape)
+        assert np.all(np.abs(flat - want) <= bound), np.max(np.abs(flat - want) / bound)
+        assert np.all(np.abs(flat - from_engine.reshape(want.shape)) <= 2 * bound)
+    for again, first in zip(run(*values), got):  # the same bits at every call
+        np.testing.assert_array_equal(again, first)
+
+
+def test_the_products_cover_the_operand_layouts_the_tiles_handle():
+    """The cases above reach each path of the tiles' C: a left operand of either stride
+    order and negative strides, a right operand read in place (with columns that do not
+    fill a vector), packed with its transposed blocks, and packed element by element."""
+    function, values, _ = _product_cases(np.float32, np.random.default_rng(7))
+    run = _native(function)
+    run(*values)
+    program = run.last_program
+    seen = set()
+    for node in program.schedule.nodes:
+        if isinstance(node, core.Dot):
+            (m, k, n), a, b, _ = native_step._dot_matrices(program, node)
+            rows, cols = a.element_strides
+            seen.add("a rows" if cols == 1 else "a columns" if rows == 1 else "a other")
+            seen.add("a reversed" if rows < 0 else "a forward")
+            if not native_step._packs(b, n):
+                seen.add("b in place")
+            elif b.element_strides[0] == 1 and min(k, n) >= 8:
+                seen.add("b transposed")
+            else:
+                seen.add("b packed")
+    assert seen >= {"a rows", "a columns", "a reversed", "a forward", "b in place",
+                    "b transposed", "b packed"}, seen
+
+
+def test_a_product_whose_packed_operand_would_not_fit_the_stack_stays_python():
+    """A transposed right operand is packed into rows padded to whole vectors (of up to
+    64 bytes) on the C stack: 64 x 130 doubles pad to 64 x 136, 69632 bytes, above
+    STACK_BYTES; 64 x 120 (61440 bytes) fit."""
+    for n, fits in ((130, False), (120, True)):
+        a = core.Parameter(core.f64, (3, 64), name="a")
+        b = core.Parameter(core.f64, (n, 64), name="b")
+        run = _native(core.Function([core.Dot(a, core.Transpose(b, (1, 0)))], [a, b]))
+        rng = np.random.default_rng(n)
+        av, bv = rng.standard_normal((3, 64)), rng.standard_normal((n, 64))
+        (got,) = run(av, bv)
+        want = (av[:, :, None] * bv.T[None, :, :]).sum(axis=1)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        assert (run.native_source is not None) == fits
+        if not fits:
+            assert "stack" in run.last_program.native_declined
