@@ -13,12 +13,13 @@ callable, or says why not, in which case AOTAutograd's runtime is kept.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
 from ...debug_info import user_location
 from ...errors import ExecutionError, NotDifferentiableError
+from .direct import MISS
 from .runtime import CompiledGraph, as_tensor
 
 
@@ -239,11 +240,16 @@ class ThinRuntime:
             _mark_dynamic(outputs[i], dims)
         return outputs
 
-    def run_backward(self, saved: Sequence[Any], grads: Sequence[Any]) -> List[Any]:
+    def run_backward(self, saved: Sequence[Any], grads: Sequence[Any]) -> Sequence[Any]:
         """The inputs' gradients, from the saved sizes and tensors and the outputs'
         gradients (in the order of the backward graph's inputs)."""
-        tangents = [_laid_out(grads[i], layout) for i, layout in self.tangents]
-        return list(self.backward(*saved, *tangents))
+        arguments = (*saved, *[_laid_out(grads[i], layout) for i, layout in self.tangents])
+        direct = getattr(self.backward, "direct", None)
+        if direct is not None:
+            gradients = direct(arguments)
+            if gradients is not MISS:
+                return gradients
+        return self.backward(*arguments)
 
     def check_versions(self, inputs: Sequence[Any], versions: Sequence[int]) -> None:
         """Refuse a backward whose raw saved views' inputs were written to since the
@@ -286,7 +292,8 @@ class _ThinFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, runtime: ThinRuntime, *args: Any) -> Any:
-        results = list(runtime.forward(*args))
+        # (a small net's step spends more here than in its arithmetic: each line counts)
+        results = runtime.forward(*args)
         raw = bool(runtime.raw)
         if raw and torch._C._autograd._top_saved_tensors_default_hooks(False):
             # the caller's saved-tensor hooks (offloading, checkpointing) see every value
@@ -294,32 +301,37 @@ class _ThinFunction(torch.autograd.Function):
             results = [as_tensor(v) if k - first in runtime.raw else v
                        for k, v in enumerate(results)]
         saving = runtime.saving(len(results), raw)
-        for k in saving.tensors:
-            value = results[k]
-            if isinstance(value, torch.Tensor) and value._is_view():
-                results[k] = value.detach()
-        first = runtime.outputs
-        for i, dims in runtime.dynamic_saved:
-            if isinstance(results[first + i], torch.Tensor):
-                _mark_dynamic(results[first + i], dims)
-        ctx.save_for_backward(*[results[k] for k in saving.checked])
+        if saving.tensors or runtime.dynamic_saved:
+            results = list(results)
+            for k in saving.tensors:
+                value = results[k]
+                if isinstance(value, torch.Tensor) and value._is_view():
+                    results[k] = value.detach()
+            for i, dims in runtime.dynamic_saved:
+                if isinstance(results[runtime.outputs + i], torch.Tensor):
+                    _mark_dynamic(results[runtime.outputs + i], dims)
+        if saving.checked:
+            ctx.save_for_backward(*[results[k] for k in saving.checked])
         # one attribute: each costs a dictionary entry on the node
         ctx.state = (runtime, saving, [results[k] for k in saving.kept],
                      results[len(results) - runtime.sizes:] if runtime.sizes else (),
                      args, [args[i]._version for i in runtime.versioned])
-        outputs = tuple(results[:first])
+        outputs = tuple(results[:runtime.outputs])
         if runtime.non_differentiable:
             ctx.mark_non_differentiable(*[outputs[i] for i in runtime.non_differentiable])
-        ctx._materialize_non_diff_grads = False
+            ctx._materialize_non_diff_grads = False
         return outputs
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         runtime, saving, kept, sizes, inputs, versions = ctx.state
-        stored = (*ctx.saved_tensors, *kept)
-        if versions:
+        if versions and [inputs[i]._version for i in runtime.versioned] != versions:
             runtime.check_versions(inputs, versions)
-        saved = [*sizes, *[stored[j] for j in saving.order]]
+        if saving.checked:
+            stored = (*ctx.saved_tensors, *kept)
+            saved = [*sizes, *[stored[j] for j in saving.order]]
+        else:  # kept in the backward's order
+            saved = [*sizes, *kept] if sizes else kept
         if torch.is_grad_enabled():  # create_graph=True: gradients whose own backward refuses
             return (None, *_RefusedDoubleBackward.apply(runtime, saved, len(grads), *grads,
                                                          *inputs))
