@@ -208,8 +208,21 @@ class ThinRuntime:
         self._savings: Dict[Tuple[int, bool], Saving] = {}
 
     def saving(self, count: int, raw: bool) -> "Saving":
-        """How the forward's `count` results are saved for the backward, raw arrays kept
-        as they are where `raw` (see `Saving`)."""
+        """How the forward's results are saved for the backward (see `Saving`).
+
+        Parameters
+        ----------
+        count : int
+            How many results the forward handed back (outputs, saved values, sizes).
+        raw : bool
+            Whether the raw arrays are kept as they are (False: under saved-tensor
+            hooks, which see them as tensors).
+
+        Returns
+        -------
+        Saving
+            The plan, made once per (count, raw).
+        """
         found = self._savings.get((count, raw))
         if found is None:
             first, end = self.outputs, count - self.sizes
@@ -241,8 +254,20 @@ class ThinRuntime:
         return outputs
 
     def run_backward(self, saved: Sequence[Any], grads: Sequence[Any]) -> Sequence[Any]:
-        """The inputs' gradients, from the saved sizes and tensors and the outputs'
-        gradients (in the order of the backward graph's inputs)."""
+        """The inputs' gradients.
+
+        Parameters
+        ----------
+        saved : sequence
+            The saved sizes and values, in the order of the backward graph's inputs.
+        grads : sequence
+            The gradients of the forward's outputs (None where an output got none).
+
+        Returns
+        -------
+        sequence
+            The backward graph's outputs, one per forward input (None: no gradient).
+        """
         arguments = (*saved, *[_laid_out(grads[i], layout) for i, layout in self.tangents])
         direct = getattr(self.backward, "direct", None)
         if direct is not None:
@@ -254,6 +279,13 @@ class ThinRuntime:
     def check_versions(self, inputs: Sequence[Any], versions: Sequence[int]) -> None:
         """Refuse a backward whose raw saved views' inputs were written to since the
         forward (autograd's own check of a saved tensor, made here for them).
+
+        Parameters
+        ----------
+        inputs : sequence
+            The forward's arguments.
+        versions : sequence of int
+            The `versioned` inputs' versions when the forward ran.
 
         Raises
         ------
