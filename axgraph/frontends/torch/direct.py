@@ -54,7 +54,8 @@ def direct_call(graph: "CompiledGraph", args: Sequence[Any]) -> Optional[Callabl
     namespace: Dict[str, Any] = {
         "MISS": MISS, "ENTRY": native.entry, "FIXED": native.fixed, "empty": np.empty,
         "from_numpy": torch.from_numpy, "contiguous": np.ascontiguousarray,
-        "HELD": graph.held_views, "VIEW": graph.view, "CALLS": graph.direct_calls}
+        "HELD": graph.held_views, "VIEW": graph.view, "CALLS": graph.direct_calls,
+        "NATIVE": native}  # what FIXED points into (the arena) lives as long as the call
     lines = ["def direct(args):", "    try:"]
     for position, i in enumerate(graph.built.tensor_inputs):
         value = args[i]
