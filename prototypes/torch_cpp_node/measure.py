@@ -1,10 +1,9 @@
-import sys, time, statistics, ctypes, re
+import sys, time, statistics, ctypes
 sys.path.insert(0, ".")
 import torch, numpy as np
 torch.set_num_threads(2)
 from benchmarks.torch_compile import _models, Step, null_backend
 from axgraph.frontends.torch import AxgraphBackend
-from axgraph.transformers.cpu import kernel_c
 name = [k for k in _models() if "small" in k][0]
 torch.manual_seed(0)
 model, shape = _models()[name]()
@@ -12,22 +11,9 @@ be = AxgraphBackend()
 ax = Step(model, shape, be)
 for _ in range(3): ax()
 fw, bw = be.graphs
-def raw_entry(nat):
-    src = nat.source
-    src = src.replace("int axgraph_step(void* const* F, void* args)", "int axgraph_step(void* const* F, void* const* PP)")
-    src = re.sub(r"    void\* ([ar])(\d+) = ITEM\(args, (\d+)\);\n    if \(.*\) return 1;\n", lambda m: "", src)
-    n = [0]
-    def rep(m):
-        return f"PP[{m.group(3)}]"
-    # map names to their position: a{j} -> j ; r{k} -> nparams + k
-    nparams = len(re.findall(r"const \w+\* P\d+ = ", src))
-    src = re.sub(r"DATA\(a(\d+)\)", lambda m: f"PP[{m.group(1)}]", src)
-    src = re.sub(r"DATA\(r(\d+)\)", lambda m: f"PP[{nparams + int(m.group(1))}]", src)
-    lib = kernel_c.build(src, kernel_c.toolchain())
-    f = getattr(lib.handle, "axgraph_step")
-    return lib, ctypes.cast(f, ctypes.c_void_p).value
 nf, nb = fw.executable.last_program.native, bw.executable.last_program.native
-lf, pf = raw_entry(nf); lb, pb = raw_entry(nb)
+pf = ctypes.cast(nf.pointers_entry, ctypes.c_void_p).value  # NativeStep.pointers_entry
+pb = ctypes.cast(nb.pointers_entry, ctypes.c_void_p).value
 node = ctypes.PyDLL("prototypes/torch_cpp_node/node.so")
 node.init.argtypes = [ctypes.c_void_p] * 4
 node.init(pf, ctypes.addressof(nf.fixed), pb, ctypes.addressof(nb.fixed))
