@@ -642,10 +642,10 @@ class _StepWriter:
             checking.append(f"    D[{j}] = DATA(a{j});")
         for k, result in enumerate(schedule.results):
             ctype = CTYPES[result.element_type.name]
-            at = len(schedule.parameters) + k
-            pointers.append(f"    {ctype}* R{k} = ({ctype}*)D[{at}];")
-            checking += self._checked(f"r{k}", at, result, C_CONTIGUOUS | ALIGNED | WRITEABLE)
-            checking.append(f"    D[{at}] = DATA(r{k});")
+            place = len(schedule.parameters) + k
+            pointers.append(f"    {ctype}* R{k} = ({ctype}*)D[{place}];")
+            checking += self._checked(f"r{k}", place, result, C_CONTIGUOUS | ALIGNED | WRITEABLE)
+            checking.append(f"    D[{place}] = DATA(r{k});")
         body = [f"int {POINTERS_ENTRY}(void* const* F, void* const* D)", "{",
                 "    char* ARENA = (char*)F[0];", *pointers,
                 *("    " + line for line in self.checks),
