@@ -57,6 +57,11 @@ class Capture:
             self.inference = True
 
 
+def _ran(graph: Any) -> bool:
+    """Whether a compiled graph has run (its program, native or not, is built)."""
+    return getattr(getattr(graph, "executable", None), "last_program", None) is not None
+
+
 def _is_subclass(value: Any) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
     return isinstance(value, torch.Tensor) and is_traceable_wrapper_subclass(value)
@@ -206,6 +211,10 @@ class ThinRuntime:
                                    for i in sorted(self.raw)
                                    if forward.built.outputs[self.outputs + i].kind == "argument")
         self._savings: Dict[Tuple[int, bool], Saving] = {}
+        #: The C++ autograd node's plan (thin_node.py), made once both graphs have run
+        #: natively; None before, or where it does not apply.
+        self.node: Any = None
+        self._node_tried = False
 
     def saving(self, count: int, raw: bool) -> "Saving":
         """How the forward's results are saved for the backward (see `Saving`).
@@ -239,6 +248,18 @@ class ThinRuntime:
     def __call__(self, *args: Any) -> Any:
         outputs = None
         if torch.is_grad_enabled():
+            node = self.node
+            if node is not None:
+                outputs = node(args)
+                if outputs is not None:
+                    return outputs
+            elif not self._node_tried and _ran(self.backward):
+                self._node_tried = True
+                from .thin_node import plan_for
+                self.node = plan_for(self, args)
+                if self.node is not None:  # the views the Python path holds go stale
+                    held = self.forward.held_views  # type: ignore[attr-defined]
+                    held[:] = [(None, 0, None)] * len(held)
             for i in self.tensor_inputs:
                 if args[i].requires_grad:
                     # autograd's own apply, without Function.apply's Python layer for
