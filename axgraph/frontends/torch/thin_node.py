@@ -28,7 +28,8 @@ from typing import Any, List, Optional, Sequence
 
 import torch
 
-from ...transformers.cpu import kernel_cache
+from ...errors import NotDifferentiableError
+from ...transformers.cpu import kernel_c
 
 #: The library's C++ text.
 SOURCE = Path(__file__).with_name("thin_node.cpp")
@@ -47,54 +48,49 @@ class Library:
     """The loaded node library: make plans and call them."""
 
     def __init__(self, handle: ctypes.CDLL):
-        self.plan = handle.axgraph_thin_plan
-        self.plan.argtypes = [ctypes.c_void_p] * 5
-        self.plan.restype = ctypes.c_void_p
-        self.free = handle.axgraph_thin_free
-        self.free.argtypes = [ctypes.c_void_p]
-        self.free.restype = None
+        # (called holding the GIL: it takes references to Python objects)
+        self.plan = ctypes.PYFUNCTYPE(ctypes.c_void_p, *[ctypes.c_void_p] * 5,
+                                      ctypes.py_object, ctypes.py_object)(
+            ("axgraph_thin_plan", handle))
+        self.free = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("axgraph_thin_free", handle))
         # called holding the GIL: the node makes Python objects
         self.call = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object)(
             ("axgraph_thin_call", handle))
 
 
+#: Why the node library is not available here ("" where it is, or before the first try).
+why_not = ""
+
+
 @functools.lru_cache(maxsize=None)
 def library() -> Optional[Library]:
-    """The node library (built on first use), or None where it cannot be built here."""
+    """The node library (built on first use, about 20 s, then from the kernel cache), or
+    None where it cannot be built here (`why_not` says why)."""
+    global why_not
     compiler = shutil.which("g++") or shutil.which("c++")
     if compiler is None:
+        why_not = "no C++ compiler (g++ or c++) on the PATH"
         return None
     source = SOURCE.read_text()
     flags = _flags()
     try:
         version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
                                  timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError) as error:
+        why_not = f"{compiler} --version failed: {error}"
         return None
     key = hashlib.sha256("\0".join([source, " ".join(flags), version, torch.__version__])
                          .encode()).hexdigest()
-    name = f"{key}.so"
+
+    def commands(source_path: str, library_path: str) -> List[List[str]]:
+        return [[compiler, source_path, "-o", library_path, *flags]]
+
     try:
-        with kernel_cache.open_cache() as directory:
-            try:
-                return Library(directory.load(name))
-            except (FileNotFoundError, kernel_cache.Damaged):
-                pass
-            cpp = directory.create_temporary(key, ".cpp", source.encode())
-            so = directory.create_temporary(key, ".so")
-            try:
-                run = subprocess.run([compiler, str(directory.path / cpp), "-o",
-                                      str(directory.path / so), *flags],
-                                     capture_output=True, text=True, timeout=600)
-                if run.returncode != 0:
-                    return None
-                directory.seal(so, name)
-            finally:
-                for leftover in (cpp, so):
-                    directory.remove(leftover)
-            return Library(directory.load(name))
-    except (kernel_cache.Refused, kernel_cache.Damaged, OSError, subprocess.SubprocessError,
-            AttributeError):
+        loaded = kernel_c.cached_library(key, source, ".cpp", commands,
+                                         lambda directory, name: directory.load(name))
+        return Library(loaded.handle)
+    except (kernel_c.KernelCompileError, OSError, AttributeError) as error:
+        why_not = f"the node library did not build or load: {str(error)[:2000]}"
         return None
 
 
@@ -116,7 +112,8 @@ class Plan:
         self.handle = library.plan(array, ctypes.cast(forward.pointers_entry, ctypes.c_void_p),
                                    ctypes.addressof(forward.fixed),
                                    ctypes.cast(backward.pointers_entry, ctypes.c_void_p),
-                                   ctypes.addressof(backward.fixed))
+                                   ctypes.addressof(backward.fixed), (forward, backward),
+                                   NotDifferentiableError)
         self._call = library.call
 
     def __call__(self, args: tuple) -> Any:
