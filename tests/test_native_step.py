@@ -1,5 +1,7 @@
 """A small program's whole step as one C function (cpu/native_step.py): the values of the
 Python program, its errors, and the Python program wherever C declines a call."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -441,3 +443,25 @@ def test_a_product_whose_packed_operand_would_not_fit_the_stack_stays_python():
         assert (run.native_source is not None) == fits
         if not fits:
             assert "stack" in run.last_program.native_declined
+
+
+def test_the_step_by_data_pointers_computes_what_the_checking_entry_does():
+    """The entry a caller that checks the arrays itself uses (a C++ autograd node reading
+    tensors): the same results from the arrays' addresses."""
+    x = core.Parameter(core.f32, (5, 7), name="x")
+    w = core.Parameter(core.f32, (3, 7), name="w")
+    product = core.Dot(x, core.Transpose(w, (1, 0)))
+    run = _native(core.Function([core.Tanh(product), core.Exp(x)], [x, w]))
+    rng = np.random.default_rng(7)
+    xv = rng.standard_normal((5, 7)).astype(np.float32)
+    wv = rng.standard_normal((3, 7)).astype(np.float32)
+    expected = run(xv, wv)
+    native = run.last_program.native
+    assert native is not None
+    results = [np.zeros(shape, dtype) for shape, dtype in native.result_types]
+    addresses = (ctypes.c_void_p * 4)(*[a.ctypes.data for a in (xv, wv, *results)])
+    assert native.pointers_entry(native.fixed, addresses) == 0
+    for got, want in zip(results, expected):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(results[0], np.tanh(xv.astype(np.float64) @ wv.T), rtol=1e-5,
+                               atol=1e-6)

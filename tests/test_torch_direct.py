@@ -21,6 +21,13 @@ from torch_checks import assert_close, fresh_dynamo  # noqa: E402,F401
 pytestmark = pytest.mark.skipif(not kernel_c.c_available(), reason="no C compiler")
 
 
+@pytest.fixture(autouse=True)
+def python_runtime(monkeypatch):
+    """The thin runtime's Python path, which the direct calls serve (the C++ node, which
+    takes over where it builds, is tests/test_torch_thin_node.py's)."""
+    monkeypatch.setenv("AXGRAPH_TORCH_NODE", "0")
+
+
 def _trained(steps=3):
     """A small net trained a few SGD steps compiled and in eager, with its backend."""
     torch.manual_seed(0)

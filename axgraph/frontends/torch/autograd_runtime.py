@@ -57,6 +57,22 @@ class Capture:
             self.inference = True
 
 
+def plan_node(runtime: "ThinRuntime", args: Sequence[Any]) -> Any:
+    """The C++ node's plan for `runtime` (thin_node.py), or None; once it is made, the
+    views the forward graph's Python path holds are dropped (they would go stale)."""
+    from .thin_node import plan_for
+    node = plan_for(runtime, args)
+    forward = runtime.forward
+    if node is not None and isinstance(forward, CompiledGraph):
+        forward.held_views[:] = [(None, 0, None)] * len(forward.held_views)
+    return node
+
+
+def _ran(graph: Any) -> bool:
+    """Whether a compiled graph has run (its program, native or not, is built)."""
+    return getattr(getattr(graph, "executable", None), "last_program", None) is not None
+
+
 def _is_subclass(value: Any) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
     return isinstance(value, torch.Tensor) and is_traceable_wrapper_subclass(value)
@@ -206,6 +222,10 @@ class ThinRuntime:
                                    for i in sorted(self.raw)
                                    if forward.built.outputs[self.outputs + i].kind == "argument")
         self._savings: Dict[Tuple[int, bool], Saving] = {}
+        #: The C++ autograd node's plan (thin_node.py), made once both graphs have run
+        #: natively; None before, or where it does not apply.
+        self.node: Any = None
+        self._node_tried = False
 
     def saving(self, count: int, raw: bool) -> "Saving":
         """How the forward's results are saved for the backward (see `Saving`).
@@ -239,6 +259,14 @@ class ThinRuntime:
     def __call__(self, *args: Any) -> Any:
         outputs = None
         if torch.is_grad_enabled():
+            node = self.node
+            if node is None and not self._node_tried and _ran(self.backward):
+                self._node_tried = True
+                node = self.node = plan_node(self, args)
+            if node is not None:
+                outputs = node(args)
+                if outputs is not None:
+                    return outputs
             for i in self.tensor_inputs:
                 if args[i].requires_grad:
                     # autograd's own apply, without Function.apply's Python layer for
@@ -423,20 +451,19 @@ def raw_saved(capture: Capture, outputs: int, sizes: int) -> frozenset:
 
 
 def thin_runtime(capture: Capture, gm: torch.fx.GraphModule,
-                 example_inputs: Sequence[Any]) -> Tuple[Optional[Callable[..., Any]], str]:
+                 example_inputs: Sequence[Any]) -> Tuple[Optional[ThinRuntime], str]:
     """The thin runtime for a compiled graph, or None and why AOTAutograd's stays.
 
     Returns
     -------
-    (callable or None, str)
-        The runtime (wrapped so that Dynamo does not trace into it) and "thin", or None
-        and the reason the graph is not plain.
+    (ThinRuntime or None, str)
+        The runtime and "thin" (the caller wraps it so that Dynamo does not trace into
+        it), or None and the reason the graph is not plain.
     """
     why = plain_reason(capture, gm, example_inputs)
     if why is not None:
         return None, why
-    runtime = ThinRuntime(capture, example_inputs)
-    return torch._dynamo.disable(runtime, reason="axgraph's compiled graph"), "thin"
+    return ThinRuntime(capture, example_inputs), "thin"
 
 
 __all__ = ["Capture", "Saving", "ThinRuntime", "plain_reason", "raw_saved", "thin_runtime"]

@@ -16,7 +16,7 @@ import torch
 from ...core.backend import check_options, get_backend
 from ...errors import AxgraphTypeError
 from .attention import attention_decompositions, math_attention
-from .autograd_runtime import Capture, thin_runtime
+from .autograd_runtime import Capture, ThinRuntime, thin_runtime
 from .partition import Fallback, compile_graph
 from .runtime import CompiledGraph, core_backend
 
@@ -83,6 +83,9 @@ class AxgraphBackend:
         Per graph Dynamo captured, "thin" where a plain training graph runs under the
         bridge's own autograd runtime (docs/torch.md), else why AOTAutograd's runtime
         was kept ("no gradients needed (an inference graph)", "input 3 is mutated", ...).
+    thin_runtimes : list of ThinRuntime
+        The thin runtimes, in order; each says whether its graphs run through the C++
+        autograd node (``.node``, thin_node.py) or in Python.
 
     Raises
     ------
@@ -113,6 +116,7 @@ class AxgraphBackend:
         self.graphs: List[CompiledGraph] = []
         self.fallbacks: List[Fallback] = []
         self.runtimes: List[str] = []
+        self.thin_runtimes: List[ThinRuntime] = []
 
     def _record(self, item: Any) -> None:
         (self.fallbacks if isinstance(item, Fallback) else self.graphs).append(item)
@@ -144,7 +148,10 @@ class AxgraphBackend:
             compiled = compiler(gm, example_inputs)
         thin, why = thin_runtime(capture, gm, example_inputs)
         self.runtimes.append(why)
-        return compiled if thin is None else thin
+        if thin is None:
+            return compiled
+        self.thin_runtimes.append(thin)
+        return torch._dynamo.disable(thin, reason="axgraph's compiled graph")
 
 
 def axgraph_backend(gm: torch.fx.GraphModule, example_inputs: List[Any],

@@ -457,7 +457,51 @@ def build(source: str, chain: Toolchain, fast_math: bool = False) -> Library:
     again, with a warning; one that is missing is compiled silently. Raises
     KernelCompileError when the compiler fails or no private cache exists.
     """
-    key = kernel_key(source, chain, fast_math)
+    def commands(source_path: str, library_path: str) -> List[List[str]]:
+        flags = compile_flags(chain, fast_math)
+        if fast_math:
+            # gcc < 13 links crtfastmath.o into a -ffast-math library: loading it would
+            # switch the whole process to flush denormals to zero. Compiled fast, linked
+            # plain.
+            object_path = library_path[:-3] + ".o"
+            return [[chain.compiler, *flags, "-c", source_path, "-o", object_path],
+                    [chain.compiler, *compile_flags(chain), object_path, "-o", library_path,
+                     "-lm"]]
+        return [[chain.compiler, *flags, source_path, "-o", library_path, "-lm"]]
+
+    return cached_library(kernel_key(source, chain, fast_math), source, ".c", commands, _load)
+
+
+def cached_library(key: str, source: str, suffix: str,
+                   commands: Callable[[str, str], List[List[str]]],
+                   load: Callable[[kernel_cache.CacheDirectory, str], ctypes.CDLL]) -> Library:
+    """The library `key` in the kernel cache, loaded: from the disk cache, or compiled
+    into it first (what `build` does for C kernels, for any compiler's commands).
+
+    Parameters
+    ----------
+    key : str
+        The library's name in the cache: a hash of everything its contents depend on.
+    source : str
+        Its source text, kept beside it as ``<key><suffix>``.
+    suffix : str
+        The source file's suffix (".c", ".cpp").
+    commands : callable
+        ``commands(source_path, library_path)``: the command lines that compile the
+        source into the library (an object file beside the library may be made).
+    load : callable
+        ``load(directory, name)``: the checked library opened.
+
+    Returns
+    -------
+    Library
+        The loaded library.
+
+    Raises
+    ------
+    KernelCompileError
+        The compiler failed, or no private cache exists.
+    """
     remembered = (str(kernel_cache.cache_dir()), key)
     library = _LOADED.get(remembered)
     if library is not None:
@@ -466,18 +510,18 @@ def build(source: str, chain: Toolchain, fast_math: bool = False) -> Library:
     try:
         with kernel_cache.open_cache() as directory:
             try:
-                handle = _load(directory, name)
+                handle = load(directory, name)
             except FileNotFoundError:
                 handle = None
             except kernel_cache.Damaged as damage:
                 warnings.warn(f"the cached kernel library {directory.path / name} is {damage}: "
                               f"compiling it again", kernel_cache.CompiledKernelWarning,
-                              stacklevel=2)
+                              stacklevel=3)
                 handle = None
             if handle is None:
-                _compile_into(directory, key, source, chain, fast_math)
+                _compile_into(directory, key, source, suffix, commands)
                 try:
-                    handle = _load(directory, name)
+                    handle = load(directory, name)
                 except (FileNotFoundError, kernel_cache.Damaged) as error:
                     raise KernelCompileError(f"the kernel library just compiled into "
                                              f"{directory.path / name} is {error}") from None
@@ -530,37 +574,30 @@ def _one_thread_after_fork() -> None:
 os.register_at_fork(after_in_child=_one_thread_after_fork)
 
 
-def _compile_into(directory: kernel_cache.CacheDirectory, key: str, source: str,
-                  chain: Toolchain, fast_math: bool) -> None:
+def _compile_into(directory: kernel_cache.CacheDirectory, key: str, source: str, suffix: str,
+                  commands: Callable[[str, str], List[List[str]]]) -> None:
     """Compile `source` into temporaries in the cache, then seal the library as
-    `<key>.so` (with its integrity record) and keep the C text beside it as `<key>.c`.
-    Processes racing on one kernel each publish a whole file; the last rename wins."""
-    c_temp = directory.create_temporary(key, ".c", source.encode())
+    `<key>.so` (with its integrity record) and keep the source beside it as
+    `<key><suffix>`. Processes racing on one kernel each publish a whole file; the last
+    rename wins."""
+    source_temp = directory.create_temporary(key, suffix, source.encode())
     so_temp = directory.create_temporary(key, ".so")
     o_temp = so_temp[:-3] + ".o"
-    c_path, so_path, o_path = (str(directory.path / name) for name in (c_temp, so_temp, o_temp))
+    source_path, so_path = (str(directory.path / name) for name in (source_temp, so_temp))
     try:
-        flags = compile_flags(chain, fast_math)
-        if fast_math:
-            # gcc < 13 links crtfastmath.o into a -ffast-math library: loading it would switch
-            # the whole process to flush denormals to zero. Compiled fast, linked plain.
-            steps = [[chain.compiler, *flags, "-c", c_path, "-o", o_path],
-                     [chain.compiler, *compile_flags(chain), o_path, "-o", so_path, "-lm"]]
-        else:
-            steps = [[chain.compiler, *flags, c_path, "-o", so_path, "-lm"]]
-        for command in steps:
+        for command in commands(source_path, so_path):
             try:
-                run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+                run = subprocess.run(command, capture_output=True, text=True, timeout=600)
             except (OSError, subprocess.SubprocessError) as error:
-                raise KernelCompileError(f"running {chain.compiler} failed: {error}") from None
+                raise KernelCompileError(f"running {command[0]} failed: {error}") from None
             if run.returncode != 0:
                 raise KernelCompileError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
         directory.seal(so_temp, f"{key}.so")
-        directory.rename(c_temp, f"{key}.c")  # kept beside the library for reading
+        directory.rename(source_temp, f"{key}{suffix}")  # kept beside the library for reading
     except kernel_cache.Damaged as error:
         raise KernelCompileError(str(error)) from None
     finally:
-        for leftover in (c_temp, so_temp, o_temp):
+        for leftover in (source_temp, so_temp, o_temp):
             directory.remove(leftover)
 
 

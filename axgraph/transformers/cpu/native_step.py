@@ -85,6 +85,8 @@ MAX_MACS = 1 << 18
 STACK_BYTES = 1 << 16
 #: The C function's name.
 ENTRY = "axgraph_step"
+#: The C function taking the arrays' data pointers, unchecked (parameters, then results).
+POINTERS_ENTRY = "axgraph_step_pointers"
 #: Element types a native step computes (integers only read: one-hot inputs, converts).
 COMPUTED = ("f32", "f64", "boolean")
 #: Rows of a product's result one register tile computes (8 where AVX-512 has 32 vector
@@ -627,20 +629,30 @@ class _StepWriter:
                                      M="d" if double else "", F="" if double else "f",
                                      U="" if double else "F"), TRANSPOSE_C[name],
                      *tile_source(name)]
-        arguments: List[str] = []
+        # The step by data pointers (the caller has checked every array: a C++ autograd
+        # node reading tensors), and the checking entry that reads NumPy arrays and
+        # calls it.
+        count = len(schedule.parameters) + len(schedule.results)
+        pointers: List[str] = []
+        checking: List[str] = []
         for j, parameter in enumerate(schedule.parameters):
             ctype = CTYPES[parameter.element_type.name]
-            arguments += self._checked(f"a{j}", j, parameter, C_CONTIGUOUS | ALIGNED)
-            arguments.append(f"    const {ctype}* P{j} = (const {ctype}*)DATA(a{j});")
+            pointers.append(f"    const {ctype}* P{j} = (const {ctype}*)D[{j}];")
+            checking += self._checked(f"a{j}", j, parameter, C_CONTIGUOUS | ALIGNED)
+            checking.append(f"    D[{j}] = DATA(a{j});")
         for k, result in enumerate(schedule.results):
             ctype = CTYPES[result.element_type.name]
-            arguments += self._checked(f"r{k}", len(schedule.parameters) + k, result,
-                                       C_CONTIGUOUS | ALIGNED | WRITEABLE)
-            arguments.append(f"    {ctype}* R{k} = ({ctype}*)DATA(r{k});")
-        body = [f"int {ENTRY}(void* const* F, void* args)", "{",
-                "    char* ARENA = (char*)F[0];", *arguments,
+            place = len(schedule.parameters) + k
+            pointers.append(f"    {ctype}* R{k} = ({ctype}*)D[{place}];")
+            checking += self._checked(f"r{k}", place, result, C_CONTIGUOUS | ALIGNED | WRITEABLE)
+            checking.append(f"    D[{place}] = DATA(r{k});")
+        body = [f"int {POINTERS_ENTRY}(void* const* F, void* const* D)", "{",
+                "    char* ARENA = (char*)F[0];", *pointers,
                 *("    " + line for line in self.checks),
-                *("    " + line for line in self.blocks), "    return 0;", "}", ""]
+                *("    " + line for line in self.blocks), "    return 0;", "}", "",
+                f"int {ENTRY}(void* const* F, void* args)", "{",
+                f"    void* D[{max(count, 1)}];", *checking,
+                f"    return {POINTERS_ENTRY}(F, D);", "}", ""]
         return "\n".join(head + body)
 
     def _checked(self, name: str, at: int, node: Node, flags: int) -> List[str]:
@@ -894,6 +906,14 @@ class NativeStep:
         entry.argtypes = [ctypes.c_void_p, ctypes.py_object]
         entry.restype = ctypes.c_int
         self.entry = entry
+        #: The C function by data pointers: ``pointers_entry(fixed, addresses)``, the
+        #: addresses of the arguments' then the results' data (an array of void*), with
+        #: no check at all: the caller has checked each array's dtype, shape and
+        #: layout (C-contiguous, aligned; results writeable) against `result_types` and
+        #: the program's parameters.
+        self.pointers_entry = getattr(library.handle, POINTERS_ENTRY)
+        self.pointers_entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.pointers_entry.restype = ctypes.c_int
         # what the pointers point to
         self._keep = [writer.arena, *writer.constants, *writer.dtypes]
         pointers = [writer.arena.ctypes.data, id(np.ndarray),
