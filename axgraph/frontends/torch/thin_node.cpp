@@ -48,6 +48,15 @@ struct Step {
     std::vector<Spec> results;
 };
 
+/* Whether Python is shutting down (the name is public from 3.13). */
+static bool finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
 struct Plan {
     std::vector<Spec> arguments;  /* the forward's */
     Step forward, backward;
@@ -61,7 +70,7 @@ struct Plan {
     PyObject* refusal = nullptr;
 
     ~Plan() {
-        if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  /* the process is ending */
+        if (!Py_IsInitialized() || finalizing()) return;  /* the process is ending */
         PyGILState_STATE state = PyGILState_Ensure();
         Py_XDECREF(owner);
         Py_XDECREF(refusal);
