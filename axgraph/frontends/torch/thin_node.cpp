@@ -78,13 +78,16 @@ struct Plan {
     }
 };
 
-/* A tensor whose memory's deleter drops a reference to the plan: kept in a node's saved
-   data, it keeps the plan (and the arenas its steps write) alive as long as the node. */
-static at::Tensor keeper(const std::shared_ptr<Plan>& plan) {
-    auto* held = new std::shared_ptr<Plan>(plan);
-    return at::from_blob(held, {1},
-                         [](void* p) { delete static_cast<std::shared_ptr<Plan>*>(p); },
-                         at::TensorOptions().dtype(at::kByte));
+/* What a node keeps in its saved data, as one capsule: the plan (so that the plan, and the
+   arenas its steps write, live as long as the node) and the forward's arguments (which a
+   refused second derivative hangs on). */
+struct Kept : public torch::CustomClassHolder {
+    std::shared_ptr<Plan> plan;
+    std::vector<at::Tensor> arguments;
+};
+
+static c10::intrusive_ptr<Kept> kept(AutogradContext* ctx) {
+    return c10::static_intrusive_pointer_cast<Kept>(ctx->saved_data["kept"].toCapsule());
 }
 
 static bool matches(const at::Tensor& tensor, const Spec& spec) {
@@ -118,14 +121,14 @@ static at::Tensor output(const Out& out, const std::vector<at::Tensor>& results,
    (the compiled backward has no backward of its own): it hangs on the outputs' gradients
    and the forward's arguments, so that every path from the gradients back meets it. */
 struct Refusal : public torch::autograd::Function<Refusal> {
-    static variable_list forward(AutogradContext* ctx, int64_t plan, at::TensorList gradients,
+    static variable_list forward(AutogradContext* ctx, c10::IValue node, at::TensorList gradients,
                                  at::TensorList reached) {
-        ctx->saved_data["plan"] = plan;
+        ctx->saved_data["kept"] = node;
         return variable_list(gradients.begin(), gradients.end());
     }
 
     static variable_list backward(AutogradContext* ctx, variable_list) {
-        const Plan* plan = reinterpret_cast<const Plan*>(ctx->saved_data["plan"].toInt());
+        const Plan* plan = kept(ctx)->plan.get();
         pybind11::gil_scoped_acquire gil;
         PyErr_SetString(plan->refusal,
                         "the torch bridge's compiled backward cannot be differentiated again "
@@ -150,14 +153,16 @@ struct Node : public torch::autograd::Function<Node> {
                 saved.push_back(value.is_view() ? value.detach() : value);
         }
         ctx->save_for_backward(saved);
-        ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
-        ctx->saved_data["owner"] = keeper(*shared);
-        ctx->saved_data["arguments"] = c10::List<at::Tensor>(arguments);
+        auto node = c10::make_intrusive<Kept>();
+        node->plan = *shared;
+        node->arguments = std::move(arguments);
+        ctx->saved_data["kept"] = c10::IValue::make_capsule(std::move(node));
         return user;
     }
 
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
-        const Plan* plan = reinterpret_cast<const Plan*>(ctx->saved_data["plan"].toInt());
+        c10::intrusive_ptr<Kept> node = kept(ctx);
+        const Plan* plan = node->plan.get();
         std::vector<at::Tensor> inputs;
         for (const at::Tensor& value : ctx->get_saved_variables())
             inputs.push_back(value.contiguous());
@@ -183,10 +188,9 @@ struct Node : public torch::autograd::Function<Node> {
             for (const at::Tensor& g : computed) if (g.defined()) defined.push_back(g);
             for (const at::Tensor& g : grads) if (g.defined()) grads_in.push_back(g);
             std::vector<at::Tensor> reached = grads_in;
-            for (const at::Tensor& a : ctx->saved_data["arguments"].toTensorList())
-                reached.push_back(a);
+            for (const at::Tensor& a : node->arguments) reached.push_back(a);
             variable_list refused = Refusal::apply(
-                reinterpret_cast<int64_t>(plan), at::TensorList(defined), at::TensorList(reached));
+                ctx->saved_data["kept"], at::TensorList(defined), at::TensorList(reached));
             size_t next = 0;
             for (at::Tensor& g : computed) if (g.defined()) g = refused[next++];
         }
