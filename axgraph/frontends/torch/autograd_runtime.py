@@ -19,7 +19,6 @@ import torch
 
 from ...debug_info import user_location
 from ...errors import ExecutionError, NotDifferentiableError
-from .direct import MISS
 from .runtime import CompiledGraph, as_tensor
 
 
@@ -296,13 +295,9 @@ class ThinRuntime:
         sequence
             The backward graph's outputs, one per forward input (None: no gradient).
         """
-        arguments = (*saved, *[_laid_out(grads[i], layout) for i, layout in self.tangents])
-        direct = getattr(self.backward, "direct", None)
-        if direct is not None:
-            gradients = direct(arguments)
-            if gradients is not MISS:
-                return gradients
-        return self.backward(*arguments)
+        # (a CompiledGraph takes its direct call itself, MISS or not)
+        return self.backward(*saved, *[_laid_out(grads[i], layout)
+                                       for i, layout in self.tangents])
 
     def check_versions(self, inputs: Sequence[Any], versions: Sequence[int]) -> None:
         """Refuse a backward whose raw saved views' inputs were written to since the

@@ -26,9 +26,11 @@ import sysconfig
 from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
+import numpy as np
 import torch
 
 from ...errors import NotDifferentiableError
+from ...tensor_description import TensorDescription
 from ...transformers.cpu import kernel_c
 
 #: The library's C++ text.
@@ -132,11 +134,8 @@ def _row_major(layout: Any) -> bool:
     if isinstance(layout, torch.memory_format):
         return layout == torch.contiguous_format
     size, stride = layout
-    expected, step = [], 1
-    for length in reversed(size):
-        expected.append(step)
-        step *= max(length, 1)
-    return all(s == e for s, e, n in zip(stride, reversed(expected), size) if n > 1)
+    expected = TensorDescription.row_major(tuple(size), np.float32).element_strides
+    return all(s == e for s, e, n in zip(stride, expected, size) if n > 1)
 
 
 def plan_for(runtime: Any, args: Sequence[Any]) -> Optional[Plan]:
