@@ -68,3 +68,51 @@ def test_a_product_read_elsewhere_keeps_its_own_line():
     want = xv.astype(np.float64) @ wv.astype(np.float64)
     np.testing.assert_allclose(added, want + bv, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(doubled, 2 * want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("as_result", [True, False])
+@pytest.mark.parametrize("shape", [(300, 70, 130), (7, 5, 3)])
+def test_a_relu_of_a_biased_product_is_one_call_with_the_ops_values(as_result, shape):
+    """`relu(dot(x, w) + b)`: the product's kernel adds the bias and clamps as it stores,
+    writing the ReLU's array (a result, as a training forward hands activations to its
+    backward, or a buffer the next layer's product reads); its values are the three
+    ops' own, bit for bit, a NaN row kept and -inf clamped."""
+    m, k, n = shape
+    M, K, N = _axes((m, "M"), (k, "K"), (n, "N"))
+    x, w, b = ng.placeholder([M, K]), ng.placeholder([K, N]), ng.placeholder([N])
+    v = ng.placeholder([N])
+    relu = ng.maximum(ng.dot(x, w) + b, 0.0)
+    rng = np.random.default_rng(m + int(as_result))
+    xv, wv = (rng.normal(size=s).astype(np.float32) for s in ((m, k), (k, n)))
+    bv, vv = (rng.normal(size=n).astype(np.float32) for _ in range(2))
+    xv[1, 0] = np.nan
+    bv[0] = -np.inf
+    with ng.make_transformer("cpu") as t:
+        layer = t.computation(relu if as_result else ng.dot(relu, v), x, w, b, v)
+        got = layer(xv, wv, bv, vv)
+        source = layer.source
+    assert "relu=True" in source and source.count("addend=") == 1
+    assert "np.maximum" not in source and "bias_relu" not in source
+    with blas_threads.single_threaded():
+        product = gemm.matmul(xv, wv, out=np.empty((m, n), np.float32))
+    want = np.maximum(product + bv[None, :], np.float32(0))
+    assert np.isnan(want[1]).all() and (want[:, 0][~np.isnan(want[:, 0])] == 0).all()
+    reference = np.maximum(xv.astype(np.float64) @ wv.astype(np.float64) + bv, 0)
+    np.testing.assert_allclose(want, reference, rtol=1e-4, atol=1e-4)
+    if as_result:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, reference @ vv.astype(np.float64), rtol=1e-4, atol=1e-3)
+
+
+def test_the_kernel_clamps_as_np_maximum_does_in_every_edge_tile():
+    """gemm.matmul(relu=True) against np.maximum of its own unclamped result, on shapes
+    that end in partial tiles, with a strided output and without an addend."""
+    rng = np.random.default_rng(11)
+    for m, k, n in ((129, 300, 517), (64, 33, 40)):
+        a, b = rng.normal(size=(m, k)).astype(np.float32), rng.normal(size=(n, k)).astype(np.float32).T
+        plain = gemm.matmul(a, b, out=np.empty((m, n), np.float32))
+        wide = np.zeros((m, 2 * n), np.float32)
+        clamped = gemm.matmul(a, b, out=wide[:, ::2], relu=True)
+        np.testing.assert_array_equal(clamped, np.maximum(plain, np.float32(0)))
+        assert (wide[:, 1::2] == 0).all()

@@ -78,6 +78,8 @@ class Program:
         self.bias_adds = frozenset(schedule.bias_relus.values())
         #: Products computed with their bias Add (Schedule.biased_products): the same.
         self.biased_dots = frozenset(schedule.biased_products.values())
+        #: Bias Adds computed with their product and ReLU (Schedule.product_relus): the same.
+        self.clamped_adds = frozenset(schedule.product_relus.values())
         self.names: Dict[Node, str] = {}
         #: Names bound once in the namespace, not per call: buffers in the arena, constants,
         #: and the views of these (each made once, where `_movement` finds it fixed).
@@ -374,12 +376,14 @@ def _allocating(p: Program, node: Node, index: int) -> str:
 
 @CODE.register(Node, when=lambda op_class: elementwise_function(op_class) is not None)
 def _elementwise(p: Program, node: Node, index: int) -> Optional[str]:
-    if node in p.bias_adds:
-        return None  # computed with its ReLU (_bias_relu)
+    if node in p.bias_adds or node in p.clamped_adds:
+        return None  # computed with its ReLU (_bias_relu, or the product's kernel)
     if node in p.schedule.bias_relus:
         return _bias_relu(p, node)
+    if node in p.schedule.product_relus:
+        return _biased_product(p, p.schedule.product_relus[node], p.names[node], relu=True)
     if node in p.schedule.biased_products:
-        return _biased_product(p, node)
+        return _biased_product(p, node, p.names[node])
     function = elementwise_function(type(node))
     args, out = ", ".join(p._args(node)), p.names[node]
     if isinstance(function, str):
@@ -408,14 +412,15 @@ def _bias_relu(p: Program, node: Node) -> str:
     return f"epilogue.bias_relu({x}, {bias}, out={out}_pre)"
 
 
-def _biased_product(p: Program, node: Node) -> str:
-    """A bias Add and the matrix product it adds to, as one gemm.matmul call at the
-    Add's step writing the Add's array (the product's own is never written)."""
+def _biased_product(p: Program, node: Node, out: str, relu: bool = False) -> str:
+    """A bias Add and the matrix product it adds to, as one gemm.matmul call writing
+    `out`: the Add's array at its step, or, with `relu`, the ReLU's at the ReLU's step
+    (the product's own array, and then the Add's, never written)."""
     product = p.schedule.biased_products[node]
     assert isinstance(product, core.Dot)
-    _, left, right, target = p._dot_parts(product, p._args(product), p.names[node])
+    _, left, right, target = p._dot_parts(product, p._args(product), out)
     term = p._args(node)[1 - node.inputs.index(product)]
-    return f"gemm.matmul({left}, {right}, out={target}, addend={term})"
+    return f"gemm.matmul({left}, {right}, out={target}, addend={term}{', relu=True' * relu})"
 
 
 @CODE.register(core.Fused)

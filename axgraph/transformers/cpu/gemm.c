@@ -63,18 +63,20 @@ static inline __attribute__((always_inline)) void tile(int64_t kc, const float* 
     }
 }
 
-/* A term added to the product after its last depth block (a layer's bias): element
-   (i, j) of the output gets at[i * rs + j * cs] (NULL: none). */
-typedef struct { const float* at; int64_t rs, cs; } addend;
+/* What the last depth block adds to the product as it stores it: a term (a layer's bias:
+   element (i, j) gets at[i * rs + j * cs]; `at` NULL: none), then, where `relu` is set,
+   the ReLU max(x, 0), NaN kept (np.maximum's value, -0.0 included). */
+typedef struct { const float* at; int64_t rs, cs; int relu; } addend;
 
-/* C[mr x nr] (row stride rs, column stride cs) = (first ? 0 : C) + the tile, then + the
-   addend's [mr x nr] block where `add` points at it (the last depth block): each element
-   rounded as the product's sum and then the addition of the term would be */
+/* C[mr x nr] (row stride rs, column stride cs) = (first ? 0 : C) + the tile, then the
+   addend's term and ReLU where `add` points at it (the last depth block): each element
+   rounded as the product's sum, the addition of the term and the ReLU would be */
 static inline __attribute__((always_inline)) void store(float* c, int64_t rs, int64_t cs,
                                                         int64_t mr, int64_t nr, int first,
                                                         const __m512 acc[2 * MR],
                                                         const addend* add)
 {
+    const __m512 zero = _mm512_setzero_ps();
     if (cs == 1 && mr == MR && nr == NR && (!add || add->cs == 1 || add->cs == 0)) {
         for (int i = 0; i < MR; ++i) {
             float* row = c + i * rs;
@@ -83,12 +85,16 @@ static inline __attribute__((always_inline)) void store(float* c, int64_t rs, in
                 lo = _mm512_add_ps(_mm512_loadu_ps(row), lo);
                 hi = _mm512_add_ps(_mm512_loadu_ps(row + 16), hi);
             }
-            if (add) {
+            if (add && add->at) {
                 const float* term = add->at + i * add->rs;
                 const __m512 tlo = add->cs ? _mm512_loadu_ps(term) : _mm512_set1_ps(*term);
                 const __m512 thi = add->cs ? _mm512_loadu_ps(term + 16) : tlo;
                 lo = _mm512_add_ps(lo, tlo);
                 hi = _mm512_add_ps(hi, thi);
+            }
+            if (add && add->relu) {   /* (0 > x) ? 0 : x: a NaN or -0.0 is kept */
+                lo = _mm512_max_ps(zero, lo);
+                hi = _mm512_max_ps(zero, hi);
             }
             _mm512_storeu_ps(row, lo);
             _mm512_storeu_ps(row + 16, hi);
@@ -104,7 +110,8 @@ static inline __attribute__((always_inline)) void store(float* c, int64_t rs, in
         for (int64_t j = 0; j < nr; ++j) {
             float* at = c + i * rs + j * cs;
             float sum = first ? part[i][j] : *at + part[i][j];
-            if (add) sum = sum + add->at[i * add->rs + j * add->cs];
+            if (add && add->at) sum = sum + add->at[i * add->rs + j * add->cs];
+            if (add && add->relu && sum < 0.0f) sum = 0.0f;
             *at = sum;
         }
 }
@@ -127,6 +134,30 @@ static void pack_b_row(const float* b, int64_t brs, int64_t bcs, int64_t k0, int
             for (int64_t j = 0; j < nr; ++j) row[j] = src[(j0 + j) * bcs];
         }
         for (int64_t j = nr; j < NR; ++j) row[j] = 0.0f;
+    }
+}
+
+/* Panel p (columns [p * NR, p * NR + NR) of B's rows [k0, k0 + kc)) where B's columns
+   are runs (brs == 1: a transposed operand, such as a layer's weight W seen as W^T): each
+   column read in its memory's order, in chunks of KB rows so the chunk's rows of the
+   panel stay in the first-level cache while the NR columns fill them. Reading B rows
+   at a time instead (pack_b_row) touches NR cache lines per row and was the larger part
+   of a 128 x 512 x 512 product. */
+#define KB 64
+static void pack_b_panel(const float* b, int64_t bcs, int64_t k0, int64_t kc, int64_t n,
+                         int64_t p, float* into)
+{
+    const int64_t j0 = p * NR, nr = n - j0 < NR ? n - j0 : NR;
+    float* panel = into + p * kc * NR;
+    for (int64_t c0 = 0; c0 < kc; c0 += KB) {
+        const int64_t cb = kc - c0 < KB ? kc - c0 : KB;
+        for (int64_t j = 0; j < nr; ++j) {
+            const float* src = b + (j0 + j) * bcs + k0 + c0;
+            float* dst = panel + c0 * NR + j;
+            for (int64_t k = 0; k < cb; ++k) dst[k * NR] = src[k];
+        }
+        for (int64_t j = nr; j < NR; ++j)
+            for (int64_t k = 0; k < cb; ++k) panel[(c0 + k) * NR + j] = 0.0f;
     }
 }
 
@@ -173,20 +204,24 @@ static inline const float* t_at(const float* base, int64_t rs, int64_t cs, int64
     return base ? base + i * rs + j * cs : NULL;
 }
 
-/* C (m x n) = A (m x k) B (k x n) [+ T (m x n)]; strides in elements (any sign, but C's
-   must not overlap A's, B's or T's; T's may be 0: a broadcast bias). T is NULL for none.
-   Returns 0, or -1 when out of memory. */
+/* C (m x n) = A (m x k) B (k x n) [+ T (m x n)], then max(C, 0) where `relu` is set;
+   strides in elements (any sign, but C's must not overlap A's, B's or T's; T's may be 0:
+   a broadcast bias). T is NULL for none. Returns 0, or -1 when out of memory. */
 int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
                  const float* b, int64_t brs, int64_t bcs, float* c, int64_t crs, int64_t ccs,
-                 const float* t_base, int64_t trs, int64_t tcs)
+                 const float* t_base, int64_t trs, int64_t tcs, int relu)
 {
     if (m <= 0 || n <= 0) return 0;
     if (k <= 0) {
         for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j)
-                c[i * crs + j * ccs] = t_base ? t_base[i * trs + j * tcs] : 0.0f;
+            for (int64_t j = 0; j < n; ++j) {
+                float sum = t_base ? t_base[i * trs + j * tcs] : 0.0f;
+                if (relu && sum < 0.0f) sum = 0.0f;
+                c[i * crs + j * ccs] = sum;
+            }
         return 0;
     }
+    const int last_adds = t_base != NULL || relu;
     const int64_t panels = (n + NR - 1) / NR;
     const int64_t blocks = (m + MC - 1) / MC;
     /* Each task packs its rows of A again: split the panels into groups only where
@@ -208,8 +243,13 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
     }
     for (int64_t k0 = 0; k0 < k; k0 += KC) {
         const int64_t kc = k - k0 < KC ? k - k0 : KC;
-        #pragma omp for schedule(static)
-        for (int64_t kk = 0; kk < kc; ++kk) pack_b_row(b, brs, bcs, k0, kc, n, kk, bp);
+        if (brs == 1 && bcs != 1) {
+            #pragma omp for schedule(static)
+            for (int64_t p = 0; p < panels; ++p) pack_b_panel(b, bcs, k0, kc, n, p, bp);
+        } else {
+            #pragma omp for schedule(static)
+            for (int64_t kk = 0; kk < kc; ++kk) pack_b_row(b, brs, bcs, k0, kc, n, kk, bp);
+        }
         /* (the implicit barrier: every panel packed before any is read) */
         #pragma omp for schedule(static)
         for (int64_t task = 0; task < tasks; ++task) {
@@ -224,9 +264,10 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
                 for (int64_t t = 0; t < mc; t += MR) {
                     __m512 acc[2 * MR];
                     tile(kc, ap + t * kc, bp + p * kc * NR, acc);
-                    const addend block = {t_at(t_base, trs, tcs, i0 + t, j0), trs, tcs};
+                    const addend block = {t_at(t_base, trs, tcs, i0 + t, j0), trs, tcs,
+                                          relu};
                     store(c + (i0 + t) * crs + j0 * ccs, crs, ccs, mc - t < MR ? mc - t : MR,
-                          nr, k0 == 0, acc, t_base && k0 + kc == k ? &block : NULL);
+                          nr, k0 == 0, acc, last_adds && k0 + kc == k ? &block : NULL);
                 }
             }
         }
@@ -243,10 +284,10 @@ int axg_gemm_available(void) { return 0; }
 
 int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
                  const float* b, int64_t brs, int64_t bcs, float* c, int64_t crs, int64_t ccs,
-                 const float* t, int64_t trs, int64_t tcs)
+                 const float* t, int64_t trs, int64_t tcs, int relu)
 {
     (void)m; (void)n; (void)k; (void)a; (void)ars; (void)acs; (void)b; (void)brs; (void)bcs;
-    (void)c; (void)crs; (void)ccs; (void)t; (void)trs; (void)tcs;
+    (void)c; (void)crs; (void)ccs; (void)t; (void)trs; (void)tcs; (void)relu;
     return -1;
 }
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -53,8 +53,8 @@ def _kernel() -> Optional[ctypes._CFuncPtr]:  # type: ignore[name-defined]
     if handle is None or not handle.axg_gemm_available():
         return None
     function = handle.axg_gemm_f32
-    function.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_void_p, ctypes.c_int64,
-                                                ctypes.c_int64] * 4
+    operand: List[Any] = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    function.argtypes = [ctypes.c_int64] * 3 + operand * 4 + [ctypes.c_int]
     function.restype = ctypes.c_int
     return function
 
@@ -133,12 +133,15 @@ def _broadcast_strides(x: np.ndarray, shape: Tuple[int, int]) -> Optional[Tuple[
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray,
-           addend: Optional[np.ndarray] = None) -> np.ndarray:
+           addend: Optional[np.ndarray] = None, relu: bool = False) -> np.ndarray:
     """a (m, k) @ b (k, n) into out (m, n), as np.matmul(a, b, out=out); plus `addend`
-    where given, as np.add(product, addend, out=out) after it.
+    where given, as np.add(product, addend, out=out) after it; then, with `relu`, as
+    np.maximum(out, 0, out=out).
 
-    Why the addend: a dense layer's bias, added as the kernel stores its last block of
-    sums, saves a pass over the output (each element rounded as the two ops round it).
+    Why the addend and the ReLU: a dense layer's bias and activation, applied as the
+    kernel stores its last block of sums, save a pass over the output each (every
+    element rounded as the separate ops round it; a NaN or -0.0 kept as np.maximum
+    keeps it).
 
     Parameters
     ----------
@@ -148,6 +151,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray,
         The (m, n) result, not overlapping `a`, `b` or `addend`.
     addend : np.ndarray, optional
         A term of out's dtype that broadcasts to (m, n) (a bias row: (1, n)), any strides.
+    relu : bool
+        Whether out gets max(x, 0) of each element (after the addend).
 
     Returns
     -------
@@ -165,9 +170,12 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     ts = (0, 0) if addend is None else _broadcast_strides(addend, (m, n))
     if ars is None or bs is None or cs is None or ts is None:
         _in_parts(a, b, out)
-        return out if addend is None else np.add(out, addend, out=out)
+        if addend is not None:
+            np.add(out, addend, out=out)
+        return np.maximum(out, out.dtype.type(0), out=out) if relu else out
     address = kernel_c.address
     if _kernel()(m, n, k, address(a), *ars, address(b), *bs,  # type: ignore[misc]
-                 address(out), *cs, None if addend is None else address(addend), *ts) != 0:
+                 address(out), *cs, None if addend is None else address(addend), *ts,
+                 int(relu)) != 0:
         raise MemoryError("gemm.matmul: out of memory")
     return out

@@ -103,12 +103,18 @@ class Schedule:
     #: computed in one call at the Add's step (`biased_products`): the Dot's inputs are
     #: read there (`reads`), and its own buffer is never written.
     biased_products: Mapping[Node, Node] = field(default_factory=dict)
+    #: ReLU (Maximum with 0) of a biased product's Add -> that Add, all three computed in
+    #: one call at the ReLU's step (`product_relus`): the kernel writes the ReLU's array
+    #: (neither the product's nor the Add's is written), reading the Add's term and the
+    #: product's operands there (`reads`).
+    product_relus: Mapping[Node, Node] = field(default_factory=dict)
 
     def reads(self, node: Node) -> Tuple[Node, ...]:
         """The nodes whose values node's step reads: its inputs, and those of a node
         computed with it (a blocked product, a bias Add, a biased product)."""
         return tuple(node.inputs) + computed_with(node, self.blocked_products,
-                                                  self.bias_relus, self.biased_products)
+                                                  self.bias_relus, self.biased_products,
+                                                  self.product_relus)
 
     def needs_buffer(self, node: Node) -> bool:
         """Whether node gets space in the arena."""
@@ -158,10 +164,12 @@ class _Scheduler:
         storage = {node: "fresh" if node in self.fresh else kind
                    for node, kind in self.kind.items()}
         blocked = self._blocked_products(storage)
-        relus = bias_relus(self.function, storage)
+        clamped = product_relus(self.function, storage, self.shapes,
+                                biased_products(self.function, storage, self.shapes, {}))
+        relus = bias_relus(self.function, storage, clamped)
         products = biased_products(self.function, storage, self.shapes, relus)
         #: (for `_donatable`) the inputs of a node computed at another node's step
-        self._moved = {node: computed_with(node, blocked, relus, products)
+        self._moved = {node: computed_with(node, blocked, relus, products, clamped)
                        for node in self.function.nodes}
         overwritable = {node: frozenset(x for x in node.inputs
                                         if self._can_run_in_place(node, x))
@@ -172,7 +180,7 @@ class _Scheduler:
                         fresh=self.fresh, overwritable=overwritable,
                         donatable=self._donatable(), names=self.function.display_names(),
                         blocked_products=blocked, bias_relus=relus,
-                        biased_products=products)
+                        biased_products=products, product_relus=clamped)
 
     def _blocked_products(self, storage: Mapping[Node, str]) -> Dict[Node, Node]:
         """Each Col2Im that sums a Dot's output, seen through transposes that keep the
@@ -461,24 +469,55 @@ def _channels_innermost(node: Node, shape: Tuple[int, ...], dtype) -> TensorDesc
         tuple(int(i) for i in np.argsort(order)))
 
 
-def bias_relus(function: core.Function, storage: Mapping[Node, str]) -> Dict[Node, Node]:
+def relu_source(node: Node) -> Optional[Node]:
+    """x of a float ReLU ``Maximum(x, 0)`` (the bound a uniform +0: max(-0.0, -0.0) is
+    -0.0), else None."""
+    if not isinstance(node, core.Maximum) or \
+            node.element_type.dtype not in (np.float32, np.float64):
+        return None
+    source, bound = node.inputs
+    zero = uniform_value(bound)
+    if zero is None or zero != 0 or np.signbit(zero):
+        return None
+    return source
+
+
+def product_relus(function: core.Function, storage: Mapping[Node, str], shapes: Shapes,
+                  products: Mapping[Node, Node]) -> Dict[Node, Node]:
+    """Each float ReLU whose x is directly a biased product's Add (`biased_products`)
+    read by nothing else, in an arena buffer, of the ReLU's own shape: the product's
+    kernel adds the bias and clamps as it stores its sums, writing the ReLU's array
+    (`gemm.matmul(..., addend=, relu=True)`), which saves a pass over a dense layer's
+    output and the sum in memory (the 784-512-512-10 MLP's forward: two 256 KB passes).
+    The ReLU's array may be a result: a training step's forward hands its activations
+    to the backward."""
+    users = function.users()
+    found: Dict[Node, Node] = {}
+    for node in function.nodes:
+        source = relu_source(node)
+        if source is not None and source in products and storage[node] in ("buffer", "fresh") \
+                and storage[source] == "buffer" and len(users[source]) == 1 \
+                and shapes[source] == shapes[node] and source.element_type == node.element_type:
+            found[node] = source
+    return found
+
+
+def bias_relus(function: core.Function, storage: Mapping[Node, str],
+               taken: Mapping[Node, Node]) -> Dict[Node, Node]:
     """Each ReLU ``Maximum(x, 0)`` of floats whose x is, through transposes no one else
     reads, an ``Add`` of a Broadcast (a layer's bias) read by nothing else: both are
     computed in one pass at the ReLU's step (`epilogue.bias_relu`), which saves writing
     and reading back the sum (LeNet's first convolution: two passes over 2.9 MB).
 
     Both must write arena buffers (not results): the ReLU's buffer seen in the Add's
-    dim order is made once, when the program is generated.
+    dim order is made once, when the program is generated. A ReLU `taken` by its
+    product's kernel (`product_relus`) is left to it.
     """
     users = function.users()
     found: Dict[Node, Node] = {}
     for node in function.nodes:
-        if not isinstance(node, core.Maximum) or storage[node] != "buffer" or \
-                node.element_type.dtype not in (np.float32, np.float64):
-            continue
-        source, bound = node.inputs
-        zero = uniform_value(bound)
-        if zero is None or zero != 0 or np.signbit(zero):  # max(-0.0, -0.0) is -0.0
+        source = relu_source(node)
+        if source is None or storage[node] != "buffer" or node in taken:
             continue
         while isinstance(source, core.Transpose) and storage[source] == "view" and \
                 len(users[source]) == 1:
@@ -522,8 +561,10 @@ def biased_products(function: core.Function, storage: Mapping[Node, str], shapes
 
 def computed_with(node: Node, *pairings: Mapping[Node, Node]) -> Tuple[Node, ...]:
     """The inputs of the nodes computed at `node`'s step besides its own (each pairing
-    maps a node to the one it computes with it)."""
-    return tuple(x for pairs in pairings if node in pairs for x in pairs[node].inputs)
+    maps a node to the one it computes with it, which may compute another in turn: a
+    ReLU its bias Add, the Add its product)."""
+    return tuple(x for pairs in pairings if node in pairs
+                 for x in pairs[node].inputs + computed_with(pairs[node], *pairings))
 
 
 def fused_reduction(node: Node) -> bool:
