@@ -39,6 +39,18 @@ from .sums_as_products import sums_as_products
 FUSE_MIN_ELEMENTS = 1 << 15
 
 
+#: What a program's line may raise that is worded as the interpreter words it.
+RUN_ERRORS = (AxgraphError, ArithmeticError, ValueError, IndexError, TypeError)
+
+
+def _raise_attributed(program: Program, error: Exception) -> None:
+    """Raise `error` as the op whose line raised it (see `Program.attributed`); return
+    where no node's line did (a bad `out=`, say): the caller re-raises it as it is."""
+    attributed = program.attributed(error, error.__traceback__)
+    if attributed is not None:
+        raise attributed from (None if isinstance(error, AxgraphError) else error)
+
+
 class CpuFunction:
     """A core Function compiled for the CPU: `fn(*arrays, out=None)` -> results."""
 
@@ -149,24 +161,56 @@ class CpuFunction:
                              else program.no_outs)
             if results is not None:  # else C declined: the Python program runs
                 return results
+        if out is None:  # the common case, kept short
+            return self.run_found(program, arrays,
+                                  self._donated(program, arrays, donate) if donate else None)
         parallel.govern()  # threads for this step's kernels, from the machine's load
         try:
-            # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
-            # as the interpreter gives them
-            with np.errstate(all="ignore"):
-                if out is None:  # the common case, kept short
-                    outs = self._donated(program, arrays, donate) if donate else program.no_outs
-                    return program.results_for_caller(program.run(*arrays, outs))
+            with np.errstate(all="ignore"):  # (see run_found)
                 out = checked_outs(program.function, out, arrays,
                                    [program.shapes[node] for node in program.function.results])
                 if donate:
                     out = self._with_donations(program, arrays, out, donate)
                 return self._run_into(program, arrays, out)
-        except (AxgraphError, ArithmeticError, ValueError, IndexError, TypeError) as error:
-            attributed = program.attributed(error, error.__traceback__)
-            if attributed is None:  # not raised by a node's line (a bad `out=`, say)
-                raise
-            raise attributed from (None if isinstance(error, AxgraphError) else error)
+        except RUN_ERRORS as error:
+            _raise_attributed(program, error)
+            raise
+        finally:
+            parallel.restore()
+
+    @staticmethod
+    def run_found(program: Program, arrays, outs: Optional[tuple] = None) -> tuple:
+        """Run the Python `program` on `arrays` (of the dtypes and shapes it was built
+        for: a call that has found its program), results in fresh arrays.
+
+        Why a method of its own: a caller that has found the program once (the
+        PyTorch bridge's direct call of a static graph) runs it again without the
+        lookup; it runs exactly as a call does, threads governed, errors attributed.
+
+        Parameters
+        ----------
+        program : Program
+            One of this function's programs, not released.
+        arrays : sequence of np.ndarray
+            The arguments, any strides.
+        outs : tuple, optional
+            Per result, an array to write it into or None (default: none).
+
+        Returns
+        -------
+        tuple
+            The results, each an array of its own.
+        """
+        parallel.govern()  # threads for this step's kernels, from the machine's load
+        try:
+            # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
+            # as the interpreter gives them
+            with np.errstate(all="ignore"):
+                return program.results_for_caller(
+                    program.run(*arrays, program.no_outs if outs is None else outs))
+        except RUN_ERRORS as error:
+            _raise_attributed(program, error)
+            raise
         finally:
             parallel.restore()
 
