@@ -138,3 +138,50 @@ def test_the_node_can_be_turned_off(monkeypatch):
         compiled(x).sum().backward()
     (runtime,) = backend.thin_runtimes
     assert runtime.node is None
+
+
+def test_while_the_library_compiles_in_the_background_the_python_runtime_trains(monkeypatch):
+    """On a machine whose kernel cache lacks the node library, the first use compiles it
+    in a background thread; the steps meanwhile run in Python with eager's values, and
+    the first step after it is built plans the node."""
+    import threading
+
+    built = thin_node.library()  # the real library, for the fake compilation to hand back
+    release, asked = threading.Event(), []
+
+    def opened(key, source, commands, compile_it):
+        asked.append(compile_it)
+        if not compile_it:
+            return None  # not in the cache: compile it
+        assert release.wait(60)
+        return built
+
+    monkeypatch.setattr(thin_node, "_outcome", [])
+    monkeypatch.setattr(thin_node, "_builder", None)
+    monkeypatch.setattr(thin_node, "_opened", opened)
+    model, x = _net(), torch.randn(5, 12)
+    eager = copy.deepcopy(model)
+    labels = torch.tensor([0, 2, 1, 1, 0])
+    backend = AxgraphBackend()
+    compiled = torch.compile(model, backend=backend)
+    steps = [torch.optim.SGD(m.parameters(), lr=0.05) for m in (model, eager)]
+
+    def train(net, step):
+        step.zero_grad(set_to_none=True)
+        F.cross_entropy(net(x), labels).backward()
+        step.step()
+
+    for _ in range(4):
+        train(compiled, steps[0])
+        train(eager, steps[1])
+    (runtime,) = backend.thin_runtimes
+    assert thin_node.pending() and runtime.node is None and asked == [False, True]
+    release.set()
+    thin_node._builder.join(60)
+    assert not thin_node.pending()
+    for _ in range(3):
+        train(compiled, steps[0])
+        train(eager, steps[1])
+    assert runtime.node is not None
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert_close(p, q, f"{name} after seven steps, four before the node")

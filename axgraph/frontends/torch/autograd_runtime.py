@@ -56,15 +56,19 @@ class Capture:
             self.inference = True
 
 
-def plan_node(runtime: "ThinRuntime", args: Sequence[Any]) -> Any:
-    """The C++ node's plan for `runtime` (thin_node.py), or None; once it is made, the
-    views the forward graph's Python path holds are dropped (they would go stale)."""
-    from .thin_node import plan_for
-    node = plan_for(runtime, args)
+def plan_node(runtime: "ThinRuntime", args: Sequence[Any]) -> Tuple[Any, bool]:
+    """(the C++ node's plan for `runtime` (thin_node.py) or None, whether that is final:
+    not while the node library compiles in the background, after which it is asked
+    again); once a plan is made, the views the forward graph's Python path holds are
+    dropped (they would go stale)."""
+    from . import thin_node
+    if thin_node.pending():
+        return None, False
+    node = thin_node.plan_for(runtime, args)
     forward = runtime.forward
     if node is not None and isinstance(forward, CompiledGraph):
         forward.held_views[:] = [(None, 0, None)] * len(forward.held_views)
-    return node
+    return node, node is not None or not thin_node.pending()
 
 
 def _ran(graph: Any) -> bool:
@@ -260,8 +264,8 @@ class ThinRuntime:
         if torch.is_grad_enabled():
             node = self.node
             if node is None and not self._node_tried and _ran(self.backward):
-                self._node_tried = True
-                node = self.node = plan_node(self, args)
+                node, self._node_tried = plan_node(self, args)
+                self.node = node
             if node is not None:
                 outputs = node(args)
                 if outputs is not None:

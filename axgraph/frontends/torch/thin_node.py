@@ -23,8 +23,9 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import threading
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -63,11 +64,70 @@ class Library:
 #: Why the node library is not available here ("" where it is, or before the first try).
 why_not = ""
 
+_lock = threading.Lock()
+#: The outcome, once known: [the library, or None where it cannot be had here].
+_outcome: List[Optional[Library]] = []
+#: The thread compiling the library, while it does.
+_builder: Optional[threading.Thread] = None
+
+
+def library(wait: bool = True) -> Optional[Library]:
+    """The node library: from the kernel cache, else compiled into it (about 20 s, once
+    per machine and torch version); None where it cannot be had here (`why_not` says
+    why).
+
+    Parameters
+    ----------
+    wait : bool
+        Whether to wait for a compilation. False: where the library must still be
+        compiled, the compiler runs in a background thread and None is returned until
+        it is done (`pending()`), so that a training loop's first steps, served by the
+        Python runtime meanwhile, do not stall for it.
+
+    Returns
+    -------
+    Library or None
+        The loaded library, or None.
+    """
+    global _builder
+    with _lock:
+        if _outcome:
+            return _outcome[0]
+        if _builder is None:
+            recipe = _recipe()
+            found = None if recipe is None else _opened(*recipe, compile_it=False)
+            if recipe is None or found is not None:
+                _outcome.append(found)
+                return found
+            _builder = threading.Thread(target=_build, args=recipe, daemon=True,
+                                        name="axgraph-torch-node-build")
+            _builder.start()
+        builder = _builder
+    if not wait:
+        return None
+    builder.join()
+    return _outcome[0]
+
+
+def pending() -> bool:
+    """Whether the node library is being compiled in the background (see `library`)."""
+    return _builder is not None and not _outcome
+
+
+def _build(key: str, source: str, commands: Callable[[str, str], List[List[str]]]) -> None:
+    """The background compilation: its outcome recorded, whatever it is."""
+    found: Optional[Library] = None
+    try:
+        found = _opened(key, source, commands, compile_it=True)
+    finally:
+        with _lock:
+            _outcome.append(found)
+
 
 @functools.lru_cache(maxsize=None)
-def library() -> Optional[Library]:
-    """The node library (built on first use, about 20 s, then from the kernel cache), or
-    None where it cannot be built here (`why_not` says why)."""
+def _recipe() -> Optional[Tuple[str, str, Callable[[str, str], List[List[str]]]]]:
+    """(cache key, C++ source, compile commands) of the library, or None where no C++
+    compiler runs here."""
     global why_not
     compiler = shutil.which("g++") or shutil.which("c++")
     if compiler is None:
@@ -87,13 +147,22 @@ def library() -> Optional[Library]:
     def commands(source_path: str, library_path: str) -> List[List[str]]:
         return [[compiler, source_path, "-o", library_path, *flags]]
 
+    return key, source, commands
+
+
+def _opened(key: str, source: str, commands: Callable[[str, str], List[List[str]]],
+            compile_it: bool) -> Optional[Library]:
+    """The library loaded from the kernel cache, compiled into it first where
+    `compile_it` (else None where it is not there); None where that fails (`why_not`)."""
+    global why_not
     try:
         loaded = kernel_c.cached_library(key, source, ".cpp", commands,
-                                         lambda directory, name: directory.load(name))
-        return Library(loaded.handle)
+                                         lambda directory, name: directory.load(name),
+                                         compile_missing=compile_it)
     except (kernel_c.KernelCompileError, OSError, AttributeError) as error:
         why_not = f"the node library did not build or load: {str(error)[:2000]}"
         return None
+    return None if loaded is None else Library(loaded.handle)
 
 
 #: c10::ScalarType's numbers, by the element type's name (NumPy's and torch's agree).
@@ -154,7 +223,7 @@ def plan_for(runtime: Any, args: Sequence[Any]) -> Optional[Plan]:
             not all(_row_major(layout) for _, layout in runtime.tangents) or \
             [i for i, _ in runtime.tangents] != list(range(runtime.outputs)):
         return None
-    lib = library()
+    lib = library(wait=False)  # (while it compiles, the Python runtime serves)
     if lib is None:
         return None
     if any(str(a.dtype).replace("torch.", "") not in _SCALAR_TYPES for a in args):
@@ -212,4 +281,4 @@ def plan_for(runtime: Any, args: Sequence[Any]) -> Optional[Plan]:
     return Plan(lib, code, fw_native, bw_native)
 
 
-__all__ = ["Library", "Plan", "library", "plan_for"]
+__all__ = ["Library", "Plan", "library", "pending", "plan_for"]

@@ -469,12 +469,15 @@ def build(source: str, chain: Toolchain, fast_math: bool = False) -> Library:
                      "-lm"]]
         return [[chain.compiler, *flags, source_path, "-o", library_path, "-lm"]]
 
-    return cached_library(kernel_key(source, chain, fast_math), source, ".c", commands, _load)
+    library = cached_library(kernel_key(source, chain, fast_math), source, ".c", commands, _load)
+    assert library is not None  # (compiled where missing)
+    return library
 
 
 def cached_library(key: str, source: str, suffix: str,
                    commands: Callable[[str, str], List[List[str]]],
-                   load: Callable[[kernel_cache.CacheDirectory, str], ctypes.CDLL]) -> Library:
+                   load: Callable[[kernel_cache.CacheDirectory, str], ctypes.CDLL],
+                   compile_missing: bool = True) -> Optional[Library]:
     """The library `key` in the kernel cache, loaded: from the disk cache, or compiled
     into it first (what `build` does for C kernels, for any compiler's commands).
 
@@ -491,11 +494,14 @@ def cached_library(key: str, source: str, suffix: str,
         source into the library (an object file beside the library may be made).
     load : callable
         ``load(directory, name)``: the checked library opened.
+    compile_missing : bool
+        Whether to compile it where the cache does not hold it (False: None then; a
+        caller that compiles it in the background asks first).
 
     Returns
     -------
-    Library
-        The loaded library.
+    Library or None
+        The loaded library (None: not in the cache, and `compile_missing` False).
 
     Raises
     ------
@@ -518,6 +524,8 @@ def cached_library(key: str, source: str, suffix: str,
                               f"compiling it again", kernel_cache.CompiledKernelWarning,
                               stacklevel=3)
                 handle = None
+            if handle is None and not compile_missing:
+                return None
             if handle is None:
                 _compile_into(directory, key, source, suffix, commands)
                 try:
