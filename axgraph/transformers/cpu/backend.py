@@ -11,7 +11,7 @@ new sizes cannot hold an arena each forever; `cache_info()` shows it.
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -43,12 +43,22 @@ FUSE_MIN_ELEMENTS = 1 << 15
 RUN_ERRORS = (AxgraphError, ArithmeticError, ValueError, IndexError, TypeError)
 
 
-def _raise_attributed(program: Program, error: Exception) -> None:
-    """Raise `error` as the op whose line raised it (see `Program.attributed`); return
-    where no node's line did (a bad `out=`, say): the caller re-raises it as it is."""
-    attributed = program.attributed(error, error.__traceback__)
-    if attributed is not None:
+def _running(program: Program, work: Callable[[], tuple]) -> tuple:
+    """work(), which runs `program`, as every call runs it: threads for the step's
+    kernels governed by the machine's load, IEEE results (log(0) = -inf, 1/0 = inf,
+    ...) without NumPy's RuntimeWarnings, as the interpreter gives them, and an error a
+    node's line raised worded as the op that raised it (`Program.attributed`)."""
+    parallel.govern()
+    try:
+        with np.errstate(all="ignore"):
+            return work()
+    except RUN_ERRORS as error:
+        attributed = program.attributed(error, error.__traceback__)
+        if attributed is None:  # not raised by a node's line (a bad `out=`, say)
+            raise
         raise attributed from (None if isinstance(error, AxgraphError) else error)
+    finally:
+        parallel.restore()
 
 
 class CpuFunction:
@@ -164,19 +174,14 @@ class CpuFunction:
         if out is None:  # the common case, kept short
             return self.run_found(program, arrays,
                                   self._donated(program, arrays, donate) if donate else None)
-        parallel.govern()  # threads for this step's kernels, from the machine's load
-        try:
-            with np.errstate(all="ignore"):  # (see run_found)
-                out = checked_outs(program.function, out, arrays,
+
+        def into_out() -> tuple:
+            checked = checked_outs(program.function, out, arrays,
                                    [program.shapes[node] for node in program.function.results])
-                if donate:
-                    out = self._with_donations(program, arrays, out, donate)
-                return self._run_into(program, arrays, out)
-        except RUN_ERRORS as error:
-            _raise_attributed(program, error)
-            raise
-        finally:
-            parallel.restore()
+            if donate:
+                checked = self._with_donations(program, arrays, checked, donate)
+            return self._run_into(program, arrays, checked)
+        return _running(program, into_out)
 
     @staticmethod
     def run_found(program: Program, arrays, outs: Optional[tuple] = None) -> tuple:
@@ -201,18 +206,8 @@ class CpuFunction:
         tuple
             The results, each an array of its own.
         """
-        parallel.govern()  # threads for this step's kernels, from the machine's load
-        try:
-            # IEEE results (log(0) = -inf, 1/0 = inf, ...) without NumPy's RuntimeWarnings,
-            # as the interpreter gives them
-            with np.errstate(all="ignore"):
-                return program.results_for_caller(
-                    program.run(*arrays, program.no_outs if outs is None else outs))
-        except RUN_ERRORS as error:
-            _raise_attributed(program, error)
-            raise
-        finally:
-            parallel.restore()
+        return _running(program, lambda: program.results_for_caller(
+            program.run(*arrays, program.no_outs if outs is None else outs)))
 
     @staticmethod
     def _go_native(program: Program) -> None:
