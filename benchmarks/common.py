@@ -596,7 +596,10 @@ def machine_facts() -> str:
     except ImportError:
         lines.append("numpy BLAS: threadpoolctl not installed (see np.show_config())")
     overrides = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS_", "AXGRAPH_"))
-                 or k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "MKL_NUM_THREADS")}
+                 or k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "MKL_NUM_THREADS",
+                          # PyTorch, MKL and oneDNN held to AVX2 (an AVX2 machine's kernels)
+                          "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS",
+                          "ONEDNN_MAX_CPU_ISA")}
     lines.append("env: " + (", ".join(f"{k}={v}" for k, v in sorted(overrides.items()))
                             or "no OPENBLAS_*/OMP_*/AXGRAPH_* overrides"))
     try:

@@ -1,17 +1,20 @@
 """The cpu backend's own float32 matrix product (transformers/cpu/gemm.py) against float64.
 
 Shapes cross the kernel's blocking edges: rows not a multiple of its 8-row
-tile or of its 64-row blocks, columns not a multiple of its 32-column panels,
+tile or of its 64-row blocks, columns not a multiple of its 32-column panels (AVX-512; 6 and
+16 with AVX2),
 depths past one 512-deep block and not a multiple of it; operands come
 transposed, reversed and as strided slices, and `out` as a transposed view.
 """
+import ctypes
+
 import numpy as np
 import pytest
 
 from axgraph.transformers.cpu import gemm
 
 needs_kernel = pytest.mark.skipif(not gemm.available(),
-                                  reason="no AVX-512 build of the kernels here")
+                                  reason="no AVX-512 or AVX2 build of the kernels here")
 
 SHAPES = [  # (m, k, n)
     (1, 1, 1),
@@ -169,7 +172,7 @@ def test_an_addend_is_added_as_a_separate_add_would(monkeypatch, kernel, m, k, n
     """A bias added as the kernel stores its last depth block (past one 512-deep block
     too) rounds each element exactly as the product followed by np.add."""
     if kernel and not gemm.available():
-        pytest.skip("no AVX-512 build of the kernels here")
+        pytest.skip("no AVX-512 or AVX2 build of the kernels here")
     monkeypatch.setattr(gemm, "MIN_MULTIPLY_ADDS", 0)
     monkeypatch.setattr(gemm, "MIN_DEPTH", 0)
     monkeypatch.setattr(gemm, "MIN_OUTPUT", 0)
@@ -186,3 +189,44 @@ def test_an_addend_is_added_as_a_separate_add_would(monkeypatch, kernel, m, k, n
     got = gemm.matmul(a, b, out=np.full((m, n), np.nan, np.float32), addend=addend)
     np.testing.assert_array_equal(got, product + addend)
     _check(got - addend, a, b)
+
+
+def test_avx512_and_avx2_builds_give_the_same_bits(monkeypatch):
+    """The kernel built for AVX-512 (8 x 32 tiles) and for x86-64-v3 (AVX2: 6 x 16) sums
+    each element in the same order with one fused multiply-add per term: the same bits,
+    with a bias and a ReLU too, on shapes that end in partial tiles and blocks."""
+    from pathlib import Path
+
+    from axgraph.transformers.cpu import kernel_c
+
+    chain = kernel_c.toolchain()
+    macros = chain and kernel_c.feature_macros(chain.compiler, "native")
+    if not macros or "__AVX512F__" not in macros:
+        pytest.skip("this CPU has no AVX-512 to compare with")
+    source = Path(gemm.__file__).with_name("gemm.c").read_text()
+    handles = {}
+    for march in ("native", "x86-64-v3"):
+        monkeypatch.setenv(kernel_c.MARCH_VARIABLE, march)
+        handles[march] = kernel_c.optional_library(source)
+        assert handles[march] is not None and handles[march].axg_gemm_available()
+    address = kernel_c.address
+    for m, k, n, relu in ((130, 1100, 97, 0), (37, 600, 70, 1), (128, 784, 512, 1)):
+        a, b = _operands(m, k, n, seed=m)
+        b = np.ascontiguousarray(b.T).T  # a transposed weight, as a layer reads it
+        bias = np.random.default_rng(n).normal(size=(1, n)).astype(np.float32)
+        outs = []
+        for handle in handles.values():
+            out = np.empty((m, n), np.float32)
+            status = handle.axg_gemm_f32(
+                *[ctypes.c_int64(v) for v in (m, n, k)],
+                *[ctypes.c_void_p(address(x)) if j == 0 else ctypes.c_int64(x)
+                  for array in (a, b, out) for j, x in
+                  enumerate((array, array.strides[0] // 4, array.strides[1] // 4))],
+                ctypes.c_void_p(address(bias)), ctypes.c_int64(0), ctypes.c_int64(1),
+                ctypes.c_int(relu))
+            assert status == 0
+            outs.append(out)
+        np.testing.assert_array_equal(outs[0], outs[1])
+        want = _reference(a, b) + bias
+        np.testing.assert_allclose(outs[0], np.maximum(want, 0) if relu else want,
+                                   rtol=1e-4, atol=1e-3)

@@ -1,15 +1,21 @@
-/* axgraph float32 matrix product for AVX-512 builds: C = A B, any strides.
+/* axgraph float32 matrix product for AVX-512 and AVX2 (with FMA) builds: C = A B, any
+ * strides.
  *
  * Read by gemm.py (its docstring says why and when it runs). Blocked as BLIS
  * does: for each block of KC along k, B is packed once into panels of NR
- * columns (shared by the threads), then each thread packs its blocks of MC
+ * columns (shared by the threads), then each thread packs its blocks of rows
  * rows of A into micro-panels of MR rows and runs the MR x NR register tile
  * over them. Panels are zero-padded at the edges, so the tile always runs
  * whole; an edge tile (or a C whose columns are not unit stride) is written
  * through a small local array. Every element of C is the sum over k of its
  * products in k order, each KC block summed in registers from 0 and then
- * added to C (the first block stored), so the result does not depend on the
- * number of threads.
+ * added to C (the first block stored), so the result depends neither on the
+ * number of threads nor on the vector width: AVX-512 and AVX2 builds give the
+ * same bits (one fused multiply-add per term in both).
+ *
+ * The tile is MR rows by two vectors of columns: 8 x 32 with AVX-512's 32
+ * registers (16 sums), 6 x 16 with AVX2's 16 (12 sums, two rows of B and the
+ * broadcast element of A beside them).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,15 +24,39 @@
 #include <omp.h>
 #endif
 
-#define MR 8
-#define NR 32
 #define KC 512
-#define MC (MR * 8)
 /* Below this many multiply-adds a call runs on one thread. */
 #define PARALLEL_MIN (1 << 20)
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
+
+#if defined(__AVX512F__)
+typedef __m512 vec;
+#define VW 16
+#define MR 8
+#define V_LOAD _mm512_loadu_ps
+#define V_STORE _mm512_storeu_ps
+#define V_SET1 _mm512_set1_ps
+#define V_ZERO _mm512_setzero_ps
+#define V_FMA _mm512_fmadd_ps
+#define V_ADD _mm512_add_ps
+#define V_MAX _mm512_max_ps
+#else
+typedef __m256 vec;
+#define VW 8
+#define MR 6
+#define V_LOAD _mm256_loadu_ps
+#define V_STORE _mm256_storeu_ps
+#define V_SET1 _mm256_set1_ps
+#define V_ZERO _mm256_setzero_ps
+#define V_FMA _mm256_fmadd_ps
+#define V_ADD _mm256_add_ps
+#define V_MAX _mm256_max_ps
+#endif
+#define NR (2 * VW)
+/* Rows of A a thread packs at a time, at most (see row_block). */
+#define MC_MAX (MR * 8)
 
 int axg_gemm_available(void) { return 1; }
 
@@ -46,19 +76,31 @@ static int64_t threads(void)
 #endif
 }
 
+/* Rows of A per block: whole tiles, at most MC_MAX, and as many blocks as a multiple of
+   the threads (128 rows on 2 threads: 2 blocks of 64 with AVX-512, 4 of 36 with AVX2,
+   where blocks of MC_MAX = 48 would give one thread twice the other's rows). */
+static int64_t row_block(int64_t m)
+{
+    const int64_t t = threads();
+    const int64_t rounds = (m + t * MC_MAX - 1) / (t * MC_MAX);
+    const int64_t per_block = (m + t * rounds - 1) / (t * rounds);
+    const int64_t rows = (per_block + MR - 1) / MR * MR;
+    return rows < MR ? MR : rows;
+}
+
 /* tile = a (MR x kc, packed k-major) times b (kc x NR, packed k-major) */
 static inline __attribute__((always_inline)) void tile(int64_t kc, const float* a,
-                                                       const float* b, __m512 acc[2 * MR])
+                                                       const float* b, vec acc[2 * MR])
 {
-    for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm512_setzero_ps();
+    for (int i = 0; i < 2 * MR; ++i) acc[i] = V_ZERO();
     for (int64_t k = 0; k < kc; ++k) {
-        const __m512 b0 = _mm512_loadu_ps(b + k * NR);
-        const __m512 b1 = _mm512_loadu_ps(b + k * NR + 16);
+        const vec b0 = V_LOAD(b + k * NR);
+        const vec b1 = V_LOAD(b + k * NR + VW);
         #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
-            const __m512 x = _mm512_set1_ps(a[k * MR + i]);
-            acc[2 * i] = _mm512_fmadd_ps(x, b0, acc[2 * i]);
-            acc[2 * i + 1] = _mm512_fmadd_ps(x, b1, acc[2 * i + 1]);
+            const vec x = V_SET1(a[k * MR + i]);
+            acc[2 * i] = V_FMA(x, b0, acc[2 * i]);
+            acc[2 * i + 1] = V_FMA(x, b1, acc[2 * i + 1]);
         }
     }
 }
@@ -73,38 +115,38 @@ typedef struct { const float* at; int64_t rs, cs; int relu; } addend;
    rounded as the product's sum, the addition of the term and the ReLU would be */
 static inline __attribute__((always_inline)) void store(float* c, int64_t rs, int64_t cs,
                                                         int64_t mr, int64_t nr, int first,
-                                                        const __m512 acc[2 * MR],
+                                                        const vec acc[2 * MR],
                                                         const addend* add)
 {
-    const __m512 zero = _mm512_setzero_ps();
+    const vec zero = V_ZERO();
     if (cs == 1 && mr == MR && nr == NR && (!add || add->cs == 1 || add->cs == 0)) {
         for (int i = 0; i < MR; ++i) {
             float* row = c + i * rs;
-            __m512 lo = acc[2 * i], hi = acc[2 * i + 1];
+            vec lo = acc[2 * i], hi = acc[2 * i + 1];
             if (!first) {
-                lo = _mm512_add_ps(_mm512_loadu_ps(row), lo);
-                hi = _mm512_add_ps(_mm512_loadu_ps(row + 16), hi);
+                lo = V_ADD(V_LOAD(row), lo);
+                hi = V_ADD(V_LOAD(row + VW), hi);
             }
             if (add && add->at) {
                 const float* term = add->at + i * add->rs;
-                const __m512 tlo = add->cs ? _mm512_loadu_ps(term) : _mm512_set1_ps(*term);
-                const __m512 thi = add->cs ? _mm512_loadu_ps(term + 16) : tlo;
-                lo = _mm512_add_ps(lo, tlo);
-                hi = _mm512_add_ps(hi, thi);
+                const vec tlo = add->cs ? V_LOAD(term) : V_SET1(*term);
+                const vec thi = add->cs ? V_LOAD(term + VW) : tlo;
+                lo = V_ADD(lo, tlo);
+                hi = V_ADD(hi, thi);
             }
             if (add && add->relu) {   /* (0 > x) ? 0 : x: a NaN or -0.0 is kept */
-                lo = _mm512_max_ps(zero, lo);
-                hi = _mm512_max_ps(zero, hi);
+                lo = V_MAX(zero, lo);
+                hi = V_MAX(zero, hi);
             }
-            _mm512_storeu_ps(row, lo);
-            _mm512_storeu_ps(row + 16, hi);
+            V_STORE(row, lo);
+            V_STORE(row + VW, hi);
         }
         return;
     }
     float part[MR][NR];
     for (int i = 0; i < MR; ++i) {
-        _mm512_storeu_ps(part[i], acc[2 * i]);
-        _mm512_storeu_ps(part[i] + 16, acc[2 * i + 1]);
+        V_STORE(part[i], acc[2 * i]);
+        V_STORE(part[i] + VW, acc[2 * i + 1]);
     }
     for (int64_t i = 0; i < mr; ++i)
         for (int64_t j = 0; j < nr; ++j) {
@@ -223,7 +265,7 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
     }
     const int last_adds = t_base != NULL || relu;
     const int64_t panels = (n + NR - 1) / NR;
-    const int64_t blocks = (m + MC - 1) / MC;
+    const int64_t mc_rows = row_block(m), blocks = (m + mc_rows - 1) / mc_rows;
     /* Each task packs its rows of A again: split the panels into groups only where
        there are fewer row blocks than threads. */
     const int64_t per_group = blocks >= threads() ? panels
@@ -236,7 +278,7 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
     int failed = 0;
     #pragma omp parallel if(m * n * k >= PARALLEL_MIN)
     {
-    float* ap = (float*)aligned_alloc(64, whole_lines((size_t)(MC * kc_max)));
+    float* ap = (float*)aligned_alloc(64, whole_lines((size_t)(mc_rows * kc_max)));
     if (!ap) {
         #pragma omp atomic write
         failed = 1;
@@ -255,14 +297,14 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
         for (int64_t task = 0; task < tasks; ++task) {
             if (!ap) continue;
             const int64_t block = task / groups, group = task % groups;
-            const int64_t i0 = block * MC, mc = m - i0 < MC ? m - i0 : MC;
+            const int64_t i0 = block * mc_rows, mc = m - i0 < mc_rows ? m - i0 : mc_rows;
             const int64_t p_end = (group + 1) * per_group < panels ? (group + 1) * per_group
                                                                    : panels;
             pack_a(a, ars, acs, i0, mc, k0, kc, ap);
             for (int64_t p = group * per_group; p < p_end; ++p) {
                 const int64_t j0 = p * NR, nr = n - j0 < NR ? n - j0 : NR;
                 for (int64_t t = 0; t < mc; t += MR) {
-                    __m512 acc[2 * MR];
+                    vec acc[2 * MR];
                     tile(kc, ap + t * kc, bp + p * kc * NR, acc);
                     const addend block = {t_at(t_base, trs, tcs, i0 + t, j0), trs, tcs,
                                           relu};
