@@ -75,6 +75,29 @@ def test_out_may_be_x_or_strided():
     np.testing.assert_allclose(transposed, erf_math(grid), rtol=3e-16, atol=0)
 
 
+def test_x_broadcasts_to_out_as_a_ufuncs_input_does():
+    """A program hands a Broadcast on as a view with fewer elements (a row for a matrix):
+    every row of out gets the row's erf, none is left as the memory was."""
+    row = np.array([[1.5, 0.5, -2.0]], np.float32)
+    out = np.full((4, 3), np.nan, np.float32)
+    runtime.erf(row, out)
+    np.testing.assert_array_equal(out, np.repeat(erf_math(row).astype(np.float32), 4, axis=0))
+
+
+def test_erf_of_a_broadcast_in_a_program_is_every_rows_erf():
+    """Found by the fuzzer: erf of a broadcast seen through a transpose left the rows past
+    the first uncomputed (whatever the memory held), fused or not."""
+    A, B = ng.make_axis(2, name="A"), ng.make_axis(3, name="B")
+    x = ng.placeholder([B])
+    y = ng.axes_with_order(ng.erf(ng.axes_with_order(ng.broadcast(x, [A, B]), [B, A])), [A, B])
+    feed = np.array([1.5, 0.5, -2.0], np.float32)
+    want = np.repeat(erf_math(feed)[None, :], 2, axis=0).astype(np.float32)
+    for options in ({}, {"fuse": True}):
+        with ng.make_transformer("cpu", **options) as t:
+            got = t.computation([-x, y], x)(feed)[1]
+        np.testing.assert_array_equal(got, want, err_msg=str(options))
+
+
 def test_both_numpy_paths_call_it():
     """The cpu backend's generated program and the blocked-NumPy fused kernel call it (no
     math.erf per element), with its values."""

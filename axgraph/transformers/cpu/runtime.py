@@ -101,9 +101,11 @@ def erf(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     W. J. Cody, with coefficients fitted here), computed in float64 whatever x's type
     and rounded once into out: within 1 ulp of math.erf in float64 (measured over
     [-7, 7], tests/test_erf_numpy.py), and within 0.5 ulp of it in float32. Exact ±0,
-    ±1 from |x| = 6 on and at ±inf, NaN for NaN. `out` may be x itself.
+    ±1 from |x| = 6 on and at ±inf, NaN for NaN. `out` may be x itself, and x may
+    broadcast to out's shape, as a ufunc's input does (a program passes a Broadcast as
+    a view of fewer elements: each is computed once per place it lands).
     """
-    flat = np.ravel(x)
+    flat = np.ravel(x if x.shape == out.shape else np.broadcast_to(x, out.shape))
     target = out.reshape(-1) if out.flags.c_contiguous else np.empty(out.size, out.dtype)
     for start in range(0, flat.size, _ERF_BLOCK):
         stop = min(start + _ERF_BLOCK, flat.size)
