@@ -3,11 +3,12 @@
  *
  * Read by gemm.py (its docstring says why and when it runs). Blocked as BLIS
  * does: for each block of KC along k, B is packed once into panels of NR
- * columns (shared by the threads), then each thread packs its blocks of rows
- * rows of A into micro-panels of MR rows and runs the MR x NR register tile
- * over them. Panels are zero-padded at the edges, so the tile always runs
- * whole; an edge tile (or a C whose columns are not unit stride) is written
- * through a small local array. Every element of C is the sum over k of its
+ * columns (shared by the threads), then each thread runs the MR x NR register
+ * tile over its block of rows of A: read in place where A is row-major, else
+ * packed into micro-panels of MR rows. Panels are zero-padded at the edges (A's
+ * last partial tile is always packed), so the tile always runs whole; an edge
+ * tile (or a C whose columns are not unit stride) is written through a small
+ * local array. Every element of C is the sum over k of its
  * products in k order, each KC block summed in registers from 0 and then
  * added to C (the first block stored), so the result depends neither on the
  * number of threads nor on the vector width: AVX-512 and AVX2 builds give the
@@ -88,17 +89,21 @@ static int64_t row_block(int64_t m)
     return rows < MR ? MR : rows;
 }
 
-/* tile = a (MR x kc, packed k-major) times b (kc x NR, packed k-major) */
-static inline __attribute__((always_inline)) void tile(int64_t kc, const float* a,
-                                                       const float* b, vec acc[2 * MR])
+/* tile = MR rows of A (element (i, k) at a[i * rs + k * cs]: packed k-major, rs 1 and cs
+   MR; or A's own rows, cs 1) times b (kc x NR, packed k-major). Inlined where rs or cs
+   is a constant, so each caller's loop has its own addressing. */
+static inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int64_t rs,
+                                                       int64_t cs, const float* b,
+                                                       vec acc[2 * MR])
 {
     for (int i = 0; i < 2 * MR; ++i) acc[i] = V_ZERO();
     for (int64_t k = 0; k < kc; ++k) {
         const vec b0 = V_LOAD(b + k * NR);
         const vec b1 = V_LOAD(b + k * NR + VW);
+        const float* column = a + k * cs;
         #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
-            const vec x = V_SET1(a[k * MR + i]);
+            const vec x = V_SET1(column[i * rs]);
             acc[2 * i] = V_FMA(x, b0, acc[2 * i]);
             acc[2 * i + 1] = V_FMA(x, b1, acc[2 * i + 1]);
         }
@@ -273,6 +278,11 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
     const int64_t groups = (panels + per_group - 1) / per_group;
     const int64_t tasks = blocks * groups;
     const int64_t kc_max = k < KC ? k : KC;
+    /* Packing a row-major A is a transposition, element by element: about half the
+       multiply-adds' time in a product of 64 columns. Its rows are read in place instead
+       (a transposed A's packing copies runs: it stays, as the column reads of a
+       power-of-two stride would crowd a few cache sets). */
+    const int direct = acs == 1;
     float* bp = (float*)aligned_alloc(64, whole_lines((size_t)(panels * kc_max * NR)));
     if (!bp) return -1;
     int failed = 0;
@@ -300,12 +310,18 @@ int axg_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, i
             const int64_t i0 = block * mc_rows, mc = m - i0 < mc_rows ? m - i0 : mc_rows;
             const int64_t p_end = (group + 1) * per_group < panels ? (group + 1) * per_group
                                                                    : panels;
-            pack_a(a, ars, acs, i0, mc, k0, kc, ap);
+            /* A's rows are read where they are (row-major A: its rows are runs); packed
+               otherwise, and its last partial tile always (padded with zero rows) */
+            const int64_t whole = direct ? mc / MR * MR : 0;
+            if (whole < mc)
+                pack_a(a, ars, acs, i0 + whole, mc - whole, k0, kc, ap + whole * kc);
             for (int64_t p = group * per_group; p < p_end; ++p) {
                 const int64_t j0 = p * NR, nr = n - j0 < NR ? n - j0 : NR;
+                const float* panel = bp + p * kc * NR;
                 for (int64_t t = 0; t < mc; t += MR) {
                     vec acc[2 * MR];
-                    tile(kc, ap + t * kc, bp + p * kc * NR, acc);
+                    if (t < whole) tile(kc, a + (i0 + t) * ars + k0, ars, 1, panel, acc);
+                    else tile(kc, ap + t * kc, 1, MR, panel, acc);
                     const addend block = {t_at(t_base, trs, tcs, i0 + t, j0), trs, tcs,
                                           relu};
                     store(c + (i0 + t) * crs + j0 * ccs, crs, ccs, mc - t < MR ? mc - t : MR,
