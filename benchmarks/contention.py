@@ -79,6 +79,7 @@ def child(setting: str, cases: List[str], rounds: int, min_sample_s: float, sett
           march: Optional[str]) -> Dict[str, Any]:
     """In a fresh process with the setting's environment: medians per case, contestant and
     condition, in seconds per step."""
+    common.torch_first()
     runners: Dict[str, Any] = {}
     notes: List[str] = []
     threads = 1 if setting == "1 thread" else None
