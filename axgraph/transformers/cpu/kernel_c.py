@@ -568,9 +568,10 @@ def _bound_openmp_spinning() -> None:
     Why bounded: a team that spins on (libgomp's default is 3 ms) starves BLAS's own
     threads and other processes on a machine with few cores; one that sleeps at once
     (OMP_WAIT_POLICY=PASSIVE alone) is woken through the kernel for every parallel
-    region, which took the 784-512-512-10 MLP step from 2.3 to 3.1 ms on 2 cores, with
-    the same step beside a busy process no slower than alone either way. PASSIVE is
-    still set for OpenMP runtimes other than GNU's, which do not read GOMP_SPINCOUNT.
+    region, which took the 784-512-512-10 MLP step from 2.4 to 3.1 ms on 2 cores (beside
+    a busy process, where the governor leaves one thread, the step takes the same time
+    either way). PASSIVE is still set for OpenMP runtimes other than GNU's, which do not
+    read GOMP_SPINCOUNT.
     """
     if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
         return
