@@ -37,6 +37,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
+from axgraph.transformers.cpu import parallel
+
 from . import common, mlp
 from .common import Verdict
 
@@ -73,10 +75,6 @@ def _torch_trainer(problem: mlp.Problem, threads: Optional[int]):
 
         torch.set_num_threads(threads)
     return trainer
-
-
-#: Seconds axgraph's thread governor waits between looks at the machine's load, and a margin.
-LOAD_INTERVAL = 0.25
 
 
 def child(setting: str, cases: List[str], rounds: int, min_sample_s: float, settle_s: float,
@@ -116,7 +114,7 @@ def child(setting: str, cases: List[str], rounds: int, min_sample_s: float, sett
                     # and again once axgraph's governor can look at this condition's load
                     # alone: it decides from the load since its last look, which may have
                     # been in the other condition (the sample is shorter than its interval)
-                    time.sleep(LOAD_INTERVAL)
+                    time.sleep(parallel.LOAD_INTERVAL * 1.25)
                     runners[name]()
                     started = time.perf_counter()
                     for _ in range(numbers[name]):
